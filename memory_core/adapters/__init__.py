@@ -1,0 +1,1 @@
+"""Adapters: one module per vendor or technology behind each port."""

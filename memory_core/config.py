@@ -1,0 +1,144 @@
+"""Settings: one frozen object, built from the environment inside ``bootstrap`` (never at import).
+
+Every setting has exactly one environment variable; the same names appear in
+``local.settings.sample.json``, the Bicep app settings and the README's table.
+:func:`Settings.environment_variables` lists them so tests can check those places agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import ConfigurationError
+from .policy import HumanMemoryPolicy
+
+__all__ = ["Settings"]
+
+
+def _env(name: str, default: Any, doc: str) -> Any:
+    return field(default=default, metadata={"env": name, "doc": doc})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything memory-core reads from its environment."""
+
+    store: str = _env("MEMORY_STORE", "sqlite", "Memory store: `sqlite` (embedded) or `azure_search`.")
+    sqlite_path: str = _env(
+        "MEMORY_SQLITE_PATH", ".memory-core/memory.db", "Embedded store file (SQLite, WAL)."
+    )
+    embedder: str = _env(
+        "MEMORY_EMBEDDER",
+        "e5-local",
+        "Embedder: `e5-local` (multilingual-e5-small, offline), `hash` (tests), `azure_openai`.",
+    )
+    embedder_threads: int = _env(
+        "MEMORY_EMBEDDER_THREADS", 2, "Threads the local embedder may use (pins OMP_NUM_THREADS)."
+    )
+    half_life_days: float = _env("MEMORY_HALF_LIFE_DAYS", 45.0, "Retention half-life in days.")
+    archive_threshold: float = _env(
+        "MEMORY_ARCHIVE_THRESHOLD", 0.22, "At or below this retention a memory is archived."
+    )
+    access_boost: float = _env("MEMORY_ACCESS_BOOST", 0.04, "Retention added per recall.")
+    access_boost_cap: float = _env("MEMORY_ACCESS_BOOST_CAP", 0.35, "Most retention recalls can add.")
+    forget_tolerance: float = _env(
+        "MEMORY_FORGET_TOLERANCE",
+        0.01,
+        "Forgetting rewrites a memory whose status is unchanged only when its stored retention is "
+        "off by more than this.",
+    )
+    azure_search_endpoint: str = _env(
+        "AZURE_SEARCH_ENDPOINT", "", "Azure AI Search endpoint (`https://NAME.search.windows.net`)."
+    )
+    azure_search_index_name: str = _env("AZURE_SEARCH_INDEX_NAME", "memories", "Azure AI Search index.")
+    azure_search_api_key: str = _env(
+        "AZURE_SEARCH_API_KEY", "", "Optional admin key; leave empty to use Microsoft Entra ID (recommended)."
+    )
+    azure_openai_endpoint: str = _env(
+        "AZURE_OPENAI_ENDPOINT", "", "Azure OpenAI endpoint; empty means rule-based extraction."
+    )
+    azure_openai_chat_deployment: str = _env(
+        "AZURE_OPENAI_CHAT_DEPLOYMENT", "", "Chat deployment used for extraction and consolidation."
+    )
+    azure_openai_embedding_deployment: str = _env(
+        "AZURE_OPENAI_EMBEDDING_DEPLOYMENT", "", "Embedding deployment (with MEMORY_EMBEDDER=azure_openai)."
+    )
+    azure_openai_api_version: str = _env(
+        "AZURE_OPENAI_API_VERSION", "2024-10-21", "Azure OpenAI data-plane API version."
+    )
+    azure_client_id: str = _env(
+        "AZURE_CLIENT_ID", "", "Client id of a user-assigned managed identity (empty: default credential)."
+    )
+
+    def __post_init__(self) -> None:
+        if self.store not in {"sqlite", "azure_search"}:
+            raise ConfigurationError(f"MEMORY_STORE must be 'sqlite' or 'azure_search', not {self.store!r}")
+        if self.embedder not in {"e5-local", "hash", "azure_openai"}:
+            raise ConfigurationError(
+                f"MEMORY_EMBEDDER must be 'e5-local', 'hash' or 'azure_openai', not {self.embedder!r}"
+            )
+        if self.store == "azure_search" and not self.azure_search_endpoint:
+            raise ConfigurationError("MEMORY_STORE=azure_search needs AZURE_SEARCH_ENDPOINT")
+        if self.embedder == "azure_openai" and not (
+            self.azure_openai_endpoint and self.azure_openai_embedding_deployment
+        ):
+            raise ConfigurationError(
+                "MEMORY_EMBEDDER=azure_openai needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_EMBEDDING_DEPLOYMENT"
+            )
+        if self.embedder_threads < 1:
+            raise ConfigurationError("MEMORY_EMBEDDER_THREADS must be at least 1")
+        try:
+            self.policy()
+        except ValueError as exc:  # the policy names the parameter
+            raise ConfigurationError(f"invalid memory policy setting: {exc}") from exc
+        if not (math.isfinite(self.forget_tolerance) and 0 <= self.forget_tolerance < 1):
+            raise ConfigurationError("MEMORY_FORGET_TOLERANCE must be in [0, 1)")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> Settings:
+        """Build settings from ``environ`` (missing or empty variables keep their defaults)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = f.metadata["env"]
+            raw = environ.get(name)
+            if raw is None or raw.strip() == "":
+                continue
+            values[f.name] = _convert(name, raw.strip(), type(f.default))
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @classmethod
+    def environment_variables(cls) -> dict[str, str]:
+        """Every environment variable the settings read, with its description."""
+        return {f.metadata["env"]: f.metadata["doc"] for f in fields(cls)}
+
+    def policy(self) -> HumanMemoryPolicy:
+        return HumanMemoryPolicy(
+            half_life_days=self.half_life_days,
+            archive_threshold=self.archive_threshold,
+            access_boost=self.access_boost,
+            access_boost_cap=self.access_boost_cap,
+        )
+
+
+def _convert(name: str, raw: str, kind: type) -> Any:
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ValueError(raw)
+            return value
+        if kind is bool:
+            if raw.lower() in {"1", "true", "yes", "on"}:
+                return True
+            if raw.lower() in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+    return raw

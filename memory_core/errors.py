@@ -1,0 +1,56 @@
+"""Errors raised by memory-core.
+
+Every error derives from :class:`MemoryCoreError`. Two families tell a queue what to do with a message:
+:class:`TransientError` (retry: throttling, timeouts, 5xx) and :class:`PermanentError` (do not retry:
+bad input, schema violations). Validation errors are permanent and name the offending field.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "ConflictError",
+    "MemoryCoreError",
+    "NotFoundError",
+    "PermanentError",
+    "TransientError",
+    "ValidationError",
+]
+
+
+class MemoryCoreError(Exception):
+    """Root of every error memory-core raises on purpose."""
+
+
+class TransientError(MemoryCoreError):
+    """A failure that may succeed when retried (throttling, timeouts, unavailable services)."""
+
+
+class PermanentError(MemoryCoreError):
+    """A failure that retrying cannot fix (bad input, unknown schema)."""
+
+
+class ValidationError(PermanentError, ValueError):
+    """Input that breaks a documented rule.
+
+    Args:
+        field: Name of the offending field (``user_id``, ``top``, ...).
+        message: What is wrong with it, in words a caller can act on.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class NotFoundError(PermanentError, LookupError):
+    """The requested memory does not exist in the caller's scope."""
+
+
+class ConflictError(PermanentError):
+    """The store's state does not allow the operation (for example an embedding of another size)."""
+
+
+class ConfigurationError(MemoryCoreError):
+    """Settings are missing or inconsistent."""

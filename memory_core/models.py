@@ -1,0 +1,419 @@
+"""Domain model: memory records, search options and search results.
+
+Pure data with validation; no I/O. Timestamps are timezone-aware UTC datetimes. Scope ids, memory ids
+and categories are validated against short, documented character sets before they reach any filter
+or SQL (see :func:`validate_scope_id`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from .errors import ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "MemoryRecord",
+    "MemorySearchOptions",
+    "MemoryStatus",
+    "OrderBy",
+    "RankingProfile",
+    "Scope",
+    "ScoreBreakdown",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "ensure_utc",
+    "new_memory_id",
+    "utcnow",
+    "parse_model",
+    "validate_category",
+    "validate_memory_id",
+    "validate_scope_id",
+]
+
+#: Scope ids (``user_id``, ``agent_id``): 1-128 characters, starting with a letter or digit, then
+#: letters, digits and ``_ - . @ :``. Nothing that can close a quote or start an expression.
+SCOPE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:\-]{0,127}")
+#: Memory ids follow Azure AI Search's key rules: 1-128 letters, digits, ``_`` and ``-``.
+MEMORY_ID_PATTERN = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+#: Categories: 1-64 word characters of any script (so ``食事`` works), digits, ``_ - .``.
+CATEGORY_PATTERN = re.compile(r"[\w.\-]{1,64}")
+MAX_MEMORY_CHARS = 4000
+MAX_SUMMARY_CHARS = 1000
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate_scope_id(value: object, field: str) -> str:
+    """Return ``value`` if it is a valid scope id, else raise :class:`ValidationError` naming ``field``."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, "is required and must be a non-empty string")
+    if len(value) > 128:
+        raise ValidationError(field, f"is {len(value)} characters long; the maximum is 128")
+    if not SCOPE_ID_PATTERN.fullmatch(value):
+        raise ValidationError(
+            field,
+            f"{_describe(value)} has characters outside the allowed set: it must start with a letter or "
+            "digit and contain only letters, digits and _ - . @ :",
+        )
+    return value
+
+
+def validate_memory_id(value: object, field: str = "id") -> str:
+    """Return ``value`` if it is a valid memory id, else raise :class:`ValidationError`."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, "is required and must be a non-empty string")
+    if not MEMORY_ID_PATTERN.fullmatch(value):
+        raise ValidationError(
+            field, f"{_describe(value)} must be 1-128 characters of letters, digits, _ and -"
+        )
+    return value
+
+
+def validate_category(value: object, field: str = "category") -> str:
+    """Return the normalized (lower-cased, stripped) category or raise :class:`ValidationError`."""
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a string")
+    normalized = value.strip().lower()
+    if not CATEGORY_PATTERN.fullmatch(normalized):
+        raise ValidationError(
+            field,
+            f"{_describe(value)} must be 1-64 letters (any script), digits, _ - or .",
+        )
+    return normalized
+
+
+def new_memory_id() -> str:
+    """A fresh random memory id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def ensure_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def parse_model(model: type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``, turning pydantic's error into the project's error.
+
+    The raised :class:`ValidationError` names the first offending field (dotted path) and says what
+    is wrong with it.
+    """
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except PydanticValidationError as exc:
+        raise _from_pydantic(exc) from None
+
+
+def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
+    errors = exc.errors(include_url=False)
+    first = errors[0] if errors else {"loc": ("?",), "msg": str(exc)}
+    field = ".".join(str(part) for part in first.get("loc", ())) or exc.title
+    message = str(first.get("msg", "is invalid"))
+    original = first.get("ctx", {}).get("error") if isinstance(first.get("ctx"), dict) else None
+    if isinstance(original, ValidationError):
+        return ValidationError(original.field if field in {"", "?"} else field, original.message)
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return ValidationError(field, message + more)
+
+
+class MemoryStatus(StrEnum):
+    """Lifecycle of a memory. ``deleted`` is a soft delete: never returned by search."""
+
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class SearchMode(StrEnum):
+    """How candidates are found."""
+
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+    SEMANTIC = "semantic"
+
+
+class RankingProfile(StrEnum):
+    """How candidates are ranked; each maps to a scoring profile in :mod:`memory_core.ranking`."""
+
+    IMPORTANT = "important"
+    RECENT = "recent"
+    NONE = "none"
+
+
+class OrderBy(StrEnum):
+    """Explicit sort orders (``$orderby`` in Azure AI Search); relevance breaks ties."""
+
+    UPDATED_AT_DESC = "updated_at desc"
+    UPDATED_AT_ASC = "updated_at asc"
+    CREATED_AT_DESC = "created_at desc"
+    CREATED_AT_ASC = "created_at asc"
+    IMPORTANCE_DESC = "importance desc"
+    IMPORTANCE_ASC = "importance asc"
+    RETENTION_SCORE_DESC = "retention_score desc"
+    RETENTION_SCORE_ASC = "retention_score asc"
+    ACCESS_COUNT_DESC = "access_count desc"
+    LAST_ACCESSED_AT_DESC = "last_accessed_at desc"
+
+    @property
+    def field(self) -> str:
+        return self.value.split(" ", 1)[0]
+
+    @property
+    def descending(self) -> bool:
+        return self.value.endswith(" desc")
+
+
+class Scope(BaseModel):
+    """The ``(user_id, agent_id)`` pair every memory belongs to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    agent_id: str
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_scope_id(value, "user_id")
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return validate_scope_id(value, "agent_id")
+
+    @classmethod
+    def of(cls, user_id: object, agent_id: object) -> Scope:
+        """Build a validated scope; raises :class:`ValidationError` naming the bad field."""
+        return cls.model_construct(
+            user_id=validate_scope_id(user_id, "user_id"),
+            agent_id=validate_scope_id(agent_id, "agent_id"),
+        )
+
+
+def _unit_interval(value: float, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{field} must be a finite number between 0 and 1")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{field} must be between 0 and 1, got {value}")
+    return float(value)
+
+
+class MemoryRecord(BaseModel):
+    """One long-term memory, as stored and as returned to callers.
+
+    ``importance``, ``retention_score``, ``access_count``, ``updated_at`` and ``status`` are top-level so
+    that filters and scoring profiles can use them directly.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(default_factory=new_memory_id)
+    user_id: str
+    agent_id: str
+    memory: str
+    summary: str = ""
+    category: str = "general"
+    importance: float = 0.5
+    confidence: float = 0.5
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    source: str = "manual"
+    retention_score: float = 1.0
+    access_count: int = Field(default=0, ge=0)
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None = None
+    expires_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_memory_id(value, "id")
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_scope_id(value, "user_id")
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return validate_scope_id(value, "agent_id")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ValueError("memory text must not be empty")
+        if len(text) > MAX_MEMORY_CHARS:
+            raise ValueError(f"memory text is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        if any(ord(ch) < 32 and ch not in "\n\t" for ch in text):
+            raise ValueError("memory text must not contain control characters")
+        return text
+
+    @field_validator("summary")
+    @classmethod
+    def _summary(cls, value: str) -> str:
+        text = value.strip()
+        if len(text) > MAX_SUMMARY_CHARS:
+            raise ValueError(f"summary is {len(text)} characters; the maximum is {MAX_SUMMARY_CHARS}")
+        return text
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str) -> str:
+        return validate_category(value)
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        if not value or len(value) > 64 or not CATEGORY_PATTERN.fullmatch(value):
+            raise ValueError("source must be 1-64 letters, digits, _ - or .")
+        return value
+
+    @field_validator("importance")
+    @classmethod
+    def _importance(cls, value: float) -> float:
+        return _unit_interval(value, "importance")
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        return _unit_interval(value, "confidence")
+
+    @field_validator("retention_score")
+    @classmethod
+    def _retention(cls, value: float) -> float:
+        return _unit_interval(value, "retention_score")
+
+    @field_validator("created_at", "updated_at", "last_accessed_at", "expires_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else ensure_utc(value)
+
+    @field_validator("embedding")
+    @classmethod
+    def _embedding(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("embedding must not be empty (omit it to have it computed)")
+        if len(value) > 4096:
+            raise ValueError(f"embedding has {len(value)} dimensions; the maximum is 4096")
+        if not all(math.isfinite(x) for x in value):
+            raise ValueError("embedding must contain only finite numbers")
+        return value
+
+    @model_validator(mode="after")
+    def _times(self) -> MemoryRecord:
+        if self.updated_at < self.created_at:
+            raise ValueError("updated_at must not be earlier than created_at")
+        return self
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
+
+    def without_embedding(self) -> MemoryRecord:
+        return self.model_copy(update={"embedding": None})
+
+    def to_json_dict(self, *, include_embedding: bool = True) -> dict[str, Any]:
+        """Every field as JSON-ready values (ISO 8601 timestamps)."""
+        data = self.model_dump(mode="json")
+        if not include_embedding:
+            data.pop("embedding", None)
+        return data
+
+
+class MemorySearchOptions(BaseModel):
+    """What a search asks for. Filters are built from these fields, never from caller-supplied OData."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: SearchMode = SearchMode.HYBRID
+    ranking_profile: RankingProfile = RankingProfile.IMPORTANT
+    top: int = Field(default=5, ge=1, le=1000)
+    order_by: OrderBy | None = None
+    category: str | None = None
+    include_archived: bool = False
+    min_importance: float | None = None
+    min_retention_score: float | None = None
+    #: Nearest neighbours taken by the vector leg (Azure's ``k``).
+    vector_k: int = Field(default=50, ge=1, le=1000)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return None if value is None else validate_category(value)
+
+    @field_validator("min_importance", "min_retention_score")
+    @classmethod
+    def _bounds(cls, value: float | None) -> float | None:
+        return None if value is None else _unit_interval(value, "minimum")
+
+
+class ScoreBreakdown(BaseModel):
+    """How a hit's score was made, leg by leg."""
+
+    model_config = ConfigDict(frozen=True)
+
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    relevance: float
+    profile: str | None = None
+    boost: float = 1.0
+    functions: dict[str, float] = Field(default_factory=dict)
+
+
+class SearchHit(BaseModel):
+    """One ranked memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: MemoryRecord
+    score: float
+    reranker_score: float | None = None
+    breakdown: ScoreBreakdown
+
+
+class SearchResult(BaseModel):
+    """Hits plus what the engine did (and could not do) to produce them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hits: list[SearchHit]
+    mode: SearchMode
+    ranking_profile: RankingProfile
+    semantic_ranker_available: bool = True
+    notes: list[str] = Field(default_factory=list)
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)

@@ -1,0 +1,225 @@
+"""Ports: the small interfaces the use cases depend on. Adapters implement them.
+
+Fakes in the tests subclass these classes rather than mocking them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .models import MemoryRecord, MemorySearchOptions, MemoryStatus, Scope, SearchResult
+from .policy import HumanMemoryPolicy
+
+__all__ = [
+    "Clock",
+    "Embedder",
+    "FixedClock",
+    "ForgettingChange",
+    "ForgettingReport",
+    "MemoryStore",
+    "Page",
+    "SystemClock",
+]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Where "now" comes from."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class FixedClock:
+    """A clock that stands still until moved (tests, replays, benchmarks)."""
+
+    def __init__(self, at: datetime) -> None:
+        self._at = at if at.tzinfo else at.replace(tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self._at
+
+    def set(self, at: datetime) -> None:
+        self._at = at if at.tzinfo else at.replace(tzinfo=UTC)
+
+    def advance(self, **delta: float) -> None:
+        from datetime import timedelta
+
+        self._at = self._at + timedelta(**delta)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into unit-length vectors. Queries and passages may be embedded differently."""
+
+    @property
+    def name(self) -> str:
+        """Stable identifier of the model (stored with the index so vectors never mix)."""
+        ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """One ``(dimensions,)`` float32 unit vector for a search query."""
+        ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """A ``(len(texts), dimensions)`` float32 array of unit vectors for stored text."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a keyset-paged scan; ``next_cursor`` is ``None`` on the last page."""
+
+    records: list[MemoryRecord]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgettingChange:
+    """One memory whose stored state the forgetting job changes (or would change)."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    old_status: MemoryStatus
+    new_status: MemoryStatus
+    old_retention: float
+    new_retention: float
+    expired: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "old_status": self.old_status.value,
+            "new_status": self.new_status.value,
+            "old_retention": round(self.old_retention, 6),
+            "new_retention": round(self.new_retention, 6),
+            "expired": self.expired,
+        }
+
+
+@dataclass(slots=True)
+class ForgettingReport:
+    """What one forgetting run saw and did.
+
+    ``written`` counts records stored: status changes plus retention scores that drifted past the
+    tolerance. ``changes`` lists status changes (at most ``max_listed``); ``next_cursor`` resumes a run
+    that stopped at its ``limit``.
+    """
+
+    dry_run: bool
+    scanned: int = 0
+    archived: int = 0
+    expired: int = 0
+    reactivated: int = 0
+    rescored: int = 0
+    unchanged: int = 0
+    written: int = 0
+    changes: list[ForgettingChange] = field(default_factory=list)
+    next_cursor: str | None = None
+    max_listed: int = 1000
+
+    @property
+    def complete(self) -> bool:
+        return self.next_cursor is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "scanned": self.scanned,
+            "archived": self.archived,
+            "expired": self.expired,
+            "reactivated": self.reactivated,
+            "rescored": self.rescored,
+            "unchanged": self.unchanged,
+            "written": self.written,
+            "complete": self.complete,
+            "next_cursor": self.next_cursor,
+            "changes": [c.as_dict() for c in self.changes],
+        }
+
+
+class MemoryStore(Protocol):
+    """Where memories live. Every operation is scoped; nothing reads across scopes.
+
+    Writes are all-or-nothing per call. Search never returns ``deleted`` memories and returns
+    ``archived`` ones only when ``options.include_archived`` is set; expired memories are never
+    returned.
+    """
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace whole records."""
+        ...
+
+    async def merge(self, scope: Scope, memory_id: str, changes: Mapping[str, Any]) -> MemoryRecord:
+        """Partially update one record; raises ``NotFoundError`` outside the scope."""
+        ...
+
+    async def get(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
+        """One record of any status, or ``None``."""
+        ...
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        vector: Sequence[float] | None,
+        options: MemorySearchOptions,
+    ) -> SearchResult:
+        """Ranked memories of ``scope`` for ``query`` / ``vector`` under ``options``."""
+        ...
+
+    async def scan(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> Page:
+        """Records of ``scope`` ordered by id, from just after the cursor ``after``."""
+        ...
+
+    async def mark_status(
+        self, scope: Scope, memory_id: str, status: MemoryStatus, *, reason: str
+    ) -> MemoryRecord:
+        """Change a record's status (soft delete, archive, restore) with a recorded reason."""
+        ...
+
+    async def recall(self, scope: Scope, memory_ids: Sequence[str], policy: HumanMemoryPolicy) -> list[MemoryRecord]:
+        """Mark records as returned to an agent: touch, count, re-score, re-derive status."""
+        ...
+
+    async def purge(self, user_id: str, agent_id: str | None = None) -> int:
+        """Physically remove a user's memories (one agent's, or all); returns how many."""
+        ...
+
+    async def apply_forgetting(
+        self,
+        policy: HumanMemoryPolicy,
+        *,
+        dry_run: bool = True,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tolerance: float = 0.01,
+    ) -> ForgettingReport:
+        """Bring retention and status up to date, writing only what changed (past ``tolerance``)."""
+        ...
+
+    async def close(self) -> None: ...
