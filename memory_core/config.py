@@ -73,6 +73,21 @@ class Settings:
         "AZURE_CLIENT_ID", "", "Client id of a user-assigned managed identity (empty: default credential)."
     )
 
+    turns_queue: str = _env("MEMORY_TURNS_QUEUE", "memory-turns", "Service Bus queue that carries turns.")
+    servicebus_namespace: str = _env(
+        "ServiceBusConnection__fullyQualifiedNamespace",
+        "",
+        "Service Bus namespace host (`NAME.servicebus.windows.net`); identity-based connection.",
+    )
+    forget_schedule: str = _env(
+        "MEMORY_FORGET_SCHEDULE", "0 30 3 * * *", "NCRONTAB schedule of the nightly forgetting job (UTC)."
+    )
+    applicationinsights_connection_string: str = _env(
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "",
+        "Application Insights connection string; telemetry goes to the console when empty.",
+    )
+
     def __post_init__(self) -> None:
         if self.store not in {"sqlite", "azure_search"}:
             raise ConfigurationError(f"MEMORY_STORE must be 'sqlite' or 'azure_search', not {self.store!r}")

@@ -22,6 +22,15 @@ from .errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "TURN_SCHEMA",
+    "CandidateKind",
+    "Decision",
+    "HistoryEntry",
+    "MemoryCandidate",
+    "MemoryEvent",
+    "MessageRole",
+    "Turn",
+    "TurnMessage",
     "MAX_MEMORY_CHARS",
     "MemoryRecord",
     "MemorySearchOptions",
@@ -417,3 +426,156 @@ class SearchResult(BaseModel):
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime."""
     return datetime.now(UTC)
+
+
+# --------------------------------------------------------------------------------------------
+# Turns, candidates and decisions (the ingestion pipeline)
+# --------------------------------------------------------------------------------------------
+
+TURN_SCHEMA = "memory-core.turn.v1"
+#: Turn ids double as Service Bus message ids (at most 128 characters).
+TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
+MAX_TURN_MESSAGES = 100
+MAX_MESSAGE_CHARS = 32000
+
+
+class MessageRole(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class TurnMessage(BaseModel):
+    """One message of a turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: MessageRole
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+
+class Turn(BaseModel):
+    """A conversation turn as published to the queue (``memory-core.turn.v1``)."""
+
+    schema_: str = Field(default=TURN_SCHEMA, alias="schema")
+    turn_id: str
+    user_id: str
+    agent_id: str
+    session_id: str | None = None
+    occurred_at: datetime
+    messages: list[TurnMessage] = Field(min_length=1, max_length=MAX_TURN_MESSAGES)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, value: str) -> str:
+        if value != TURN_SCHEMA:
+            raise ValueError(f"unsupported schema {_describe(value)}; expected {TURN_SCHEMA!r}")
+        return value
+
+    @field_validator("turn_id")
+    @classmethod
+    def _turn_id(cls, value: str) -> str:
+        if not TURN_ID_PATTERN.fullmatch(value):
+            raise ValueError(
+                f"turn_id {_describe(value)} must be 1-128 letters, digits, _ . : - (starting with a letter or digit)"
+            )
+        return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_scope_id(value, "user_id")
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return validate_scope_id(value, "agent_id")
+
+    @field_validator("session_id")
+    @classmethod
+    def _session(cls, value: str | None) -> str | None:
+        return None if value is None else validate_scope_id(value, "session_id")
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return ensure_utc(value)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class CandidateKind(StrEnum):
+    """A durable statement to remember, or a request to forget something."""
+
+    FACT = "fact"
+    FORGET = "forget"
+
+
+class MemoryCandidate(BaseModel):
+    """Something extraction found in a turn, before consolidation decides what to do with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: CandidateKind = CandidateKind.FACT
+    memory: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
+    category: str = "general"
+    importance: float = Field(default=0.65, ge=0.0, le=1.0)
+    confidence: float = Field(default=0.55, ge=0.0, le=1.0)
+    expires_at: datetime | None = None
+    source: str = "rule-fallback"
+    #: The sentence of the turn the candidate came from.
+    evidence: str = ""
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str) -> str:
+        return validate_category(value)
+
+    @field_validator("expires_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else ensure_utc(value)
+
+
+class MemoryEvent(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NONE = "NONE"
+
+
+class Decision(BaseModel):
+    """What consolidation decided for one candidate, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event: MemoryEvent
+    candidate: MemoryCandidate
+    memory_id: str | None = None
+    before: MemoryRecord | None = None
+    after: MemoryRecord | None = None
+    reason: str
+
+
+class HistoryEntry(BaseModel):
+    """One recorded change to a memory (kept forever, readable per memory and per turn)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    user_id: str
+    agent_id: str
+    event: MemoryEvent
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    reason: str
+    turn_id: str | None = None
+    at: datetime
