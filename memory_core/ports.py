@@ -8,22 +8,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel
 
-from .models import MemoryRecord, MemorySearchOptions, MemoryStatus, Scope, SearchResult
+from .models import (
+    HistoryEntry,
+    MemoryCandidate,
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    Scope,
+    SearchResult,
+)
 from .policy import HumanMemoryPolicy
 
 __all__ = [
+    "ChatModel",
     "Clock",
     "Embedder",
     "FixedClock",
     "ForgettingChange",
     "ForgettingReport",
+    "HistoryStore",
     "MemoryStore",
     "Page",
     "SystemClock",
+    "TurnJournal",
 ]
 
 
@@ -192,8 +204,13 @@ class MemoryStore(Protocol):
         statuses: Sequence[MemoryStatus] | None = None,
         after: str | None = None,
         limit: int = 100,
+        with_embedding: bool = False,
     ) -> Page:
         """Records of ``scope`` ordered by id, from just after the cursor ``after``."""
+        ...
+
+    async def agents(self, user_id: str) -> list[str]:
+        """The agent ids that hold memories of ``user_id`` (for export and purge of a user)."""
         ...
 
     async def mark_status(
@@ -220,6 +237,115 @@ class MemoryStore(Protocol):
         tolerance: float = 0.01,
     ) -> ForgettingReport:
         """Bring retention and status up to date, writing only what changed (past ``tolerance``)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model that answers with JSON validated against a pydantic schema (structured output).
+
+    Implementations retry transport failures themselves (bounded, honouring ``retry-after``) and then
+    raise :class:`~memory_core.errors.TransientError` (timeouts, throttling, 5xx). An answer that is not
+    valid JSON or breaks ``schema`` raises :class:`~memory_core.errors.ValidationError`; other refusals
+    (bad request, content filter, missing permission) raise :class:`~memory_core.errors.PermanentError`.
+    Deciding whether to ask again after an invalid answer is the caller's business.
+    """
+
+    async def complete_json(
+        self, *, system: str, user: str, schema: type[SchemaT], temperature: float = 0.0
+    ) -> SchemaT:
+        """Ask once (plus transport retries) and return the answer validated into ``schema``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnJournal:
+    """What the history remembers about one turn's ingestion (the redelivery bookmark).
+
+    The first attempt records the extracted candidates; a redelivered turn consolidates those same
+    candidates (an LLM may extract differently the second time) and skips the steps already recorded.
+
+    Attributes:
+        user_id: Owner of the turn.
+        agent_id: Agent of the turn.
+        turn_id: The turn's stable id.
+        candidates: The candidates the first attempt extracted, in order.
+        extraction_path: How they were extracted (``rules``, ``llm``, ``rules-fallback``...).
+        fallback_reason: Why extraction fell back to rules, if it did.
+        started_at: When the first attempt began.
+        completed_steps: Indexes of the candidates whose decisions are recorded.
+        processed_at: When the turn was completed; ``None`` while it is not.
+    """
+
+    user_id: str
+    agent_id: str
+    turn_id: str
+    candidates: tuple[MemoryCandidate, ...]
+    extraction_path: str
+    fallback_reason: str | None
+    started_at: datetime
+    completed_steps: frozenset[int] = frozenset()
+    processed_at: datetime | None = None
+
+
+class HistoryStore(Protocol):
+    """The decision history of every memory, and which turns have been ingested.
+
+    Entries are kept forever (until the user is purged) and never rewritten. Writes are idempotent:
+    recording the same turn step twice stores it once, so a redelivered turn converges to the state
+    one delivery produced.
+    """
+
+    async def append(self, entries: Sequence[HistoryEntry]) -> None:
+        """Append entries that belong to no turn step (for example a delete made through the API)."""
+        ...
+
+    async def begin_turn(
+        self,
+        scope: Scope,
+        turn_id: str,
+        *,
+        candidates: Sequence[MemoryCandidate],
+        extraction_path: str,
+        fallback_reason: str | None,
+        at: datetime,
+    ) -> TurnJournal:
+        """Record a turn's candidates unless an earlier attempt did; return the recorded journal."""
+        ...
+
+    async def journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:
+        """The journal of one turn, or ``None`` when no attempt has begun."""
+        ...
+
+    async def record_step(
+        self, scope: Scope, turn_id: str, step: int, entries: Sequence[HistoryEntry]
+    ) -> bool:
+        """Atomically store the entries of candidate ``step``; ``False`` if that step was stored before."""
+        ...
+
+    async def for_memory(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
+        """Every entry about one memory, oldest first."""
+        ...
+
+    async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
+        """Every entry a turn produced, in decision order."""
+        ...
+
+    async def turn_processed(self, scope: Scope, turn_id: str) -> bool:
+        """True once :meth:`mark_turn_processed` has been called for the turn."""
+        ...
+
+    async def mark_turn_processed(self, scope: Scope, turn_id: str, at: datetime) -> None:
+        """Mark a turn done (after its writes are durable); marking twice keeps the first time."""
+        ...
+
+    async def purge(self, user_id: str, agent_id: str | None = None) -> int:
+        """Physically remove a user's history and turn journals; returns how many entries."""
         ...
 
     async def close(self) -> None: ...

@@ -1,0 +1,1156 @@
+"""The embedded memory store: one SQLite file, ranked the way the Azure AI Search index ranks.
+
+Storage: one row per memory (numbers and times as columns, epoch seconds for times, the embedding as a
+float32 blob, per-field term frequencies as JSON), plus index-wide BM25 statistics (document frequency
+per field and term, document count and total length per field) kept exact in the same transactions.
+WAL mode: one process writes, many read; every write is one transaction, so a crash never leaves a
+half-written memory or statistics that disagree with the rows.
+
+Search: each scope's memories are held in memory as numpy columns, an inverted index and a matrix of
+unit vectors, loaded on first use and refreshed incrementally (rows whose change sequence is newer
+than the cache) when ``scope_versions`` says the scope changed, whichever process wrote it.
+
+- keyword: BM25 as Lucene computes it (k1 1.2, b 0.75, ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``,
+  per-field statistics over the whole index, summed over the fields ``memory``, ``summary``,
+  ``category`` and over query terms);
+- vector: exact cosine nearest neighbours, score ``1 / (2 - cos)``;
+- hybrid: Reciprocal Rank Fusion ``sum(1 / (60 + rank))``, 0-based ranks, text leg top 1000, vector
+  leg ``options.vector_k``;
+- semantic: hybrid, and the result says the semantic ranker is not available locally;
+- ranking profiles from :mod:`memory_core.ranking`, applied to the relevance (after fusion).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..models import (
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    OrderBy,
+    Scope,
+    ScoreBreakdown,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+    parse_model,
+    validate_memory_id,
+    validate_scope_id,
+)
+from ..policy import HumanMemoryPolicy
+from ..ports import Clock, ForgettingChange, ForgettingReport, Page, SystemClock
+from ..ranking import apply_profile, profile_for
+from ..text import analyze
+
+__all__ = ["BM25_B", "BM25_K1", "RRF_K", "SEARCH_FIELDS", "TEXT_LEG_TOP", "SQLiteMemoryStore"]
+
+logger = logging.getLogger(__name__)
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+RRF_K = 60
+TEXT_LEG_TOP = 1000
+SEARCH_FIELDS = ("memory", "summary", "category")
+SCHEMA_VERSION = 1
+SEMANTIC_NOTE = (
+    "semantic ranker is not available in the embedded store; results are hybrid (BM25 + vector, RRF)"
+)
+
+_STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.DELETED: 2}
+_CODE_STATUS = {v: k for k, v in _STATUS_CODES.items()}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memories (
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    memory TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    category TEXT NOT NULL,
+    importance REAL NOT NULL,
+    confidence REAL NOT NULL,
+    status TEXT NOT NULL,
+    source TEXT NOT NULL,
+    retention_score REAL NOT NULL,
+    access_count INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    last_accessed_at REAL,
+    expires_at REAL,
+    metadata TEXT NOT NULL,
+    embedding BLOB,
+    terms TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_scope_id ON memories (user_id, agent_id, id);
+CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories (user_id, agent_id, seq);
+CREATE TABLE IF NOT EXISTS scope_versions (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_stats (
+    field TEXT NOT NULL,
+    term TEXT NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (field, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS field_stats (
+    field TEXT PRIMARY KEY,
+    doc_count INTEGER NOT NULL,
+    total_length INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+_COLUMNS = (
+    "pk, id, user_id, agent_id, memory, summary, category, importance, confidence, status, source, "
+    "retention_score, access_count, created_at, updated_at, last_accessed_at, expires_at, metadata, "
+    "embedding, terms, seq"
+)
+
+_MERGEABLE = frozenset(
+    {
+        "memory",
+        "summary",
+        "category",
+        "importance",
+        "confidence",
+        "status",
+        "source",
+        "retention_score",
+        "access_count",
+        "updated_at",
+        "last_accessed_at",
+        "expires_at",
+        "metadata",
+        "embedding",
+    }
+)
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _from_epoch(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _field_terms(record: MemoryRecord) -> dict[str, dict[str, int]]:
+    terms: dict[str, dict[str, int]] = {}
+    for name in SEARCH_FIELDS:
+        counts: dict[str, int] = {}
+        for term in analyze(getattr(record, name)):
+            counts[term] = counts.get(term, 0) + 1
+        terms[name] = counts
+    return terms
+
+
+@dataclass(slots=True)
+class _Doc:
+    """One memory as cached for search: its row (the vector lives in the matrix) and its terms.
+
+    The :class:`MemoryRecord` is built on first use, so loading a scope costs only what ranking needs.
+    """
+
+    row: Sequence[Any]
+    terms: dict[str, dict[str, int]]
+    _record: MemoryRecord | None = None
+
+    @property
+    def id(self) -> str:
+        return str(self.row[1])
+
+    @property
+    def record(self) -> MemoryRecord:
+        if self._record is None:
+            self._record = SQLiteMemoryStore._row_to_record(self.row, with_embedding=False)
+        return self._record
+
+
+@dataclass(slots=True)
+class _ScopeIndex:
+    """The in-memory search structures of one scope."""
+
+    version: int
+    epoch: int
+    docs: list[_Doc] = field(default_factory=list)
+    position: dict[str, int] = field(default_factory=dict)
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    vectors: np.ndarray | None = None
+    has_vector: np.ndarray | None = None
+    postings: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    lengths: dict[str, np.ndarray] = field(default_factory=dict)
+    postings_dirty: bool = True
+    #: Vectors of documents added or replaced since the matrix was last built.
+    pending: dict[int, np.ndarray | None] = field(default_factory=dict)
+    #: Rank of each document's id among the scope's ids (ties in score are broken by id).
+    id_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: The database change marker at which this index was last known to be current.
+    checked_at: tuple[int, int] = (-1, -1)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+
+class SQLiteMemoryStore:
+    """Memories in one SQLite file, searched and ranked like the Azure AI Search index.
+
+    Args:
+        path: The database file (created with its folder if missing); ``":memory:"`` for a private
+            in-memory store.
+        clock: Source of "now" for expiry filters, freshness and recall.
+        cache_documents: Upper bound on memories held in the per-scope search caches.
+        synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode;
+            ``FULL`` also survives power loss).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        cache_documents: int = 200_000,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._clock: Clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self._own_commits = 0
+        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA busy_timeout = 10000")
+        if self._path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        self._conn.executescript(_SCHEMA)
+        with self._transaction():
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self._conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('seq', '0')",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise ConflictError(
+                    f"{self._path} has store schema {row[0]}; this version of memory-core reads {SCHEMA_VERSION}"
+                )
+        self._cache: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
+        self._stats_cache: tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None = None
+        self._cache_documents = cache_documents
+        self._closed = False
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self)
+
+    def _change_marker(self) -> tuple[int, int]:
+        """Changes by other connections (``data_version``) and by this one (commit count)."""
+        row = self._conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0]), self._own_commits
+
+    def _next_seq(self) -> int:
+        self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq'")
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()
+        return int(row[0])
+
+    def _bump_scopes(self, scopes: Iterable[tuple[str, str]], seq: int, *, new_epoch: bool = False) -> None:
+        for user_id, agent_id in set(scopes):
+            self._conn.execute(
+                "INSERT INTO scope_versions (user_id, agent_id, version, epoch) VALUES (?, ?, ?, 0) "
+                "ON CONFLICT (user_id, agent_id) DO UPDATE SET version = excluded.version, "
+                "epoch = epoch + ?",
+                (user_id, agent_id, seq, 1 if new_epoch else 0),
+            )
+
+    def _check_dimensions(self, dims: int) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'").fetchone()
+        if row is None:
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('embedding_dimensions', ?)", (str(dims),)
+            )
+        elif int(row[0]) != dims:
+            raise ConflictError(
+                f"this store holds {row[0]}-dimensional embeddings; got one with {dims} dimensions "
+                "(use the same embedder, or a new store file)"
+            )
+
+    def embedding_dimensions(self) -> int | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'").fetchone()
+        return None if row is None else int(row[0])
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    @staticmethod
+    def _row_to_record(row: Sequence[Any], *, with_embedding: bool) -> MemoryRecord:
+        embedding = None
+        if with_embedding and row[18] is not None:
+            embedding = np.frombuffer(row[18], dtype=np.float32).tolist()
+        return MemoryRecord.model_construct(
+            id=row[1],
+            user_id=row[2],
+            agent_id=row[3],
+            memory=row[4],
+            summary=row[5],
+            category=row[6],
+            importance=row[7],
+            confidence=row[8],
+            status=MemoryStatus(row[9]),
+            source=row[10],
+            retention_score=row[11],
+            access_count=row[12],
+            created_at=_from_epoch(row[13]),
+            updated_at=_from_epoch(row[14]),
+            last_accessed_at=_from_epoch(row[15]),
+            expires_at=_from_epoch(row[16]),
+            metadata=json.loads(row[17]),
+            embedding=embedding,
+        )
+
+    def _select_one(self, memory_id: str) -> Sequence[Any] | None:
+        row: Sequence[Any] | None = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE id = ?",  # noqa: S608 - constant column list
+            (memory_id,),
+        ).fetchone()
+        return row
+
+    # -- writes ---------------------------------------------------------------------------------
+    def _write(self, record: MemoryRecord, seq: int, old: Sequence[Any] | None, stats: _StatsDelta) -> None:
+        """Insert or replace one validated record; its BM25 statistics go into ``stats``."""
+        terms = _field_terms(record)
+        if old is not None:
+            stats.add(json.loads(old[19]), -1)
+        stats.add(terms, +1)
+        embedding = None
+        if record.embedding is not None:
+            vector = np.asarray(record.embedding, dtype=np.float32)
+            self._check_dimensions(int(vector.shape[0]))
+            norm = float(np.linalg.norm(vector))
+            if norm == 0.0:
+                raise ValidationError("embedding", "must not be the zero vector")
+            embedding = (vector / norm).astype(np.float32).tobytes()
+        values = (
+            record.id,
+            record.user_id,
+            record.agent_id,
+            record.memory,
+            record.summary,
+            record.category,
+            record.importance,
+            record.confidence,
+            record.status.value,
+            record.source,
+            record.retention_score,
+            record.access_count,
+            _epoch(record.created_at),
+            _epoch(record.updated_at),
+            _epoch(record.last_accessed_at),
+            _epoch(record.expires_at),
+            json.dumps(record.metadata, ensure_ascii=False, sort_keys=True),
+            embedding,
+            json.dumps(terms, ensure_ascii=False, sort_keys=True),
+            seq,
+        )
+        if old is None:
+            self._conn.execute(
+                "INSERT INTO memories (id, user_id, agent_id, memory, summary, category, importance, "
+                "confidence, status, source, retention_score, access_count, created_at, updated_at, "
+                "last_accessed_at, expires_at, metadata, embedding, terms, seq) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        else:
+            self._conn.execute(
+                "UPDATE memories SET id = ?, user_id = ?, agent_id = ?, memory = ?, summary = ?, "
+                "category = ?, importance = ?, confidence = ?, status = ?, source = ?, "
+                "retention_score = ?, access_count = ?, created_at = ?, updated_at = ?, "
+                "last_accessed_at = ?, expires_at = ?, metadata = ?, embedding = ?, terms = ?, seq = ? "
+                "WHERE pk = ?",
+                (*values, old[0]),
+            )
+
+    def _flush_stats(self, stats: _StatsDelta) -> None:
+        """Apply accumulated statistics changes (inside the caller's transaction)."""
+        for name, (docs, length) in stats.fields.items():
+            if docs or length:
+                self._conn.execute(
+                    "INSERT INTO field_stats (field, doc_count, total_length) VALUES (?, ?, ?) "
+                    "ON CONFLICT (field) DO UPDATE SET doc_count = doc_count + excluded.doc_count, "
+                    "total_length = total_length + excluded.total_length",
+                    (name, docs, length),
+                )
+        changes = [(name, term, df) for (name, term), df in stats.terms.items() if df]
+        self._conn.executemany(
+            "INSERT INTO term_stats (field, term, df) VALUES (?, ?, ?) "
+            "ON CONFLICT (field, term) DO UPDATE SET df = df + excluded.df",
+            changes,
+        )
+        if any(df < 0 for _, _, df in changes):
+            self._conn.executemany(
+                "DELETE FROM term_stats WHERE field = ? AND term = ? AND df <= 0",
+                [(name, term) for name, term, df in changes if df < 0],
+            )
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace whole records, all in one transaction.
+
+        Raises:
+            ConflictError: A record's id belongs to another scope, or its embedding has another size.
+        """
+        validated = [parse_model(MemoryRecord, r) for r in records]
+        if not validated:
+            return
+        ids = [r.id for r in validated]
+        if len(set(ids)) != len(ids):
+            raise ValidationError("records", "the same id appears more than once in one upsert")
+        with self._transaction():
+            seq = self._next_seq()
+            stats = _StatsDelta()
+            for record in validated:
+                old = self._select_one(record.id)
+                if old is not None and (old[2], old[3]) != (record.user_id, record.agent_id):
+                    raise ConflictError(f"memory id {record.id!r} already belongs to another scope")
+                self._write(record, seq, old, stats)
+            self._flush_stats(stats)
+            self._bump_scopes(((r.user_id, r.agent_id) for r in validated), seq)
+
+    def _get_in_scope(self, scope: Scope, memory_id: str) -> Sequence[Any] | None:
+        validate_memory_id(memory_id)
+        row = self._select_one(memory_id)
+        if row is None or (row[2], row[3]) != (scope.user_id, scope.agent_id):
+            return None
+        return row
+
+    async def get(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
+        scope = _checked(scope)
+        with self._lock:
+            row = self._get_in_scope(scope, memory_id)
+        return None if row is None else self._row_to_record(row, with_embedding=True)
+
+    def _merge_locked(self, scope: Scope, memory_id: str, changes: Mapping[str, Any], seq: int) -> MemoryRecord:
+        unknown = set(changes) - _MERGEABLE
+        if unknown:
+            raise ValidationError(
+                sorted(unknown)[0], "cannot be changed by a merge (id, scope and created_at are fixed)"
+            )
+        row = self._get_in_scope(scope, memory_id)
+        if row is None:
+            raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+        current = self._row_to_record(row, with_embedding=True).model_dump()
+        current.update(changes)
+        record = parse_model(MemoryRecord, current)
+        stats = _StatsDelta()
+        self._write(record, seq, row, stats)
+        self._flush_stats(stats)
+        return record
+
+    async def merge(self, scope: Scope, memory_id: str, changes: Mapping[str, Any]) -> MemoryRecord:
+        scope = _checked(scope)
+        with self._transaction():
+            seq = self._next_seq()
+            record = self._merge_locked(scope, memory_id, changes, seq)
+            self._bump_scopes([(scope.user_id, scope.agent_id)], seq)
+        return record.without_embedding()
+
+    async def mark_status(
+        self, scope: Scope, memory_id: str, status: MemoryStatus, *, reason: str
+    ) -> MemoryRecord:
+        scope = _checked(scope)
+        status = MemoryStatus(status)
+        now = self._clock.now()
+        with self._transaction():
+            row = self._get_in_scope(scope, memory_id)
+            if row is None:
+                raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+            metadata = dict(json.loads(row[17]))
+            metadata["status_reason"] = reason[:500]
+            metadata["status_changed_at"] = now.isoformat()
+            seq = self._next_seq()
+            record = self._merge_locked(scope, memory_id, {"status": status, "metadata": metadata}, seq)
+            self._bump_scopes([(scope.user_id, scope.agent_id)], seq)
+        return record.without_embedding()
+
+    async def recall(
+        self, scope: Scope, memory_ids: Sequence[str], policy: HumanMemoryPolicy
+    ) -> list[MemoryRecord]:
+        scope = _checked(scope)
+        now = self._clock.now()
+        touched: list[MemoryRecord] = []
+        with self._transaction():
+            seq = self._next_seq()
+            for memory_id in dict.fromkeys(memory_ids):
+                row = self._get_in_scope(scope, memory_id)
+                if row is None or row[9] == MemoryStatus.DELETED.value:
+                    continue
+                record = policy.recall(self._row_to_record(row, with_embedding=False), now)
+                self._conn.execute(
+                    "UPDATE memories SET last_accessed_at = ?, access_count = ?, retention_score = ?, "
+                    "status = ?, seq = ? WHERE pk = ?",
+                    (
+                        _epoch(record.last_accessed_at),
+                        record.access_count,
+                        record.retention_score,
+                        record.status.value,
+                        seq,
+                        row[0],
+                    ),
+                )
+                touched.append(record)
+            if touched:
+                self._bump_scopes([(scope.user_id, scope.agent_id)], seq)
+        return touched
+
+    async def purge(self, user_id: str, agent_id: str | None = None) -> int:
+        user_id = validate_scope_id(user_id, "user_id")
+        if agent_id is not None:
+            agent_id = validate_scope_id(agent_id, "agent_id")
+        where, params = "user_id = ?", [user_id]
+        if agent_id is not None:
+            where, params = "user_id = ? AND agent_id = ?", [user_id, agent_id]
+        with self._transaction():
+            rows = self._conn.execute(
+                f"SELECT agent_id, terms FROM memories WHERE {where}",  # noqa: S608 - fixed clauses
+                params,
+            ).fetchall()
+            stats = _StatsDelta()
+            for _, terms in rows:
+                stats.add(json.loads(terms), -1)
+            self._flush_stats(stats)
+            self._conn.execute(f"DELETE FROM memories WHERE {where}", params)  # noqa: S608
+            seq = self._next_seq()
+            scopes = {(user_id, agent) for agent, _ in rows}
+            self._bump_scopes(scopes, seq, new_epoch=True)
+        for key in list(self._cache):
+            if key[0] == user_id and (agent_id is None or key[1] == agent_id):
+                self._cache.pop(key, None)
+        return len(rows)
+
+    # -- reads ----------------------------------------------------------------------------------
+    async def scan(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        after: str | None = None,
+        limit: int = 100,
+        with_embedding: bool = False,
+    ) -> Page:
+        scope = _checked(scope)
+        if not 1 <= limit <= 10_000:
+            raise ValidationError("limit", "must be between 1 and 10000")
+        clauses = ["user_id = ?", "agent_id = ?"]
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if after is not None:
+            clauses.append("id > ?")
+            params.append(validate_memory_id(after, "cursor"))
+        if statuses:
+            wanted = [MemoryStatus(s).value for s in statuses]
+            clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        params.append(limit + 1)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?",  # noqa: S608
+                params,
+            ).fetchall()
+        records = [self._row_to_record(r, with_embedding=with_embedding) for r in rows[:limit]]
+        next_cursor = records[-1].id if len(rows) > limit else None
+        return Page(records=records, next_cursor=next_cursor)
+
+    async def agents(self, user_id: str) -> list[str]:
+        user_id = validate_scope_id(user_id, "user_id")
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT agent_id FROM memories WHERE user_id = ? ORDER BY agent_id", (user_id,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    async def count(self, scope: Scope | None = None) -> int:
+        with self._lock:
+            if scope is None:
+                row = self._conn.execute("SELECT COUNT(*) FROM memories").fetchone()
+            else:
+                scope = _checked(scope)
+                row = self._conn.execute(
+                    "SELECT COUNT(*) FROM memories WHERE user_id = ? AND agent_id = ?",
+                    (scope.user_id, scope.agent_id),
+                ).fetchone()
+        return int(row[0])
+
+    # -- the per-scope search cache -------------------------------------------------------------
+    def _scope_index(self, scope: Scope, marker: tuple[int, int]) -> _ScopeIndex:
+        key = (scope.user_id, scope.agent_id)
+        cached = self._cache.get(key)
+        if cached is not None and cached.checked_at == marker:
+            return cached
+        row = self._conn.execute(
+            "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
+        ).fetchone()
+        version, epoch = (int(row[0]), int(row[1])) if row else (0, 0)
+        index = self._cache.get(key)
+        if index is not None and index.epoch == epoch:
+            if index.version != version:
+                self._refresh(key, index, version)
+            self._cache.move_to_end(key)
+            index.checked_at = marker
+            return index
+        index = _ScopeIndex(version=version, epoch=epoch)
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND agent_id = ? ORDER BY id",  # noqa: S608
+            key,
+        ).fetchall()
+        self._absorb(index, rows)
+        index.checked_at = marker
+        self._cache[key] = index
+        self._evict()
+        return index
+
+    def _evict(self) -> None:
+        total = sum(len(i) for i in self._cache.values())
+        while total > self._cache_documents and len(self._cache) > 1:
+            _, dropped = self._cache.popitem(last=False)
+            total -= len(dropped)
+
+    def _refresh(self, key: tuple[str, str], index: _ScopeIndex, version: int) -> None:
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?",  # noqa: S608
+            (*key, index.version),
+        ).fetchall()
+        self._absorb(index, rows)
+        index.version = version
+
+    def _absorb(self, index: _ScopeIndex, rows: Sequence[Sequence[Any]]) -> None:
+        """Add or replace cached documents from rows, rebuilding the columns once."""
+        if not rows:
+            if not index.columns:
+                self._rebuild_columns(index)
+            return
+        appended = False
+        for row in rows:
+            terms = json.loads(row[19])
+            vector = None if row[18] is None else np.frombuffer(row[18], dtype=np.float32)
+            memory_id = str(row[1])
+            at = index.position.get(memory_id)
+            if at is None:
+                at = index.position[memory_id] = len(index.docs)
+                index.docs.append(_Doc(row, terms))
+                index.postings_dirty = appended = True
+            else:
+                if index.docs[at].terms != terms:
+                    index.postings_dirty = True
+                index.docs[at] = _Doc(row, terms)
+            index.pending[at] = vector
+        if appended or len(index.id_rank) != len(index.docs):
+            ids = np.array([d.id for d in index.docs], dtype=object)
+            index.id_rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
+        self._rebuild_columns(index)
+
+    def _rebuild_columns(self, index: _ScopeIndex) -> None:
+        rows = [d.row for d in index.docs]
+        n = len(rows)
+        nan = math.nan
+
+        def column(at: int) -> np.ndarray:
+            return np.fromiter((nan if r[at] is None else r[at] for r in rows), np.float64, n)
+
+        codes = {status.value: code for status, code in _STATUS_CODES.items()}
+        index.columns = {
+            "importance": column(7),
+            "retention_score": column(11),
+            "access_count": column(12),
+            "created_at": column(13),
+            "updated_at": column(14),
+            "last_accessed_at": column(15),
+            "expires_at": column(16),
+            "status": np.fromiter((codes[r[9]] for r in rows), np.int8, n),
+            "_category": np.array([r[6] for r in rows], dtype=object),
+        }
+        pending, index.pending = index.pending, {}
+        if pending or index.vectors is None:
+            dims = next((v.shape[0] for v in pending.values() if v is not None), None)
+            if dims is None and index.vectors is not None and index.vectors.shape[1] > 0:
+                dims = index.vectors.shape[1]
+            dims = dims or 0
+            matrix = np.zeros((n, dims), dtype=np.float32)
+            has = np.zeros(n, dtype=bool)
+            if index.vectors is not None and index.vectors.shape[1] == dims:
+                old_n = index.vectors.shape[0]
+                matrix[:old_n] = index.vectors
+                has[:old_n] = index.has_vector if index.has_vector is not None else False
+            for at, vector in pending.items():
+                if vector is None or vector.shape[0] != dims:
+                    matrix[at] = 0.0
+                    has[at] = False
+                else:
+                    matrix[at] = vector
+                    has[at] = True
+            index.vectors, index.has_vector = matrix, has
+        if index.postings_dirty:
+            self._rebuild_postings(index)
+
+    @staticmethod
+    def _rebuild_postings(index: _ScopeIndex) -> None:
+        postings: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        lengths: dict[str, np.ndarray] = {}
+        n = len(index.docs)
+        for name in SEARCH_FIELDS:
+            lists: dict[str, tuple[list[int], list[int]]] = {}
+            length = np.zeros(n, dtype=np.float64)
+            for at, doc in enumerate(index.docs):
+                counts = doc.terms.get(name, {})
+                length[at] = sum(counts.values())
+                for term, tf in counts.items():
+                    entry = lists.get(term)
+                    if entry is None:
+                        lists[term] = ([at], [tf])
+                    else:
+                        entry[0].append(at)
+                        entry[1].append(tf)
+            postings[name] = {
+                term: (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float64))
+                for term, (docs, tfs) in lists.items()
+            }
+            lengths[name] = length
+        index.postings, index.lengths, index.postings_dirty = postings, lengths, False
+
+    # -- search ---------------------------------------------------------------------------------
+    def _global_stats(
+        self, terms: Sequence[str], marker: tuple[int, int]
+    ) -> tuple[dict[str, tuple[int, float]], dict[tuple[str, str], int]]:
+        """Index-wide field statistics and document frequencies, cached until the database changes."""
+        if self._stats_cache is None or self._stats_cache[0] != marker:
+            self._stats_cache = (marker, self._field_stats(), {})
+        _, fields_, dfs = self._stats_cache
+        missing = sorted({t for t in terms if (SEARCH_FIELDS[0], t) not in dfs})
+        if missing:
+            found = self._term_stats(missing)
+            for name in SEARCH_FIELDS:
+                for term in missing:
+                    dfs[(name, term)] = found.get((name, term), 0)
+        return fields_, dfs
+
+    def _field_stats(self) -> dict[str, tuple[int, float]]:
+        return {
+            str(name): (int(count), float(total))
+            for name, count, total in self._conn.execute(
+                "SELECT field, doc_count, total_length FROM field_stats"
+            ).fetchall()
+        }
+
+    def _term_stats(self, unique: Sequence[str]) -> dict[tuple[str, str], int]:
+        dfs: dict[tuple[str, str], int] = {}
+        if unique:
+            marks = ", ".join("?" * len(unique))
+            for name, term, df in self._conn.execute(
+                f"SELECT field, term, df FROM term_stats WHERE term IN ({marks})",  # noqa: S608
+                unique,
+            ).fetchall():
+                dfs[(str(name), str(term))] = int(df)
+        return dfs
+
+    def _bm25(self, index: _ScopeIndex, terms: Sequence[str], marker: tuple[int, int]) -> np.ndarray:
+        scores = np.zeros(len(index), dtype=np.float64)
+        if not terms or not len(index):
+            return scores
+        field_stats, dfs = self._global_stats(terms, marker)
+        for name in SEARCH_FIELDS:
+            doc_count, total = field_stats.get(name, (0, 0.0))
+            if doc_count <= 0:
+                continue
+            avgdl = total / doc_count
+            postings = index.postings.get(name, {})
+            norms = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[name] / avgdl)
+            for term in terms:
+                posting = postings.get(term)
+                if posting is None:
+                    continue
+                n = dfs.get((name, term), 0)
+                idf = math.log(1.0 + (doc_count - n + 0.5) / (n + 0.5))
+                docs, tfs = posting
+                scores[docs] += idf * tfs / (tfs + norms[docs])
+        return scores
+
+    def _filter_mask(self, index: _ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
+        cols = index.columns
+        status = cols["status"]
+        mask = status == _STATUS_CODES[MemoryStatus.ACTIVE]
+        if options.include_archived:
+            mask |= status == _STATUS_CODES[MemoryStatus.ARCHIVED]
+        expires = cols["expires_at"]
+        mask &= np.isnan(expires) | (expires > now_epoch)
+        if options.category is not None:
+            mask &= cols["_category"] == options.category
+        if options.min_importance is not None:
+            mask &= cols["importance"] >= options.min_importance
+        if options.min_retention_score is not None:
+            mask &= cols["retention_score"] >= options.min_retention_score
+        result: np.ndarray = mask
+        return result
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        vector: Sequence[float] | None,
+        options: MemorySearchOptions,
+    ) -> SearchResult:
+        """Ranked memories of one scope; see the module docstring for the scoring."""
+        scope = _checked(scope)
+        options = parse_model(MemorySearchOptions, options)
+        mode = options.mode
+        notes: list[str] = []
+        if mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC) and vector is None:
+            raise ValidationError("vector", f"{mode.value} search needs a query vector")
+        query_vector = None
+        if vector is not None and mode != SearchMode.KEYWORD:
+            query_vector = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query_vector))
+            if not math.isfinite(norm) or norm == 0.0:
+                raise ValidationError("vector", "must be a non-zero vector of finite numbers")
+            query_vector = query_vector / norm
+        now_epoch = self._clock.now().timestamp()
+        with self._lock:
+            marker = self._change_marker()
+            index = self._scope_index(scope, marker)
+            if query_vector is not None and index.vectors is not None and index.vectors.shape[1] not in (
+                0,
+                query_vector.shape[0],
+            ):
+                raise ValidationError(
+                    "vector",
+                    f"has {query_vector.shape[0]} dimensions; this store's embeddings have "
+                    f"{index.vectors.shape[1]}",
+                )
+            mask = self._filter_mask(index, options, now_epoch)
+            terms = analyze(query) if mode != SearchMode.VECTOR else []
+            keyword_scores = keyword_rank = vector_scores = vector_rank = None
+            relevance = np.zeros(len(index), dtype=np.float64)
+            selected = np.zeros(len(index), dtype=bool)
+            if mode in (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC):
+                if mode == SearchMode.KEYWORD and not terms:
+                    # An empty keyword query matches everything the filters allow (Azure's ``*``).
+                    keyword_scores = np.where(mask, 1.0, 0.0)
+                    keyword_matched = mask.copy()
+                else:
+                    keyword_scores = self._bm25(index, terms, marker)
+                    keyword_matched = mask & (keyword_scores > 0.0)
+                keyword_rank = _ranks(keyword_scores, keyword_matched, TEXT_LEG_TOP)
+            if mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC) and query_vector is not None:
+                vector_scores = np.zeros(len(index), dtype=np.float64)
+                usable = mask & (index.has_vector if index.has_vector is not None else False)
+                if index.vectors is not None and index.vectors.shape[1] and usable.any():
+                    cosine = index.vectors @ query_vector
+                    vector_scores = 1.0 / (2.0 - np.clip(cosine.astype(np.float64), -1.0, 1.0))
+                vector_rank = _ranks(vector_scores, usable, options.vector_k)
+            if mode == SearchMode.KEYWORD:
+                assert keyword_scores is not None and keyword_rank is not None
+                selected = keyword_rank >= 0
+                relevance = np.where(selected, keyword_scores, 0.0)
+            elif mode == SearchMode.VECTOR:
+                assert vector_scores is not None and vector_rank is not None
+                selected = vector_rank >= 0
+                relevance = np.where(selected, vector_scores, 0.0)
+            else:
+                assert keyword_rank is not None and vector_rank is not None
+                for ranks in (keyword_rank, vector_rank):
+                    leg = ranks >= 0
+                    relevance[leg] += 1.0 / (RRF_K + ranks[leg])
+                    selected |= leg
+                if mode == SearchMode.SEMANTIC:
+                    notes.append(SEMANTIC_NOTE)
+            candidates = np.flatnonzero(selected)
+            profile = profile_for(options.ranking_profile)
+            cols = {k: v[candidates] for k, v in index.columns.items() if not k.startswith("_")}
+            final, multiplier, per_function = apply_profile(
+                relevance[candidates], profile, cols, now_epoch=now_epoch
+            )
+            order = _order(candidates, final, index, options.order_by, options.top)
+            hits = []
+            for position in order:
+                at = int(candidates[position])
+                hits.append(
+                    SearchHit(
+                        record=index.docs[at].record,
+                        score=float(final[position]),
+                        reranker_score=None,
+                        breakdown=ScoreBreakdown(
+                            keyword_score=None if keyword_scores is None or keyword_rank is None
+                            or keyword_rank[at] < 0 else float(keyword_scores[at]),
+                            keyword_rank=None if keyword_rank is None or keyword_rank[at] < 0
+                            else int(keyword_rank[at]),
+                            vector_score=None if vector_scores is None or vector_rank is None
+                            or vector_rank[at] < 0 else float(vector_scores[at]),
+                            vector_rank=None if vector_rank is None or vector_rank[at] < 0
+                            else int(vector_rank[at]),
+                            relevance=float(relevance[at]),
+                            profile=None if profile is None else profile.name,
+                            boost=float(multiplier[position]),
+                            functions={k: float(v[position]) for k, v in per_function.items()},
+                        ),
+                    )
+                )
+        return SearchResult(
+            hits=hits,
+            mode=mode,
+            ranking_profile=options.ranking_profile,
+            semantic_ranker_available=False,
+            notes=notes,
+        )
+
+    # -- forgetting -----------------------------------------------------------------------------
+    async def apply_forgetting(
+        self,
+        policy: HumanMemoryPolicy,
+        *,
+        dry_run: bool = True,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tolerance: float = 0.01,
+        page_size: int = 20_000,
+    ) -> ForgettingReport:
+        """Bring retention and status up to date for every memory not deleted.
+
+        Reads in keyset pages of ``page_size`` rows and writes, per page and in one transaction,
+        only records whose status changes or whose stored retention is off by more than
+        ``tolerance``. ``limit`` bounds the rows scanned in this call; the report's ``next_cursor``
+        resumes from there.
+        """
+        if limit is not None and limit < 1:
+            raise ValidationError("limit", "must be at least 1")
+        if not 0.0 <= tolerance < 1.0:
+            raise ValidationError("tolerance", "must be in [0, 1)")
+        try:
+            last_pk = int(cursor) if cursor is not None else 0
+        except ValueError:
+            raise ValidationError("cursor", "is not a cursor this store returned") from None
+        now_epoch = self._clock.now().timestamp()
+        report = ForgettingReport(dry_run=dry_run)
+        active, archived = MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value
+        while True:
+            size = page_size if limit is None else min(page_size, limit - report.scanned)
+            if size <= 0:
+                break
+            with self._lock:
+                rows = self._conn.execute(
+                    "SELECT pk, id, user_id, agent_id, status, retention_score, importance, access_count, "
+                    "updated_at, last_accessed_at, expires_at FROM memories WHERE pk > ? AND status != ? "
+                    "ORDER BY pk LIMIT ?",
+                    (last_pk, MemoryStatus.DELETED.value, size),
+                ).fetchall()
+            if not rows:
+                last_pk = -1
+                break
+            last_pk = int(rows[-1][0])
+            report.scanned += len(rows)
+            self._forget_page(rows, policy, now_epoch, tolerance, report, dry_run, active, archived)
+            if len(rows) < size:
+                last_pk = -1
+                break
+        report.next_cursor = None if last_pk == -1 else str(last_pk)
+        return report
+
+    def _forget_page(
+        self,
+        rows: list[Any],
+        policy: HumanMemoryPolicy,
+        now_epoch: float,
+        tolerance: float,
+        report: ForgettingReport,
+        dry_run: bool,
+        active: str,
+        archived: str,
+    ) -> None:
+        columns = list(zip(*rows, strict=True))
+
+        def floats(i: int) -> np.ndarray:
+            return np.array([math.nan if v is None else v for v in columns[i]], dtype=np.float64)
+
+        retention = policy.retention_array(
+            now_epoch=now_epoch,
+            updated_at=floats(8),
+            last_accessed_at=floats(9),
+            expires_at=floats(10),
+            importance=floats(6),
+            access_count=floats(7),
+        )
+        expired = ~np.isnan(floats(10)) & (floats(10) <= now_epoch)
+        old_retention = floats(5)
+        was_active = np.array([s == active for s in columns[4]], dtype=bool)
+        now_active = retention > policy.archive_threshold
+        status_changed = was_active != now_active
+        drifted = np.abs(retention - old_retention) > tolerance
+        write = status_changed | drifted
+        report.archived += int(np.count_nonzero(status_changed & was_active))
+        report.reactivated += int(np.count_nonzero(status_changed & ~was_active))
+        report.expired += int(np.count_nonzero(status_changed & was_active & expired))
+        report.rescored += int(np.count_nonzero(drifted & ~status_changed))
+        report.unchanged += int(np.count_nonzero(~write))
+        positions = np.flatnonzero(write)
+        for at in np.flatnonzero(status_changed):
+            if len(report.changes) >= report.max_listed:
+                break
+            row = rows[int(at)]
+            report.changes.append(
+                ForgettingChange(
+                    id=row[1],
+                    user_id=row[2],
+                    agent_id=row[3],
+                    old_status=MemoryStatus(row[4]),
+                    new_status=MemoryStatus.ACTIVE if now_active[at] else MemoryStatus.ARCHIVED,
+                    old_retention=float(old_retention[at]),
+                    new_retention=float(retention[at]),
+                    expired=bool(expired[at]),
+                )
+            )
+        if dry_run or not len(positions):
+            return
+        with self._transaction():
+            seq = self._next_seq()
+            self._conn.executemany(
+                "UPDATE memories SET retention_score = ?, status = ?, seq = ? WHERE pk = ? AND status != ?",
+                [
+                    (
+                        float(retention[at]),
+                        active if now_active[at] else archived,
+                        seq,
+                        rows[at][0],
+                        MemoryStatus.DELETED.value,
+                    )
+                    for at in positions
+                ],
+            )
+            self._bump_scopes(((rows[at][2], rows[at][3]) for at in positions), seq)
+        report.written += len(positions)
+
+    async def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._conn.close()
+                self._closed = True
+                self._cache.clear()
+
+    async def __aenter__(self) -> SQLiteMemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+@dataclass(slots=True)
+class _StatsDelta:
+    """BM25 statistics changes of one transaction, applied in one pass at its end."""
+
+    fields: dict[str, list[int]] = field(default_factory=dict)
+    terms: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, terms: Mapping[str, Mapping[str, int]], sign: int) -> None:
+        for name in SEARCH_FIELDS:
+            counts = terms.get(name, {})
+            if not counts:
+                continue
+            entry = self.fields.setdefault(name, [0, 0])
+            entry[0] += sign
+            entry[1] += sign * sum(counts.values())
+            for term in counts:
+                key = (name, term)
+                self.terms[key] = self.terms.get(key, 0) + sign
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` under the store's lock; rolls back on any error."""
+
+    def __init__(self, store: SQLiteMemoryStore) -> None:
+        self._store = store
+        self._conn = store._conn
+        self._lock = store._lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                self._conn.execute("COMMIT")
+                self._store._own_commits += 1
+            else:
+                self._conn.execute("ROLLBACK")
+        finally:
+            self._lock.release()
+
+
+def _checked(scope: Scope) -> Scope:
+    if not isinstance(scope, Scope):
+        raise ValidationError("scope", "must be a Scope(user_id, agent_id)")
+    return Scope.of(scope.user_id, scope.agent_id)
+
+
+def _ranks(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:
+    """0-based rank of each eligible document by score (ties by position), -1 outside the top."""
+    ranks = np.full(scores.shape[0], -1, dtype=np.int64)
+    positions = np.flatnonzero(eligible)
+    if not len(positions):
+        return ranks
+    order = positions[np.argsort(-scores[positions], kind="stable")][:top]
+    ranks[order] = np.arange(len(order))
+    return ranks
+
+
+def _order(
+    candidates: np.ndarray, final: np.ndarray, index: _ScopeIndex, order_by: OrderBy | None, top: int
+) -> np.ndarray:
+    """The first ``top`` positions into ``candidates``: by score (ties by id), or by ``order_by`` then score."""
+    if not len(candidates):
+        return np.zeros(0, dtype=np.int64)
+    keep = np.arange(len(candidates))
+    if order_by is None and len(candidates) > top:
+        # Only documents scoring at least the top-th best can be in the answer (ties included).
+        threshold = np.partition(final, len(final) - top)[len(final) - top]
+        keep = np.flatnonzero(final >= threshold)
+    keys: list[np.ndarray] = [index.id_rank[candidates[keep]], -final[keep]]
+    if order_by is not None:
+        column = index.columns[order_by.field][candidates].astype(np.float64)
+        column = np.where(np.isnan(column), -np.inf, column)
+        keys.append(-column if order_by.descending else column)
+    result: np.ndarray = keep[np.lexsort(tuple(keys))][:top]
+    return result

@@ -1,0 +1,223 @@
+"""``memory-core bench search``: search latency on one scope inside a large embedded store.
+
+A synthetic store (random sentences from a mixed English/Japanese vocabulary, random unit vectors of
+the embedder's size) of ``store_size`` memories split into scopes of ``scope_size``. Measured: the
+store's own search (hybrid + IMPORTANT, top 5, query embedding excluded, recall off) on warm scopes,
+next to the exact-cosine lower bound (one matrix-vector product over the scope's vectors plus a top-k
+selection, in numpy) measured in the same run, and the first (cold) search of a scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from ..adapters.sqlite_store import SQLiteMemoryStore
+from ..models import MemoryRecord, MemorySearchOptions, MemoryStatus, RankingProfile, Scope, SearchMode
+from ..ports import FixedClock
+from . import machine_context, write_json
+
+__all__ = ["build_store", "main", "measure"]
+
+_WORDS_EN = (
+    "coffee tea travel hotel window seat flight kyoto tokyo osaka spicy food allergy peanuts meeting "
+    "monday friday morning evening budget family daughter son birthday gift running yoga piano book "
+    "novel python azure cloud deploy vegetarian sushi ramen train bus car bicycle weekend holiday "
+    "doctor dentist appointment project deadline report manager team quiet room ocean view onsen"
+).split()
+_WORDS_JA = (
+    "コーヒー 紅茶 旅行 旅館 窓側 座席 京都 東京 大阪 辛い 料理 アレルギー 会議 月曜 金曜 朝 夜 予算 家族 "
+    "娘 息子 誕生日 プレゼント ランニング ヨガ ピアノ 小説 温泉 新幹線 週末 休暇 歯医者 予約 締め切り 報告"
+).split()
+
+
+def _sentence(rng: np.random.Generator) -> str:
+    words = _WORDS_JA if rng.random() < 0.5 else _WORDS_EN
+    picked = rng.choice(len(words), size=int(rng.integers(5, 12)), replace=True)
+    sep = "" if words is _WORDS_JA else " "
+    return sep.join(words[i] for i in picked)
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+    matrix = rng.standard_normal((n, dims)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+async def build_store(
+    path: str, *, store_size: int, scope_size: int, dims: int, seed: int, clock: FixedClock, out: TextIO
+) -> SQLiteMemoryStore:
+    """Create (or reuse, if it already has ``store_size`` memories) the synthetic benchmark store."""
+    store = SQLiteMemoryStore(path, clock=clock)
+    if await store.count() == store_size:
+        return store
+    if await store.count():
+        raise SystemExit(f"{path} holds another store; remove it or pick another --keep path")
+    rng = np.random.default_rng(seed)
+    now = clock.now()
+    scopes = max(1, store_size // scope_size)
+    started = time.perf_counter()
+    written = 0
+    batch: list[MemoryRecord] = []
+    for s in range(scopes):
+        vectors = _unit(rng, scope_size, dims)
+        for i in range(scope_size):
+            age = float(rng.uniform(0, 365))
+            updated = now - timedelta(days=age)
+            batch.append(
+                MemoryRecord.model_construct(
+                    id=f"m{s:05d}x{i:05d}",
+                    user_id=f"user{s:05d}",
+                    agent_id="bench",
+                    memory=_sentence(rng),
+                    summary="",
+                    category=str(rng.choice(["preference", "constraint", "profile", "plan", "routine"])),
+                    importance=float(rng.random()),
+                    confidence=0.6,
+                    status=MemoryStatus.ACTIVE,
+                    source="bench",
+                    retention_score=float(rng.random()),
+                    access_count=int(rng.integers(0, 30)),
+                    created_at=updated,
+                    updated_at=updated,
+                    last_accessed_at=None,
+                    expires_at=None,
+                    metadata={},
+                    embedding=vectors[i].tolist(),
+                )
+            )
+            if len(batch) == 2000:
+                await store.upsert(batch)
+                written += len(batch)
+                batch = []
+                _progress(out, "building store", written, scopes * scope_size, started)
+    if batch:
+        await store.upsert(batch)
+        written += len(batch)
+    _progress(out, "building store", written, scopes * scope_size, started, done=True)
+    return store
+
+
+def _progress(out: TextIO, what: str, done_n: int, total: int, started: float, *, done: bool = False) -> None:
+    width = 30
+    filled = int(width * done_n / max(total, 1))
+    elapsed = time.perf_counter() - started
+    out.write(f"\r{what}: [{'#' * filled}{'.' * (width - filled)}] {done_n}/{total} {elapsed:5.1f}s")
+    if done:
+        out.write("\n")
+    out.flush()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+async def measure(
+    store: SQLiteMemoryStore, *, scopes: int, queries: int, dims: int, seed: int, out: TextIO
+) -> dict[str, Any]:
+    """Latency figures (milliseconds) of the store's search and of the exact-cosine lower bound."""
+    rng = np.random.default_rng(seed + 1)
+    options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT, top=5)
+    used_scopes = min(scopes, 20)
+    cold: list[float] = []
+    for s in range(used_scopes):
+        scope = Scope.of(f"user{s:05d}", "bench")
+        vector = _unit(rng, 1, dims)[0].tolist()
+        t0 = time.perf_counter()
+        await store.search(scope, _sentence(rng), vector, options)
+        cold.append((time.perf_counter() - t0) * 1000)
+    warm: list[float] = []
+    lower: list[float] = []
+    matrices = {}
+    for s in range(used_scopes):
+        page = await store.scan(Scope.of(f"user{s:05d}", "bench"), limit=10_000, with_embedding=True)
+        matrices[s] = np.asarray([r.embedding for r in page.records], dtype=np.float32)
+    started = time.perf_counter()
+    for q in range(queries):
+        s = q % used_scopes
+        scope = Scope.of(f"user{s:05d}", "bench")
+        text = _sentence(rng)
+        vector = _unit(rng, 1, dims)[0]
+        t0 = time.perf_counter()
+        result = await store.search(scope, text, vector.tolist(), options)
+        warm.append((time.perf_counter() - t0) * 1000)
+        assert len(result.hits) == 5
+        matrix = matrices[s]
+        t0 = time.perf_counter()
+        sims = matrix @ vector
+        top = np.argpartition(-sims, 5)[:5]
+        top[np.argsort(-sims[top])]
+        lower.append((time.perf_counter() - t0) * 1000)
+        if q % 50 == 0 or q == queries - 1:
+            _progress(out, "searching", q + 1, queries, started, done=q == queries - 1)
+    return {
+        "search_ms": {
+            "p50": _percentile(warm, 50),
+            "p90": _percentile(warm, 90),
+            "p99": _percentile(warm, 99),
+            "mean": statistics.fmean(warm),
+        },
+        "exact_cosine_lower_bound_ms": {"p50": _percentile(lower, 50), "p99": _percentile(lower, 99)},
+        "cold_first_search_ms": {"p50": _percentile(cold, 50), "max": max(cold)},
+        "ratio_p50_to_lower_bound": _percentile(warm, 50) / max(_percentile(lower, 50), 1e-9),
+    }
+
+
+async def main(args: argparse.Namespace, out: TextIO) -> int:
+    clock = FixedClock(datetime(2026, 11, 1, tzinfo=UTC))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or str(Path(tmp) / "bench.db")
+        store = await build_store(
+            path,
+            store_size=args.store_size,
+            scope_size=args.scope_size,
+            dims=args.dimensions,
+            seed=args.seed,
+            clock=clock,
+            out=out,
+        )
+        try:
+            figures = await measure(
+                store,
+                scopes=max(1, args.store_size // args.scope_size),
+                queries=args.queries,
+                dims=args.dimensions,
+                seed=args.seed,
+                out=out,
+            )
+        finally:
+            await store.close()
+    report = {
+        "benchmark": "search",
+        "configuration": {
+            "mode": "hybrid",
+            "ranking_profile": "important",
+            "top": 5,
+            "store_size": args.store_size,
+            "scope_size": args.scope_size,
+            "dimensions": args.dimensions,
+            "queries": args.queries,
+            "query_embedding": "excluded",
+        },
+        "machine": machine_context(),
+        **figures,
+    }
+    s, lb, cold = report["search_ms"], report["exact_cosine_lower_bound_ms"], report["cold_first_search_ms"]
+    out.write(
+        "\n| measure (ms) | p50 | p99 |\n|---|---|---|\n"
+        f"| search (hybrid + IMPORTANT, top 5) | {s['p50']:.3f} | {s['p99']:.3f} |\n"
+        f"| exact-cosine lower bound | {lb['p50']:.3f} | {lb['p99']:.3f} |\n"
+        f"| first search of a scope (cold load) | {cold['p50']:.3f} | max {cold['max']:.3f} |\n"
+        f"\nsearch p50 is {report['ratio_p50_to_lower_bound']:.1f}x the lower bound "
+        f"({args.scope_size} memories in the scope, {args.store_size} in the store, "
+        f"{report['machine']['cpus']} CPUs)\n"
+    )
+    write_json(args.output, report)
+    return 0

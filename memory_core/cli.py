@@ -1,0 +1,335 @@
+"""``memory-core``: the memory operations for people and scripts.
+
+Global options: ``--db PATH`` (env ``MEMORY_SQLITE_PATH``) picks the embedded store file, ``--json``
+prints exactly the JSON the HTTP API returns. Errors print one line that says what is wrong and exit
+with status 2 (bad input) or 1 (anything else).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .api import forgetting_response, memory_list_response, memory_view, search_response
+from .errors import MemoryCoreError, NotFoundError, PermanentError
+from .models import MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
+
+__all__ = ["main"]
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _jsonl(path: str) -> Iterator[dict[str, Any]]:
+    stream = sys.stdin if path == "-" else Path(path).open(encoding="utf-8")  # noqa: SIM115
+    try:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise PermanentError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(value, dict):
+                raise PermanentError(f"{path}:{number}: each line must be a JSON object")
+            yield value
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from .bootstrap import load_settings
+
+    return load_settings(sqlite_path=args.db)
+
+
+def _service(args: argparse.Namespace) -> Any:
+    from .bootstrap import build_service
+
+    return build_service(_settings(args))
+
+
+def _short(text: str, width: int = 72) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- commands -----------------------------------------------------------------------------------
+async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    try:
+        report = await service.import_records(_jsonl(args.file))
+    finally:
+        await service.close()
+    if args.json:
+        _print_json({"imported": report.imported, "embedded": report.embedded}, out)
+    else:
+        out.write(f"imported {report.imported} memories ({report.embedded} embeddings computed)\n")
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    try:
+        async for record in service.export(args.user, args.agent):
+            out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
+    finally:
+        await service.close()
+    return 0
+
+
+async def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    options = {
+        "mode": args.mode,
+        "ranking_profile": args.profile,
+        "top": args.top,
+        "order_by": args.order_by,
+        "category": args.category,
+        "include_archived": args.include_archived,
+        "min_importance": args.min_importance,
+        "min_retention_score": args.min_retention,
+    }
+    try:
+        result = await service.search(
+            Scope.of(args.user, args.agent), args.query, options, recall=not args.no_recall
+        )
+    finally:
+        await service.close()
+    if args.json:
+        _print_json(search_response(result).model_dump(mode="json"), out)
+        return 0
+    for note in result.notes:
+        out.write(f"note: {note}\n")
+    if not result.hits:
+        out.write("no memories found\n")
+    for rank, hit in enumerate(result.hits, start=1):
+        r = hit.record
+        out.write(
+            f"{rank:>2}. {hit.score:10.4f}  [{r.category}; importance={r.importance:.2f}; "
+            f"retention={r.retention_score:.2f}; recalls={r.access_count}; "
+            f"updated={r.updated_at.date().isoformat()}] {_short(r.memory)}  ({r.id})\n"
+        )
+    return 0
+
+
+async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    statuses = [MemoryStatus(args.status)] if args.status else None
+    try:
+        page = await service.list(
+            Scope.of(args.user, args.agent), statuses=statuses, cursor=args.cursor, limit=args.limit
+        )
+    finally:
+        await service.close()
+    if args.json:
+        _print_json(memory_list_response(page).model_dump(mode="json"), out)
+        return 0
+    for r in page.records:
+        out.write(
+            f"{r.id}  {r.status.value:<8} [{r.category}; importance={r.importance:.2f}; "
+            f"retention={r.retention_score:.2f}] {_short(r.memory)}\n"
+        )
+    if page.next_cursor:
+        out.write(f"more: --cursor {page.next_cursor}\n")
+    return 0
+
+
+async def cmd_get(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    try:
+        record = await service.get(Scope.of(args.user, args.agent), args.id)
+        history = await _history(service, Scope.of(args.user, args.agent), args.id)
+    finally:
+        await service.close()
+    view = memory_view(record).model_dump(mode="json")
+    if args.json:
+        if history is not None:
+            view = {**view, "history": history}
+        _print_json(view, out)
+        return 0
+    for key, value in view.items():
+        out.write(f"{key:>17}: {value}\n")
+    for entry in history or []:
+        out.write(f"  {entry['at']}  {entry['event']:<6} {entry.get('reason', '')}  (turn {entry.get('turn_id')})\n")
+    return 0
+
+
+async def _history(service: Any, scope: Scope, memory_id: str) -> list[dict[str, Any]] | None:
+    history = getattr(service, "history", None)
+    if history is None:
+        return None
+    entries = await history.for_memory(scope, memory_id)
+    return [e.model_dump(mode="json") for e in entries]
+
+
+async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
+    service = _service(args)
+    try:
+        report = await service.apply_forgetting(dry_run=not args.apply, limit=args.limit, cursor=args.cursor)
+    finally:
+        await service.close()
+    if args.json:
+        _print_json(forgetting_response(report).model_dump(mode="json"), out)
+        return 0
+    verb = "would change" if report.dry_run else "changed"
+    out.write(
+        f"{'dry run: ' if report.dry_run else ''}scanned {report.scanned}; {verb}: archived {report.archived} "
+        f"(expired {report.expired}), reactivated {report.reactivated}, rescored {report.rescored}; "
+        f"unchanged {report.unchanged}; written {report.written}\n"
+    )
+    for change in report.changes[:50]:
+        out.write(
+            f"  {change.id}  {change.old_status.value} -> {change.new_status.value}  "
+            f"retention {change.old_retention:.3f} -> {change.new_retention:.3f}"
+            f"{'  (expired)' if change.expired else ''}\n"
+        )
+    if report.next_cursor:
+        out.write(f"more: --cursor {report.next_cursor}\n")
+    if report.dry_run:
+        out.write("nothing was written; run with --apply to apply\n")
+    return 0
+
+
+async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.yes:
+        raise PermanentError("purge removes memories physically and cannot be undone; add --yes to confirm")
+    service = _service(args)
+    try:
+        removed = await service.purge(args.user, args.agent)
+    finally:
+        await service.close()
+    if args.json:
+        _print_json({"purged": removed}, out)
+    else:
+        out.write(f"purged {removed} memories\n")
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from .demo import run_demo
+
+    code: int = await run_demo(db_path=args.db, out=lambda line="": out.write(f"{line}\n"), json_output=args.json)
+    return code
+
+
+async def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from .bench import run_benchmark
+
+    return await run_benchmark(args, out)
+
+
+# -- parser -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memory-core", description="Long-term, human-like memory for AI agents."
+    )
+    parser.add_argument("--version", action="version", version=f"memory-core {__version__}")
+    parser.add_argument("--db", metavar="PATH", help="embedded store file (env MEMORY_SQLITE_PATH)")
+    parser.add_argument("--json", action="store_true", help="print the JSON the HTTP API returns")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def scope(p: argparse.ArgumentParser, *, agent_required: bool = True) -> None:
+        p.add_argument("--user", required=True, help="user id")
+        p.add_argument("--agent", required=agent_required, help="agent id")
+
+    p = sub.add_parser("demo", help="a scripted conversation through the whole local pipeline")
+    p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("import", help="memory records as JSON lines (a missing embedding is computed)")
+    p.add_argument("file", help="JSON lines file, or - for standard input")
+    p.set_defaults(handler=cmd_import)
+
+    p = sub.add_parser("export", help="a user's memory records as JSON lines, every field")
+    scope(p, agent_required=False)
+    p.set_defaults(handler=cmd_export)
+
+    p = sub.add_parser("search", help="ranked memories for a query")
+    p.add_argument("query")
+    scope(p)
+    p.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
+    p.add_argument("--profile", choices=[r.value for r in RankingProfile], default=RankingProfile.IMPORTANT.value)
+    p.add_argument("--top", type=int, default=5)
+    p.add_argument("--order-by", choices=[o.value for o in OrderBy], default=None)
+    p.add_argument("--category")
+    p.add_argument("--include-archived", action="store_true")
+    p.add_argument("--min-importance", type=float)
+    p.add_argument("--min-retention", type=float)
+    p.add_argument("--no-recall", action="store_true", help="do not count this search as a recall")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("list", help="memories of a user and agent, by id")
+    scope(p)
+    p.add_argument("--status", choices=[s.value for s in MemoryStatus])
+    p.add_argument("--cursor")
+    p.add_argument("--limit", type=int, default=100)
+    p.set_defaults(handler=cmd_list)
+
+    p = sub.add_parser("get", help="one memory (and its history)")
+    p.add_argument("id")
+    scope(p)
+    p.set_defaults(handler=cmd_get)
+
+    p = sub.add_parser("forget", help="apply the forgetting policy (dry run unless --apply)")
+    p.add_argument("--apply", action="store_true", help="write the changes")
+    p.add_argument("--limit", type=int, help="scan at most this many memories")
+    p.add_argument("--cursor", help="resume where an earlier run stopped")
+    p.set_defaults(handler=cmd_forget)
+
+    p = sub.add_parser("purge", help="physically remove a user's memories")
+    scope(p, agent_required=False)
+    p.add_argument("--yes", action="store_true", help="confirm")
+    p.set_defaults(handler=cmd_purge)
+
+    p = sub.add_parser("bench", help="speed reports")
+    bench = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    b = bench.add_parser("search", help="search latency on a scope inside a large store")
+    b.add_argument("--store-size", type=int, default=100_000)
+    b.add_argument("--scope-size", type=int, default=1_000)
+    b.add_argument("--queries", type=int, default=500)
+    b.add_argument("--dimensions", type=int, default=384)
+    b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
+    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
+    b.add_argument("--seed", type=int, default=7)
+    p.set_defaults(handler=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run one command; returns the exit status."""
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    handler: Callable[[argparse.Namespace, TextIO], Coroutine[Any, Any, int]] = args.handler
+    try:
+        return asyncio.run(handler(args, out))
+    except NotFoundError as exc:
+        sys.stderr.write(f"memory-core: not found: {exc}\n")
+        return 2
+    except PermanentError as exc:
+        sys.stderr.write(f"memory-core: error: {exc}\n")
+        return 2
+    except MemoryCoreError as exc:
+        sys.stderr.write(f"memory-core: error: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
