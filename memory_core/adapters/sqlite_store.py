@@ -204,6 +204,8 @@ class _ScopeIndex:
     pending: dict[int, np.ndarray | None] = field(default_factory=dict)
     #: Rank of each document's id among the scope's ids (ties in score are broken by id).
     id_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: BM25 term weights ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per field and term, for one avgdl.
+    weights: dict[str, tuple[float, dict[str, tuple[np.ndarray, np.ndarray]]]] = field(default_factory=dict)
     #: The database change marker at which this index was last known to be current.
     checked_at: tuple[int, int] = (-1, -1)
 
@@ -748,6 +750,7 @@ class SQLiteMemoryStore:
             }
             lengths[name] = length
         index.postings, index.lengths, index.postings_dirty = postings, lengths, False
+        index.weights = {}
 
     # -- search ---------------------------------------------------------------------------------
     def _global_stats(
@@ -795,15 +798,25 @@ class SQLiteMemoryStore:
                 continue
             avgdl = total / doc_count
             postings = index.postings.get(name, {})
-            norms = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[name] / avgdl)
+            # Per-posting term weights depend on avgdl only; cache them until the statistics change.
+            cache = index.weights.get(name)
+            if cache is None or cache[0] != avgdl:
+                cache = (avgdl, {})
+                index.weights[name] = cache
+            norms: np.ndarray | None = None
             for term in terms:
-                posting = postings.get(term)
-                if posting is None:
-                    continue
+                weights = cache[1].get(term)
+                if weights is None:
+                    posting = postings.get(term)
+                    if posting is None:
+                        continue
+                    if norms is None:
+                        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * index.lengths[name] / avgdl)
+                    docs, tfs = posting
+                    weights = cache[1][term] = (docs, tfs / (tfs + norms[docs]))
                 n = dfs.get((name, term), 0)
                 idf = math.log(1.0 + (doc_count - n + 0.5) / (n + 0.5))
-                docs, tfs = posting
-                scores[docs] += idf * tfs / (tfs + norms[docs])
+                scores[weights[0]] += idf * weights[1]
         return scores
 
     def _filter_mask(self, index: _ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
@@ -896,7 +909,7 @@ class SQLiteMemoryStore:
                     notes.append(SEMANTIC_NOTE)
             candidates = np.flatnonzero(selected)
             profile = profile_for(options.ranking_profile)
-            cols = {k: v[candidates] for k, v in index.columns.items() if not k.startswith("_")}
+            cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
             final, multiplier, per_function = apply_profile(
                 relevance[candidates], profile, cols, now_epoch=now_epoch
             )
@@ -905,11 +918,11 @@ class SQLiteMemoryStore:
             for position in order:
                 at = int(candidates[position])
                 hits.append(
-                    SearchHit(
+                    SearchHit.model_construct(
                         record=index.docs[at].record,
                         score=float(final[position]),
                         reranker_score=None,
-                        breakdown=ScoreBreakdown(
+                        breakdown=ScoreBreakdown.model_construct(
                             keyword_score=None if keyword_scores is None or keyword_rank is None
                             or keyword_rank[at] < 0 else float(keyword_scores[at]),
                             keyword_rank=None if keyword_rank is None or keyword_rank[at] < 0

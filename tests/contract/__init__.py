@@ -1,0 +1,1 @@
+"""The store contract: one suite of behaviours every ``MemoryStore`` adapter must pass."""

@@ -1,0 +1,515 @@
+"""The ``MemoryStore`` contract, run against every adapter.
+
+A test module subclasses :class:`StoreContract` and implements :meth:`StoreContract.open_store`, an
+async context manager yielding a fresh, empty store that uses the given clock. Each case runs in its
+own event loop (``asyncio.run``) so adapters with async clients work unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.errors import NotFoundError, ValidationError
+from memory_core.models import (
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    OrderBy,
+    RankingProfile,
+    Scope,
+    SearchMode,
+)
+from memory_core.policy import HumanMemoryPolicy
+from memory_core.ports import FixedClock, MemoryStore
+
+NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+EMBEDDER = HashingEmbedder(256)
+POLICY = HumanMemoryPolicy()
+U1A1 = Scope.of("user-1", "agent-1")
+U1A2 = Scope.of("user-1", "agent-2")
+U2A1 = Scope.of("user-2", "agent-1")
+
+HOSTILE_IDS = [
+    "",
+    "alice' or 1=1 --",
+    "x' or user_id ne '",
+    "bob\") or (1 eq 1",
+    "a b",
+    "a;DROP TABLE memories",
+    "user_id eq 'x'",
+    "$filter=*",
+    "x" * 10_000,
+    "tab\tid",
+    "nul\x00id",
+    "newline\nid",
+    "ünïcödé",
+    "-leading-dash",
+    "../../etc/passwd",
+]
+
+
+def vector(text: str) -> list[float]:
+    return EMBEDDER.embed_sync(text).tolist()
+
+
+def make(
+    memory: str,
+    scope: Scope = U1A1,
+    *,
+    id: str | None = None,
+    days_ago: float = 0.0,
+    with_vector: bool = True,
+    **fields: Any,
+) -> MemoryRecord:
+    updated = NOW - timedelta(days=days_ago)
+    data: dict[str, Any] = {
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+        "memory": memory,
+        "created_at": updated,
+        "updated_at": updated,
+        "embedding": vector(memory) if with_vector else None,
+        **fields,
+    }
+    if id is not None:
+        data["id"] = id
+    record = MemoryRecord.model_validate(data)
+    if "retention_score" not in fields:
+        record = POLICY.apply(record, NOW) if "status" not in fields else record.model_copy(
+            update={"retention_score": POLICY.retention(record, NOW)}
+        )
+    return record
+
+
+def opts(**kwargs: Any) -> MemorySearchOptions:
+    kwargs.setdefault("ranking_profile", RankingProfile.NONE)
+    return MemorySearchOptions(**kwargs)
+
+
+async def ids_of(store: MemoryStore, scope: Scope, query: str, **kwargs: Any) -> list[str]:
+    options = opts(**kwargs)
+    vec = None if options.mode == SearchMode.KEYWORD else vector(query)
+    result = await store.search(scope, query, vec, options)
+    return [hit.record.id for hit in result.hits]
+
+
+async def all_ids(store: MemoryStore, scope: Scope, **kwargs: Any) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = await store.scan(scope, after=cursor, limit=kwargs.pop("limit", 100), **kwargs)
+        ids.extend(r.id for r in page.records)
+        if page.next_cursor is None:
+            return ids
+        cursor = page.next_cursor
+
+
+class StoreContract:
+    """Behaviours every memory store must have. Subclasses provide :meth:`open_store`."""
+
+    #: Adapters whose search cannot rank exactly like the local engine (a live service's semantic
+    #: ranker) may turn off the exact reference-order checks of semantic mode.
+    semantic_is_hybrid = True
+
+    def open_store(self, clock: FixedClock) -> AbstractAsyncContextManager[MemoryStore]:
+        raise NotImplementedError
+
+    def run(self, scenario: Callable[[MemoryStore, FixedClock], Awaitable[None]]) -> None:
+        async def main() -> None:
+            clock = FixedClock(NOW)
+            async with self.open_store(clock) as store:
+                await scenario(store, clock)
+
+        asyncio.run(main())
+
+    # -- writes and reads -----------------------------------------------------------------------
+    def test_upsert_then_get_returns_every_field(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            record = make(
+                "京都では旅館に泊まりたい",
+                id="mem-1",
+                summary="旅館が好き",
+                category="preference",
+                importance=0.8,
+                confidence=0.7,
+                source="llm",
+                access_count=3,
+                expires_at=NOW + timedelta(days=30),
+                metadata={"turn_id": "t-1", "tags": ["travel"]},
+            )
+            await store.upsert([record])
+            got = await store.get(U1A1, "mem-1")
+            assert got is not None
+            expected = record.to_json_dict(include_embedding=False)
+            actual = got.to_json_dict(include_embedding=False)
+            assert actual == expected
+            assert got.embedding is not None
+            assert sum(a * b for a, b in zip(got.embedding, record.embedding or [], strict=True)) == pytest.approx(
+                1.0, abs=1e-5
+            )
+
+        self.run(scenario)
+
+    def test_upsert_replaces_whole_record(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("I like tea", id="m1", category="preference")])
+            await store.upsert([make("I like green tea", id="m1", category="preference", importance=0.9)])
+            got = await store.get(U1A1, "m1")
+            assert got is not None and got.memory == "I like green tea" and got.importance == 0.9
+            assert await ids_of(store, U1A1, "green", mode=SearchMode.KEYWORD) == ["m1"]
+
+        self.run(scenario)
+
+    def test_merge_changes_only_given_fields(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("I like tea", id="m1", importance=0.3, category="preference")])
+            merged = await store.merge(U1A1, "m1", {"importance": 0.95, "summary": "tea lover"})
+            assert merged.importance == 0.95 and merged.summary == "tea lover"
+            got = await store.get(U1A1, "m1")
+            assert got is not None
+            assert (got.memory, got.category, got.importance, got.summary) == (
+                "I like tea",
+                "preference",
+                0.95,
+                "tea lover",
+            )
+            assert await ids_of(store, U1A1, "lover", mode=SearchMode.KEYWORD) == ["m1"]
+            with pytest.raises(ValidationError):
+                await store.merge(U1A1, "m1", {"importance": 7})
+            with pytest.raises(ValidationError):
+                await store.merge(U1A1, "m1", {"user_id": "user-2"})
+            with pytest.raises(NotFoundError):
+                await store.merge(U1A1, "missing", {"importance": 0.5})
+
+        self.run(scenario)
+
+    def test_mark_status_records_reason(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("I like tea", id="m1")])
+            record = await store.mark_status(U1A1, "m1", MemoryStatus.DELETED, reason="user asked to forget")
+            assert record.status == MemoryStatus.DELETED
+            got = await store.get(U1A1, "m1")
+            assert got is not None and got.status == MemoryStatus.DELETED
+            assert got.metadata["status_reason"] == "user asked to forget"
+            with pytest.raises(NotFoundError):
+                await store.mark_status(U2A1, "m1", MemoryStatus.ACTIVE, reason="not mine")
+
+        self.run(scenario)
+
+    # -- scope isolation ------------------------------------------------------------------------
+    def test_scope_isolation_everywhere(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            text = "the user is allergic to peanuts"
+            await store.upsert(
+                [make(text, U1A1, id="a"), make(text, U1A2, id="b"), make(text, U2A1, id="c")]
+            )
+            for mode in SearchMode:
+                assert await ids_of(store, U1A1, "peanuts allergic", mode=mode) == ["a"]
+                assert await ids_of(store, U2A1, "peanuts allergic", mode=mode) == ["c"]
+            assert await ids_of(store, U1A1, "", mode=SearchMode.KEYWORD) == ["a"]
+            assert await all_ids(store, U1A1) == ["a"]
+            assert await all_ids(store, U1A2) == ["b"]
+            assert await store.get(U1A1, "b") is None
+            assert await store.get(U2A1, "a") is None
+            with pytest.raises(NotFoundError):
+                await store.merge(U2A1, "a", {"importance": 1.0})
+            assert await store.recall(U2A1, ["a"], POLICY) == []
+            got = await store.get(U1A1, "a")
+            assert got is not None and got.access_count == 0
+            assert sorted(await store.agents("user-1")) == ["agent-1", "agent-2"]
+            assert await store.agents("user-2") == ["agent-1"]
+            assert await store.purge("user-1", "agent-2") == 1
+            assert await all_ids(store, U1A1) == ["a"]
+            assert await all_ids(store, U2A1) == ["c"]
+            assert await store.purge("user-1") == 1
+            assert await all_ids(store, U1A1) == []
+            assert await all_ids(store, U2A1) == ["c"]
+            assert await ids_of(store, U2A1, "peanuts", mode=SearchMode.KEYWORD) == ["c"]
+
+        self.run(scenario)
+
+    def test_hostile_scope_ids_are_rejected_before_the_store(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("secret of user one", id="a")])
+            for bad in HOSTILE_IDS:
+                with pytest.raises(ValidationError) as info:
+                    Scope.of(bad, "agent-1")
+                assert info.value.field == "user_id"
+                with pytest.raises(ValidationError) as info:
+                    Scope.of("user-1", bad)
+                assert info.value.field == "agent_id"
+                # A scope smuggled past the constructor is still checked by the store.
+                smuggled = Scope.model_construct(user_id=bad, agent_id="agent-1")
+                with pytest.raises(ValidationError):
+                    await store.search(smuggled, "secret", None, opts(mode=SearchMode.KEYWORD))
+                with pytest.raises(ValidationError):
+                    await store.scan(smuggled)
+                with pytest.raises(ValidationError):
+                    await store.get(smuggled, "a")
+                with pytest.raises(ValidationError):
+                    await store.purge(bad)
+                with pytest.raises(ValidationError):
+                    await store.agents(bad)
+            for bad_id in ["a' or '1'='1", "x" * 200, "a/b", "a b", ""]:
+                with pytest.raises(ValidationError):
+                    await store.get(U1A1, bad_id)
+            assert await all_ids(store, U1A1) == ["a"]
+
+        self.run(scenario)
+
+    # -- status visibility and filters ----------------------------------------------------------
+    def test_status_visibility(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("hotel with onsen", id="active"),
+                    make("hotel with onsen view", id="archived", status=MemoryStatus.ARCHIVED),
+                    make("hotel with onsen bath", id="deleted", status=MemoryStatus.DELETED),
+                ]
+            )
+            for mode in SearchMode:
+                assert set(await ids_of(store, U1A1, "hotel onsen", mode=mode)) == {"active"}
+                assert set(await ids_of(store, U1A1, "hotel onsen", mode=mode, include_archived=True)) == {
+                    "active",
+                    "archived",
+                }
+            assert set(await all_ids(store, U1A1)) == {"active", "archived", "deleted"}
+            assert await all_ids(store, U1A1, statuses=[MemoryStatus.DELETED]) == ["deleted"]
+
+        self.run(scenario)
+
+    def test_filters(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("likes window seats", id="pref", category="preference", importance=0.9,
+                         retention_score=0.9),
+                    make("window seats only on trains", id="cons", category="constraint", importance=0.4,
+                         retention_score=0.5),
+                    make("window seats next week", id="expired", category="plan", importance=0.9,
+                         retention_score=0.9, expires_at=NOW - timedelta(hours=1)),
+                    make("window seats next month", id="future", category="plan", importance=0.2,
+                         retention_score=0.3, expires_at=NOW + timedelta(days=20)),
+                ]
+            )
+            for mode in SearchMode:
+                q = "window seats"
+                assert set(await ids_of(store, U1A1, q, mode=mode)) == {"pref", "cons", "future"}
+                assert await ids_of(store, U1A1, q, mode=mode, category="preference") == ["pref"]
+                assert await ids_of(store, U1A1, q, mode=mode, category="PLAN") == ["future"]
+                assert set(await ids_of(store, U1A1, q, mode=mode, min_importance=0.4)) == {"pref", "cons"}
+                assert set(await ids_of(store, U1A1, q, mode=mode, min_retention_score=0.6)) == {"pref"}
+                assert await ids_of(store, U1A1, q, mode=mode, category="nothing") == []
+            clock.advance(days=30)
+            assert set(await ids_of(store, U1A1, "window seats", mode=SearchMode.KEYWORD)) == {"pref", "cons"}
+
+        self.run(scenario)
+
+    def test_top_and_order_by(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            records = [
+                make(f"travel note number {i}", id=f"m{i:02d}", importance=i / 10, days_ago=float(i))
+                for i in range(10)
+            ]
+            await store.upsert(records)
+            assert len(await ids_of(store, U1A1, "travel note", mode=SearchMode.KEYWORD, top=3)) == 3
+            by_importance = await ids_of(
+                store, U1A1, "travel", mode=SearchMode.KEYWORD, top=10, order_by=OrderBy.IMPORTANCE_DESC
+            )
+            assert by_importance == [f"m{i:02d}" for i in range(9, -1, -1)]
+            oldest_first = await ids_of(
+                store, U1A1, "travel", mode=SearchMode.KEYWORD, top=4, order_by=OrderBy.UPDATED_AT_ASC
+            )
+            assert oldest_first == ["m09", "m08", "m07", "m06"]
+
+        self.run(scenario)
+
+    # -- ranking --------------------------------------------------------------------------------
+    def test_reference_ranking_example(self) -> None:
+        """Same text: A important and often recalled but 75 days old, B trivial but fresh."""
+
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            text = "prefers an aisle seat on long flights"
+            await store.upsert(
+                [
+                    make(text, id="A", importance=1.0, access_count=20, days_ago=75),
+                    make(text, id="B", importance=0.05, access_count=0, days_ago=0),
+                ]
+            )
+            modes = [SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID]
+            if self.semantic_is_hybrid:
+                modes.append(SearchMode.SEMANTIC)
+            for mode in modes:
+                important = await ids_of(
+                    store, U1A1, "aisle seat flights", mode=mode, ranking_profile=RankingProfile.IMPORTANT
+                )
+                recent = await ids_of(
+                    store, U1A1, "aisle seat flights", mode=mode, ranking_profile=RankingProfile.RECENT
+                )
+                assert important == ["A", "B"], mode
+                assert recent == ["B", "A"], mode
+
+        self.run(scenario)
+
+    def test_keyword_relevance_orders_by_bm25(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("spicy ramen in tokyo", id="two"),
+                    make("spicy food is fine", id="one"),
+                    make("quiet hotel room", id="none"),
+                ]
+            )
+            assert await ids_of(store, U1A1, "spicy ramen", mode=SearchMode.KEYWORD) == ["two", "one"]
+
+        self.run(scenario)
+
+    def test_japanese_keyword_search_matches_words_not_characters(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("京都の旅館に泊まりたい", id="kyoto"),
+                    make("東京の都心に住んでいる", id="tokyo"),
+                    make("コーヒーが好き", id="coffee"),
+                ]
+            )
+            assert await ids_of(store, U1A1, "京都", mode=SearchMode.KEYWORD) == ["kyoto"]
+            assert await ids_of(store, U1A1, "コーヒー", mode=SearchMode.KEYWORD) == ["coffee"]
+
+        self.run(scenario)
+
+    def test_hybrid_includes_vector_only_matches(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("window seat please", id="w"), make("zzz", id="z")])
+            hybrid = await ids_of(store, U1A1, "window seat please", mode=SearchMode.HYBRID)
+            assert hybrid[0] == "w"
+            assert "z" in hybrid  # the vector leg returns k neighbours even without shared words
+
+        self.run(scenario)
+
+    def test_search_results_explain_scores(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("likes spicy curry", id="c", importance=0.7)])
+            result = await store.search(
+                U1A1,
+                "spicy curry",
+                vector("spicy curry"),
+                MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT),
+            )
+            hit = result.hits[0]
+            assert hit.breakdown.keyword_rank == 0 and hit.breakdown.vector_rank == 0
+            assert hit.breakdown.profile == "memory-priority"
+            assert hit.score == pytest.approx(hit.breakdown.relevance * hit.breakdown.boost, rel=1e-6)
+            assert hit.record.embedding is None  # vectors are not sent back
+
+        self.run(scenario)
+
+    # -- recall and paging ----------------------------------------------------------------------
+    def test_recall_touches_counts_and_reactivates(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            old = make("bring an umbrella", id="old", importance=0.1, days_ago=200,
+                       status=MemoryStatus.ARCHIVED, access_count=8)
+            await store.upsert([old, make("other", id="other")])
+            clock.advance(hours=1)
+            touched = await store.recall(U1A1, ["old", "old", "missing"], POLICY)
+            assert [r.id for r in touched] == ["old"]
+            got = await store.get(U1A1, "old")
+            assert got is not None
+            assert got.access_count == 9
+            assert got.last_accessed_at == clock.now()
+            assert got.retention_score == pytest.approx(POLICY.retention(got, clock.now()))
+            assert got.status == MemoryStatus.ACTIVE  # rehearsal brought it back above the threshold
+            other = await store.get(U1A1, "other")
+            assert other is not None and other.access_count == 0
+
+        self.run(scenario)
+
+    def test_scan_pages_by_keyset(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make(f"note {i}", id=f"n{i:03d}") for i in range(25)])
+            pages = []
+            cursor = None
+            while True:
+                page = await store.scan(U1A1, after=cursor, limit=10)
+                pages.append([r.id for r in page.records])
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert [len(p) for p in pages] == [10, 10, 5]
+            assert sum(pages, []) == [f"n{i:03d}" for i in range(25)]
+
+        self.run(scenario)
+
+    # -- forgetting -----------------------------------------------------------------------------
+    def test_forgetting_dry_run_then_apply_writes_only_changes(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("weak memory", id="weak", importance=0.0, days_ago=0),
+                    make("strong memory", id="strong", importance=1.0, access_count=10),
+                    make("plan that expires", id="plan", importance=1.0, expires_at=NOW + timedelta(days=3)),
+                    make("deleted one", id="gone", status=MemoryStatus.DELETED),
+                ]
+            )
+            clock.advance(days=60)
+            dry = await store.apply_forgetting(POLICY, dry_run=True)
+            assert dry.dry_run and dry.written == 0
+            assert dry.scanned == 3
+            assert {c.id for c in dry.changes} == {"weak", "plan"}
+            assert {c.id for c in dry.changes if c.expired} == {"plan"}
+            weak = await store.get(U1A1, "weak")
+            assert weak is not None and weak.status == MemoryStatus.ACTIVE  # nothing written
+            applied = await store.apply_forgetting(POLICY, dry_run=False)
+            assert applied.archived == 2 and applied.expired == 1
+            assert applied.written == 3  # two archived, the strong one rescored (drifted)
+            for memory_id, status in [("weak", "archived"), ("plan", "archived"), ("strong", "active"),
+                                      ("gone", "deleted")]:
+                got = await store.get(U1A1, memory_id)
+                assert got is not None and got.status == status, memory_id
+            again = await store.apply_forgetting(POLICY, dry_run=False)
+            assert again.written == 0 and again.unchanged == 3
+            assert await ids_of(store, U1A1, "memory", mode=SearchMode.KEYWORD) == ["strong"]
+
+        self.run(scenario)
+
+    def test_forgetting_is_resumable_in_bounded_pages(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make(f"fading {i}", id=f"f{i:02d}", importance=0.0) for i in range(7)])
+            clock.advance(days=90)
+            archived = 0
+            cursor = None
+            calls = 0
+            while True:
+                report = await store.apply_forgetting(POLICY, dry_run=False, limit=3, cursor=cursor)
+                calls += 1
+                assert report.scanned <= 3
+                archived += report.archived
+                if report.next_cursor is None:
+                    break
+                cursor = report.next_cursor
+            assert archived == 7 and calls >= 3
+            assert await all_ids(store, U1A1, statuses=[MemoryStatus.ARCHIVED]) == [f"f{i:02d}" for i in range(7)]
+
+        self.run(scenario)
+
+
+def async_context(factory: Callable[[], Awaitable[MemoryStore]]) -> AbstractAsyncContextManager[MemoryStore]:
+    """Wrap an async store factory into a context manager that closes the store."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def manager() -> AsyncIterator[MemoryStore]:
+        store = await factory()
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    return manager()
