@@ -160,7 +160,9 @@ async def cmd_get(args: argparse.Namespace, out: TextIO) -> int:
     for key, value in view.items():
         out.write(f"{key:>17}: {value}\n")
     for entry in history or []:
-        out.write(f"  {entry['at']}  {entry['event']:<6} {entry.get('reason', '')}  (turn {entry.get('turn_id')})\n")
+        out.write(
+            f"  {entry['at']}  {entry['event']:<6} {entry.get('reason', '')}  (turn {entry.get('turn_id')})\n"
+        )
     return 0
 
 
@@ -218,7 +220,9 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from .demo import run_demo
 
-    code: int = await run_demo(db_path=args.db, out=lambda line="": out.write(f"{line}\n"), json_output=args.json)
+    code: int = await run_demo(
+        db_path=args.db, out=lambda line="": out.write(f"{line}\n"), json_output=args.json
+    )
     return code
 
 
@@ -258,7 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     scope(p)
     p.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
-    p.add_argument("--profile", choices=[r.value for r in RankingProfile], default=RankingProfile.IMPORTANT.value)
+    p.add_argument(
+        "--profile", choices=[r.value for r in RankingProfile], default=RankingProfile.IMPORTANT.value
+    )
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--order-by", choices=[o.value for o in OrderBy], default=None)
     p.add_argument("--category")

@@ -93,7 +93,9 @@ class HumanMemoryPolicy:
         if self.is_expired(record, now):
             return 0.0
         age = (ensure_utc(now) - self.reinforced_at(record)).total_seconds() / _SECONDS_PER_DAY
-        return self.retention_value(age_days=age, importance=record.importance, access_count=record.access_count)
+        return self.retention_value(
+            age_days=age, importance=record.importance, access_count=record.access_count
+        )
 
     def status_for(self, current: MemoryStatus, retention: float) -> MemoryStatus:
         """Status implied by ``retention``; ``deleted`` is never changed by the policy."""
@@ -119,9 +121,7 @@ class HumanMemoryPolicy:
     def recall(self, record: MemoryRecord, now: datetime) -> MemoryRecord:
         """``record`` after being returned to an agent: touched, counted, re-scored, status re-derived."""
         now = ensure_utc(now)
-        touched = record.model_copy(
-            update={"last_accessed_at": now, "access_count": record.access_count + 1}
-        )
+        touched = record.model_copy(update={"last_accessed_at": now, "access_count": record.access_count + 1})
         return self.apply(touched, now)
 
     def initial(self, record: MemoryRecord, now: datetime) -> MemoryRecord:

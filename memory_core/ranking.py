@@ -151,9 +151,7 @@ class ScoringProfile:
         self, columns: Mapping[str, np.ndarray], *, now_epoch: float
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Multiplier per document and each function's boost, from the documents' field columns."""
-        per_function = {
-            f.field: f.boosts(columns[f.field], now_epoch=now_epoch) for f in self.functions
-        }
+        per_function = {f.field: f.boosts(columns[f.field], now_epoch=now_epoch) for f in self.functions}
         combined = FUNCTION_AGGREGATIONS[self.aggregation](list(per_function.values()))
         return combined, per_function
 

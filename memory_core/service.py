@@ -125,7 +125,9 @@ class MemoryService:
             Scope.of(scope.user_id, scope.agent_id), statuses=statuses, after=cursor, limit=limit
         )
 
-    async def delete(self, scope: Scope, memory_id: str, *, reason: str = "deleted on request") -> MemoryRecord:
+    async def delete(
+        self, scope: Scope, memory_id: str, *, reason: str = "deleted on request"
+    ) -> MemoryRecord:
         """Soft delete: the memory stays inspectable but is never returned by search again."""
         return await self.store.mark_status(
             Scope.of(scope.user_id, scope.agent_id), memory_id, MemoryStatus.DELETED, reason=reason

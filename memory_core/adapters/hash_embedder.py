@@ -37,7 +37,7 @@ class HashingEmbedder:
         terms = analyze(text)
         feats = [(f"t:{t}", 1.0) for t in terms]
         compact = "".join(normalize(text).split())
-        feats.extend((f"c:{compact[i:i + 3]}", 0.5) for i in range(max(len(compact) - 2, 0)))
+        feats.extend((f"c:{compact[i : i + 3]}", 0.5) for i in range(max(len(compact) - 2, 0)))
         return feats
 
     def embed_sync(self, text: str) -> np.ndarray:

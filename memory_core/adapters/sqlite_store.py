@@ -259,7 +259,9 @@ class SQLiteMemoryStore:
                     f"{self._path} has store schema {row[0]}; this version of memory-core reads {SCHEMA_VERSION}"
                 )
         self._cache: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
-        self._stats_cache: tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None = None
+        self._stats_cache: (
+            tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
+        ) = None
         self._cache_documents = cache_documents
         self._closed = False
 
@@ -465,7 +467,9 @@ class SQLiteMemoryStore:
             row = self._get_in_scope(scope, memory_id)
         return None if row is None else self._row_to_record(row, with_embedding=True)
 
-    def _merge_locked(self, scope: Scope, memory_id: str, changes: Mapping[str, Any], seq: int) -> MemoryRecord:
+    def _merge_locked(
+        self, scope: Scope, memory_id: str, changes: Mapping[str, Any], seq: int
+    ) -> MemoryRecord:
         unknown = set(changes) - _MERGEABLE
         if unknown:
             raise ValidationError(
@@ -861,9 +865,14 @@ class SQLiteMemoryStore:
         with self._lock:
             marker = self._change_marker()
             index = self._scope_index(scope, marker)
-            if query_vector is not None and index.vectors is not None and index.vectors.shape[1] not in (
-                0,
-                query_vector.shape[0],
+            if (
+                query_vector is not None
+                and index.vectors is not None
+                and index.vectors.shape[1]
+                not in (
+                    0,
+                    query_vector.shape[0],
+                )
             ):
                 raise ValidationError(
                     "vector",
@@ -884,7 +893,10 @@ class SQLiteMemoryStore:
                     keyword_scores = self._bm25(index, terms, marker)
                     keyword_matched = mask & (keyword_scores > 0.0)
                 keyword_rank = _ranks(keyword_scores, keyword_matched, TEXT_LEG_TOP)
-            if mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC) and query_vector is not None:
+            if (
+                mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
+                and query_vector is not None
+            ):
                 vector_scores = np.zeros(len(index), dtype=np.float64)
                 usable = mask & (index.has_vector if index.has_vector is not None else False)
                 if index.vectors is not None and index.vectors.shape[1] and usable.any():
@@ -923,13 +935,17 @@ class SQLiteMemoryStore:
                         score=float(final[position]),
                         reranker_score=None,
                         breakdown=ScoreBreakdown.model_construct(
-                            keyword_score=None if keyword_scores is None or keyword_rank is None
-                            or keyword_rank[at] < 0 else float(keyword_scores[at]),
-                            keyword_rank=None if keyword_rank is None or keyword_rank[at] < 0
+                            keyword_score=None
+                            if keyword_scores is None or keyword_rank is None or keyword_rank[at] < 0
+                            else float(keyword_scores[at]),
+                            keyword_rank=None
+                            if keyword_rank is None or keyword_rank[at] < 0
                             else int(keyword_rank[at]),
-                            vector_score=None if vector_scores is None or vector_rank is None
-                            or vector_rank[at] < 0 else float(vector_scores[at]),
-                            vector_rank=None if vector_rank is None or vector_rank[at] < 0
+                            vector_score=None
+                            if vector_scores is None or vector_rank is None or vector_rank[at] < 0
+                            else float(vector_scores[at]),
+                            vector_rank=None
+                            if vector_rank is None or vector_rank[at] < 0
                             else int(vector_rank[at]),
                             relevance=float(relevance[at]),
                             profile=None if profile is None else profile.name,

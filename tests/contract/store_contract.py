@@ -40,7 +40,7 @@ HOSTILE_IDS = [
     "",
     "alice' or 1=1 --",
     "x' or user_id ne '",
-    "bob\") or (1 eq 1",
+    'bob") or (1 eq 1',
     "a b",
     "a;DROP TABLE memories",
     "user_id eq 'x'",
@@ -82,8 +82,10 @@ def make(
         data["id"] = id
     record = MemoryRecord.model_validate(data)
     if "retention_score" not in fields:
-        record = POLICY.apply(record, NOW) if "status" not in fields else record.model_copy(
-            update={"retention_score": POLICY.retention(record, NOW)}
+        record = (
+            POLICY.apply(record, NOW)
+            if "status" not in fields
+            else record.model_copy(update={"retention_score": POLICY.retention(record, NOW)})
         )
     return record
 
@@ -151,9 +153,9 @@ class StoreContract:
             actual = got.to_json_dict(include_embedding=False)
             assert actual == expected
             assert got.embedding is not None
-            assert sum(a * b for a, b in zip(got.embedding, record.embedding or [], strict=True)) == pytest.approx(
-                1.0, abs=1e-5
-            )
+            assert sum(
+                a * b for a, b in zip(got.embedding, record.embedding or [], strict=True)
+            ) == pytest.approx(1.0, abs=1e-5)
 
         self.run(scenario)
 
@@ -207,9 +209,7 @@ class StoreContract:
     def test_scope_isolation_everywhere(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             text = "the user is allergic to peanuts"
-            await store.upsert(
-                [make(text, U1A1, id="a"), make(text, U1A2, id="b"), make(text, U2A1, id="c")]
-            )
+            await store.upsert([make(text, U1A1, id="a"), make(text, U1A2, id="b"), make(text, U2A1, id="c")])
             for mode in SearchMode:
                 assert await ids_of(store, U1A1, "peanuts allergic", mode=mode) == ["a"]
                 assert await ids_of(store, U2A1, "peanuts allergic", mode=mode) == ["c"]
@@ -289,14 +289,36 @@ class StoreContract:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             await store.upsert(
                 [
-                    make("likes window seats", id="pref", category="preference", importance=0.9,
-                         retention_score=0.9),
-                    make("window seats only on trains", id="cons", category="constraint", importance=0.4,
-                         retention_score=0.5),
-                    make("window seats next week", id="expired", category="plan", importance=0.9,
-                         retention_score=0.9, expires_at=NOW - timedelta(hours=1)),
-                    make("window seats next month", id="future", category="plan", importance=0.2,
-                         retention_score=0.3, expires_at=NOW + timedelta(days=20)),
+                    make(
+                        "likes window seats",
+                        id="pref",
+                        category="preference",
+                        importance=0.9,
+                        retention_score=0.9,
+                    ),
+                    make(
+                        "window seats only on trains",
+                        id="cons",
+                        category="constraint",
+                        importance=0.4,
+                        retention_score=0.5,
+                    ),
+                    make(
+                        "window seats next week",
+                        id="expired",
+                        category="plan",
+                        importance=0.9,
+                        retention_score=0.9,
+                        expires_at=NOW - timedelta(hours=1),
+                    ),
+                    make(
+                        "window seats next month",
+                        id="future",
+                        category="plan",
+                        importance=0.2,
+                        retention_score=0.3,
+                        expires_at=NOW + timedelta(days=20),
+                    ),
                 ]
             )
             for mode in SearchMode:
@@ -414,8 +436,14 @@ class StoreContract:
     # -- recall and paging ----------------------------------------------------------------------
     def test_recall_touches_counts_and_reactivates(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
-            old = make("bring an umbrella", id="old", importance=0.1, days_ago=200,
-                       status=MemoryStatus.ARCHIVED, access_count=8)
+            old = make(
+                "bring an umbrella",
+                id="old",
+                importance=0.1,
+                days_ago=200,
+                status=MemoryStatus.ARCHIVED,
+                access_count=8,
+            )
             await store.upsert([old, make("other", id="other")])
             clock.advance(hours=1)
             touched = await store.recall(U1A1, ["old", "old", "missing"], POLICY)
@@ -443,7 +471,7 @@ class StoreContract:
                     break
                 cursor = page.next_cursor
             assert [len(p) for p in pages] == [10, 10, 5]
-            assert sum(pages, []) == [f"n{i:03d}" for i in range(25)]
+            assert [i for page in pages for i in page] == [f"n{i:03d}" for i in range(25)]
 
         self.run(scenario)
 
@@ -469,8 +497,12 @@ class StoreContract:
             applied = await store.apply_forgetting(POLICY, dry_run=False)
             assert applied.archived == 2 and applied.expired == 1
             assert applied.written == 3  # two archived, the strong one rescored (drifted)
-            for memory_id, status in [("weak", "archived"), ("plan", "archived"), ("strong", "active"),
-                                      ("gone", "deleted")]:
+            for memory_id, status in [
+                ("weak", "archived"),
+                ("plan", "archived"),
+                ("strong", "active"),
+                ("gone", "deleted"),
+            ]:
                 got = await store.get(U1A1, memory_id)
                 assert got is not None and got.status == status, memory_id
             again = await store.apply_forgetting(POLICY, dry_run=False)
@@ -495,7 +527,9 @@ class StoreContract:
                     break
                 cursor = report.next_cursor
             assert archived == 7 and calls >= 3
-            assert await all_ids(store, U1A1, statuses=[MemoryStatus.ARCHIVED]) == [f"f{i:02d}" for i in range(7)]
+            assert await all_ids(store, U1A1, statuses=[MemoryStatus.ARCHIVED]) == [
+                f"f{i:02d}" for i in range(7)
+            ]
 
         self.run(scenario)
 

@@ -28,13 +28,33 @@ def cli(db: Path, *args: str) -> tuple[int, str]:
 def write_records(path: Path) -> None:
     text = "prefers an aisle seat on long flights"
     rows = [
-        {"id": "A", "user_id": "u1", "agent_id": "travel", "memory": text, "importance": 1.0, "access_count": 20,
-         "created_at": (NOW - timedelta(days=75)).isoformat(), "updated_at": (NOW - timedelta(days=75)).isoformat()},
-        {"id": "B", "user_id": "u1", "agent_id": "travel", "memory": text, "importance": 0.05,
-         "created_at": NOW.isoformat()},
+        {
+            "id": "A",
+            "user_id": "u1",
+            "agent_id": "travel",
+            "memory": text,
+            "importance": 1.0,
+            "access_count": 20,
+            "created_at": (NOW - timedelta(days=75)).isoformat(),
+            "updated_at": (NOW - timedelta(days=75)).isoformat(),
+        },
+        {
+            "id": "B",
+            "user_id": "u1",
+            "agent_id": "travel",
+            "memory": text,
+            "importance": 0.05,
+            "created_at": NOW.isoformat(),
+        },
         {"id": "C", "user_id": "u2", "agent_id": "travel", "memory": text, "category": "preference"},
-        {"id": "J", "user_id": "u1", "agent_id": "travel", "memory": "辛い料理が苦手", "category": "constraint",
-         "importance": 0.9},
+        {
+            "id": "J",
+            "user_id": "u1",
+            "agent_id": "travel",
+            "memory": "辛い料理が苦手",
+            "category": "constraint",
+            "importance": 0.9,
+        },
     ]
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
 
@@ -46,8 +66,21 @@ def test_reference_example_through_the_command_line(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out) == {"imported": 4, "embedded": 4}
     for mode in ("keyword", "vector", "hybrid"):
         for profile, first in (("important", "A"), ("recent", "B")):
-            code, out = cli(db, "--json", "search", "aisle seat", "--user", "u1", "--agent", "travel",
-                            "--mode", mode, "--profile", profile, "--no-recall")
+            code, out = cli(
+                db,
+                "--json",
+                "search",
+                "aisle seat",
+                "--user",
+                "u1",
+                "--agent",
+                "travel",
+                "--mode",
+                mode,
+                "--profile",
+                profile,
+                "--no-recall",
+            )
             assert code == 0
             ids = [hit["memory"]["id"] for hit in json.loads(out)["hits"] if hit["memory"]["id"] in "AB"]
             assert ids == [first, "B" if first == "A" else "A"], (mode, profile)
@@ -111,18 +144,23 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["list", "--user", "u1", "--agent", "a b"], "agent_id"),
     ],
 )
-def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
-                                          message: str) -> None:
+def test_bad_input_exits_2_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     code, _ = cli(tmp_path / "m.db", *args)
     assert code == 2
     assert message in capsys.readouterr().err
 
 
-def test_import_reports_the_bad_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_reports_the_bad_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(
-        json.dumps({"user_id": "u", "agent_id": "a", "memory": "fine"}) + "\n"
-        + json.dumps({"user_id": "u", "agent_id": "a", "memory": "bad", "importance": 3}) + "\n",
+        json.dumps({"user_id": "u", "agent_id": "a", "memory": "fine"})
+        + "\n"
+        + json.dumps({"user_id": "u", "agent_id": "a", "memory": "bad", "importance": 3})
+        + "\n",
         encoding="utf-8",
     )
     code, _ = cli(tmp_path / "m.db", "import", str(path))

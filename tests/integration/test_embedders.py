@@ -31,7 +31,9 @@ def test_e5_gives_unit_vectors_of_384_dimensions(e5: E5LocalEmbedder) -> None:
 
 def test_e5_ranks_related_japanese_and_english_text_higher(e5: E5LocalEmbedder) -> None:
     query = e5.query_sync("旅行ではどんな宿に泊まりたい？")
-    passages = e5.passages_sync(["京都では旅館に泊まりたい", "毎朝コーヒーを飲む", "the quarterly report is due"])
+    passages = e5.passages_sync(
+        ["京都では旅館に泊まりたい", "毎朝コーヒーを飲む", "the quarterly report is due"]
+    )
     sims = passages @ query
     assert int(np.argmax(sims)) == 0
     cross = e5.passages_sync(["I want to stay at a ryokan in Kyoto"]) @ e5.query_sync("京都の旅館")
@@ -52,7 +54,10 @@ def test_hashing_embedder_is_identical_across_processes() -> None:
     here = HashingEmbedder().embed_sync("コーヒーが好き coffee").tobytes().hex()
     for seed in ("1", "2"):
         out = subprocess.run(
-            [sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
+            [sys.executable, "-c", CHILD],
+            capture_output=True,
+            text=True,
+            check=True,
             env={"PYTHONHASHSEED": seed, "PATH": ""},
         ).stdout.strip()
         assert out == here
@@ -61,5 +66,7 @@ def test_hashing_embedder_is_identical_across_processes() -> None:
 def test_hashing_embedder_similarity_follows_shared_words() -> None:
     h = HashingEmbedder()
     base = h.embed_sync("I like green tea")
-    assert float(base @ h.embed_sync("I like green tea a lot")) > float(base @ h.embed_sync("the report is due"))
+    assert float(base @ h.embed_sync("I like green tea a lot")) > float(
+        base @ h.embed_sync("the report is due")
+    )
     assert np.linalg.norm(h.embed_sync("")) == pytest.approx(1.0)

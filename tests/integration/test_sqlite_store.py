@@ -52,7 +52,11 @@ def lucene_bm25(query: str, docs: dict[str, dict[str, str]]) -> dict[str, float]
 
 def test_bm25_matches_the_formula_with_index_wide_statistics(tmp_path: Path) -> None:
     docs = {
-        "a": {"memory": "spicy ramen in tokyo is the best ramen", "summary": "ramen lover", "category": "preference"},
+        "a": {
+            "memory": "spicy ramen in tokyo is the best ramen",
+            "summary": "ramen lover",
+            "category": "preference",
+        },
         "b": {"memory": "avoids spicy food", "summary": "", "category": "constraint"},
         "c": {"memory": "京都の旅館で辛いラーメン", "summary": "", "category": "plan"},
         "d": {"memory": "ramen ramen ramen", "summary": "", "category": "preference"},
@@ -61,9 +65,15 @@ def test_bm25_matches_the_formula_with_index_wide_statistics(tmp_path: Path) -> 
 
     async def scenario() -> dict[str, float]:
         store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
-        await store.upsert([make(v["memory"], U1A1, id=k, summary=v["summary"], category=v["category"])
-                            for k, v in docs.items()])
-        await store.upsert([make(v["memory"], U2A1, id=k, category=v["category"]) for k, v in other_scope.items()])
+        await store.upsert(
+            [
+                make(v["memory"], U1A1, id=k, summary=v["summary"], category=v["category"])
+                for k, v in docs.items()
+            ]
+        )
+        await store.upsert(
+            [make(v["memory"], U2A1, id=k, category=v["category"]) for k, v in other_scope.items()]
+        )
         result = await store.search(U1A1, "spicy ramen preference", None, KEYWORD)
         await store.close()
         return {h.record.id: h.score for h in result.hits}
@@ -106,7 +116,9 @@ def test_a_failed_batch_writes_nothing(tmp_path: Path) -> None:
         await store.upsert([make("first", id="a")])
         with pytest.raises(ConflictError):
             # The second record carries an embedding of another size: the whole batch is rolled back.
-            await store.upsert([make("second", id="b"), make("third", id="c").model_copy(update={"embedding": [1.0, 0.0]})])
+            await store.upsert(
+                [make("second", id="b"), make("third", id="c").model_copy(update={"embedding": [1.0, 0.0]})]
+            )
         assert await store.get(U1A1, "b") is None
         assert await store.count() == 1
         result = await store.search(U1A1, "second", None, KEYWORD)
@@ -171,10 +183,14 @@ def test_a_reader_sees_what_another_process_wrote(tmp_path: Path) -> None:
         reader = SQLiteMemoryStore(path, clock=FixedClock(NOW))
         await reader.upsert([make("local tea note", id="local")])
         assert [h.record.id for h in (await reader.search(U1A1, "tea", None, KEYWORD)).hits] == ["local"]
-        subprocess.run([sys.executable, "-c", WRITER, str(path), "remote", "remote tea note", "local"], check=True)
+        subprocess.run(
+            [sys.executable, "-c", WRITER, str(path), "remote", "remote tea note", "local"], check=True
+        )
         hits = (await reader.search(U1A1, "tea", None, KEYWORD)).hits
         assert sorted(h.record.id for h in hits) == ["remote"]
-        assert [h.record.id for h in (await reader.search(U1A1, "rewritten", None, KEYWORD)).hits] == ["local"]
+        assert [h.record.id for h in (await reader.search(U1A1, "rewritten", None, KEYWORD)).hits] == [
+            "local"
+        ]
         await reader.close()
 
     run(scenario())
@@ -201,7 +217,9 @@ def test_records_without_embeddings_are_keyword_only(tmp_path: Path) -> None:
         vec = MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE)
         assert [h.record.id for h in (await store.search(U1A1, "plain", vector("plain"), vec)).hits] == ["v"]
         hyb = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE)
-        assert sorted(h.record.id for h in (await store.search(U1A1, "plain", vector("plain"), hyb)).hits) == ["p", "v"]
+        assert sorted(
+            h.record.id for h in (await store.search(U1A1, "plain", vector("plain"), hyb)).hits
+        ) == ["p", "v"]
         await store.close()
 
     run(scenario())

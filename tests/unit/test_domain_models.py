@@ -63,8 +63,14 @@ def test_updated_before_created_is_rejected() -> None:
 
 
 def test_timestamps_become_utc_and_categories_lowercase() -> None:
-    record = parse_model(MemoryRecord, base(created_at="2026-11-01T09:00:00+09:00",
-                                            updated_at="2026-11-01T09:00:00+09:00", category=" Preference "))
+    record = parse_model(
+        MemoryRecord,
+        base(
+            created_at="2026-11-01T09:00:00+09:00",
+            updated_at="2026-11-01T09:00:00+09:00",
+            category=" Preference ",
+        ),
+    )
     assert record.created_at == datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
     assert record.category == "preference"
     assert validate_category("食事") == "食事"

@@ -21,7 +21,9 @@ unit = st.floats(min_value=0, max_value=1, allow_nan=False)
 counts = st.integers(min_value=0, max_value=10_000)
 
 
-def record(*, age_days: float = 0.0, importance: float = 0.5, access_count: int = 0, **extra: object) -> MemoryRecord:
+def record(
+    *, age_days: float = 0.0, importance: float = 0.5, access_count: int = 0, **extra: object
+) -> MemoryRecord:
     updated = NOW - timedelta(days=age_days)
     return MemoryRecord(
         user_id="u",
@@ -36,7 +38,12 @@ def record(*, age_days: float = 0.0, importance: float = 0.5, access_count: int 
 
 
 def test_defaults_are_the_designs() -> None:
-    assert (POLICY.half_life_days, POLICY.access_boost, POLICY.access_boost_cap, POLICY.archive_threshold) == (
+    assert (
+        POLICY.half_life_days,
+        POLICY.access_boost,
+        POLICY.access_boost_cap,
+        POLICY.archive_threshold,
+    ) == (
         45.0,
         0.04,
         0.35,
@@ -56,9 +63,9 @@ def test_defaults_are_the_designs() -> None:
     ],
 )
 def test_formula(age: float, importance: float, count: int, expected: float) -> None:
-    assert POLICY.retention(record(age_days=age, importance=importance, access_count=count), NOW) == pytest.approx(
-        min(expected, 1.0)
-    )
+    assert POLICY.retention(
+        record(age_days=age, importance=importance, access_count=count), NOW
+    ) == pytest.approx(min(expected, 1.0))
 
 
 @given(ages, unit, counts)
@@ -77,17 +84,19 @@ def test_monotone_non_increasing_in_age(a: float, b: float, importance: float, c
 @given(ages, unit, unit, counts)
 def test_monotone_non_decreasing_in_importance(age: float, a: float, b: float, count: int) -> None:
     low, high = sorted((a, b))
-    assert POLICY.retention_value(age_days=age, importance=low, access_count=count) <= POLICY.retention_value(
-        age_days=age, importance=high, access_count=count
-    ) + 1e-12
+    assert (
+        POLICY.retention_value(age_days=age, importance=low, access_count=count)
+        <= POLICY.retention_value(age_days=age, importance=high, access_count=count) + 1e-12
+    )
 
 
 @given(ages, unit, counts, counts)
 def test_monotone_non_decreasing_in_access_count(age: float, importance: float, a: int, b: int) -> None:
     low, high = sorted((a, b))
-    assert POLICY.retention_value(age_days=age, importance=importance, access_count=low) <= POLICY.retention_value(
-        age_days=age, importance=importance, access_count=high
-    ) + 1e-12
+    assert (
+        POLICY.retention_value(age_days=age, importance=importance, access_count=low)
+        <= POLICY.retention_value(age_days=age, importance=importance, access_count=high) + 1e-12
+    )
 
 
 @given(ages, unit, counts)

@@ -44,7 +44,9 @@ def test_profiles_are_the_designs() -> None:
 def test_magnitude_linear_and_constant_beyond_range() -> None:
     f = ScoringFunction(FunctionKind.MAGNITUDE, "importance", 8.0, Interpolation.LINEAR, 0.0, 1.0)
     assert f.boosts(np.array([0.0, 0.5, 1.0]), now_epoch=NOW) == pytest.approx([1.0, 4.5, 8.0])
-    counts = ScoringFunction(FunctionKind.MAGNITUDE, "access_count", 4.0, Interpolation.LOGARITHMIC, 0.0, 20.0)
+    counts = ScoringFunction(
+        FunctionKind.MAGNITUDE, "access_count", 4.0, Interpolation.LOGARITHMIC, 0.0, 20.0
+    )
     g = counts.position(np.array([0.0, 1.0, 20.0, 500.0]), now_epoch=NOW)
     assert g == pytest.approx([0.0, math.log(2) / math.log(21), 1.0, 1.0])
     bounded = ScoringFunction(
