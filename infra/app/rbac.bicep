@@ -1,0 +1,134 @@
+// Least-privilege role assignments for one principal: the Function App's user-assigned identity,
+// or (optionally) the developer who runs memory-core locally against the deployed resources.
+// Every assignment is named guid(scope, principal, role), so re-deploying is idempotent.
+// Role definition ids: https://learn.microsoft.com/azure/role-based-access-control/built-in-roles
+
+param principalId string
+
+@allowed([
+  'ServicePrincipal'
+  'User'
+  'Group'
+])
+param principalType string
+
+param storageAccountName string
+param serviceBusNamespaceName string
+param turnsQueueName string
+param searchServiceName string
+param openAiAccountName string
+param applicationInsightsName string
+
+var roles = {
+  serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0' // Azure Service Bus Data Receiver
+  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39' // Azure Service Bus Data Sender
+  searchIndexDataContributor: '8ebe5a00-799e-43f5-93ac-243d3dce84a7' // Search Index Data Contributor
+  searchServiceContributor: '7ca78c08-252a-4471-8644-bb5ff32d4ba0' // Search Service Contributor
+  openAiUser: '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd' // Cognitive Services OpenAI User
+  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+}
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource serviceBus 'Microsoft.ServiceBus/namespaces@2024-01-01' existing = {
+  name: serviceBusNamespaceName
+}
+
+resource turnsQueue 'Microsoft.ServiceBus/namespaces/queues@2024-01-01' existing = {
+  parent: serviceBus
+  name: turnsQueueName
+}
+
+resource search 'Microsoft.Search/searchServices@2023-11-01' existing = {
+  name: searchServiceName
+}
+
+resource openAi 'Microsoft.CognitiveServices/accounts@2024-10-01' existing = {
+  name: openAiAccountName
+}
+
+resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+// Azure Service Bus Data Receiver, on the turns queue only: the queue trigger reads turns.
+resource turnsQueueReceiver 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(turnsQueue.id, principalId, roles.serviceBusDataReceiver)
+  scope: turnsQueue
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Azure Service Bus Data Sender, on the turns queue only: the HTTP turn endpoint and recall updates publish.
+resource turnsQueueSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(turnsQueue.id, principalId, roles.serviceBusDataSender)
+  scope: turnsQueue
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataSender)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Search Index Data Contributor: read, write and delete memory documents.
+resource searchIndexDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(search.id, principalId, roles.searchIndexDataContributor)
+  scope: search
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.searchIndexDataContributor)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Search Service Contributor: create or update the index definition (`memory-core index ensure`).
+resource searchServiceContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(search.id, principalId, roles.searchServiceContributor)
+  scope: search
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.searchServiceContributor)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Cognitive Services OpenAI User: call the chat and embedding deployments (no management rights).
+resource openAiUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(openAi.id, principalId, roles.openAiUser)
+  scope: openAi
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.openAiUser)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Storage Blob Data Owner, on the host storage account: AzureWebJobsStorage (blob leases for the
+// timer trigger) and the Flex Consumption deployment container. Queue and table roles are not
+// granted: the host is configured with a blob service URI only and no trigger here needs them.
+resource storageBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, roles.storageBlobDataOwner)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageBlobDataOwner)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Monitoring Metrics Publisher, on the Application Insights component: Entra ID telemetry ingestion.
+resource monitoringMetricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(applicationInsights.id, principalId, roles.monitoringMetricsPublisher)
+  scope: applicationInsights
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringMetricsPublisher)
+    principalId: principalId
+    principalType: principalType
+  }
+}
