@@ -7,14 +7,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import ConfigurationError, ConflictError
-from .ports import Clock, Embedder, MemoryStore, SystemClock
+from .ports import ChatModel, Clock, Embedder, HistoryStore, MemoryStore, SystemClock, TurnPublisher
 from .service import MemoryService
 
-__all__ = ["build_embedder", "build_service", "build_store", "load_settings"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import MemoryPipeline
+
+__all__ = [
+    "build_chat_model",
+    "build_embedder",
+    "build_history",
+    "build_pipeline",
+    "build_service",
+    "build_store",
+    "load_settings",
+]
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -31,10 +42,12 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "azure_openai":
         from .adapters import openai_models
 
-        factory = getattr(openai_models, "AzureOpenAIEmbedder", None)
-        if factory is None:
-            raise ConfigurationError("MEMORY_EMBEDDER=azure_openai is not available in this build")
-        embedder: Embedder = factory.from_settings(settings)
+        embedder: Embedder = openai_models.AzureOpenAIEmbedder.azure(
+            endpoint=settings.azure_openai_endpoint,
+            deployment=settings.azure_openai_embedding_deployment,
+            api_version=settings.azure_openai_api_version,
+            client_id=settings.azure_client_id or None,
+        )
         return embedder
     from .adapters.local_embedder import E5LocalEmbedder
 
@@ -86,3 +99,72 @@ def build_service(
         clock=clock,
         forget_tolerance=settings.forget_tolerance,
     )
+
+
+def build_chat_model(settings: Settings) -> ChatModel | None:
+    """The Azure OpenAI chat model, or ``None`` (rule-based extraction) when none is configured."""
+    if not (settings.azure_openai_endpoint and settings.azure_openai_chat_deployment):
+        return None
+    from .adapters.openai_models import OpenAIChatModel
+
+    model: ChatModel = OpenAIChatModel.azure(
+        endpoint=settings.azure_openai_endpoint,
+        deployment=settings.azure_openai_chat_deployment,
+        api_version=settings.azure_openai_api_version,
+        client_id=settings.azure_client_id or None,
+    )
+    return model
+
+
+def build_history(settings: Settings) -> HistoryStore:
+    """Where decision history and processed message ids live (beside the memories)."""
+    if settings.store == "azure_search":
+        from .adapters import azure_table_history
+
+        history: HistoryStore = azure_table_history.AzureTableHistoryStore.from_settings(settings)
+        return history
+    from .adapters.sqlite_history import SQLiteHistoryStore
+
+    return SQLiteHistoryStore(settings.sqlite_path)
+
+
+def build_pipeline(
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    store: MemoryStore | None = None,
+    embedder: Embedder | None = None,
+    history: HistoryStore | None = None,
+    chat_model: ChatModel | None = None,
+    publisher: TurnPublisher | None = None,
+    recall_via_queue: bool = False,
+) -> MemoryPipeline:
+    """The whole write path plus the service, wired from settings (any part may be passed in).
+
+    Args:
+        recall_via_queue: Send recall updates through ``publisher`` (the ordered path) instead of
+            applying them to the store at once.
+    """
+    from .consolidation import MemoryConsolidator
+    from .extraction import MemoryExtractor
+    from .pipeline import MemoryPipeline
+
+    settings = settings or load_settings()
+    clock = clock or SystemClock()
+    service = build_service(settings, clock=clock, store=store, embedder=embedder)
+    owned: list[Any] = []
+    if chat_model is None:
+        chat_model = build_chat_model(settings)
+        if chat_model is not None:
+            owned.append(chat_model)
+    pipeline = MemoryPipeline(
+        service=service,
+        history=history or build_history(settings),
+        extractor=MemoryExtractor(chat_model=chat_model, clock=clock),
+        consolidator=MemoryConsolidator(chat_model=chat_model, policy=service.policy),
+        publisher=publisher,
+        owned=owned,
+    )
+    if recall_via_queue and publisher is not None:
+        service.set_recall_sink(pipeline.queue_recall)
+    return pipeline

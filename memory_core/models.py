@@ -22,6 +22,9 @@ from .errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "RECALL_SCHEMA",
+    "RecallUpdate",
+    "session_id_for",
     "MAX_MEMORY_CHARS",
     "TURN_SCHEMA",
     "CandidateKind",
@@ -579,3 +582,78 @@ class HistoryEntry(BaseModel):
     reason: str
     turn_id: str | None = None
     at: datetime
+
+
+RECALL_SCHEMA = "memory-core.recall.v1"
+
+
+class RecallUpdate(BaseModel):
+    """Memories returned to an agent, sent on the scope's ordered queue path (``memory-core.recall.v1``).
+
+    Applying one reinforces each memory once; ``recall_id`` doubles as the message id, so a redelivered
+    update is recognised.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: str = Field(default=RECALL_SCHEMA, alias="schema")
+    recall_id: str = Field(default_factory=lambda: f"recall-{uuid.uuid4().hex}")
+    user_id: str
+    agent_id: str
+    memory_ids: list[str] = Field(min_length=1, max_length=1000)
+    at: datetime
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, value: str) -> str:
+        if value != RECALL_SCHEMA:
+            raise ValueError(f"unsupported schema {_describe(value)}; expected {RECALL_SCHEMA!r}")
+        return value
+
+    @field_validator("recall_id")
+    @classmethod
+    def _recall_id(cls, value: str) -> str:
+        if not TURN_ID_PATTERN.fullmatch(value):
+            raise ValueError(f"recall_id {_describe(value)} must be 1-128 letters, digits, _ . : -")
+        return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_scope_id(value, "user_id")
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return validate_scope_id(value, "agent_id")
+
+    @field_validator("memory_ids")
+    @classmethod
+    def _ids(cls, value: list[str]) -> list[str]:
+        return [validate_memory_id(v, "memory_ids") for v in value]
+
+    @field_validator("at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return ensure_utc(value)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def session_id_for(scope: Scope) -> str:
+    """The queue session of a scope: every write of one scope is processed in order, one at a time.
+
+    Service Bus session ids are at most 128 characters; scope ids can be 128 each, so long pairs are
+    hashed (stable across processes).
+    """
+    import hashlib
+
+    raw = f"{scope.user_id}|{scope.agent_id}"
+    if len(raw) <= 128:
+        return raw
+    return "h:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()

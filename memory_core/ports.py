@@ -19,8 +19,10 @@ from .models import (
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    RecallUpdate,
     Scope,
     SearchResult,
+    Turn,
 )
 from .policy import HumanMemoryPolicy
 
@@ -35,6 +37,7 @@ __all__ = [
     "MemoryStore",
     "Page",
     "SystemClock",
+    "TurnPublisher",
     "TurnJournal",
 ]
 
@@ -165,6 +168,20 @@ class ForgettingReport:
             "next_cursor": self.next_cursor,
             "changes": [c.as_dict() for c in self.changes],
         }
+
+
+class TurnPublisher(Protocol):
+    """Sends turns and recall updates onto the ordered, per-scope queue path.
+
+    Implementations set the message id from ``turn_id`` / ``recall_id`` (duplicate detection) and the
+    session id from the scope (:func:`memory_core.models.session_id_for`).
+    """
+
+    async def publish_turn(self, turn: Turn) -> None: ...
+
+    async def publish_recall(self, update: RecallUpdate) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class MemoryStore(Protocol):

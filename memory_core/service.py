@@ -99,6 +99,10 @@ class MemoryService:
             await self.record_recall(scope, [hit.record.id for hit in result.hits])
         return result
 
+    def set_recall_sink(self, sink: RecallSink | None) -> None:
+        """Route recall updates elsewhere (the ordered queue path), or back to the store (``None``)."""
+        self._recall_sink = sink
+
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         """Reinforce memories that were returned to an agent."""
         if self._recall_sink is not None:
