@@ -24,6 +24,7 @@ __all__ = [
     "build_pipeline",
     "build_service",
     "build_store",
+    "ensure_search_index",
     "load_settings",
 ]
 
@@ -63,7 +64,9 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     if settings.store == "azure_search":
         from .adapters import azure_search_store
 
-        store: MemoryStore = azure_search_store.AzureSearchMemoryStore.from_settings(settings, clock=clock)
+        store: MemoryStore = azure_search_store.AzureSearchMemoryStore.from_settings(
+            settings, clock=clock, dimensions=None if embedder is None else embedder.dimensions
+        )
         return store
     from .adapters.sqlite_store import SQLiteMemoryStore
 
@@ -168,3 +171,23 @@ def build_pipeline(
     if recall_via_queue and publisher is not None:
         service.set_recall_sink(pipeline.queue_recall)
     return pipeline
+
+
+async def ensure_search_index(settings: Settings) -> str:
+    """Create or update the Azure AI Search index for the configured embedder (``index ensure``).
+
+    Returns:
+        ``"created"``, ``"updated"`` or ``"unchanged"``.
+    """
+    if not settings.azure_search_endpoint:
+        raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set; nothing to ensure")
+    from .adapters.azure_search_index import ensure_index
+
+    embedder = build_embedder(settings)
+    try:
+        outcome: str = await ensure_index(settings, dimensions=embedder.dimensions)
+    finally:
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            await close()
+    return outcome

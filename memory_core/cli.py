@@ -58,6 +58,12 @@ def _service(args: argparse.Namespace) -> Any:
     return build_service(_settings(args))
 
 
+def _pipeline(args: argparse.Namespace) -> Any:
+    from .bootstrap import build_pipeline
+
+    return build_pipeline(_settings(args))
+
+
 def _short(text: str, width: int = 72) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -145,12 +151,13 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_get(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
+    pipeline = _pipeline(args)
+    scope = Scope.of(args.user, args.agent)
     try:
-        record = await service.get(Scope.of(args.user, args.agent), args.id)
-        history = await _history(service, Scope.of(args.user, args.agent), args.id)
+        record = await pipeline.service.get(scope, args.id)
+        history = [e.model_dump(mode="json") for e in await pipeline.history.for_memory(scope, args.id)]
     finally:
-        await service.close()
+        await pipeline.close()
     view = memory_view(record).model_dump(mode="json")
     if args.json:
         if history is not None:
@@ -205,15 +212,48 @@ async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
     if not args.yes:
         raise PermanentError("purge removes memories physically and cannot be undone; add --yes to confirm")
-    service = _service(args)
+    pipeline = _pipeline(args)
     try:
-        removed = await service.purge(args.user, args.agent)
+        removed = await pipeline.purge(args.user, args.agent)
     finally:
-        await service.close()
+        await pipeline.close()
     if args.json:
         _print_json({"purged": removed}, out)
     else:
         out.write(f"purged {removed} memories\n")
+    return 0
+
+
+async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
+    from .ingestion import ingest_file
+
+    pipeline = _pipeline(args)
+    try:
+        await ingest_file(
+            args.file,
+            store=pipeline.store,
+            history=pipeline.history,
+            extractor=pipeline.extractor,
+            consolidator=pipeline.consolidator,
+            embedder=pipeline.service.embedder,
+            clock=pipeline.service.clock,
+            policy=pipeline.service.policy,
+            out=lambda line: out.write(f"{line}\n"),
+            json_output=args.json,
+        )
+    finally:
+        await pipeline.close()
+    return 0
+
+
+async def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
+    from .bootstrap import ensure_search_index
+
+    outcome = await ensure_search_index(_settings(args))
+    if args.json:
+        _print_json({"index": outcome}, out)
+    else:
+        out.write(f"index {outcome}\n")
     return 0
 
 
@@ -249,6 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="a scripted conversation through the whole local pipeline")
     p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("ingest", help="turn messages (turn.v1 JSON lines) through extraction and consolidation")
+    p.add_argument("file", help="JSON lines file, one memory-core.turn.v1 per line")
+    p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("index", help="the Azure AI Search index")
+    index = p.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    index.add_parser("ensure", help="create or update the index (idempotent)")
+    p.set_defaults(handler=cmd_index)
 
     p = sub.add_parser("import", help="memory records as JSON lines (a missing embedding is computed)")
     p.add_argument("file", help="JSON lines file, or - for standard input")

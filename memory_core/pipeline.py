@@ -171,6 +171,12 @@ class MemoryPipeline:
         else:
             await self.publisher.publish_recall(update)
 
+    async def purge(self, user_id: str, agent_id: str | None = None) -> int:
+        """Physically remove a user's memories and their history (one agent's, or all)."""
+        removed = await self.service.purge(user_id, agent_id)
+        await self.history.purge(user_id, agent_id)
+        return removed
+
     async def close(self) -> None:
         """Close the store, history, publisher and whatever the composition root handed over."""
         errors: list[BaseException] = []
