@@ -1,0 +1,256 @@
+"""The extraction prompt, its output schema and the recall-block stripper shared by both paths.
+
+The chat model is asked for durable facts about the user only (preferences, constraints, profile,
+recurring needs, dated plans) and for explicit forget requests, written in the language the user
+used. Memory text that the agent provider injected from recall (a block under :data:`RECALL_HEADER`)
+is removed from every message before either path sees it, so a recalled memory is never extracted
+again as if the user had said it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..models import MAX_MEMORY_CHARS, MessageRole, Turn, TurnMessage, ensure_utc
+
+__all__ = [
+    "CATEGORIES",
+    "MAX_EXTRACTED_MEMORIES",
+    "RECALL_HEADER",
+    "Category",
+    "ExtractedMemory",
+    "ExtractionOutput",
+    "build_extraction_system_prompt",
+    "build_extraction_user_prompt",
+    "strip_recalled_memories",
+]
+
+#: The header under which the agent provider injects recalled memories into the conversation.
+RECALL_HEADER = "## Relevant memories"
+
+#: The categories extraction assigns, with what each one holds.
+CATEGORIES: dict[str, str] = {
+    "preference": "likes, dislikes and preferred options (food, seats, styles, tools)",
+    "constraint": "things the user cannot or must not do or have (allergies, diet, accessibility, budget limits)",
+    "profile": "who the user is (name, home, work, family, languages)",
+    "routine": "recurring needs and habits (every Monday, usually, always)",
+    "plan": "dated plans and commitments (a trip next week, a meeting on Friday); these expire",
+    "general": "any other durable fact the user stated about themselves",
+}
+
+Category = Literal["preference", "constraint", "profile", "routine", "plan", "general"]
+
+#: The most memories one answer may contain; more is treated as an invalid answer.
+MAX_EXTRACTED_MEMORIES = 50
+
+_HEADER_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
+_RECALL_LINE = re.compile(r"^\s{0,3}#{1,6}\s*relevant memories\s*:?\s*$", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d{1,3}[.)])\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def strip_recalled_memories(text: str) -> str:
+    """Remove blocks of recalled memories that the agent provider injected into ``text``.
+
+    A block starts at a heading line reading ``Relevant memories`` (any heading level, any case, for
+    example :data:`RECALL_HEADER`). It runs to the next heading, or to the first blank line that is not
+    followed by another list item (``-``, ``*``, ``1.`` ...). So a bulleted list survives blank lines
+    between its items, and the user's own words after a blank line are kept. Text before the block
+    and after it is returned unchanged (joined by newlines).
+
+    Args:
+        text: A message text.
+
+    Returns:
+        The text without recall blocks (the input itself when there is none).
+    """
+    lines = text.splitlines()
+    if not any(_RECALL_LINE.match(line) for line in lines):
+        return text
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not _RECALL_LINE.match(line):
+            kept.append(line)
+            i += 1
+            continue
+        i += 1  # drop the header itself
+        while i < len(lines):
+            current = lines[i]
+            if _HEADER_LINE.match(current):
+                break
+            if not current.strip():
+                j = i
+                while j < len(lines) and not lines[j].strip():
+                    j += 1
+                if j < len(lines) and _LIST_ITEM.match(lines[j]):
+                    i = j
+                    continue
+                break
+            i += 1
+    return "\n".join(kept).strip("\n")
+
+
+class ExtractedMemory(BaseModel):
+    """One memory the model found (the structured-output schema of a single item)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["fact", "forget"] = Field(
+        description="'fact' for a durable statement to remember; 'forget' when the user asks to forget "
+        "something or says it is no longer true (then 'memory' names what to forget)."
+    )
+    memory: str = Field(
+        description="One self-contained statement in the user's own language and close to the user's "
+        "words (Japanese stays Japanese)."
+    )
+    category: Category = Field(description="One of: " + ", ".join(CATEGORIES) + ".")
+    importance: float = Field(description="0.0-1.0: how much this matters for future conversations.")
+    confidence: float = Field(description="0.0-1.0: how sure it is that the user stated this.")
+    expires_at: str | None = Field(
+        description="For temporary facts (plans): the last day the fact is relevant, as YYYY-MM-DD; "
+        "otherwise null."
+    )
+    evidence: str = Field(description="The user's sentence this comes from, copied verbatim.")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ValueError("must not be empty")
+        if len(text) > MAX_MEMORY_CHARS:
+            raise ValueError(f"is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        if _CONTROL.search(text):
+            raise ValueError("must not contain control characters")
+        return text
+
+    @field_validator("importance", "confidence")
+    @classmethod
+    def _unit(cls, value: float) -> float:
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"{value!r} is outside 0.0-1.0")
+        return float(value)
+
+    @field_validator("expires_at")
+    @classmethod
+    def _expiry(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        text = value.strip()
+        try:
+            parsed = date.fromisoformat(text[:10])
+        except ValueError:
+            raise ValueError(f"{text!r} is not an ISO date (YYYY-MM-DD)") from None
+        return parsed.isoformat()
+
+    @field_validator("evidence")
+    @classmethod
+    def _evidence(cls, value: str) -> str:
+        return value.strip()
+
+    def expiry_date(self) -> date | None:
+        """``expires_at`` as a date (the last day the memory is relevant), or ``None``."""
+        return None if self.expires_at is None else date.fromisoformat(self.expires_at)
+
+
+class ExtractionOutput(BaseModel):
+    """The whole answer of the extraction prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[ExtractedMemory] = Field(
+        description="Durable facts and forget requests; an empty list when there is nothing to remember."
+    )
+
+    @field_validator("memories")
+    @classmethod
+    def _count(cls, value: list[ExtractedMemory]) -> list[ExtractedMemory]:
+        if len(value) > MAX_EXTRACTED_MEMORIES:
+            raise ValueError(f"has {len(value)} items; the maximum is {MAX_EXTRACTED_MEMORIES}")
+        return value
+
+
+_SYSTEM_PROMPT = """\
+You extract long-term memories about the USER from one conversation turn.
+
+Return JSON that matches the given schema: {{"memories": [...]}}.
+
+What to extract (only durable facts the USER stated or explicitly confirmed about themselves):
+{categories}
+
+Rules:
+1. Only the user's own words count. Never extract something only the assistant said, suggested or
+   assumed, unless the user clearly confirmed it (then write it as the user's fact).
+2. Ignore questions, requests to the assistant, greetings, thanks and small talk. Ignore moods and
+   states that only hold right now ("today I'm tired").
+3. Text under a "Relevant memories" heading was recalled from memory by the system; it was not said in
+   this turn. Never extract it again.
+4. Write each memory in the language the user used, close to the user's words. Never translate:
+   Japanese stays Japanese, English stays English. One fact per memory; a short, self-contained
+   sentence from the user's point of view.
+5. A request to forget something ("忘れて", "forget that ...") or a statement that something is no
+   longer true ("もう〜ではない", "I no longer ...", "I don't ... anymore") is kind "forget"; its
+   "memory" states the old fact to forget, in the user's language (for "I no longer eat meat" write
+   "I eat meat").
+6. Plans with dates are category "plan" with expires_at set to the last day they are relevant
+   (YYYY-MM-DD), computed from the reference date below. Durable facts have expires_at null.
+7. importance: 0.9 for safety constraints (allergies, medical), 0.7-0.8 for strong preferences and
+   profile facts, 0.5-0.6 for minor preferences and plans. confidence: how clearly the user said it.
+8. "evidence" is the user's sentence copied verbatim.
+9. If there is nothing durable to remember, return {{"memories": []}}.
+"""
+
+
+def build_extraction_system_prompt() -> str:
+    """The system prompt of the extraction call (the same for every turn)."""
+    categories = "\n".join(f"- {name}: {doc}" for name, doc in CATEGORIES.items())
+    return _SYSTEM_PROMPT.format(categories=categories)
+
+
+def _conversation(messages: Sequence[TurnMessage]) -> list[dict[str, str]]:
+    shown: list[dict[str, str]] = []
+    for message in messages:
+        if message.role not in (MessageRole.USER, MessageRole.ASSISTANT):
+            continue
+        text = strip_recalled_memories(message.text).strip()
+        if text:
+            shown.append({"role": message.role.value, "text": text})
+    return shown
+
+
+def build_extraction_user_prompt(turn: Turn, *, previous_error: str | None = None) -> str:
+    """The user prompt for one turn: reference date plus the conversation as a JSON array.
+
+    System and tool messages are left out; recall blocks are stripped from every message. Messages
+    are JSON-encoded so that nothing a user writes can pose as an instruction boundary.
+
+    Args:
+        turn: The turn to extract from.
+        previous_error: Why the previous answer was rejected, when asking again.
+
+    Returns:
+        The prompt text.
+    """
+    occurred: datetime = ensure_utc(turn.occurred_at)
+    conversation = json.dumps(_conversation(turn.messages), ensure_ascii=False, indent=1)
+    parts = [
+        f"Reference date (when the turn happened, UTC): {occurred.date().isoformat()} ({occurred:%A})",
+        'Conversation (JSON; extract only from messages with role "user"):',
+        conversation,
+    ]
+    if previous_error:
+        parts.append(
+            "Your previous answer was rejected: "
+            + previous_error
+            + "\nAnswer again with JSON that follows the schema and the rules."
+        )
+    return "\n\n".join(parts)

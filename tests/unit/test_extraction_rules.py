@@ -1,0 +1,452 @@
+"""The rule path of extraction: Japanese and English patterns, one sentence per candidate."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_core.extraction import (
+    expiry_after,
+    extract_with_rules,
+    resolve_calendar_date,
+    resolve_date_word,
+    split_sentences,
+)
+from memory_core.models import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage
+
+# 2026-11-26 is a Thursday.
+THURSDAY = datetime(2026, 11, 26, 9, 30, tzinfo=UTC)
+
+
+def turn(*messages: tuple[str, str], at: datetime = THURSDAY) -> Turn:
+    return Turn(
+        turn_id="t-1",
+        user_id="u1",
+        agent_id="travel",
+        occurred_at=at,
+        messages=[TurnMessage(role=MessageRole(role), text=text) for role, text in messages],
+    )
+
+
+def facts(text: str, at: datetime = THURSDAY) -> list[MemoryCandidate]:
+    return extract_with_rules(turn(("user", text), at=at))
+
+
+def one(text: str) -> MemoryCandidate:
+    found = facts(text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Durable statements
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "memory", "category"),
+    [
+        # Japanese preferences
+        ("コーヒーが好きです。", "コーヒーが好きです", "preference"),
+        ("辛い料理は苦手です。", "辛い料理は苦手です", "preference"),
+        ("パクチーが嫌いです！", "パクチーが嫌いです", "preference"),
+        ("ホテルは和室が好みです。", "ホテルは和室が好みです", "preference"),
+        ("ちなみに、窓側の席が好き。", "窓側の席が好き", "preference"),
+        ("温泉が大好きなんです", "温泉が大好きなんです", "preference"),
+        ("窓側の席がいいです。", "窓側の席がいいです", "preference"),
+        ("妻は魚が苦手です。", "妻は魚が苦手です", "preference"),
+        # Japanese constraints
+        ("私はエビアレルギーがあります。", "私はエビアレルギーがあります", "constraint"),
+        ("お酒は飲めません。", "お酒は飲めません", "constraint"),
+        ("長時間の移動は避けたいです。", "長時間の移動は避けたいです", "constraint"),
+        ("実は、ベジタリアンなんです。", "ベジタリアンなんです", "constraint"),
+        ("生魚は食べられない。", "生魚は食べられない", "constraint"),
+        ("予算は一泊2万円までです。", "予算は一泊2万円までです", "constraint"),
+        ("高所恐怖症なので展望台はパスで。", "高所恐怖症なので展望台はパスで", "constraint"),
+        # Japanese profile
+        ("東京に住んでいます。", "東京に住んでいます", "profile"),
+        ("私はエンジニアです。", "私はエンジニアです", "profile"),
+        ("僕は30歳です。", "僕は30歳です", "profile"),
+        ("大阪出身です。", "大阪出身です", "profile"),
+        ("猫を2匹飼っています。", "猫を2匹飼っています", "profile"),
+        # Japanese routines
+        ("毎週月曜日は10時からヨガに行っています。", "毎週月曜日は10時からヨガに行っています", "routine"),
+        ("出張ではいつも新幹線を使います。", "出張ではいつも新幹線を使います", "routine"),
+        ("週に3回ジムに通っている。", "週に3回ジムに通っている", "routine"),
+        # English preferences
+        ("I like window seats.", "I like window seats", "preference"),
+        (
+            "I think I prefer aisle seats on long flights.",
+            "I prefer aisle seats on long flights",
+            "preference",
+        ),
+        ("I hate cilantro!", "I hate cilantro", "preference"),
+        ("My favourite city is Kyoto.", "My favourite city is Kyoto", "preference"),
+        ("Actually, I'm not a fan of museums.", "I'm not a fan of museums", "preference"),
+        ("I don't like crowded places.", "I don't like crowded places", "preference"),
+        ("I'm not really into spicy food.", "I'm not really into spicy food", "preference"),
+        # English constraints
+        ("I'm allergic to peanuts.", "I'm allergic to peanuts", "constraint"),
+        ("I can't eat gluten.", "I can't eat gluten", "constraint"),
+        ("I avoid red-eye flights.", "I avoid red-eye flights", "constraint"),
+        ("I'm vegetarian.", "I'm vegetarian", "constraint"),
+        ("i don't drink alcohol", "I don't drink alcohol", "constraint"),
+        ("I'm afraid of heights.", "I'm afraid of heights", "constraint"),
+        # English profile
+        ("I live in Seattle.", "I live in Seattle", "profile"),
+        ("I work as a nurse.", "I work as a nurse", "profile"),
+        ("My name is Ken.", "My name is Ken", "profile"),
+        ("I'm a software engineer at Contoso.", "I'm a software engineer at Contoso", "profile"),
+        ("I have two kids.", "I have two kids", "profile"),
+        # English routines
+        ("I usually go running every Monday.", "I usually go running every Monday", "routine"),
+        (
+            "We travel to Hokkaido every winter, and I always book the same ryokan.",
+            "We travel to Hokkaido every winter, and I always book the same ryokan",
+            "routine",
+        ),
+        ("I go swimming twice a week.", "I go swimming twice a week", "routine"),
+    ],
+)
+def test_durable_statement(text: str, memory: str, category: str) -> None:
+    candidate = one(text)
+    assert candidate.kind is CandidateKind.FACT
+    assert candidate.memory == memory
+    assert candidate.category == category
+    assert candidate.expires_at is None
+    assert candidate.evidence == text.strip()
+
+
+def test_defaults_of_rule_candidates() -> None:
+    candidate = one("コーヒーが好きです。")
+    assert candidate.importance == 0.65
+    assert candidate.confidence == 0.55
+    assert candidate.source == "rule-fallback"
+
+
+def test_one_candidate_per_sentence_in_the_users_language() -> None:
+    found = facts("京都が好きです。東京に住んでいます！毎朝コーヒーを飲みます")
+    assert [c.memory for c in found] == ["京都が好きです", "東京に住んでいます", "毎朝コーヒーを飲みます"]
+    assert [c.category for c in found] == ["preference", "profile", "routine"]
+
+
+def test_multiple_english_sentences_and_decimals() -> None:
+    found = facts("It costs 3.5 dollars. I prefer tea over coffee. I live in the U.S. with my family.")
+    assert [c.memory for c in found] == ["I prefer tea over coffee", "I live in the U.S. with my family"]
+
+
+def test_duplicates_in_one_turn_are_kept_once() -> None:
+    found = facts("I like jazz. I like jazz!")
+    assert [c.memory for c in found] == ["I like jazz"]
+
+
+# --------------------------------------------------------------------------------------------
+# Nothing to remember
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "紅茶は好きですか？",
+        "京都でおすすめのホテルはありますか。",
+        "私はコーヒーが好きかな。",
+        "ホテルのおすすめを教えてください。",
+        "来週の京都のホテルを予約してください。",
+        "ありがとう、いつも助かります。",
+        "今日は疲れた。",
+        "明日は雨らしい。",
+        "この部屋は静か。",
+        "Do you like jazz?",
+        "Can you recommend a hotel in Osaka",
+        "Please book a table for 2.",
+        "The weather is nice today.",
+        "I'm a bit tired.",
+        "I'd like to book a flight.",
+        "Thanks, I always appreciate it!",
+        "I can't wait for the trip!",
+        "Hello!",
+        "Kyoto is beautiful in autumn.",
+        "I'm so hungry right now, I like anything.",
+        "それがいいです。",
+        "妻と二人で行きます。",
+        "I love it!",
+        "That sounds good, I like it.",
+        "I may go.",
+    ],
+)
+def test_no_candidate(text: str) -> None:
+    assert facts(text) == []
+
+
+def test_assistant_system_and_tool_messages_never_produce_candidates() -> None:
+    found = extract_with_rules(
+        turn(
+            ("system", "The user likes coffee. ユーザーはコーヒーが好きです。"),
+            ("user", "おすすめのカフェはある？"),
+            (
+                "assistant",
+                "あなたはコーヒーが好きなので、このカフェがおすすめです。I know you live in Tokyo.",
+            ),
+            ("tool", "I like tea. 紅茶が好き。"),
+        )
+    )
+    assert found == []
+
+
+def test_only_user_sentences_count_in_a_mixed_turn() -> None:
+    found = extract_with_rules(
+        turn(
+            ("user", "辛い料理は苦手です。"),
+            ("assistant", "承知しました。辛い料理がお好きなのですね。"),
+        )
+    )
+    assert [c.memory for c in found] == ["辛い料理は苦手です"]
+
+
+def test_injected_recall_text_is_not_extracted_again() -> None:
+    text = (
+        "## Relevant memories\n"
+        "- コーヒーが好き\n"
+        "- 京都に住んでいる\n"
+        "\n"
+        "- I'm allergic to peanuts\n"
+        "\n"
+        "紅茶も好きです。"
+    )
+    found = facts(text)
+    assert [c.memory for c in found] == ["紅茶も好きです"]
+
+
+def test_recall_block_without_bullets_ends_at_a_blank_line() -> None:
+    text = "I live in Seattle.\n### Relevant Memories:\nI like jazz.\nI work as a nurse.\n\nI like blues."
+    assert [c.memory for c in facts(text)] == ["I live in Seattle", "I like blues"]
+
+
+def test_recall_block_ends_at_the_next_heading() -> None:
+    text = "## Relevant memories\n- 東京に住んでいる\n## Question\n大阪に住んでいます。"
+    assert [c.memory for c in facts(text)] == ["大阪に住んでいます"]
+
+
+def test_code_and_quotes_are_not_the_users_statements() -> None:
+    text = "```\nI like tabs.\n```\n> I hate Mondays.\nI prefer spaces."
+    assert [c.memory for c in facts(text)] == ["I prefer spaces"]
+
+
+# --------------------------------------------------------------------------------------------
+# Forget requests
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "memory"),
+    [
+        ("コーヒーが好きって言ったのは忘れて。", "コーヒーが好き"),
+        ("前に言った京都旅行の件は忘れてください。", "京都旅行"),
+        ("エビアレルギーのことは忘れてください", "エビアレルギー"),
+        ("もうベジタリアンではありません。", "ベジタリアン"),
+        ("もうコーヒーが好きではない。", "コーヒーが好き"),
+        ("コーヒーはもう好きじゃない。", "コーヒーは好き"),
+        ("もう大阪には住んでいません。", "大阪には住んでいる"),
+        ("もう猫は飼っていない", "猫は飼っている"),
+        ("Forget that I like sushi.", "I like sushi"),
+        ("Please forget what I said about the Kyoto trip.", "The Kyoto trip"),
+        ("forget about my peanut allergy", "My peanut allergy"),
+        ("I no longer eat meat.", "I eat meat"),
+        ("I'm no longer a vegetarian.", "I'm a vegetarian"),
+        ("I don't drink coffee anymore.", "I drink coffee"),
+        ("I'm not vegan any more.", "I'm vegan"),
+    ],
+)
+def test_forget_request(text: str, memory: str) -> None:
+    candidate = one(text)
+    assert candidate.kind is CandidateKind.FORGET
+    assert candidate.memory == memory
+    assert candidate.source == "rule-fallback"
+    assert candidate.evidence == text
+
+
+def test_forget_that_refers_to_the_previous_sentence() -> None:
+    found = facts("窓側の席が好き。さっきのは忘れて。")
+    assert [(c.kind, c.memory) for c in found] == [
+        (CandidateKind.FACT, "窓側の席が好き"),
+        (CandidateKind.FORGET, "窓側の席が好き"),
+    ]
+
+
+def test_forget_without_a_referent_produces_nothing() -> None:
+    assert facts("それは忘れてください。") == []
+    assert facts("Forget that.") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I always forget my umbrella.",
+        "Don't forget my window seat, I like it.",
+        "I forgot my passport once.",
+        "Did you forget that I like sushi?",
+        "パスポートを忘れてない？",
+        "鍵を忘れてしまった。",
+        "傘を忘れてた。",
+    ],
+)
+def test_forgetting_something_is_not_a_forget_request(text: str) -> None:
+    assert all(c.kind is CandidateKind.FACT for c in facts(text))
+
+
+def test_remember_that_is_an_explicit_fact() -> None:
+    candidate = one("Remember that my passport expires in May.")
+    assert candidate.kind is CandidateKind.FACT
+    assert candidate.memory == "My passport expires in May"
+
+
+# --------------------------------------------------------------------------------------------
+# Dates
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "last_day"),
+    [
+        ("来週、京都に旅行に行きます。", date(2026, 12, 6)),
+        ("明日、歯医者に行く予定です。", date(2026, 11, 27)),
+        ("明後日から出張です。", date(2026, 11, 28)),
+        ("来月は札幌に出張する予定です。", date(2026, 12, 31)),
+        ("金曜日に大阪で会議があります。", date(2026, 11, 27)),
+        ("今週末は箱根に泊まる予定。", date(2026, 11, 29)),
+        ("Next week I'm flying to Tokyo.", date(2026, 12, 6)),
+        ("I'm going to Osaka tomorrow.", date(2026, 11, 27)),
+        ("I'll be in Paris next month.", date(2026, 12, 31)),
+        ("I have a meeting on Friday.", date(2026, 11, 27)),
+        ("My flight is next Monday.", date(2026, 11, 30)),
+        ("12月3日に大阪で会議があります。", date(2026, 12, 3)),
+        ("1月5日から札幌に出張します。", date(2027, 1, 5)),
+        ("My flight to Paris is on December 3rd.", date(2026, 12, 3)),
+        ("I'm visiting Tokyo on 5 January 2028.", date(2028, 1, 5)),
+    ],
+)
+def test_dated_plans_expire(text: str, last_day: date) -> None:
+    candidate = one(text)
+    assert candidate.category == "plan"
+    assert candidate.expires_at == expiry_after(last_day)
+    # the end of the last day plus one day of grace
+    assert candidate.expires_at == datetime(
+        last_day.year, last_day.month, last_day.day, tzinfo=UTC
+    ) + timedelta(days=2)
+
+
+def test_a_change_that_starts_later_does_not_expire() -> None:
+    candidate = one("来月から大阪に引っ越す予定です。")
+    assert candidate.expires_at is None
+    assert candidate.memory == "来月から大阪に引っ越す予定です"
+
+
+def test_constraints_with_dates_stay_durable() -> None:
+    candidate = one("I'm allergic to peanuts, and next week I'm going to Thailand.")
+    assert candidate.category == "constraint"
+    assert candidate.expires_at is None
+
+
+def test_plans_already_expired_at_now_are_dropped() -> None:
+    t = turn(("user", "明日、歯医者に行く予定です。"))
+    assert len(extract_with_rules(t, now=THURSDAY)) == 1
+    assert extract_with_rules(t, now=datetime(2027, 1, 1, tzinfo=UTC)) == []
+
+
+@pytest.mark.parametrize(
+    ("word", "reference", "expected"),
+    [
+        ("tomorrow", date(2026, 12, 31), date(2027, 1, 1)),
+        ("day-after-tomorrow", date(2026, 2, 27), date(2026, 3, 1)),
+        ("this-week", date(2026, 11, 26), date(2026, 11, 29)),
+        ("next-week", date(2026, 11, 29), date(2026, 12, 6)),  # said on a Sunday
+        ("next-week", date(2026, 11, 30), date(2026, 12, 13)),  # said on a Monday
+        ("week-after-next", date(2026, 11, 26), date(2026, 12, 13)),
+        ("this-weekend", date(2026, 11, 26), date(2026, 11, 29)),
+        ("next-weekend", date(2026, 11, 26), date(2026, 12, 6)),
+        ("this-month", date(2028, 2, 3), date(2028, 2, 29)),
+        ("next-month", date(2026, 12, 15), date(2027, 1, 31)),
+        ("next-month", date(2027, 1, 31), date(2027, 2, 28)),
+        ("month-after-next", date(2026, 11, 26), date(2027, 1, 31)),
+        ("this-year", date(2026, 11, 26), date(2026, 12, 31)),
+        ("next-year", date(2026, 11, 26), date(2027, 12, 31)),
+    ],
+)
+def test_resolve_date_word(word: str, reference: date, expected: date) -> None:
+    assert resolve_date_word(word, reference) == expected
+
+
+def test_resolve_weekday() -> None:
+    thursday = date(2026, 11, 26)
+    assert resolve_date_word("weekday", thursday, 4) == date(2026, 11, 27)
+    assert resolve_date_word("weekday", thursday, 3) == date(2026, 12, 3)  # never today
+    assert resolve_date_word("weekday", thursday, 0) == date(2026, 11, 30)
+    with pytest.raises(ValueError):
+        resolve_date_word("weekday", thursday)
+    with pytest.raises(ValueError):
+        resolve_date_word("someday", thursday)
+
+
+def test_resolve_calendar_date() -> None:
+    thursday = date(2026, 11, 26)
+    assert resolve_calendar_date(11, 26, thursday) == thursday
+    assert resolve_calendar_date(11, 25, thursday) == date(2027, 11, 25)  # passed: next year
+    assert resolve_calendar_date(2, 29, thursday) is None
+    assert resolve_calendar_date(2, 29, thursday, 2028) == date(2028, 2, 29)
+
+
+def test_expiry_is_end_of_day_plus_grace() -> None:
+    assert expiry_after(date(2026, 12, 31)) == datetime(2027, 1, 2, tzinfo=UTC)
+
+
+# --------------------------------------------------------------------------------------------
+# Sentences
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("Yes. Fine! Why? Ok", ["Yes.", "Fine!", "Why?", "Ok"]),
+        ("京都が好き。大阪も好き！本当？", ["京都が好き。", "大阪も好き！", "本当？"]),
+        ("Version 3.5 is fine. Next.", ["Version 3.5 is fine.", "Next."]),
+        ("Dr. Tanaka is my doctor. OK", ["Dr. Tanaka is my doctor.", "OK"]),
+        ("line one\nline two", ["line one", "line two"]),
+        ("Really?! Yes.", ["Really?!", "Yes."]),
+        ("「好き」。次", ["「好き」。", "次"]),
+        ("", []),
+    ],
+)
+def test_split_sentences(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
+def test_rules_are_deterministic() -> None:
+    t = turn(("user", "コーヒーが好きです。来週、京都に行きます。I live in Osaka. Forget that I like tea."))
+    assert extract_with_rules(t) == extract_with_rules(t)
+
+
+_WORDS = st.sampled_from(
+    [
+        "コーヒーが好き", "来週", "忘れて", "もう", "ではない", "アレルギー", "毎週", "私は", "です",
+        "I like", "I no longer", "forget that", "next week", "tomorrow", "I'm allergic to", "on Friday",
+        "。", "？", "!", "?", ".", "\n", " ", "3.5", "## Relevant memories\n- ", "- ", "```",
+    ]
+)  # fmt: skip
+
+
+@given(parts=st.lists(st.one_of(_WORDS, st.text(max_size=12)), max_size=25))
+@settings(max_examples=300, deadline=None)
+def test_rules_never_fail_and_only_user_text_counts(parts: list[str]) -> None:
+    text = "".join(parts)
+    if not text:
+        return
+    as_user = extract_with_rules(turn(("user", text)))
+    for candidate in as_user:
+        assert candidate.memory.strip()
+        assert candidate.evidence and candidate.evidence in text
+    assert extract_with_rules(turn(("assistant", text), ("system", text), ("tool", text))) == []
