@@ -137,10 +137,11 @@ def parse_model(model: type[M], data: Any) -> M:
 
 def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
     errors = exc.errors(include_url=False)
-    first = errors[0] if errors else {"loc": ("?",), "msg": str(exc)}
+    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": ("?",), "msg": str(exc)}
     field = ".".join(str(part) for part in first.get("loc", ())) or exc.title
     message = str(first.get("msg", "is invalid"))
-    original = first.get("ctx", {}).get("error") if isinstance(first.get("ctx"), dict) else None
+    ctx = first.get("ctx")
+    original = ctx.get("error") if isinstance(ctx, dict) else None
     if isinstance(original, ValidationError):
         return ValidationError(original.field if field in {"", "?"} else field, original.message)
     if message.startswith("Value error, "):

@@ -83,7 +83,7 @@ class HumanMemoryPolicy:
 
     def retention_value(self, *, age_days: float, importance: float, access_count: int) -> float:
         """Retention for raw values (negative ages count as 0)."""
-        decay = 0.5 ** (max(age_days, 0.0) / self.half_life_days)
+        decay: float = 0.5 ** (max(age_days, 0.0) / self.half_life_days)
         base = decay * (self.importance_floor + self.importance_weight * importance)
         rehearsal = min(access_count * self.access_boost, self.access_boost_cap)
         return min(max(base + rehearsal, 0.0), 1.0)

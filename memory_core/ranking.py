@@ -105,19 +105,23 @@ class ScoringFunction:
 
 
 def _sum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    return np.sum(boosts, axis=0)
+    result: np.ndarray = np.sum(boosts, axis=0)
+    return result
 
 
 def _average(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    return np.mean(boosts, axis=0)
+    result: np.ndarray = np.mean(boosts, axis=0)
+    return result
 
 
 def _maximum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    return np.max(boosts, axis=0)
+    result: np.ndarray = np.max(boosts, axis=0)
+    return result
 
 
 def _minimum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    return np.min(boosts, axis=0)
+    result: np.ndarray = np.min(boosts, axis=0)
+    return result
 
 
 def _first(boosts: Sequence[np.ndarray]) -> np.ndarray:

@@ -27,6 +27,8 @@ from .ports import Clock, Embedder, ForgettingReport, MemoryStore, Page
 
 __all__ = ["ImportReport", "MemoryService", "RecallSink"]
 
+_List = list
+
 logger = logging.getLogger(__name__)
 
 #: Where recall updates go: straight to the store (embedded) or onto the ordered queue (serverless).
@@ -173,7 +175,7 @@ class MemoryService:
             await self.store.upsert(batch)
         return ImportReport(imported=len(records), embedded=embedded)
 
-    async def agents(self, user_id: str) -> list[str]:
+    async def agents(self, user_id: str) -> _List[str]:
         return await self.store.agents(validate_scope_id(user_id, "user_id"))
 
     async def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
