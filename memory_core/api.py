@@ -6,34 +6,84 @@ domain objects into wire JSON, so the command line prints exactly what the HTTP 
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import ValidationError as PydanticValidationError
+from pydantic.json_schema import models_json_schema
 
+from . import __version__
+from .errors import (
+    ConfigurationError,
+    ConflictError,
+    NotFoundError,
+    PermanentError,
+    TransientError,
+    ValidationError,
+)
 from .models import (
+    MEMORY_ID_PATTERN,
+    SCOPE_ID_PATTERN,
+    TURN_ID_PATTERN,
+    HistoryEntry,
+    MemoryEvent,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
     OrderBy,
     RankingProfile,
+    Scope,
     ScoreBreakdown,
     SearchMode,
     SearchResult,
+    Turn,
+    parse_model,
+    session_id_for,
+    validate_category,
+    validate_memory_id,
+    validate_scope_id,
 )
 from .ports import ForgettingReport, Page
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import MemoryPipeline
+
 __all__ = [
+    "MAX_BODY_BYTES",
+    "ApiRequest",
+    "ApiResponse",
+    "ErrorDetail",
+    "ErrorResponse",
+    "ExportResponse",
     "ForgettingResponse",
+    "HealthResponse",
+    "MemoryApi",
+    "MemoryDetail",
     "MemoryListResponse",
     "MemoryView",
+    "PurgeResponse",
     "SearchHitView",
     "SearchRequest",
     "SearchResponse",
+    "TurnAccepted",
     "forgetting_response",
     "memory_list_response",
     "memory_view",
     "search_response",
 ]
+
+logger = logging.getLogger(__name__)
+
+_SCOPE_SCHEMA: dict[str, JsonValue] = {
+    "pattern": f"^{SCOPE_ID_PATTERN.pattern}$",
+    "minLength": 1,
+    "maxLength": 128,
+}
 
 
 class MemoryView(BaseModel):
@@ -74,18 +124,33 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str
-    agent_id: str
+    user_id: str = Field(json_schema_extra=_SCOPE_SCHEMA)
+    agent_id: str = Field(json_schema_extra=_SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
     mode: SearchMode = SearchMode.HYBRID
     ranking_profile: RankingProfile = RankingProfile.IMPORTANT
     top: int = Field(default=5, ge=1, le=100)
     order_by: OrderBy | None = None
-    category: str | None = None
+    category: str | None = Field(default=None, json_schema_extra={"pattern": "^[A-Za-z0-9_.\\-]{1,64}$"})
     include_archived: bool = False
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
     recall: bool = True
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        return validate_scope_id(value, "user_id")
+
+    @field_validator("agent_id")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return validate_scope_id(value, "agent_id")
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return None if value is None else validate_category(value)
 
     def options(self) -> MemorySearchOptions:
         return MemorySearchOptions(
@@ -162,3 +227,692 @@ def memory_list_response(page: Page) -> MemoryListResponse:
 
 def forgetting_response(report: ForgettingReport) -> ForgettingResponse:
     return ForgettingResponse.model_validate(report.as_dict())
+
+
+# ------------------------------------------------------------------------------------------------
+# More response models
+# ------------------------------------------------------------------------------------------------
+
+
+class MemoryDetail(MemoryView):
+    """``GET /api/memories/{memory_id}``: the memory and every recorded change to it, oldest first."""
+
+    history: list[HistoryEntry]
+
+
+class ExportResponse(BaseModel):
+    """``GET /api/users/{user_id}/export``: every record of the user, every field, every status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    agent_id: str | None
+    count: int
+    memories: list[MemoryRecord]
+
+
+class PurgeResponse(BaseModel):
+    """``DELETE /api/users/{user_id}``: what was physically removed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    agent_id: str | None
+    purged_memories: int
+    purged_history: int
+
+
+class TurnAccepted(BaseModel):
+    """``POST /api/turns``: the turn was queued (or, without a queue, ingested at once)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    session_id: str
+    status: str = Field(
+        description="`queued` (sent to the ordered queue) or `ingested` (no queue configured)"
+    )
+
+
+class HealthResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: str
+    version: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every error the API returns: ``{"error": {"code", "message", "field"}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
+
+
+# ------------------------------------------------------------------------------------------------
+# Framework-neutral handlers
+# ------------------------------------------------------------------------------------------------
+
+#: Largest request body accepted (the Service Bus standard-tier message limit).
+MAX_BODY_BYTES = 256 * 1024
+#: Largest page ``GET /memories`` returns, and the default.
+MAX_LIST_LIMIT = 1000
+DEFAULT_LIST_LIMIT = 100
+#: Memories one ``POST /forgetting`` call scans at most (the response's cursor resumes).
+MAX_FORGET_LIMIT = 10_000
+DEFAULT_FORGET_LIMIT = 1000
+RETRY_AFTER_SECONDS = 5
+_JSON = {"Content-Type": "application/json; charset=utf-8"}
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One HTTP request, independent of the web framework.
+
+    Attributes:
+        method: The HTTP method (any case).
+        path: The URL path after the ``/api`` prefix, still percent-encoded (``/memories/search``).
+        query: Query parameters (one value each; hosts keep the last of repeated ones).
+        body: The raw request body.
+    """
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    """One HTTP response: status, a JSON-able body and headers (``Content-Type`` included)."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(_JSON))
+
+    def json_bytes(self) -> bytes:
+        """The body serialized as compact UTF-8 JSON."""
+        return json.dumps(self.body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+            "utf-8"
+        )
+
+
+class _HttpError(Exception):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = dict(headers or {})
+
+
+def _error(status: int, code: str, message: str, field: str | None = None, **headers: str) -> ApiResponse:
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message, field=field)).model_dump(mode="json")
+    return ApiResponse(status, body, {**_JSON, **headers})
+
+
+class _Query:
+    """Typed access to query parameters; every problem is a :class:`ValidationError` naming the parameter."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = values
+
+    def text(self, name: str, *, required: bool = False, max_length: int = 256) -> str | None:
+        value = self._values.get(name)
+        if value is None or value == "":
+            if required:
+                raise ValidationError(name, "is a required query parameter")
+            return None
+        if len(value) > max_length:
+            raise ValidationError(name, f"is {len(value)} characters; the maximum is {max_length}")
+        return value
+
+    def scope_id(self, name: str, *, required: bool = True) -> str | None:
+        value = self.text(name, required=required)
+        return None if value is None else validate_scope_id(value, name)
+
+    def scope(self) -> Scope:
+        return Scope.of(self.scope_id("user_id"), self.scope_id("agent_id"))
+
+    def integer(self, name: str, *, default: int | None, low: int, high: int) -> int | None:
+        raw = self.text(name, max_length=20)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValidationError(name, f"{raw!r} is not an integer") from None
+        if not low <= value <= high:
+            raise ValidationError(name, f"must be between {low} and {high}, got {value}")
+        return value
+
+    def boolean(self, name: str, *, default: bool) -> bool:
+        raw = self.text(name, max_length=8)
+        if raw is None:
+            return default
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise ValidationError(name, f"{raw!r} is not a boolean (true or false)")
+
+
+def _json_body(request: ApiRequest) -> dict[str, Any]:
+    if not request.body:
+        raise _HttpError(400, "bad_request", "a JSON object body is required", "body")
+
+    def no_constants(token: str) -> Any:
+        raise ValueError(f"{token} is not valid JSON")
+
+    try:
+        data = json.loads(request.body.decode("utf-8"), parse_constant=no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _HttpError(400, "bad_request", f"the body is not valid UTF-8 JSON ({exc})", "body") from None
+    if not isinstance(data, dict):
+        raise _HttpError(400, "bad_request", "the body must be a JSON object", "body")
+    return data
+
+
+Handler = Callable[[ApiRequest, dict[str, str]], Awaitable[ApiResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    segments: tuple[str, ...]
+    operation: str
+    summary: str
+
+    def match(self, parts: list[str]) -> dict[str, str] | None:
+        if len(parts) != len(self.segments):
+            return None
+        params: dict[str, str] = {}
+        for pattern, part in zip(self.segments, parts, strict=True):
+            if pattern.startswith("{"):
+                if not part:
+                    return None
+                params[pattern[1:-1]] = part
+            elif pattern != part:
+                return None
+        return params
+
+    @property
+    def path(self) -> str:
+        return "/" + "/".join(self.segments)
+
+
+_ROUTES: tuple[_Route, ...] = (
+    _Route("POST", ("memories", "search"), "search", "Ranked memories for a query (the `before_run` call)"),
+    _Route("GET", ("memories",), "list", "Memories of a user and agent, by id, keyset-paged"),
+    _Route("GET", ("memories", "{memory_id}"), "get", "One memory and its history"),
+    _Route(
+        "DELETE", ("memories", "{memory_id}"), "delete", "Soft-delete one memory (recorded in its history)"
+    ),
+    _Route("GET", ("users", "{user_id}", "export"), "export", "Every record of a user, every field"),
+    _Route("DELETE", ("users", "{user_id}"), "purge", "Physically remove a user's memories and history"),
+    _Route("POST", ("turns",), "post_turn", "Queue a conversation turn (turn.v1) for ingestion"),
+    _Route("POST", ("forgetting",), "forgetting", "Run the forgetting policy (dry run unless dry_run=false)"),
+    _Route("GET", ("health",), "health", "Liveness"),
+    _Route("GET", ("openapi.json",), "openapi", "This OpenAPI document"),
+)
+
+
+class MemoryApi:
+    """The HTTP contract of memory-core, independent of the web framework.
+
+    The embedded server (:mod:`memory_core.local.server`) and the Azure Functions HTTP triggers both
+    turn their request into an :class:`ApiRequest`, await :meth:`handle` and write the
+    :class:`ApiResponse` back. Routes (below the ``/api`` prefix) are listed in :meth:`openapi`.
+
+    Errors are JSON ``{"error": {"code", "message", "field"}}``: a body that is not a JSON object is
+    400 (``bad_request``); a value that breaks a rule (bad id, out-of-range number, missing field,
+    unknown enum value, purge without ``confirm=true``) is 422 (``validation_error``); an unknown
+    memory is 404 (``not_found``); an unknown path 404 (``no_route``); a known path with another
+    method 405 (``method_not_allowed``, with ``Allow``); a body over ``max_body_bytes`` 413
+    (``payload_too_large``); a store conflict 409 (``conflict``); a transient failure 503
+    (``unavailable``, with ``Retry-After``). Only a bug is a 500.
+
+    Args:
+        pipeline: The wired pipeline (service, history, publisher).
+        max_body_bytes: Largest request body accepted.
+        health_details: Optional extra facts for ``GET /health`` (queue depth, ...).
+    """
+
+    def __init__(
+        self,
+        pipeline: MemoryPipeline,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        health_details: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.max_body_bytes = max_body_bytes
+        self._health_details = health_details
+        self._openapi: dict[str, Any] | None = None
+        self._handlers: dict[str, Handler] = {
+            "search": self._search,
+            "list": self._list,
+            "get": self._get,
+            "delete": self._delete,
+            "export": self._export,
+            "purge": self._purge,
+            "post_turn": self._post_turn,
+            "forgetting": self._forgetting,
+            "health": self._health,
+            "openapi": self._openapi_route,
+        }
+
+    # -- dispatch -------------------------------------------------------------------------------
+    async def handle(self, request: ApiRequest) -> ApiResponse:
+        """Route one request and turn every failure into a JSON error response."""
+        method = request.method.upper()
+        try:
+            if len(request.body) > self.max_body_bytes:
+                raise _HttpError(
+                    413,
+                    "payload_too_large",
+                    f"the body is {len(request.body)} bytes; the maximum is {self.max_body_bytes}",
+                    "body",
+                )
+            route, params = self._route(method, request.path)
+            return await self._handlers[route.operation](request, params)
+        except _HttpError as exc:
+            return _error(exc.status, exc.code, exc.message, exc.field, **exc.headers)
+        except ValidationError as exc:
+            return _error(422, "validation_error", exc.message, exc.field)
+        except PydanticValidationError as exc:
+            first = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first.get("loc", ())) or None
+            return _error(422, "validation_error", str(first.get("msg", "is invalid")), where)
+        except NotFoundError as exc:
+            return _error(404, "not_found", str(exc))
+        except ConflictError as exc:
+            return _error(409, "conflict", str(exc))
+        except PermanentError as exc:
+            return _error(400, "bad_request", str(exc))
+        except TransientError as exc:
+            logger.warning("%s %s: transient failure: %s", method, request.path, exc)
+            return _error(503, "unavailable", str(exc), None, **{"Retry-After": str(RETRY_AFTER_SECONDS)})
+        except ConfigurationError as exc:
+            logger.error("%s %s: configuration error: %s", method, request.path, exc)
+            return _error(500, "configuration_error", str(exc))
+        except Exception:
+            logger.exception("%s %s failed", method, request.path)
+            return _error(500, "internal_error", "the request failed unexpectedly; see the server log")
+
+    def _route(self, method: str, path: str) -> tuple[_Route, dict[str, str]]:
+        raw = path.split("?", 1)[0]
+        if not raw.startswith("/"):
+            raise _HttpError(404, "no_route", f"no route for {path[:100]!r}")
+        parts = [unquote(p, errors="replace") for p in raw[1:].split("/")]
+        allowed: list[str] = []
+        for route in _ROUTES:
+            params = route.match(parts)
+            if params is None:
+                continue
+            if route.method == method:
+                return route, params
+            allowed.append(route.method)
+        if allowed:
+            raise _HttpError(
+                405,
+                "method_not_allowed",
+                f"{method} is not allowed on {raw[:100]}; use {', '.join(sorted(set(allowed)))}",
+                None,
+                {"Allow": ", ".join(sorted(set(allowed)))},
+            )
+        raise _HttpError(404, "no_route", f"no route for {raw[:100]!r}")
+
+    # -- routes ---------------------------------------------------------------------------------
+    async def _search(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        body = parse_model(SearchRequest, _json_body(request))
+        options = parse_model(
+            MemorySearchOptions,
+            {
+                "mode": body.mode,
+                "ranking_profile": body.ranking_profile,
+                "top": body.top,
+                "order_by": body.order_by,
+                "category": body.category,
+                "include_archived": body.include_archived,
+                "min_importance": body.min_importance,
+                "min_retention_score": body.min_retention_score,
+            },
+        )
+        result = await self.pipeline.service.search(
+            Scope.of(body.user_id, body.agent_id), body.query, options, recall=body.recall
+        )
+        return ApiResponse(200, search_response(result).model_dump(mode="json"))
+
+    async def _list(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        query = _Query(request.query)
+        scope = query.scope()
+        status = query.text("status", max_length=16)
+        statuses = None
+        if status is not None:
+            try:
+                statuses = [MemoryStatus(status)]
+            except ValueError:
+                raise ValidationError(
+                    "status", f"{status!r} is not one of {', '.join(s.value for s in MemoryStatus)}"
+                ) from None
+        cursor = query.text("cursor", max_length=128)
+        if cursor is not None:
+            validate_memory_id(cursor, "cursor")
+        limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
+        assert limit is not None
+        page = await self.pipeline.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
+        return ApiResponse(200, memory_list_response(page).model_dump(mode="json"))
+
+    async def _get(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        memory_id = validate_memory_id(params["memory_id"], "memory_id")
+        scope = _Query(request.query).scope()
+        record = await self.pipeline.service.get(scope, memory_id)
+        history = await self.pipeline.history.for_memory(scope, memory_id)
+        detail = MemoryDetail(**memory_view(record).model_dump(), history=history)
+        return ApiResponse(200, detail.model_dump(mode="json"))
+
+    async def _delete(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        memory_id = validate_memory_id(params["memory_id"], "memory_id")
+        scope = _Query(request.query).scope()
+        service = self.pipeline.service
+        before = await service.get(scope, memory_id)
+        if before.status == MemoryStatus.DELETED:
+            return ApiResponse(200, memory_view(before).model_dump(mode="json"))
+        reason = "deleted through the API"
+        after = await service.delete(scope, memory_id, reason=reason)
+        await self.pipeline.history.append(
+            [
+                HistoryEntry(
+                    memory_id=memory_id,
+                    user_id=scope.user_id,
+                    agent_id=scope.agent_id,
+                    event=MemoryEvent.DELETE,
+                    before=before.to_json_dict(include_embedding=False),
+                    after=after.to_json_dict(include_embedding=False),
+                    reason=reason,
+                    turn_id=None,
+                    at=service.clock.now(),
+                )
+            ]
+        )
+        return ApiResponse(200, memory_view(after).model_dump(mode="json"))
+
+    async def _export(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        user_id = validate_scope_id(params["user_id"], "user_id")
+        agent_id = _Query(request.query).scope_id("agent_id", required=False)
+        records = [r async for r in self.pipeline.service.export(user_id, agent_id)]
+        response = ExportResponse(user_id=user_id, agent_id=agent_id, count=len(records), memories=records)
+        return ApiResponse(200, response.model_dump(mode="json"))
+
+    async def _purge(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
+        user_id = validate_scope_id(params["user_id"], "user_id")
+        query = _Query(request.query)
+        agent_id = query.scope_id("agent_id", required=False)
+        if not query.boolean("confirm", default=False):
+            raise ValidationError(
+                "confirm",
+                "purge removes memories and history physically and cannot be undone; add confirm=true",
+            )
+        memories = await self.pipeline.service.purge(user_id, agent_id)
+        history = await self.pipeline.history.purge(user_id, agent_id)
+        response = PurgeResponse(
+            user_id=user_id, agent_id=agent_id, purged_memories=memories, purged_history=history
+        )
+        return ApiResponse(200, response.model_dump(mode="json"))
+
+    async def _post_turn(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        turn = parse_model(Turn, _json_body(request))
+        await self.pipeline.publish_turn(turn)
+        status = "ingested" if self.pipeline.publisher is None else "queued"
+        accepted = TurnAccepted(turn_id=turn.turn_id, session_id=session_id_for(turn.scope), status=status)
+        return ApiResponse(202, accepted.model_dump(mode="json"))
+
+    async def _forgetting(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        query = _Query(request.query)
+        dry_run = query.boolean("dry_run", default=True)
+        limit = query.integer("limit", default=DEFAULT_FORGET_LIMIT, low=1, high=MAX_FORGET_LIMIT)
+        cursor = query.text("cursor", max_length=64)
+        report = await self.pipeline.service.apply_forgetting(dry_run=dry_run, limit=limit, cursor=cursor)
+        return ApiResponse(200, forgetting_response(report).model_dump(mode="json"))
+
+    async def _health(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        details = dict(self._health_details()) if self._health_details is not None else {}
+        return ApiResponse(
+            200, HealthResponse(status="ok", version=__version__, details=details).model_dump()
+        )
+
+    async def _openapi_route(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+        return ApiResponse(200, self.openapi())
+
+    # -- the OpenAPI document -------------------------------------------------------------------
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI 3.1 document of every route, generated from the pydantic models."""
+        if self._openapi is None:
+            self._openapi = build_openapi(self.max_body_bytes)
+        return json.loads(json.dumps(self._openapi))  # type: ignore[no-any-return]
+
+
+def _param(
+    name: str, where: str, schema: dict[str, Any], description: str, *, required: bool = False
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": where,
+        "required": required or where == "path",
+        "description": description,
+        "schema": schema,
+    }
+
+
+def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """Build the OpenAPI document (paths below the ``/api`` server prefix)."""
+    models: list[tuple[type[BaseModel], Any]] = [
+        (SearchRequest, "validation"),
+        (Turn, "validation"),
+        (SearchResponse, "serialization"),
+        (MemoryListResponse, "serialization"),
+        (MemoryDetail, "serialization"),
+        (MemoryView, "serialization"),
+        (ExportResponse, "serialization"),
+        (PurgeResponse, "serialization"),
+        (TurnAccepted, "serialization"),
+        (ForgettingResponse, "serialization"),
+        (HealthResponse, "serialization"),
+        (ErrorResponse, "serialization"),
+    ]
+    refs, top = models_json_schema(models, ref_template="#/components/schemas/{model}")
+    schemas: dict[str, Any] = top.get("$defs", {})
+
+    def ref(model: type[BaseModel], mode: str = "serialization") -> dict[str, Any]:
+        return dict(refs[(model, mode)])  # type: ignore[index]
+
+    # Tighten the turn schema to what the validators accept (so generated requests are realistic).
+    turn = schemas[ref(Turn, "validation")["$ref"].rsplit("/", 1)[1]]
+    props = turn["properties"]
+    props["schema"]["enum"] = [props["schema"]["default"]]
+    props["turn_id"].update({"pattern": f"^{TURN_ID_PATTERN.pattern}$", "minLength": 1, "maxLength": 128})
+    props["user_id"].update(_SCOPE_SCHEMA)
+    props["agent_id"].update(_SCOPE_SCHEMA)
+    props["session_id"]["anyOf"][0].update(_SCOPE_SCHEMA)
+
+    scope_id = {"type": "string", **_SCOPE_SCHEMA}
+    memory_id = {
+        "type": "string",
+        "pattern": f"^{MEMORY_ID_PATTERN.pattern}$",
+        "minLength": 1,
+        "maxLength": 128,
+    }
+    user_q = _param("user_id", "query", scope_id, "Owner of the memories", required=True)
+    agent_q = _param("agent_id", "query", scope_id, "Agent of the memories", required=True)
+    agent_opt = _param("agent_id", "query", scope_id, "Only this agent's memories (default: every agent)")
+    memory_p = _param("memory_id", "path", memory_id, "Memory id")
+    user_p = _param("user_id", "path", scope_id, "User id")
+
+    def error(description: str) -> dict[str, Any]:
+        return {"description": description, "content": {"application/json": {"schema": ref(ErrorResponse)}}}
+
+    def ok(model: type[BaseModel], description: str) -> dict[str, Any]:
+        return {"description": description, "content": {"application/json": {"schema": ref(model)}}}
+
+    errors = {
+        "400": error("The body is not a JSON object"),
+        "413": error(f"The body is larger than {max_body_bytes} bytes"),
+        "422": error("A value breaks a rule (the error names the field)"),
+        "503": error("A dependency is temporarily unavailable; retry after `Retry-After` seconds"),
+    }
+    not_found = {"404": error("No such memory in this user's and agent's scope")}
+
+    def body(model: type[BaseModel]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": ref(model, "validation")}}}
+
+    def operation(route_id: str, **spec: Any) -> dict[str, Any]:
+        route = next(r for r in _ROUTES if r.operation == route_id)
+        return {"operationId": route_id, "summary": route.summary, **spec}
+
+    paths: dict[str, Any] = {
+        "/memories/search": {
+            "post": operation(
+                "search",
+                requestBody=body(SearchRequest),
+                responses={"200": ok(SearchResponse, "Ranked hits with score breakdowns"), **errors},
+            )
+        },
+        "/memories": {
+            "get": operation(
+                "list",
+                parameters=[
+                    user_q,
+                    agent_q,
+                    _param(
+                        "status",
+                        "query",
+                        {"type": "string", "enum": [s.value for s in MemoryStatus]},
+                        "Only this status",
+                    ),
+                    _param("cursor", "query", memory_id, "Resume after this memory id (`next_cursor`)"),
+                    _param(
+                        "limit",
+                        "query",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_LIST_LIMIT,
+                            "default": DEFAULT_LIST_LIMIT,
+                        },
+                        "Page size",
+                    ),
+                ],
+                responses={"200": ok(MemoryListResponse, "One page of memories"), **errors},
+            )
+        },
+        "/memories/{memory_id}": {
+            "get": operation(
+                "get",
+                parameters=[memory_p, user_q, agent_q],
+                responses={"200": ok(MemoryDetail, "The memory and its history"), **not_found, **errors},
+            ),
+            "delete": operation(
+                "delete",
+                parameters=[memory_p, user_q, agent_q],
+                responses={"200": ok(MemoryView, "The memory, now `deleted`"), **not_found, **errors},
+            ),
+        },
+        "/users/{user_id}/export": {
+            "get": operation(
+                "export",
+                parameters=[user_p, agent_opt],
+                responses={"200": ok(ExportResponse, "Every record, embeddings included"), **errors},
+            )
+        },
+        "/users/{user_id}": {
+            "delete": operation(
+                "purge",
+                parameters=[
+                    user_p,
+                    agent_opt,
+                    _param(
+                        "confirm", "query", {"type": "boolean", "enum": [True]}, "Must be true", required=True
+                    ),
+                ],
+                responses={"200": ok(PurgeResponse, "What was removed"), **errors},
+            )
+        },
+        "/turns": {
+            "post": operation(
+                "post_turn",
+                requestBody=body(Turn),
+                responses={"202": ok(TurnAccepted, "Queued on the scope's ordered session"), **errors},
+            )
+        },
+        "/forgetting": {
+            "post": operation(
+                "forgetting",
+                parameters=[
+                    _param("dry_run", "query", {"type": "boolean", "default": True}, "Report only (default)"),
+                    _param(
+                        "limit",
+                        "query",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_FORGET_LIMIT,
+                            "default": DEFAULT_FORGET_LIMIT,
+                        },
+                        "Memories scanned at most",
+                    ),
+                    _param(
+                        "cursor",
+                        "query",
+                        {"type": "string", "pattern": "^[A-Za-z0-9_\\-]{1,64}$"},
+                        "Resume an earlier run: its `next_cursor` (opaque and store-specific; "
+                        "422 when this store did not issue it)",
+                    ),
+                ],
+                responses={"200": ok(ForgettingResponse, "Counts and the status changes"), **errors},
+            )
+        },
+        "/health": {"get": operation("health", responses={"200": ok(HealthResponse, "Alive")})},
+        "/openapi.json": {
+            "get": operation(
+                "openapi",
+                responses={
+                    "200": {
+                        "description": "This document",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    }
+                },
+            )
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "memory-core",
+            "version": __version__,
+            "description": "Long-term memory for AI agents. The same routes and JSON locally "
+            '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`.',
+        },
+        "servers": [{"url": "/api"}],
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }

@@ -272,6 +272,75 @@ async def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     return await run_benchmark(args, out)
 
 
+async def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from .evaluation import run_evaluation
+
+    return await run_evaluation(args, out)
+
+
+async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    from .local.runtime import RuntimeOptions, serve_async
+
+    options = RuntimeOptions(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        lock_seconds=args.lock_seconds,
+        max_deliveries=args.max_deliveries,
+        scheduler=not args.no_scheduler,
+    )
+    try:
+        return await serve_async(_settings(args), options, out=out)
+    except OSError as exc:
+        raise MemoryCoreError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
+
+
+async def cmd_queue(args: argparse.Namespace, out: TextIO) -> int:
+    from .adapters.sqlite_queue import SQLiteQueue, default_queue_path
+
+    settings = _settings(args)
+    queue = SQLiteQueue(default_queue_path(settings.sqlite_path), queue=settings.turns_queue)
+    try:
+        if args.queue_command == "list":
+            messages = queue.peek(limit=args.limit)
+        elif args.queue_command == "dead-letters":
+            messages = queue.dead_letters(limit=args.limit)
+        elif args.queue_command == "requeue":
+            message = queue.requeue(args.id)
+            if args.json:
+                _print_json(message.as_dict(), out)
+            else:
+                out.write(f"requeued {message.message_id} (session {message.session_id}) as seq {message.seq}\n")
+            return 0
+        else:
+            removed = queue.purge_dead_letters()
+            if args.json:
+                _print_json({"purged": removed}, out)
+            else:
+                out.write(f"purged {removed} dead-lettered message(s)\n")
+            return 0
+        stats = queue.stats()
+    finally:
+        queue.close_sync()
+    if args.json:
+        _print_json({"stats": stats.as_dict(), "messages": [m.as_dict(include_body=args.body) for m in messages]}, out)
+        return 0
+    out.write(
+        f"{stats.active} waiting ({stats.locked} locked) in {stats.sessions} session(s); "
+        f"{stats.dead_letters} dead-lettered\n"
+    )
+    for m in messages:
+        line = f"{m.seq:>6}  {m.subject or '-':<6} {m.message_id}  session={m.session_id}  deliveries={m.delivery_count}"
+        if m.state == "dead":
+            line += f"  reason={m.dead_letter_reason}: {_short(m.dead_letter_description or '', 120)}"
+        elif m.last_error:
+            line += f"  last_error={_short(m.last_error, 80)}"
+        out.write(line + "\n")
+        if args.body:
+            out.write(f"        {_short(m.body.decode('utf-8', errors='replace'), 200)}\n")
+    return 0
+
+
 # -- parser -------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -356,7 +425,61 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b.add_argument("--seed", type=int, default=7)
+    b.add_argument("--growth", type=int, nargs="+", metavar="N", help="growth series over these store sizes")
+    b.add_argument("--growing-max", type=int, default=100_000, help="largest single growing scope")
+    b.add_argument("--keep-dir", metavar="DIR", help="build (or reuse) the growth series stores in DIR")
+    b.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    b = bench.add_parser("forget", help="forgetting throughput and peak memory over a large store")
+    b.add_argument("--store-size", type=int, default=1_000_000)
+    b.add_argument("--scope-size", type=int, default=1_000)
+    b.add_argument("--dimensions", type=int, default=384)
+    b.add_argument("--tolerance", type=float, default=0.01, help="retention drift that is written back")
+    b.add_argument("--page-size", type=int, default=20_000)
+    b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
+    b.add_argument("--tracemalloc", action="store_true", help="add a dry run under tracemalloc (Python heap peak)")
+    b.add_argument("--in-process", action="store_true", help="run the jobs in this process (no fresh process each)")
+    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
+    b.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    b.add_argument("--seed", type=int, default=7)
+    b = bench.add_parser("provider", help="latency the memory provider adds to an agent run")
+    b.add_argument("--runs", type=int, default=200)
+    b.add_argument("--memories", type=int, default=200, help="memories in the benchmark scope")
+    b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
+    b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
+    b.add_argument("--seed", type=int, default=7)
     p.set_defaults(handler=cmd_bench)
+
+    p = sub.add_parser("eval", help="quality reports (retrieval on LoCoMo, the Japanese set)")
+    evals = p.add_subparsers(dest="evaluation", required=True, metavar="EVAL")
+    from .evaluation import japanese as eval_japanese
+    from .evaluation import locomo as eval_locomo
+
+    eval_locomo.add_arguments(evals.add_parser("locomo", help="turn-level retrieval on LoCoMo (no LLM)"))
+    eval_japanese.add_arguments(
+        evals.add_parser("japanese", help="the Japanese set: retrieval and rule-path consolidation")
+    )
+    p.set_defaults(handler=cmd_eval)
+
+    p = sub.add_parser("serve", help="the embedded runtime: HTTP API + queue workers + nightly forgetting")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7071, help="port (default 7071; 0 picks a free one)")
+    p.add_argument("--workers", type=int, default=2, help="queue workers (default 2)")
+    p.add_argument("--lock-seconds", type=float, default=60.0, help="peek-lock duration (default 60)")
+    p.add_argument("--max-deliveries", type=int, default=10, help="deliveries before dead-lettering (default 10)")
+    p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly forgetting job")
+    p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("queue", help="inspect the embedded queue (<db>.queue)")
+    queue = p.add_subparsers(dest="queue_command", required=True, metavar="ACTION")
+    for name, text in (("list", "waiting messages, oldest first"), ("dead-letters", "dead-lettered messages with reasons")):
+        q = queue.add_parser(name, help=text)
+        q.add_argument("--limit", type=int, default=100)
+        q.add_argument("--body", action="store_true", help="show message bodies")
+    q = queue.add_parser("requeue", help="send a dead letter again (by seq or message id)")
+    q.add_argument("id")
+    queue.add_parser("purge-dead-letters", help="remove every dead letter")
+    p.set_defaults(handler=cmd_queue)
     return parser
 
 

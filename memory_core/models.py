@@ -22,10 +22,8 @@ from .errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "RECALL_SCHEMA",
-    "RecallUpdate",
-    "session_id_for",
     "MAX_MEMORY_CHARS",
+    "RECALL_SCHEMA",
     "TURN_SCHEMA",
     "CandidateKind",
     "Decision",
@@ -38,6 +36,7 @@ __all__ = [
     "MessageRole",
     "OrderBy",
     "RankingProfile",
+    "RecallUpdate",
     "Scope",
     "ScoreBreakdown",
     "SearchHit",
@@ -48,6 +47,7 @@ __all__ = [
     "ensure_utc",
     "new_memory_id",
     "parse_model",
+    "session_id_for",
     "utcnow",
     "validate_category",
     "validate_memory_id",

@@ -37,8 +37,8 @@ __all__ = [
     "MemoryStore",
     "Page",
     "SystemClock",
-    "TurnPublisher",
     "TurnJournal",
+    "TurnPublisher",
 ]
 
 

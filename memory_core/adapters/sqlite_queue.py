@@ -1,0 +1,573 @@
+"""A durable queue in SQLite with the Service Bus semantics the pipeline relies on (embedded mode).
+
+What it keeps from a Service Bus queue with sessions and duplicate detection:
+
+- **Duplicate detection.** Every message has a ``message_id`` (the turn id, the recall id); a message
+  whose id was sent within the duplicate detection window is dropped.
+- **Sessions.** Every message has a ``session_id`` (the scope's, :func:`~memory_core.models.session_id_for`).
+  Only the oldest waiting message of a session can be received, and only while no other message of
+  that session is locked, so one session is processed in order, one message at a time, while
+  different sessions are processed in parallel.
+- **Peek-lock.** :meth:`SQLiteQueue.receive` locks a message for ``lock_seconds`` and counts the
+  delivery; :meth:`~SQLiteQueue.complete` removes it, :meth:`~SQLiteQueue.abandon` releases it for
+  redelivery, :meth:`~SQLiteQueue.dead_letter` moves it aside with a reason. A consumer that dies
+  (even by ``SIGKILL``) loses nothing: its lock expires and the message is delivered again.
+- **Dead-lettering.** A message received ``max_deliveries`` times without being completed is moved to
+  the dead-letter queue (reason ``MaxDeliveryCountExceeded``, with the last error); consumers
+  dead-letter permanent failures themselves with their own reason. Dead letters stay until they are
+  requeued (sent again, at the end of their session, with a fresh delivery count) or purged.
+
+Storage: tables prefixed ``queue_`` (``queue_messages``, ``queue_dedup``, ``queue_state``) in one
+SQLite file in WAL mode, by default ``<store file>.queue`` beside the memory store (see
+:func:`default_queue_path`), so queue traffic never contends with the store's writer. Every operation
+is one ``BEGIN IMMEDIATE`` transaction, safe across threads and processes. Times are wall-clock epoch
+seconds (a clock can be injected for tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PermanentError, TransientError, ValidationError
+from ..models import RecallUpdate, Turn, session_id_for
+
+__all__ = [
+    "DEFAULT_QUEUE",
+    "MAX_DELIVERY_REASON",
+    "LockLostError",
+    "QueueMessage",
+    "QueueStats",
+    "SQLiteQueue",
+    "default_queue_path",
+]
+
+DEFAULT_QUEUE = "memory-turns"
+MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
+_MAX_ID = 128
+_MAX_REASON = 4096
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS queue_messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body BLOB NOT NULL,
+    enqueued_at REAL NOT NULL,
+    visible_at REAL NOT NULL,
+    delivery_count INTEGER NOT NULL DEFAULT 0,
+    lock_token TEXT,
+    locked_until REAL,
+    state TEXT NOT NULL DEFAULT 'active',
+    last_error TEXT,
+    dead_letter_reason TEXT,
+    dead_letter_description TEXT,
+    dead_lettered_at REAL
+);
+CREATE INDEX IF NOT EXISTS queue_messages_session ON queue_messages (queue, state, session_id, seq);
+CREATE INDEX IF NOT EXISTS queue_messages_order ON queue_messages (queue, state, seq);
+CREATE TABLE IF NOT EXISTS queue_dedup (
+    queue TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seen_at REAL NOT NULL,
+    PRIMARY KEY (queue, message_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS queue_dedup_seen ON queue_dedup (queue, seen_at);
+CREATE TABLE IF NOT EXISTS queue_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+_COLUMNS = (
+    "seq, queue, message_id, session_id, subject, body, enqueued_at, visible_at, delivery_count, "
+    "lock_token, locked_until, state, last_error, dead_letter_reason, dead_letter_description, "
+    "dead_lettered_at"
+)
+
+# The head of every session that is neither locked nor delayed, oldest first.
+_RECEIVABLE = f"""
+SELECT {_COLUMNS} FROM queue_messages AS m
+WHERE m.queue = ? AND m.state = 'active'
+  AND m.seq = (
+    SELECT MIN(h.seq) FROM queue_messages AS h
+    WHERE h.queue = m.queue AND h.state = 'active' AND h.session_id = m.session_id
+  )
+  AND (m.locked_until IS NULL OR m.locked_until <= ?)
+  AND m.visible_at <= ?
+ORDER BY m.seq
+LIMIT ?
+"""  # noqa: S608 - constant column list
+
+
+def default_queue_path(store_path: str | Path) -> str:
+    """Where the embedded queue lives for a store file: ``<store file>.queue``.
+
+    Args:
+        store_path: The memory store's SQLite file (``":memory:"`` gives a private in-memory queue).
+    """
+    text = str(store_path)
+    return ":memory:" if text == ":memory:" else f"{text}.queue"
+
+
+class LockLostError(TransientError):
+    """The message's lock expired and another consumer received it (or it is gone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """One message as received or inspected.
+
+    Attributes:
+        seq: Position in the queue (the ordering key; a requeued message gets a new one).
+        message_id: The producer's id (duplicate detection).
+        session_id: The ordered session it belongs to.
+        subject: What it is (``turn``, ``recall`` or what the producer said).
+        body: The payload (UTF-8 JSON for the pipeline's messages).
+        enqueued_at: When it was sent (epoch seconds).
+        delivery_count: How many times it has been received.
+        lock_token: The current lock's token (``None`` when not locked).
+        locked_until: When the current lock expires (epoch seconds).
+        state: ``active`` or ``dead`` (dead-lettered).
+        last_error: What the last consumer reported when abandoning it.
+        dead_letter_reason: Why it was dead-lettered (short code).
+        dead_letter_description: The longer explanation.
+        dead_lettered_at: When it was dead-lettered (epoch seconds).
+    """
+
+    seq: int
+    queue: str
+    message_id: str
+    session_id: str
+    subject: str
+    body: bytes
+    enqueued_at: float
+    visible_at: float
+    delivery_count: int
+    lock_token: str | None
+    locked_until: float | None
+    state: str
+    last_error: str | None
+    dead_letter_reason: str | None
+    dead_letter_description: str | None
+    dead_lettered_at: float | None
+
+    @classmethod
+    def _from_row(cls, row: Sequence[Any]) -> QueueMessage:
+        return cls(
+            seq=int(row[0]),
+            queue=str(row[1]),
+            message_id=str(row[2]),
+            session_id=str(row[3]),
+            subject=str(row[4]),
+            body=bytes(row[5]),
+            enqueued_at=float(row[6]),
+            visible_at=float(row[7]),
+            delivery_count=int(row[8]),
+            lock_token=row[9],
+            locked_until=row[10],
+            state=str(row[11]),
+            last_error=row[12],
+            dead_letter_reason=row[13],
+            dead_letter_description=row[14],
+            dead_lettered_at=row[15],
+        )
+
+    def as_dict(self, *, include_body: bool = False) -> dict[str, Any]:
+        """The message as JSON-ready values (the body as text when asked)."""
+        data: dict[str, Any] = {
+            "seq": self.seq,
+            "message_id": self.message_id,
+            "session_id": self.session_id,
+            "subject": self.subject,
+            "state": self.state,
+            "delivery_count": self.delivery_count,
+            "enqueued_at": self.enqueued_at,
+            "locked_until": self.locked_until,
+            "last_error": self.last_error,
+            "dead_letter_reason": self.dead_letter_reason,
+            "dead_letter_description": self.dead_letter_description,
+            "dead_lettered_at": self.dead_lettered_at,
+            "size": len(self.body),
+        }
+        if include_body:
+            data["body"] = self.body.decode("utf-8", errors="replace")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Counts of one queue: waiting (including locked), locked, dead-lettered, and sessions waiting."""
+
+    active: int
+    locked: int
+    dead_letters: int
+    sessions: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "active": self.active,
+            "locked": self.locked,
+            "dead_letters": self.dead_letters,
+            "sessions": self.sessions,
+        }
+
+
+def _check_id(value: str, field: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID:
+        raise ValidationError(field, f"must be a string of 1-{_MAX_ID} characters")
+    return value
+
+
+class SQLiteQueue:
+    """A durable, session-ordered, peek-lock queue in one SQLite file; also a ``TurnPublisher``.
+
+    Args:
+        path: The queue file (created with its folder); ``":memory:"`` for a private in-memory queue.
+        queue: Name of the queue inside the file (one file can hold several).
+        lock_seconds: How long a received message stays locked before it is delivered again.
+        max_deliveries: Deliveries after which a message is dead-lettered instead of delivered again.
+        duplicate_window_seconds: How long a message id is remembered for duplicate detection.
+        clock: Source of wall-clock epoch seconds (tests inject their own).
+        synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        queue: str = DEFAULT_QUEUE,
+        lock_seconds: float = 60.0,
+        max_deliveries: int = 10,
+        duplicate_window_seconds: float = 600.0,
+        clock: Callable[[], float] = time.time,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if lock_seconds <= 0:
+            raise ValidationError("lock_seconds", "must be positive")
+        if max_deliveries < 1:
+            raise ValidationError("max_deliveries", "must be at least 1")
+        if duplicate_window_seconds < 0:
+            raise ValidationError("duplicate_window_seconds", "must not be negative")
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self.queue = _check_id(queue, "queue")
+        self.lock_seconds = float(lock_seconds)
+        self.max_deliveries = int(max_deliveries)
+        self.duplicate_window_seconds = float(duplicate_window_seconds)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA busy_timeout = 10000")
+        if self._path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise PermanentError("the queue is closed")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:  # busy beyond the timeout
+                raise TransientError(f"the queue file is busy: {exc}") from exc
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: worth a retry
+                    raise TransientError(f"the queue file is unavailable: {exc}") from exc
+                raise
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        with self._lock:
+            if self._closed:
+                raise PermanentError("the queue is closed")
+            return self._conn.execute(sql, params).fetchall()
+
+    def _dead_letter_locked(
+        self, conn: sqlite3.Connection, seq: int, reason: str, description: str, now: float
+    ) -> None:
+        conn.execute(
+            "UPDATE queue_messages SET state = 'dead', lock_token = NULL, locked_until = NULL, "
+            "dead_letter_reason = ?, dead_letter_description = ?, dead_lettered_at = ? WHERE seq = ?",
+            (reason[:_MAX_REASON], description[:_MAX_REASON], now, seq),
+        )
+
+    # -- sending --------------------------------------------------------------------------------
+    def send(self, body: bytes | str, *, message_id: str, session_id: str, subject: str = "") -> bool:
+        """Enqueue one message at the end of its session.
+
+        Args:
+            body: The payload (text is stored as UTF-8).
+            message_id: The producer's id; a repeat within the duplicate detection window is dropped.
+            session_id: The ordered session (at most 128 characters, like Service Bus).
+            subject: A label for inspection (``turn``, ``recall``).
+
+        Returns:
+            ``True`` if the message was enqueued, ``False`` if it was dropped as a duplicate.
+        """
+        _check_id(message_id, "message_id")
+        _check_id(session_id, "session_id")
+        payload = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        now = self._clock()
+        with self._transaction() as conn:
+            if self.duplicate_window_seconds > 0:
+                conn.execute(
+                    "DELETE FROM queue_dedup WHERE queue = ? AND seen_at < ?",
+                    (self.queue, now - self.duplicate_window_seconds),
+                )
+                seen = conn.execute(
+                    "SELECT 1 FROM queue_dedup WHERE queue = ? AND message_id = ?", (self.queue, message_id)
+                ).fetchone()
+                if seen is not None:
+                    return False
+                conn.execute(
+                    "INSERT INTO queue_dedup (queue, message_id, seen_at) VALUES (?, ?, ?)",
+                    (self.queue, message_id, now),
+                )
+            conn.execute(
+                "INSERT INTO queue_messages (queue, message_id, session_id, subject, body, enqueued_at, "
+                "visible_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self.queue, message_id, session_id, subject[:64], payload, now, now),
+            )
+        return True
+
+    # -- receiving ------------------------------------------------------------------------------
+    def receive(self, *, lock_seconds: float | None = None) -> QueueMessage | None:
+        """Lock and return the oldest receivable message, or ``None`` when nothing can be received.
+
+        A message can be received when it is the oldest waiting message of its session and no message
+        of that session is locked. Receiving counts a delivery; a message that has already been
+        delivered ``max_deliveries`` times is dead-lettered (``MaxDeliveryCountExceeded``) instead.
+        """
+        seconds = self.lock_seconds if lock_seconds is None else float(lock_seconds)
+        if seconds <= 0:
+            raise ValidationError("lock_seconds", "must be positive")
+        now = self._clock()
+        if not self._read(_RECEIVABLE, (self.queue, now, now, 1)):
+            return None  # idle polling never takes the write lock
+        with self._transaction() as conn:
+            while True:
+                row = conn.execute(_RECEIVABLE, (self.queue, now, now, 1)).fetchone()
+                if row is None:
+                    return None
+                message = QueueMessage._from_row(row)
+                if message.delivery_count >= self.max_deliveries:
+                    self._dead_letter_locked(
+                        conn,
+                        message.seq,
+                        MAX_DELIVERY_REASON,
+                        f"delivered {message.delivery_count} time(s) without being completed; "
+                        f"last error: {message.last_error or 'none reported (lock expired)'}",
+                        now,
+                    )
+                    continue
+                token = uuid.uuid4().hex
+                until = now + seconds
+                conn.execute(
+                    "UPDATE queue_messages SET lock_token = ?, locked_until = ?, "
+                    "delivery_count = delivery_count + 1 WHERE seq = ?",
+                    (token, until, message.seq),
+                )
+                return QueueMessage._from_row((*row[:8], message.delivery_count + 1, token, until, *row[11:]))
+
+    def _locked_row(self, conn: sqlite3.Connection, message: QueueMessage) -> Sequence[Any]:
+        row = conn.execute(
+            "SELECT seq, lock_token, state FROM queue_messages WHERE seq = ?", (message.seq,)
+        ).fetchone()
+        if row is None or row[2] != "active" or row[1] is None or row[1] != message.lock_token:
+            raise LockLostError(
+                f"message {message.message_id!r} (seq {message.seq}) is no longer locked by this receiver"
+            )
+        return row  # type: ignore[no-any-return]
+
+    def complete(self, message: QueueMessage) -> None:
+        """Remove a received message for good (call only once its effects are durable).
+
+        Raises:
+            LockLostError: The lock was lost (expired and taken by another receiver, or settled).
+        """
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            conn.execute("DELETE FROM queue_messages WHERE seq = ?", (message.seq,))
+
+    def abandon(self, message: QueueMessage, *, error: str | None = None, delay_seconds: float = 0.0) -> None:
+        """Release a received message for redelivery (it stays the head of its session).
+
+        Args:
+            message: The received message.
+            error: What went wrong (kept as ``last_error``, shown when it is dead-lettered).
+            delay_seconds: Keep it (and so its session) invisible this long (a retry back-off).
+        """
+        now = self._clock()
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            conn.execute(
+                "UPDATE queue_messages SET lock_token = NULL, locked_until = NULL, visible_at = ?, "
+                "last_error = COALESCE(?, last_error) WHERE seq = ?",
+                (now + max(0.0, delay_seconds), None if error is None else error[:_MAX_REASON], message.seq),
+            )
+
+    def renew_lock(self, message: QueueMessage, *, lock_seconds: float | None = None) -> QueueMessage:
+        """Extend the lock of a message still being processed; returns the message with its new expiry."""
+        seconds = self.lock_seconds if lock_seconds is None else float(lock_seconds)
+        until = self._clock() + seconds
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            conn.execute("UPDATE queue_messages SET locked_until = ? WHERE seq = ?", (until, message.seq))
+        return dataclasses.replace(message, locked_until=until)
+
+    def dead_letter(self, message: QueueMessage, *, reason: str, description: str = "") -> None:
+        """Move a received message to the dead-letter queue with a reason (a permanent failure)."""
+        if not reason:
+            raise ValidationError("reason", "is required")
+        now = self._clock()
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            self._dead_letter_locked(conn, message.seq, reason, description, now)
+
+    # -- inspection and maintenance -------------------------------------------------------------
+    def peek(self, *, limit: int = 100, after_seq: int = 0) -> list[QueueMessage]:
+        """Waiting messages (locked or not), oldest first, without locking anything."""
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'active' AND seq > ? "  # noqa: S608
+            "ORDER BY seq LIMIT ?",
+            (self.queue, after_seq, max(1, limit)),
+        )
+        return [QueueMessage._from_row(r) for r in rows]
+
+    def dead_letters(self, *, limit: int = 100, after_seq: int = 0) -> list[QueueMessage]:
+        """Dead-lettered messages, oldest first."""
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'dead' AND seq > ? "  # noqa: S608
+            "ORDER BY seq LIMIT ?",
+            (self.queue, after_seq, max(1, limit)),
+        )
+        return [QueueMessage._from_row(r) for r in rows]
+
+    def requeue(self, key: str | int) -> QueueMessage:
+        """Send a dead letter again: at the end of its session, delivery count reset, reason cleared.
+
+        Args:
+            key: The dead letter's ``seq`` (a number) or its ``message_id``.
+
+        Raises:
+            ValidationError: No dead letter has that seq or message id.
+        """
+        now = self._clock()
+        with self._transaction() as conn:
+            if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'dead' AND seq = ?",  # noqa: S608
+                    (self.queue, int(key)),
+                ).fetchone()
+            else:
+                row = None
+            if row is None:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'dead' "  # noqa: S608
+                    "AND message_id = ? ORDER BY seq LIMIT 1",
+                    (self.queue, str(key)),
+                ).fetchone()
+            if row is None:
+                raise ValidationError("id", f"no dead-lettered message has seq or message id {str(key)!r}")
+            old = QueueMessage._from_row(row)
+            conn.execute("DELETE FROM queue_messages WHERE seq = ?", (old.seq,))
+            cursor = conn.execute(
+                "INSERT INTO queue_messages (queue, message_id, session_id, subject, body, enqueued_at, "
+                "visible_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (self.queue, old.message_id, old.session_id, old.subject, old.body, now, now),
+            )
+            new_seq = int(cursor.lastrowid or 0)
+            fresh = conn.execute(
+                f"SELECT {_COLUMNS} FROM queue_messages WHERE seq = ?",  # noqa: S608 - constant columns
+                (new_seq,),
+            ).fetchone()
+        return QueueMessage._from_row(fresh)
+
+    def purge_dead_letters(self) -> int:
+        """Remove every dead letter of the queue; returns how many."""
+        with self._transaction() as conn:
+            cursor = conn.execute(
+                "DELETE FROM queue_messages WHERE queue = ? AND state = 'dead'", (self.queue,)
+            )
+            return int(cursor.rowcount)
+
+    def stats(self) -> QueueStats:
+        """How many messages wait, are locked, are dead-lettered, and in how many sessions."""
+        now = self._clock()
+        row = self._read(
+            "SELECT "
+            "COALESCE(SUM(state = 'active'), 0), "
+            "COALESCE(SUM(state = 'active' AND locked_until IS NOT NULL AND locked_until > ?), 0), "
+            "COALESCE(SUM(state = 'dead'), 0), "
+            "COUNT(DISTINCT CASE WHEN state = 'active' THEN session_id END) "
+            "FROM queue_messages WHERE queue = ?",
+            (now, self.queue),
+        )[0]
+        return QueueStats(
+            active=int(row[0]), locked=int(row[1]), dead_letters=int(row[2]), sessions=int(row[3])
+        )
+
+    def get_state(self, key: str) -> str | None:
+        """A small persisted value (the scheduler keeps its bookmark here)."""
+        rows = self._read("SELECT value FROM queue_state WHERE key = ?", (key,))
+        return None if not rows else str(rows[0][0])
+
+    def set_state(self, key: str, value: str | None) -> None:
+        """Store (or with ``None`` remove) a small persisted value."""
+        with self._transaction() as conn:
+            if value is None:
+                conn.execute("DELETE FROM queue_state WHERE key = ?", (key,))
+            else:
+                conn.execute(
+                    "INSERT INTO queue_state (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    # -- the TurnPublisher port -----------------------------------------------------------------
+    async def publish_turn(self, turn: Turn) -> None:
+        """Enqueue a turn on its scope's session; ``turn_id`` is the message id."""
+        body = json.dumps(turn.to_json_dict(), ensure_ascii=False).encode("utf-8")
+        self.send(body, message_id=turn.turn_id, session_id=session_id_for(turn.scope), subject="turn")
+
+    async def publish_recall(self, update: RecallUpdate) -> None:
+        """Enqueue a recall update on its scope's session; ``recall_id`` is the message id."""
+        body = json.dumps(update.to_json_dict(), ensure_ascii=False).encode("utf-8")
+        self.send(
+            body, message_id=update.recall_id, session_id=session_id_for(update.scope), subject="recall"
+        )
+
+    async def close(self) -> None:
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()

@@ -1,0 +1,195 @@
+"""The embedded HTTP server: :class:`~memory_core.api.MemoryApi` at ``/api/...`` on 127.0.0.1.
+
+A stdlib :class:`http.server.ThreadingHTTPServer` reads each request on its own thread and hands it
+to the runtime's single asyncio loop (where the pipeline lives) with
+:func:`asyncio.run_coroutine_threadsafe`, then writes the JSON response. No authentication: it
+binds to the loopback interface by default and is meant for one machine.
+
+Transport rules (before the API sees a request): a path outside ``/api`` is 404, a body needs a
+``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
+reading the body, and a request the loop does not answer within ``request_timeout`` is 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, MemoryApi
+
+__all__ = ["API_PREFIX", "ApiServer"]
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api"
+
+
+def _error_response(status: int, code: str, message: str, **headers: str) -> ApiResponse:
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
+    return ApiResponse(status, body, {"Content-Type": "application/json; charset=utf-8", **headers})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a client may take to send its request
+    wbufsize = -1  # buffer the response: headers and body leave in one write
+    disable_nagle_algorithm = True
+    server_version = "memory-core"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s %s", self.address_string(), format % args)
+
+    def _dispatch(self) -> None:
+        try:
+            response = self._respond()
+        except Exception:  # a transport bug must not kill the connection thread silently
+            logger.exception("%s %s failed in the HTTP layer", self.command, self.path)
+            response = _error_response(500, "internal_error", "the request failed unexpectedly")
+            self.close_connection = True
+        self._write(response)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = _dispatch
+
+    def do_HEAD(self) -> None:
+        self._write(_error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
+
+    def _respond(self) -> ApiResponse:
+        parts = urlsplit(self.path)
+        path = parts.path
+        if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
+            self._discard_body()
+            return _error_response(404, "no_route", f"no route for {path[:100]!r}; the API lives under /api")
+        length_header = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") and length_header is None:
+            self.close_connection = True
+            return _error_response(411, "length_required", "send the body with a Content-Length")
+        try:
+            length = int(length_header) if length_header is not None else 0
+            if length < 0:
+                raise ValueError(length_header)
+        except ValueError:
+            self.close_connection = True
+            return _error_response(400, "bad_request", "Content-Length is not a valid length")
+        limit = self.server.api.max_body_bytes
+        if length > limit:
+            self.close_connection = True  # the unread body makes the connection unusable
+            return _error_response(
+                413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"
+            )
+        body = self.rfile.read(length) if length else b""
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        request = ApiRequest(method=self.command, path=path[len(API_PREFIX) :] or "/", query=query, body=body)
+        future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
+        try:
+            return future.result(timeout=self.server.request_timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+
+    def _discard_body(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if 0 < length <= self.server.api.max_body_bytes:
+            self.rfile.read(length)
+        elif length != 0:
+            self.close_connection = True
+
+    def _write(self, response: ApiResponse, *, head: bool = False) -> None:
+        try:
+            payload = response.json_bytes()
+        except (TypeError, ValueError):
+            logger.exception("%s %s: the response is not JSON-serializable", self.command, self.path)
+            response = _error_response(500, "internal_error", "the response could not be serialized")
+            payload = response.json_bytes()
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            if name.lower() not in {"content-length", "connection"}:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if not head:
+            self.wfile.write(payload)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        api: MemoryApi,
+        loop: asyncio.AbstractEventLoop,
+        request_timeout: float,
+    ) -> None:
+        super().__init__(address, _Handler)
+        self.api = api
+        self.loop = loop
+        self.request_timeout = request_timeout
+
+
+class ApiServer:
+    """Serves a :class:`MemoryApi` over HTTP on a background thread.
+
+    Args:
+        api: The handlers.
+        loop: The running event loop the handlers run on.
+        host: Interface to bind (loopback by default).
+        port: Port to bind; 0 picks a free one (see :attr:`port`).
+        request_timeout: Seconds a request may take before it is answered with 503.
+    """
+
+    def __init__(
+        self,
+        api: MemoryApi,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 7071,
+        request_timeout: float = 120.0,
+    ) -> None:
+        self._server = _Server((host, port), api, loop, request_timeout)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The API's base URL (``http://127.0.0.1:7071/api``)."""
+        return f"http://{self.host}:{self.port}{API_PREFIX}"
+
+    def start(self) -> None:
+        """Start accepting requests on a background thread."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="memory-core-http",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("HTTP API listening on %s", self.url)
+
+    def stop(self) -> None:
+        """Stop accepting requests and close the socket (requests in progress finish)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._server.server_close()
