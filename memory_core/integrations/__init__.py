@@ -1,0 +1,37 @@
+"""Integrations of memory-core with agent frameworks.
+
+``memory_core.integrations.agent_framework`` needs the ``agent`` extra
+(``pip install 'memory-core[agent]'``); it is imported only when asked for, so this package imports
+without Agent Framework installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "DEFAULT_SOURCE_ID",
+    "LocalMemoryClient",
+    "MemoryClient",
+    "MemoryContextProvider",
+    "RemoteMemoryClient",
+    "TurnOutbox",
+]
+
+_LAZY = {
+    "DEFAULT_SOURCE_ID": "agent_framework",
+    "MemoryContextProvider": "agent_framework",
+    "LocalMemoryClient": "memory_client",
+    "MemoryClient": "memory_client",
+    "RemoteMemoryClient": "memory_client",
+    "TurnOutbox": "outbox",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
