@@ -260,6 +260,7 @@ var memoryAppSettings = {
   MEMORY_FORGET_SCHEDULE: forgetSchedule
   MEMORY_TURNS_QUEUE: serviceBus.outputs.queueName
   ServiceBusConnection__fullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
+  MEMORY_HISTORY_TABLE_ENDPOINT: storage.outputs.tableEndpoint
   AZURE_SEARCH_ENDPOINT: search.outputs.endpoint
   AZURE_SEARCH_INDEX_NAME: searchIndexName
   AZURE_OPENAI_ENDPOINT: openAi.outputs.endpoint
@@ -268,6 +269,8 @@ var memoryAppSettings = {
   AZURE_OPENAI_API_VERSION: openAiApiVersion
   AZURE_CLIENT_ID: functionIdentity.outputs.clientId
   APPLICATIONINSIGHTS_CONNECTION_STRING: monitoring.outputs.applicationInsightsConnectionString
+  MEMORY_TELEMETRY_CONSOLE: 'false'
+  MEMORY_TELEMETRY_CONTENT: 'false'
 }
 
 module functionApp './app/function.bicep' = {
@@ -351,6 +354,7 @@ output MEMORY_FORGET_SCHEDULE string = memoryAppSettings.MEMORY_FORGET_SCHEDULE
 output MEMORY_TURNS_QUEUE string = memoryAppSettings.MEMORY_TURNS_QUEUE
 // ServiceBusConnection__fullyQualifiedNamespace (azd environment names are UPPER_SNAKE).
 output AZURE_SERVICEBUS_FULLY_QUALIFIED_NAMESPACE string = memoryAppSettings.ServiceBusConnection__fullyQualifiedNamespace
+output MEMORY_HISTORY_TABLE_ENDPOINT string = memoryAppSettings.MEMORY_HISTORY_TABLE_ENDPOINT
 output AZURE_SEARCH_ENDPOINT string = memoryAppSettings.AZURE_SEARCH_ENDPOINT
 output AZURE_SEARCH_INDEX_NAME string = memoryAppSettings.AZURE_SEARCH_INDEX_NAME
 output AZURE_OPENAI_ENDPOINT string = memoryAppSettings.AZURE_OPENAI_ENDPOINT
@@ -358,3 +362,5 @@ output AZURE_OPENAI_CHAT_DEPLOYMENT string = memoryAppSettings.AZURE_OPENAI_CHAT
 output AZURE_OPENAI_EMBEDDING_DEPLOYMENT string = memoryAppSettings.AZURE_OPENAI_EMBEDDING_DEPLOYMENT
 output AZURE_OPENAI_API_VERSION string = memoryAppSettings.AZURE_OPENAI_API_VERSION
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = memoryAppSettings.APPLICATIONINSIGHTS_CONNECTION_STRING
+output MEMORY_TELEMETRY_CONSOLE string = memoryAppSettings.MEMORY_TELEMETRY_CONSOLE
+output MEMORY_TELEMETRY_CONTENT string = memoryAppSettings.MEMORY_TELEMETRY_CONTENT

@@ -79,13 +79,29 @@ class Settings:
         "",
         "Service Bus namespace host (`NAME.servicebus.windows.net`); identity-based connection.",
     )
+    history_table_endpoint: str = _env(
+        "MEMORY_HISTORY_TABLE_ENDPOINT",
+        "",
+        "Table endpoint of the decision history and turn journal with MEMORY_STORE=azure_search "
+        "(`https://ACCOUNT.table.core.windows.net`, Microsoft Entra ID; `UseDevelopmentStorage=true` for Azurite).",
+    )
     forget_schedule: str = _env(
         "MEMORY_FORGET_SCHEDULE", "0 30 3 * * *", "NCRONTAB schedule of the nightly forgetting job (UTC)."
     )
     applicationinsights_connection_string: str = _env(
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "",
-        "Application Insights connection string; telemetry goes to the console when empty.",
+        "Application Insights connection string (traces and metrics, Microsoft Entra ID ingestion); empty: not exported.",
+    )
+    telemetry_console: bool = _env(
+        "MEMORY_TELEMETRY_CONSOLE",
+        False,
+        "Print traces and metrics to the console (local runs) when no Application Insights connection string is set.",
+    )
+    telemetry_content: bool = _env(
+        "MEMORY_TELEMETRY_CONTENT",
+        False,
+        "Put memory text and queries in telemetry; off: only ids, counts, modes and timings.",
     )
 
     def __post_init__(self) -> None:

@@ -27,6 +27,7 @@ var roles = {
   openAiUser: '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd' // Cognitive Services OpenAI User
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b' // Storage Blob Data Owner
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb' // Monitoring Metrics Publisher
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
 }
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
@@ -110,8 +111,8 @@ resource openAiUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 }
 
 // Storage Blob Data Owner, on the host storage account: AzureWebJobsStorage (blob leases for the
-// timer trigger) and the Flex Consumption deployment container. Queue and table roles are not
-// granted: the host is configured with a blob service URI only and no trigger here needs them.
+// timer trigger) and the Flex Consumption deployment container. No queue role: the host is
+// configured with a blob service URI only and no trigger here needs storage queues.
 resource storageBlobDataOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(storage.id, principalId, roles.storageBlobDataOwner)
   scope: storage
@@ -128,6 +129,18 @@ resource monitoringMetricsPublisher 'Microsoft.Authorization/roleAssignments@202
   scope: applicationInsights
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.monitoringMetricsPublisher)
+    principalId: principalId
+    principalType: principalType
+  }
+}
+
+// Storage Table Data Contributor, on the host storage account: memory-core's history table
+// (decision history, turn journal, set-aside poison messages; MEMORY_HISTORY_TABLE_ENDPOINT).
+resource storageTableDataContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, principalId, roles.storageTableDataContributor)
+  scope: storage
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageTableDataContributor)
     principalId: principalId
     principalType: principalType
   }

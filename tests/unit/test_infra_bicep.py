@@ -117,6 +117,7 @@ FUNCTION_ROLES = {
     "Cognitive Services OpenAI User",
     "Storage Blob Data Owner",
     "Monitoring Metrics Publisher",
+    "Storage Table Data Contributor",
 }
 
 # Resource type -> (property path, required literal value): key / shared-key / local auth off.

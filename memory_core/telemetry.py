@@ -1,0 +1,397 @@
+"""OpenTelemetry traces and metrics for ingestion, search, forgetting and the queue.
+
+The ``record_*`` functions are small, synchronous and never raise: hosts call them after an
+operation with its result and duration. Each one adds metrics and, when a span is current (see
+:func:`operation`), sets attributes on it. Without a configured OpenTelemetry SDK (or without the
+``opentelemetry-api`` package) every call is a no-op.
+
+Where telemetry goes is decided once per process by :func:`configure_telemetry`:
+
+- ``APPLICATIONINSIGHTS_CONNECTION_STRING`` set: the Azure Monitor OpenTelemetry distro exports
+  traces and metrics to Application Insights, authenticating with Microsoft Entra ID (the managed
+  identity ``AZURE_CLIENT_ID``). Python logging is left to the Functions host, which forwards it.
+- ``MEMORY_TELEMETRY_CONSOLE=true``: spans and metrics are printed to standard error (local runs).
+- otherwise: nothing is exported.
+
+Privacy: by default telemetry carries ids of messages and memories, counts, modes, paths and
+timings, and a short hash of the scope; never memory text, queries, turn messages nor raw user and
+agent ids. ``MEMORY_TELEMETRY_CONTENT=true`` adds the query text and raw scope ids for debugging.
+
+Metric names (all with the ``memory.`` prefix): ``ingest.turns``, ``ingest.decisions``,
+``ingest.duration``, ``search.requests``, ``search.hits``, ``search.duration``,
+``forgetting.memories``, ``forgetting.duration``, ``queue.dead_letters``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
+
+__all__ = [
+    "INSTRUMENTATION_NAME",
+    "Operation",
+    "TelemetryStatus",
+    "configure_telemetry",
+    "content_enabled",
+    "operation",
+    "record_dead_letter",
+    "record_forgetting",
+    "record_ingest",
+    "record_search",
+    "reset_telemetry",
+    "scope_hash",
+    "use_providers",
+]
+
+logger = logging.getLogger(__name__)
+
+INSTRUMENTATION_NAME = "memory_core"
+
+try:  # the API is light; without it telemetry is off
+    from opentelemetry import metrics as _otel_metrics
+    from opentelemetry import trace as _otel_trace
+
+    _HAVE_OTEL = True
+except ImportError:  # pragma: no cover - exercised only without the package
+    _HAVE_OTEL = False
+
+_FORGETTING_OUTCOMES = ("scanned", "archived", "expired", "reactivated", "rescored", "unchanged", "written")
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryStatus:
+    """What :func:`configure_telemetry` set up: ``exporter`` is ``azure_monitor``, ``console`` or ``none``."""
+
+    exporter: str
+    content: bool
+
+
+@dataclass
+class _Instruments:
+    tracer: Any
+    turns: Any
+    decisions: Any
+    ingest_duration: Any
+    searches: Any
+    search_hits: Any
+    search_duration: Any
+    forgetting: Any
+    forgetting_duration: Any
+    dead_letters: Any
+
+
+@dataclass
+class _State:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    instruments: _Instruments | None = None
+    content: bool = False
+    status: TelemetryStatus | None = None
+
+
+_state = _State()
+
+
+def _build(tracer_provider: Any | None, meter_provider: Any | None) -> _Instruments | None:
+    if not _HAVE_OTEL:
+        return None
+    tracer = (tracer_provider or _otel_trace.get_tracer_provider()).get_tracer(INSTRUMENTATION_NAME)
+    meter = (meter_provider or _otel_metrics.get_meter_provider()).get_meter(INSTRUMENTATION_NAME)
+    return _Instruments(
+        tracer=tracer,
+        turns=meter.create_counter(
+            "memory.ingest.turns", unit="{turn}", description="Turns processed, by status and extraction path"
+        ),
+        decisions=meter.create_counter(
+            "memory.ingest.decisions",
+            unit="{decision}",
+            description="Consolidation decisions, by event and path",
+        ),
+        ingest_duration=meter.create_histogram(
+            "memory.ingest.duration", unit="s", description="Time to ingest one turn"
+        ),
+        searches=meter.create_counter(
+            "memory.search.requests", unit="{search}", description="Searches, by mode and profile"
+        ),
+        search_hits=meter.create_histogram(
+            "memory.search.hits", unit="{hit}", description="Hits returned by one search"
+        ),
+        search_duration=meter.create_histogram(
+            "memory.search.duration", unit="s", description="Time to answer one search"
+        ),
+        forgetting=meter.create_counter(
+            "memory.forgetting.memories",
+            unit="{memory}",
+            description="Memories seen by forgetting, by outcome",
+        ),
+        forgetting_duration=meter.create_histogram(
+            "memory.forgetting.duration", unit="s", description="Time of one forgetting run"
+        ),
+        dead_letters=meter.create_counter(
+            "memory.queue.dead_letters",
+            unit="{message}",
+            description="Queue messages set aside as poison, by reason",
+        ),
+    )
+
+
+def use_providers(
+    tracer_provider: Any | None = None, meter_provider: Any | None = None, *, content: bool = False
+) -> None:
+    """Record through these providers (``None``: the global ones). Tests and hosts with their own SDK use it."""
+    with _state.lock:
+        _state.instruments = _build(tracer_provider, meter_provider)
+        _state.content = content
+
+
+def reset_telemetry() -> None:
+    """Forget the configuration and instruments (tests; a process normally configures once)."""
+    with _state.lock:
+        _state.instruments = None
+        _state.content = False
+        _state.status = None
+
+
+def _instruments() -> _Instruments | None:
+    if _state.instruments is None and _HAVE_OTEL:
+        with _state.lock:
+            if _state.instruments is None:
+                _state.instruments = _build(None, None)
+    return _state.instruments
+
+
+def content_enabled() -> bool:
+    """Whether memory text, queries and raw ids may go into telemetry (``MEMORY_TELEMETRY_CONTENT``)."""
+    return _state.content
+
+
+def configure_telemetry(settings: Settings, *, credential: Any | None = None) -> TelemetryStatus:
+    """Set up exporters once per process from settings (later calls return the first result).
+
+    Args:
+        settings: Reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``, ``AZURE_CLIENT_ID``,
+            ``MEMORY_TELEMETRY_CONSOLE`` and ``MEMORY_TELEMETRY_CONTENT``.
+        credential: A sync token credential for Application Insights ingestion (default: the
+            managed identity through ``DefaultAzureCredential``).
+
+    Returns:
+        Which exporter is active. A failure to set one up is logged and leaves telemetry off; it
+        never stops the app.
+    """
+    with _state.lock:
+        if _state.status is not None:
+            return _state.status
+    content = bool(settings.telemetry_content)
+    exporter = "none"
+    try:
+        if settings.applicationinsights_connection_string and _HAVE_OTEL:
+            from .adapters.azure_monitor import configure_azure_monitor_exporter
+
+            configure_azure_monitor_exporter(settings, credential=credential)
+            exporter = "azure_monitor"
+        elif settings.telemetry_console and _HAVE_OTEL:
+            _configure_console()
+            exporter = "console"
+    except Exception as exc:  # telemetry must never take the app down
+        logger.warning("telemetry exporter could not be set up (%s); continuing without it", exc)
+        exporter = "none"
+    use_providers(content=content)
+    status = TelemetryStatus(exporter=exporter, content=content)
+    with _state.lock:
+        _state.status = status
+    logger.info("telemetry: exporter %s, content %s", exporter, "on" if content else "off")
+    return status
+
+
+def _configure_console() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    resource = Resource.create({"service.name": "memory-core"})
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    _otel_trace.set_tracer_provider(tracer_provider)
+    reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=60_000)
+    _otel_metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=[reader]))
+
+
+def scope_hash(user_id: str, agent_id: str) -> str:
+    """A short, stable, non-reversible tag of a scope (for correlating telemetry without ids)."""
+    return hashlib.sha256(f"{user_id}|{agent_id}".encode()).hexdigest()[:16]
+
+
+def _scope_attributes(user_id: str | None, agent_id: str | None) -> dict[str, str]:
+    if not user_id or not agent_id:
+        return {}
+    attrs = {"memory.scope_hash": scope_hash(user_id, agent_id)}
+    if _state.content:
+        attrs["memory.user_id"] = user_id
+        attrs["memory.agent_id"] = agent_id
+    return attrs
+
+
+def _current_span() -> Any | None:
+    if not _HAVE_OTEL:
+        return None
+    span = _otel_trace.get_current_span()
+    return span if span.is_recording() else None
+
+
+def _safe(fn: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except Exception:  # telemetry never breaks the caller
+            logger.debug("telemetry call %s failed", fn.__name__, exc_info=True)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@dataclass
+class Operation:
+    """A running operation: its span (or ``None``) and its start time."""
+
+    name: str
+    span: Any | None
+    started: float
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def set(self, **attributes: Any) -> None:
+        """Set span attributes (``None`` values are skipped)."""
+        if self.span is None:
+            return
+        for key, value in attributes.items():
+            if value is not None:
+                self.span.set_attribute(key, value)
+
+
+@contextmanager
+def operation(name: str, **attributes: Any) -> Iterator[Operation]:
+    """A span named ``name`` (``memory.ingest``, ``memory.search``...) around a block; exceptions are recorded."""
+    inst = _instruments()
+    if inst is None:
+        yield Operation(name, None, time.perf_counter())
+        return
+    clean = {k: v for k, v in attributes.items() if v is not None}
+    with inst.tracer.start_as_current_span(name, attributes=clean) as span:
+        yield Operation(name, span, time.perf_counter())
+
+
+@_safe
+def record_ingest(result: Any, seconds: float | None = None) -> None:
+    """Metrics (and span attributes) for one ingested turn.
+
+    Args:
+        result: An :class:`~memory_core.ingestion.IngestResult` (or a pipeline ``ProcessOutcome``
+            carrying one in ``ingest``).
+        seconds: Duration; defaults to ``result.seconds``.
+    """
+    ingest = getattr(result, "ingest", None) if not hasattr(result, "steps") else result
+    inst = _instruments()
+    if ingest is None or inst is None:
+        return
+    duration = float(seconds if seconds is not None else getattr(ingest, "seconds", 0.0))
+    base = {"memory.status": str(ingest.status), "memory.extraction_path": str(ingest.extraction_path)}
+    inst.turns.add(1, base)
+    inst.ingest_duration.record(duration, base)
+    events: dict[str, int] = {}
+    for step in ingest.steps:
+        event = getattr(step.decision.event, "value", str(step.decision.event))
+        path = "llm" if str(step.path).startswith("llm") else str(step.path)
+        inst.decisions.add(1, {"memory.event": event, "memory.decision_path": path})
+        events[event] = events.get(event, 0) + 1
+    span = _current_span()
+    if span is not None:
+        span.set_attribute("memory.turn_id", str(ingest.turn_id))
+        for key, value in {**base, **_scope_attributes(ingest.scope.user_id, ingest.scope.agent_id)}.items():
+            span.set_attribute(key, value)
+        span.set_attribute("memory.decisions", len(ingest.steps))
+        for event, count in events.items():
+            span.set_attribute(f"memory.decisions.{event.lower()}", count)
+        if ingest.fallback_reason and _state.content:
+            span.set_attribute("memory.fallback_reason", str(ingest.fallback_reason))
+
+
+@_safe
+def record_search(
+    *,
+    mode: str,
+    profile: str,
+    hits: int,
+    seconds: float,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    query: str | None = None,
+    semantic_available: bool | None = None,
+) -> None:
+    """Metrics (and span attributes) for one search. ``query`` is kept only with content enabled."""
+    inst = _instruments()
+    if inst is None:
+        return
+    base = {"memory.mode": str(mode), "memory.profile": str(profile)}
+    inst.searches.add(1, base)
+    inst.search_hits.record(int(hits), base)
+    inst.search_duration.record(float(seconds), base)
+    span = _current_span()
+    if span is not None:
+        for key, value in {**base, **_scope_attributes(user_id, agent_id)}.items():
+            span.set_attribute(key, value)
+        span.set_attribute("memory.hits", int(hits))
+        if semantic_available is not None:
+            span.set_attribute("memory.semantic_available", bool(semantic_available))
+        if query is not None and _state.content:
+            span.set_attribute("memory.query", query)
+
+
+@_safe
+def record_forgetting(report: Any, seconds: float, *, pages: int | None = None) -> None:
+    """Counts of one forgetting run (a :class:`~memory_core.ports.ForgettingReport` or a mapping of counts)."""
+    inst = _instruments()
+    if inst is None:
+        return
+    data: Mapping[str, Any] = report if isinstance(report, Mapping) else report.as_dict()
+    dry_run = bool(data.get("dry_run", False))
+    for outcome in _FORGETTING_OUTCOMES:
+        count = int(data.get(outcome, 0) or 0)
+        if count:
+            inst.forgetting.add(count, {"memory.outcome": outcome, "memory.dry_run": dry_run})
+    inst.forgetting_duration.record(float(seconds), {"memory.dry_run": dry_run})
+    span = _current_span()
+    if span is not None:
+        span.set_attribute("memory.dry_run", dry_run)
+        for outcome in _FORGETTING_OUTCOMES:
+            span.set_attribute(f"memory.{outcome}", int(data.get(outcome, 0) or 0))
+        if pages is not None:
+            span.set_attribute("memory.pages", pages)
+        if "complete" in data:
+            span.set_attribute("memory.complete", bool(data["complete"]))
+
+
+@_safe
+def record_dead_letter(reason: str, *, message_id: str | None = None) -> None:
+    """One queue message set aside as poison (``reason``: the error class, never the message body)."""
+    inst = _instruments()
+    if inst is None:
+        return
+    inst.dead_letters.add(1, {"memory.reason": reason})
+    span = _current_span()
+    if span is not None:
+        span.set_attribute("memory.dead_letter_reason", reason)
+        if message_id:
+            span.set_attribute("messaging.message.id", message_id)
