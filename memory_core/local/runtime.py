@@ -107,6 +107,9 @@ class EmbeddedRuntime:
             max_deliveries=opts.max_deliveries,
         )
         self.queue = queue
+        from .. import telemetry
+
+        telemetry.configure_telemetry(self.settings)
         pipeline = build_pipeline(self.settings, publisher=queue, recall_via_queue=True)
         self.pipeline = pipeline
         loop = asyncio.get_running_loop()

@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from .. import telemetry
 from ..errors import ConfigurationError
 from ..ports import ForgettingReport
 
@@ -241,6 +243,7 @@ class ForgettingScheduler:
         totals = ForgettingRun(resumed_from=cursor)
         if cursor is not None:
             logger.info("forgetting: resuming an interrupted run from cursor %s", cursor)
+        started = time.perf_counter()
         while True:
             report = await self.service.apply_forgetting(dry_run=False, limit=self.page_size, cursor=cursor)
             totals.add(report)
@@ -269,6 +272,20 @@ class ForgettingScheduler:
             totals.rescored,
             totals.unchanged,
             totals.written,
+        )
+        telemetry.record_forgetting(
+            {
+                "dry_run": False,
+                "scanned": totals.scanned,
+                "archived": totals.archived,
+                "expired": totals.expired,
+                "reactivated": totals.reactivated,
+                "rescored": totals.rescored,
+                "unchanged": totals.unchanged,
+                "written": totals.written,
+            },
+            time.perf_counter() - started,
+            pages=totals.pages,
         )
         return totals
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import telemetry
 from ..adapters.sqlite_queue import LockLostError, QueueMessage, SQLiteQueue
 from ..errors import PermanentError
 
@@ -125,7 +126,10 @@ class QueueWorker:
         renewer = asyncio.create_task(self._renew(message)) if self.renew_locks else None
         try:
             try:
-                await self.processor.process_message(message.body)
+                with telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op:
+                    outcome = await self.processor.process_message(message.body)
+                    if getattr(outcome, "ingest", None) is not None:
+                        telemetry.record_ingest(outcome.ingest, op.elapsed)
             except asyncio.CancelledError:
                 self._settle(self.queue.abandon, message, error="processing was cancelled (shutdown)")
                 logger.info(
@@ -148,6 +152,7 @@ class QueueWorker:
                 )
                 if self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
                     self.stats.dead_lettered += 1
+                    telemetry.record_dead_letter(reason, message_id=message.message_id)
                 return
             except Exception as exc:
                 delay = self.backoff(message.delivery_count)
