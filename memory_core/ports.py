@@ -353,6 +353,10 @@ class HistoryStore(Protocol):
         """Every entry a turn produced, in decision order."""
         ...
 
+    async def for_scope(self, scope: Scope) -> list[HistoryEntry]:
+        """Every entry of a scope, oldest first (export)."""
+        ...
+
     async def turn_processed(self, scope: Scope, turn_id: str) -> bool:
         """True once :meth:`mark_turn_processed` has been called for the turn."""
         ...

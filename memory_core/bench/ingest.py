@@ -1,0 +1,202 @@
+"""``memory-core bench ingest``: turns per second through the rule path with the local embedder.
+
+A synthetic conversation (Japanese and English statements from templates: new facts, restatements,
+changed preferences, forget requests, small talk and assistant-only claims) is spread over a few
+scopes and ingested turn by turn into a fresh SQLite store in a temporary folder: rule extraction,
+rule consolidation (hybrid search of the neighbours), the history and the store writes. The embedder
+is loaded and warmed up before the clock starts. Reported: turns and candidates per second, latency
+per turn, and the share of the time spent embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import machine_context, write_json
+
+__all__ = ["main", "run", "synthetic_turns"]
+
+_FOODS_JA = ["辛い料理", "甘いもの", "生魚", "納豆", "パクチー", "チーズ", "揚げ物", "蕎麦"]
+_DRINKS_JA = ["コーヒー", "紅茶", "緑茶", "ビール", "ワイン", "日本酒"]
+_PLACES_JA = ["京都", "大阪", "札幌", "福岡", "沖縄", "金沢", "箱根", "奈良"]
+_DAYS_JA = ["月", "火", "水", "木", "金", "土", "日"]
+_LESSONS_JA = ["英会話", "ヨガ", "ピアノ", "水泳", "書道"]
+_FOODS_EN = ["spicy food", "sushi", "cilantro", "cheese", "fried food", "ramen", "olives"]
+_DRINKS_EN = ["coffee", "tea", "beer", "wine", "juice"]
+_CITIES_EN = ["Tokyo", "Osaka", "Kyoto", "Seattle", "London", "Paris"]
+_DAYS_EN = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+
+def _statement(rng: random.Random) -> str:
+    """One user message (one to three sentences)."""
+    kind = rng.random()
+    templates: list[Callable[[], str]]
+    if kind < 0.5:
+        templates = [
+            lambda: f"{rng.choice(_FOODS_JA)}が{rng.choice(['好き', '苦手', '大好き'])}です。",
+            lambda: f"{rng.choice(_DRINKS_JA)}が好きです。",
+            lambda: f"最近は{rng.choice(_DRINKS_JA)}より{rng.choice(_DRINKS_JA)}が好きです。",
+            lambda: f"来週{rng.choice(_PLACES_JA)}に旅行する予定です。",
+            lambda: f"毎週{rng.choice(_DAYS_JA)}曜{rng.randint(7, 20)}時に{rng.choice(_LESSONS_JA)}のレッスンがあります。",
+            lambda: f"{rng.choice(_PLACES_JA)}に住んでいます。",
+            lambda: f"猫を{rng.randint(1, 4)}匹飼っています。",
+            lambda: f"{rng.choice(_FOODS_JA)}が苦手って言ったのは忘れて。",
+            lambda: "ありがとう、助かります。",
+            lambda: f"{rng.choice(_PLACES_JA)}のおすすめを教えてください。",
+        ]
+    else:
+        templates = [
+            lambda: f"I {rng.choice(['like', 'love', 'hate'])} {rng.choice(_FOODS_EN)}.",
+            lambda: f"I like {rng.choice(_DRINKS_EN)}.",
+            lambda: f"I live in {rng.choice(_CITIES_EN)}.",
+            lambda: f"I go to the gym every {rng.choice(_DAYS_EN)}.",
+            lambda: f"I have {rng.randint(1, 4)} kids.",
+            lambda: f"Please forget that I like {rng.choice(_DRINKS_EN)}.",
+            lambda: "Thanks, that helps!",
+            lambda: f"Can you find a hotel in {rng.choice(_CITIES_EN)}?",
+        ]
+    count = rng.choice([1, 1, 2, 3])
+    return " ".join(rng.choice(templates)() for _ in range(count))
+
+
+def synthetic_turns(count: int, *, scopes: int = 8, seed: int = 7) -> list[dict[str, Any]]:
+    """``count`` turn messages (``turn.v1`` dicts) over ``scopes`` users, one minute apart."""
+    rng = random.Random(seed)
+    start = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+    turns: list[dict[str, Any]] = []
+    for index in range(count):
+        user = f"bench-user-{index % scopes}"
+        messages = [{"role": "user", "text": _statement(rng)}]
+        messages.append({"role": "assistant", "text": "承知しました。You also like jazz, I remember."})
+        turns.append(
+            {
+                "schema": "memory-core.turn.v1",
+                "turn_id": f"bench-{index}",
+                "user_id": user,
+                "agent_id": "bench-agent",
+                "occurred_at": (start + timedelta(minutes=index)).isoformat(),
+                "messages": messages,
+            }
+        )
+    return turns
+
+
+async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str, Any]:
+    from ..adapters.local_embedder import E5LocalEmbedder
+    from ..adapters.sqlite_history import SQLiteHistoryStore
+    from ..adapters.sqlite_store import SQLiteMemoryStore
+    from ..consolidation import MemoryConsolidator
+    from ..extraction import MemoryExtractor
+    from ..ingestion import ingest_turn
+    from ..models import Turn
+    from ..ports import FixedClock
+
+    data = [Turn.model_validate(t) for t in synthetic_turns(turns, scopes=scopes, seed=seed)]
+    embedder = E5LocalEmbedder(threads=threads)
+    await embedder.embed_passages(["warm-up", "ウォームアップ"])
+    await embedder.embed_query("warm-up")
+    clock = FixedClock(data[0].occurred_at)
+    events: Counter[str] = Counter()
+    latencies: list[float] = []
+    embed_seconds = 0.0
+    candidates = 0
+    with tempfile.TemporaryDirectory(prefix="memory-core-bench-") as tmp:
+        path = str(Path(tmp) / "bench.db")
+        store = SQLiteMemoryStore(path, clock=clock)
+        history = SQLiteHistoryStore(path)
+        extractor = MemoryExtractor(clock=clock)
+        consolidator = MemoryConsolidator()
+        try:
+            started = time.perf_counter()
+            for turn in data:
+                clock.set(turn.occurred_at)
+                result = await ingest_turn(
+                    turn, store=store, history=history, extractor=extractor, consolidator=consolidator,
+                    embedder=embedder, clock=clock,
+                )
+                latencies.append(result.seconds)
+                embed_seconds += result.embed_seconds
+                candidates += len(result.steps)
+                events.update(step.decision.event.value for step in result.steps)
+            total = time.perf_counter() - started
+        finally:
+            await store.close()
+            await history.close()
+    ordered = sorted(latencies)
+    return {
+        "turns": turns,
+        "scopes": scopes,
+        "candidates": candidates,
+        "decisions": dict(sorted(events.items())),
+        "seconds": round(total, 3),
+        "turns_per_second": round(turns / total, 1),
+        "candidates_per_second": round(candidates / total, 1),
+        "turn_ms": {
+            "mean": round(1000 * statistics.fmean(latencies), 2),
+            "p50": round(1000 * ordered[len(ordered) // 2], 2),
+            "p95": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
+        },
+        "embedding_seconds": round(embed_seconds, 3),
+        "embedding_share": round(embed_seconds / total, 3) if total else 0.0,
+        "embedder": embedder.name,
+        "embedder_threads": threads,
+    }
+
+
+def _table(report: dict[str, Any]) -> str:
+    ms = report["turn_ms"]
+    return (
+        f"\n| measure | value |\n|---|---|\n"
+        f"| turns | {report['turns']} ({report['scopes']} scopes, {report['candidates']} candidates) |\n"
+        f"| turns per second | {report['turns_per_second']} |\n"
+        f"| candidates per second | {report['candidates_per_second']} |\n"
+        f"| ms per turn (mean / p50 / p95) | {ms['mean']} / {ms['p50']} / {ms['p95']} |\n"
+        f"| time spent embedding | {100 * report['embedding_share']:.1f}% |\n"
+        f"| decisions | {', '.join(f'{k} {v}' for k, v in report['decisions'].items())} |\n"
+        f"\nrule path + {report['embedder']} ({report['embedder_threads']} threads) + SQLite, "
+        f"{report['machine']['cpus']} CPUs\n"
+    )
+
+
+def run(
+    *, turns: int = 200, out: Callable[[str], Any] | None = print, scopes: int = 8, seed: int = 7, threads: int = 2
+) -> dict[str, Any]:
+    """Measure ingestion throughput; prints a table through ``out`` and returns the figures.
+
+    Args:
+        turns: How many synthetic turns to ingest.
+        out: Where the table goes (``None``: silent).
+        scopes: How many users the turns are spread over.
+        seed: Seed of the synthetic conversation.
+        threads: Threads of the local embedder.
+    """
+    if turns < 1:
+        raise ValueError("turns must be at least 1")
+    figures = asyncio.run(_measure(turns, scopes, seed, threads))
+    report = {"benchmark": "ingest", "machine": machine_context(), **figures}
+    if out is not None:
+        out(_table(report))
+    return report
+
+
+async def main(args: argparse.Namespace, out: TextIO) -> int:
+    """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--output JSON]``."""
+    turns = int(getattr(args, "turns", 200) or 200)
+    scopes = int(getattr(args, "scopes", 8) or 8)
+    seed = int(getattr(args, "seed", 7) or 7)
+    threads = int(getattr(args, "threads", 2) or 2)
+    figures = await _measure(turns, scopes, seed, threads)
+    report = {"benchmark": "ingest", "machine": machine_context(), **figures}
+    out.write(_table(report))
+    write_json(getattr(args, "output", None), report)
+    return 0

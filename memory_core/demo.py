@@ -1,0 +1,175 @@
+"""``memory-core demo``: a short Japanese travel conversation through the whole local pipeline.
+
+Rule extraction, rule consolidation, the local e5 embedder and the SQLite store (in a temporary folder
+unless a path is given). Each turn's decisions are printed with their reasons; then the memories are
+searched with the IMPORTANT and RECENT ranking profiles; then a forgetting dry run is made with the
+clock moved three months ahead. The clock is fixed, so the output is the same on every run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .consolidation import MemoryConsolidator
+from .extraction import MemoryExtractor
+from .ingestion import format_decision, ingest_turn
+from .models import MemorySearchOptions, MessageRole, RankingProfile, Scope, SearchMode, Turn, TurnMessage
+from .policy import HumanMemoryPolicy
+from .ports import FixedClock
+
+__all__ = ["DEMO_CONVERSATION", "DEMO_SCOPE", "run_demo"]
+
+DEMO_SCOPE = Scope.of("demo-user", "travel-agent")
+DEMO_START = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
+_RECALL = "## Relevant memories\n- 京都の旅館が好きです\n- 最近は紅茶よりコーヒーが好きです\n\n"
+
+#: (minutes after the start, [(role, text), ...]) for each turn.
+DEMO_CONVERSATION: list[tuple[int, list[tuple[str, str]]]] = [
+    (0, [
+        ("user", "来週京都に旅行する予定です。旅館が好きです。"),
+        ("assistant", "いいですね！京都の旅館をいくつか探してみます。"),
+    ]),
+    (5, [
+        ("user", "辛い料理が苦手です。紅茶が好きです。"),
+        ("assistant", "承知しました。辛くないお店を選びますね。お客様は激辛ラーメンもお好きでしたよね？"),
+    ]),
+    (60 * 24, [("user", "旅館が好きです。できれば温泉付きで。"), ("assistant", "温泉付きの旅館ですね。")]),
+    (60 * 24 * 2, [("user", "京都の旅館が好きです。"), ("assistant", "京都の旅館を中心に探します。")]),
+    (60 * 24 * 3, [("user", "最近は紅茶よりコーヒーが好きです。"), ("assistant", "カフェも探しておきます。")]),
+    (60 * 24 * 3 + 10, [
+        ("user", _RECALL + "ありがとう。朝はいつも7時に起きます。"),
+        ("assistant", "では朝食は7時半からの宿にしましょう。"),
+    ]),
+    (60 * 24 * 4, [("user", "辛い料理が苦手って言ったのは忘れて。"), ("assistant", "わかりました。")]),
+]
+
+_QUERY = "京都旅行の宿と飲み物の好み"
+
+
+def _turns() -> list[Turn]:
+    return [
+        Turn(
+            turn_id=f"demo-{index + 1}",
+            user_id=DEMO_SCOPE.user_id,
+            agent_id=DEMO_SCOPE.agent_id,
+            session_id="demo-session",
+            occurred_at=DEMO_START + timedelta(minutes=minutes),
+            messages=[TurnMessage(role=MessageRole(role), text=text) for role, text in messages],
+        )
+        for index, (minutes, messages) in enumerate(DEMO_CONVERSATION)
+    ]
+
+
+async def run_demo(
+    *, db_path: str | None, out: Callable[..., Any] = print, json_output: bool = False
+) -> int:
+    """Run the scripted conversation, the searches and a forgetting dry run; returns 0.
+
+    Args:
+        db_path: The SQLite file to use; ``None`` uses a temporary one that is removed afterwards.
+        out: Where lines go (called with one string per line).
+        json_output: Print one JSON object per line (decisions, search results, forgetting report).
+    """
+    from .adapters.local_embedder import E5LocalEmbedder
+    from .adapters.sqlite_history import SQLiteHistoryStore
+    from .adapters.sqlite_store import SQLiteMemoryStore
+
+    with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
+        path = db_path or str(Path(tmp) / "demo.db")
+        clock = FixedClock(DEMO_START)
+        policy = HumanMemoryPolicy()
+        embedder = E5LocalEmbedder()
+        store = SQLiteMemoryStore(path, clock=clock)
+        history = SQLiteHistoryStore(path)
+        extractor = MemoryExtractor(clock=clock)
+        consolidator = MemoryConsolidator(policy=policy)
+
+        def emit(kind: str, data: Any, text: str | None = None) -> None:
+            if json_output:
+                out(json.dumps({"type": kind, **data}, ensure_ascii=False, default=str))
+            elif text is not None:
+                out(text)
+
+        try:
+            if not json_output:
+                out(f"memory-core demo: {DEMO_SCOPE.user_id}/{DEMO_SCOPE.agent_id}, store {path}")
+                out(f"embedder {embedder.name}, rule extraction and consolidation (no LLM)")
+                out("")
+            for turn in _turns():
+                clock.set(turn.occurred_at)
+                result = await ingest_turn(
+                    turn, store=store, history=history, extractor=extractor, consolidator=consolidator,
+                    embedder=embedder, policy=policy, clock=clock,
+                )
+                said = [m.text.replace("\n", " ⏎ ") for m in turn.messages if m.role.value == "user"]
+                emit("turn", result.as_dict())
+                if not json_output:
+                    out(f"[{turn.turn_id} {turn.occurred_at:%m-%d %H:%M}] user: {' / '.join(said)}")
+                    if result.status == "duplicate":
+                        out("  already ingested (same turn_id): nothing changes")
+                    elif not result.steps:
+                        out("  (nothing to remember)")
+                    for step in result.steps:
+                        out("  " + format_decision(step).replace("\n", "\n  "))
+            clock.set(DEMO_START + timedelta(days=4, hours=1))
+            query_vector = [float(x) for x in await embedder.embed_query(_QUERY)]
+            for profile in (RankingProfile.IMPORTANT, RankingProfile.RECENT):
+                options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=profile, top=5)
+                found = await store.search(DEMO_SCOPE, _QUERY, query_vector, options)
+                hits: list[dict[str, Any]] = [
+                    {
+                        "rank": rank,
+                        "score": round(hit.score, 6),
+                        "boost": round(hit.breakdown.boost, 3),
+                        "id": hit.record.id,
+                        "memory": hit.record.memory,
+                        "category": hit.record.category,
+                        "importance": hit.record.importance,
+                        "retention_score": round(hit.record.retention_score, 3),
+                        "updated_at": hit.record.updated_at.isoformat(),
+                    }
+                    for rank, hit in enumerate(found.hits, start=1)
+                ]
+                emit("search", {"query": _QUERY, "profile": profile.value, "hits": hits})
+                if profile is RankingProfile.IMPORTANT:
+                    recalled = [hit.record.id for hit in found.hits[:2]]
+                    await store.recall(DEMO_SCOPE, recalled, policy)
+                if not json_output:
+                    out("")
+                    out(f"search {_QUERY!r} (hybrid, profile {profile.value.upper()}):")
+                    if profile is RankingProfile.IMPORTANT:
+                        out("  (the top 2 are returned to the agent: a recall, which rehearses them)")
+                    for h in hits:
+                        out(
+                            f"  {h['rank']}. {h['score']:.5f} (×{h['boost']:.2f})  {h['memory']}  "
+                            f"[{h['category']}, importance {h['importance']:.2f}, retention "
+                            f"{h['retention_score']:.2f}, updated {h['updated_at'][:16]}]"
+                        )
+            later = DEMO_START + timedelta(days=90)
+            clock.set(later)
+            report = await store.apply_forgetting(policy, dry_run=True)
+            emit("forgetting", {"at": later.isoformat(), **report.as_dict()})
+            if not json_output:
+                out("")
+                out(f"forgetting dry run with the clock at {later:%Y-%m-%d} (90 days later; nothing written):")
+                out(
+                    f"  scanned {report.scanned}, would archive {report.archived}, expired {report.expired}, "
+                    f"rescore {report.rescored}, unchanged {report.unchanged}"
+                )
+                for change in report.changes:
+                    record = await store.get(DEMO_SCOPE, change.id)
+                    text = record.memory if record else change.id
+                    why = "expired" if change.expired else "retention fell"
+                    out(
+                        f"  {change.old_status.value} → {change.new_status.value}: {text} "
+                        f"(retention {change.old_retention:.2f} → {change.new_retention:.2f}, {why})"
+                    )
+        finally:
+            await store.close()
+            await history.close()
+    return 0

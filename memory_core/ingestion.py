@@ -1,0 +1,479 @@
+"""Ingestion: one turn through extraction, consolidation and the store, in one scope, in order.
+
+Delivery is at least once, so :func:`ingest_turn` is idempotent and crash-safe:
+
+* A turn already marked processed is skipped (nothing is extracted or written again).
+* The first attempt records the extracted candidates in the turn journal; a redelivery consolidates
+  those same candidates (a chat model may extract differently the second time).
+* Each candidate is one *step*: decide, record the decision in the history (atomically with the
+  step's "done" mark), then write the records. A redelivery re-applies the recorded states of the
+  steps already decided (the write may not have happened) and decides only the remaining ones.
+* Every write is a whole record with a deterministic id (uuid5 of scope, turn id and candidate
+  index) and times taken from the turn (``occurred_at``), so a replay writes identical records.
+* The turn is marked processed only after all its writes returned (are durable).
+
+Scopes must be ingested one turn at a time, in order (the queue's sessions guarantee it in Azure; the
+local worker and :func:`ingest_file` do it by construction).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .consolidation import Consolidation, MemoryConsolidator
+from .errors import ValidationError
+from .models import (
+    Decision,
+    HistoryEntry,
+    MemoryCandidate,
+    MemoryEvent,
+    MemoryRecord,
+    Scope,
+    Turn,
+    parse_model,
+)
+from .policy import HumanMemoryPolicy
+from .ports import Clock, Embedder, HistoryStore, MemoryStore
+
+__all__ = [
+    "CandidateExtractor",
+    "IngestResult",
+    "StepResult",
+    "decision_as_dict",
+    "format_decision",
+    "ingest_file",
+    "ingest_turn",
+    "memory_id_for",
+    "read_turns",
+]
+
+logger = logging.getLogger(__name__)
+
+_NAMESPACE = uuid.UUID("6f1d3c2a-9b8e-5f47-a0d1-2c3b4e5f6a7b")
+
+
+class _Extraction(Protocol):
+    @property
+    def candidates(self) -> Sequence[MemoryCandidate]: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def fallback_reason(self) -> str | None: ...
+
+
+class CandidateExtractor(Protocol):
+    """What ingestion needs from an extractor (``MemoryExtractor`` is one)."""
+
+    async def extract(self, turn: Turn) -> _Extraction: ...
+
+
+def memory_id_for(scope: Scope, turn_id: str, step: int) -> str:
+    """The id a memory added by candidate ``step`` of a turn gets (deterministic, 32 hex digits)."""
+    return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}").hex
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One candidate's decision.
+
+    Attributes:
+        step: Index of the candidate in the turn.
+        decision: The decision (``after`` carries the embedding only when freshly decided).
+        path: How it was decided: ``rules``, ``llm``, ``rules-fallback`` or ``recorded`` (a replay
+            read it from the history).
+        fallback_reason: Why a model answer was rejected, if one was.
+    """
+
+    step: int
+    decision: Decision
+    path: str
+    fallback_reason: str | None = None
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """What one ingestion of a turn did.
+
+    Attributes:
+        turn_id: The turn.
+        scope: Its scope.
+        status: ``ingested``, ``resumed`` (an earlier attempt stopped midway) or ``duplicate`` (already
+            processed; nothing was done).
+        extraction_path: ``rules`` or ``llm`` (as recorded by the first attempt).
+        fallback_reason: Why extraction fell back to rules, if it did.
+        steps: The decisions, in order.
+        seconds: Wall time of the call.
+        embed_seconds: Time spent embedding candidates.
+    """
+
+    turn_id: str
+    scope: Scope
+    status: str
+    extraction_path: str
+    fallback_reason: str | None = None
+    steps: list[StepResult] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return [s.decision for s in self.steps]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "user_id": self.scope.user_id,
+            "agent_id": self.scope.agent_id,
+            "status": self.status,
+            "extraction_path": self.extraction_path,
+            "fallback_reason": self.fallback_reason,
+            "decisions": [decision_as_dict(s) for s in self.steps],
+        }
+
+
+class _TimedEmbedder:
+    """Wraps an embedder to measure the time spent in it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed_query(text)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed_passages(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def _entry(decision: Decision, scope: Scope, turn: Turn, path: str) -> HistoryEntry:
+    reason = decision.reason if path in ("rules", "recorded") else f"[{path}] {decision.reason}"
+    return HistoryEntry(
+        memory_id=decision.memory_id or "",
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        event=decision.event,
+        before=None if decision.before is None else decision.before.to_json_dict(include_embedding=False),
+        after=None if decision.after is None else decision.after.to_json_dict(include_embedding=False),
+        reason=reason,
+        turn_id=turn.turn_id,
+        at=turn.occurred_at,
+    )
+
+
+def _decision_from_entry(entry: HistoryEntry, candidate: MemoryCandidate) -> Decision:
+    return Decision(
+        event=entry.event,
+        candidate=candidate,
+        memory_id=entry.memory_id or None,
+        before=None if entry.before is None else MemoryRecord.model_validate(entry.before),
+        after=None if entry.after is None else MemoryRecord.model_validate(entry.after),
+        reason=entry.reason,
+    )
+
+
+async def _write(store: MemoryStore, decision: Decision) -> None:
+    after = decision.after
+    if after is None:
+        return
+    if decision.before is not None and decision.before == after.without_embedding():
+        return  # nothing changed (a restatement at the same moment)
+    await store.upsert([after])
+
+
+async def _reapply(
+    store: MemoryStore, embedder: Embedder, scope: Scope, entries: Sequence[HistoryEntry]
+) -> None:
+    """Bring the store to the recorded after-states of a turn's decided steps (idempotent)."""
+    last: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        if entry.after is not None and entry.memory_id:
+            last[entry.memory_id] = entry.after
+    for memory_id, state in last.items():
+        wanted = MemoryRecord.model_validate(state)
+        current = await store.get(scope, memory_id)
+        if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
+            include_embedding=False
+        ):
+            continue
+        if current is not None and current.memory == wanted.memory and current.embedding is not None:
+            embedding = current.embedding
+        else:
+            embedding = [float(x) for x in (await embedder.embed_passages([wanted.memory]))[0]]
+        logger.info("re-applying recorded state of memory %s (turn redelivered)", memory_id)
+        await store.upsert([wanted.model_copy(update={"embedding": embedding})])
+
+
+async def ingest_turn(
+    turn: Turn | dict[str, Any],
+    *,
+    store: MemoryStore,
+    history: HistoryStore,
+    extractor: CandidateExtractor,
+    consolidator: MemoryConsolidator,
+    embedder: Embedder,
+    policy: HumanMemoryPolicy | None = None,
+    clock: Clock,
+) -> IngestResult:
+    """Extract, consolidate and apply one turn (idempotent; see the module docstring).
+
+    Args:
+        turn: The turn (a :class:`Turn` or its JSON dict, validated here).
+        store: Where memories live.
+        history: The decision history and turn journal.
+        extractor: Turns the turn into candidates.
+        consolidator: Decides for each candidate.
+        embedder: Embeds candidates (and stored text).
+        policy: Unused beyond the consolidator's; accepted so callers can pass their wiring as is.
+        clock: Stamps when a turn was begun and completed (records use the turn's own time).
+
+    Returns:
+        What was decided, in order.
+
+    Raises:
+        ValidationError: The turn is malformed (permanent; dead-letter it).
+        TransientError: A dependency is unavailable (retry; the replay converges).
+    """
+    del policy  # the consolidator owns the policy; kept in the signature for wiring symmetry
+    started = time.perf_counter()
+    turn = parse_model(Turn, turn)
+    scope = turn.scope
+    timed = _TimedEmbedder(embedder)
+    if await history.turn_processed(scope, turn.turn_id):
+        journal = await history.journal(scope, turn.turn_id)
+        recorded = await history.for_turn(scope, turn.turn_id)
+        candidates = list(journal.candidates) if journal else []
+        steps = [
+            StepResult(i, _decision_from_entry(e, candidates[i] if i < len(candidates) else _placeholder(e)), "recorded")
+            for i, e in enumerate(recorded)
+        ]
+        logger.info("turn %s was already ingested; nothing to do", turn.turn_id)
+        return IngestResult(
+            turn_id=turn.turn_id,
+            scope=scope,
+            status="duplicate",
+            extraction_path=journal.extraction_path if journal else "none",
+            fallback_reason=journal.fallback_reason if journal else None,
+            steps=steps,
+            seconds=time.perf_counter() - started,
+        )
+
+    journal = await history.journal(scope, turn.turn_id)
+    status = "ingested"
+    if journal is None:
+        extraction = await extractor.extract(turn)
+        journal = await history.begin_turn(
+            scope,
+            turn.turn_id,
+            candidates=list(extraction.candidates),
+            extraction_path=str(extraction.path),
+            fallback_reason=extraction.fallback_reason,
+            at=clock.now(),
+        )
+    result = IngestResult(
+        turn_id=turn.turn_id,
+        scope=scope,
+        status=status,
+        extraction_path=journal.extraction_path,
+        fallback_reason=journal.fallback_reason,
+    )
+    if journal.completed_steps:
+        result.status = "resumed"
+        recorded = await history.for_turn(scope, turn.turn_id)
+        await _reapply(store, timed, scope, recorded)
+        for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False):
+            result.steps.append(StepResult(step, _decision_from_entry(entry, journal.candidates[step]), "recorded"))
+
+    pending = [step for step in range(len(journal.candidates)) if step not in journal.completed_steps]
+    vectors: dict[int, np.ndarray] = {}
+    if pending:  # one batch for the turn: a candidate's vector does not depend on the store
+        matrix = await timed.embed_passages([journal.candidates[step].memory for step in pending])
+        vectors = {step: matrix[i] for i, step in enumerate(pending)}
+    for step in pending:
+        candidate = journal.candidates[step]
+        outcome: Consolidation = await consolidator.consolidate(
+            candidate,
+            scope=scope,
+            store=store,
+            embedder=timed,
+            now=turn.occurred_at,
+            new_memory_id=memory_id_for(scope, turn.turn_id, step),
+            turn_id=turn.turn_id,
+            vector=vectors[step],
+        )
+        decision = outcome.decision
+        await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path)])
+        await _write(store, decision)
+        result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
+        logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
+
+    await history.mark_turn_processed(scope, turn.turn_id, clock.now())
+    result.seconds = time.perf_counter() - started
+    result.embed_seconds = timed.seconds
+    return result
+
+
+def _placeholder(entry: HistoryEntry) -> MemoryCandidate:
+    text = (entry.after or entry.before or {}).get("memory") or "?"
+    return MemoryCandidate(memory=str(text))
+
+
+# --------------------------------------------------------------------------------------------
+# Presentation and files (the CLI's `ingest`)
+# --------------------------------------------------------------------------------------------
+
+
+def decision_as_dict(step: StepResult) -> dict[str, Any]:
+    """One decision as JSON-ready values (records without embeddings)."""
+    d = step.decision
+    return {
+        "step": step.step,
+        "event": d.event.value,
+        "memory_id": d.memory_id,
+        "kind": d.candidate.kind.value,
+        "candidate": d.candidate.memory,
+        "category": d.candidate.category,
+        "before": None if d.before is None else d.before.to_json_dict(include_embedding=False),
+        "after": None if d.after is None else d.after.to_json_dict(include_embedding=False),
+        "reason": d.reason,
+        "path": step.path,
+        "fallback_reason": step.fallback_reason,
+    }
+
+
+def format_decision(step: StepResult) -> str:
+    """One decision as a readable line (or two, for an UPDATE that changes the text)."""
+    d = step.decision
+    short = (d.memory_id or "-")[:8]
+    label = f"{d.event.value:<6} {short:<8}"
+    if d.event is MemoryEvent.ADD and d.after is not None:
+        line = f"{label} [{d.after.category}] {d.after.memory}"
+    elif d.event is MemoryEvent.UPDATE and d.before is not None and d.after is not None:
+        if d.before.memory != d.after.memory:
+            line = f"{label} {d.before.memory} → {d.after.memory}"
+        else:
+            line = f"{label} {d.after.memory} (importance {d.after.importance:.2f}, confidence {d.after.confidence:.2f})"
+    elif d.event is MemoryEvent.DELETE and d.before is not None:
+        line = f"{label} {d.before.memory}"
+    elif d.before is not None:
+        line = f"{label} {d.candidate.memory} (already known: {d.before.memory})"
+    else:
+        line = f"{label} {d.candidate.memory}"
+    suffix = "" if step.path in ("rules", "recorded") else f" [{step.path}]"
+    return f"{line}\n         ↳ {d.reason}{suffix}"
+
+
+def read_turns(path: str | Path) -> list[Turn]:
+    """Read ``turn.v1`` messages, one JSON object a line (blank lines ignored), all validated first.
+
+    Raises:
+        ValidationError: A line is not JSON or not a valid turn (names the line and the field).
+    """
+    turns: list[Turn] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"line {number}", f"is not JSON: {exc.msg}") from None
+            try:
+                turns.append(parse_model(Turn, data))
+            except ValidationError as exc:
+                raise ValidationError(f"line {number}: {exc.field}", exc.message) from None
+    return turns
+
+
+async def ingest_file(
+    path: str | Path,
+    *,
+    store: MemoryStore,
+    history: HistoryStore,
+    extractor: CandidateExtractor,
+    consolidator: MemoryConsolidator,
+    embedder: Embedder,
+    clock: Clock,
+    policy: HumanMemoryPolicy | None = None,
+    out: Callable[[str], object] | None = print,
+    json_output: bool = False,
+    on_result: Callable[[IngestResult], Awaitable[None] | None] | None = None,
+) -> list[IngestResult]:
+    """Ingest a ``TURNS.jsonl`` file in order, printing each decision.
+
+    Args:
+        path: One ``memory-core.turn.v1`` JSON object per line.
+        store: Where memories live.
+        history: The decision history and turn journal.
+        extractor: Turns each turn into candidates.
+        consolidator: Decides for each candidate.
+        embedder: Embeds candidates.
+        clock: Stamps turn processing.
+        policy: Passed through to :func:`ingest_turn`.
+        out: Where lines go (``None``: silent).
+        json_output: Print one JSON object per turn (``IngestResult.as_dict``) instead of text.
+        on_result: Called after each turn.
+
+    Returns:
+        One result per turn.
+
+    Raises:
+        ValidationError: A line is malformed (nothing is ingested then).
+    """
+    turns = read_turns(path)
+    results: list[IngestResult] = []
+    for turn in turns:
+        result = await ingest_turn(
+            turn,
+            store=store,
+            history=history,
+            extractor=extractor,
+            consolidator=consolidator,
+            embedder=embedder,
+            policy=policy,
+            clock=clock,
+        )
+        results.append(result)
+        if out is not None:
+            if json_output:
+                out(json.dumps(result.as_dict(), ensure_ascii=False))
+            else:
+                header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
+                if result.status == "duplicate":
+                    out(f"{header}: already ingested, skipped")
+                else:
+                    note = f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
+                    out(f"{header}: {len(result.steps)} decision(s){note}")
+                    for step in result.steps:
+                        out("  " + format_decision(step))
+        if on_result is not None:
+            maybe = on_result(result)
+            if maybe is not None:
+                await maybe
+    return results

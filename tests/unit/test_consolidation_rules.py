@@ -1,0 +1,219 @@
+"""The contradiction guards and the rule decision as pure functions (no I/O)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_core.consolidation import (
+    DEFAULT_THRESHOLDS,
+    Neighbour,
+    SimilarityThresholds,
+    compare_statements,
+    decide_with_rules,
+    find_contradiction,
+    normalized_statement,
+    statement_features,
+    thresholds_for,
+)
+from memory_core.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord
+
+NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
+LOOSE = SimilarityThresholds(related=0.2, update=0.5, duplicate=0.9)
+
+
+def _record(text: str, ident: str = "m1", category: str = "preference") -> MemoryRecord:
+    return MemoryRecord(
+        id=ident, user_id="u", agent_id="a", memory=text, category=category, created_at=NOW, updated_at=NOW
+    )
+
+
+def _fact(text: str, category: str = "preference") -> MemoryCandidate:
+    return MemoryCandidate(memory=text, category=category)
+
+
+# -- features -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "polarity"),
+    [
+        ("辛い料理が好き", 1),
+        ("辛い料理が大好きです", 1),
+        ("辛い料理が苦手", -1),
+        ("辛い料理が嫌い", -1),
+        ("辛い料理は好きではない", -1),
+        ("辛い料理は好きじゃないです", -1),
+        ("肉は食べない", -1),
+        ("お酒は飲めません", -1),
+        ("I like spicy food", 1),
+        ("I love spicy food", 1),
+        ("I don't like spicy food", -1),
+        ("I hate spicy food", -1),
+        ("I'm not a fan of crowds", -1),
+        ("I work at Contoso", 0),
+        ("猫を飼っています", 0),
+    ],
+)
+def test_polarity(text: str, polarity: int) -> None:
+    assert statement_features(text).polarity == polarity
+
+
+def test_dates_weekdays_and_times_are_canonical() -> None:
+    assert statement_features("毎週月曜10時に会議").when == ("day:mon", "time:10:00")
+    assert statement_features("every Monday at 10am").when == ("day:mon", "time:10:00")
+    assert statement_features("午後3時半に集合").when == ("time:15:30",)
+    assert statement_features("5月3日に出発").when == ("date:-5-3",)
+    assert statement_features("来週京都へ行く").when == ("rel:w+1",)
+    assert statement_features("猫を2匹飼っています").numbers == ("2",)
+    assert statement_features("猫を二匹飼っています").numbers == ("2",)
+
+
+def test_content_words_ignore_function_words() -> None:
+    assert statement_features("コーヒーが好きです").surface == ("コーヒー",)
+    assert statement_features("辛い料理は苦手です").surface == ("辛", "料理")
+    assert statement_features("I really like coffee").surface == ("coffee",)
+    # the small bilingual lexicon: one key per object in both languages
+    assert statement_features("コーヒーが好きです").units == statement_features("I like coffee").units
+    assert normalized_statement("旅館が好きです。") == normalized_statement("旅館が好き")
+
+
+# -- contradictions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        ("辛い料理が好き", "辛い料理が苦手", "negation"),
+        ("辛い料理が好き", "辛い料理は嫌いです", "negation"),
+        ("辛い料理が好き", "辛いものは好きではない", "negation"),
+        ("I like spicy food", "I don't like spicy food", "negation"),
+        ("I love spicy food", "I hate spicy food", "negation"),
+        ("肉を食べる", "肉は食べない", "negation"),
+        ("月曜10時に会議がある", "金曜10時に会議がある", "date/time"),
+        ("毎朝6時に起きる", "毎朝7時に起きる", "date/time"),
+        ("I go to the gym every Monday", "I go to the gym every Friday", "date/time"),
+        ("来週京都に旅行する", "来月京都に旅行する", "date/time"),
+        ("猫を2匹飼っている", "猫を3匹飼っている", "number"),
+        ("I have 2 kids", "I have 3 kids", "number"),
+        ("コーヒーが好き", "紅茶が好き", "same slot"),
+        ("I like coffee", "I like tea", "same slot"),
+        ("窓側の席が好き", "通路側の席が好き", "same slot"),
+        ("東京に住んでいる", "大阪に住んでいる", "same slot"),
+        ("紅茶が好き", "紅茶じゃなくてコーヒーが好き", "replaced"),
+        ("紅茶が好き", "最近は紅茶よりコーヒーが好き", "replaced"),
+        ("I like tea", "I drink coffee instead of tea", "replaced"),
+        ("My favorite color is blue", "My favorite color is green", "one value"),
+    ],
+)
+def test_contradictions_are_found(old: str, new: str, kind: str) -> None:
+    reason = find_contradiction(old, new)
+    assert reason is not None and kind in reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("旅館が好き", "旅館が好き"),
+        ("辛い料理が苦手です", "辛い料理は苦手"),
+        ("旅館が好き", "京都の旅館が好き"),
+        ("京都の旅館が好き", "コーヒーが好き"),  # different things, both liked
+        ("コーヒーが好き", "紅茶も好き"),  # additive
+        ("I like coffee", "I also like tea"),
+        ("I love spicy food", "I really like spicy food"),
+        ("月曜10時にジム", "金曜10時に歯医者"),  # other day, but another appointment
+        ("私はエンジニアです", "猫を飼っています"),
+        ("I prefer aisle seats now", "通路側の席が好きです"),  # the same choice in the other language
+        ("I like coffee", "コーヒーが好き"),
+    ],
+)
+def test_no_contradiction(old: str, new: str) -> None:
+    assert find_contradiction(old, new) is None
+
+
+def test_comparison_exposes_the_differing_words() -> None:
+    c = compare_statements("コーヒーが好き", "紅茶が好き")
+    assert [c.surface(u) for u in c.only_old] == ["コーヒー"] and [c.surface(u) for u in c.only_new] == ["紅茶"]
+    assert c.alike_objects == ("コーヒー", "紅茶")
+    assert not c.polarity_conflict
+
+
+# -- the decision ---------------------------------------------------------------------------------
+
+
+def test_no_neighbour_adds() -> None:
+    verdict = decide_with_rules(_fact("旅館が好き"), [], LOOSE)
+    assert verdict.event is MemoryEvent.ADD and verdict.text == "旅館が好き"
+
+
+def test_same_text_is_none_even_with_low_similarity() -> None:
+    verdict = decide_with_rules(_fact("旅館が好きです"), [Neighbour(_record("旅館が好き"), 0.1)], LOOSE)
+    assert verdict.event is MemoryEvent.NONE and verdict.target is not None
+
+
+@pytest.mark.parametrize("similarity", [0.999, 0.95, 0.6])
+def test_contradiction_supersedes_at_any_similarity(similarity: float) -> None:
+    old = _record("辛い料理が好き")
+    verdict = decide_with_rules(_fact("辛い料理が苦手"), [Neighbour(old, similarity)], LOOSE)
+    assert verdict.event is MemoryEvent.UPDATE and verdict.supersedes
+    assert verdict.target == old and verdict.text == "辛い料理が苦手"
+
+
+def test_high_similarity_alone_is_not_a_duplicate() -> None:
+    """e5 scores コーヒー/紅茶 ~0.95: the content words decide, not the score."""
+    verdict = decide_with_rules(_fact("紅茶が好き"), [Neighbour(_record("コーヒーが好き"), 0.99)], LOOSE)
+    assert verdict.event is MemoryEvent.UPDATE and verdict.supersedes
+    unrelated = decide_with_rules(_fact("コーヒーが好き"), [Neighbour(_record("京都の旅館が好き"), 0.99)], LOOSE)
+    assert unrelated.event is MemoryEvent.ADD
+
+
+def test_detail_updates_and_less_detail_is_none() -> None:
+    more = decide_with_rules(_fact("京都の旅館が好き"), [Neighbour(_record("旅館が好き"), 0.9)], LOOSE)
+    assert more.event is MemoryEvent.UPDATE and not more.supersedes
+    less = decide_with_rules(_fact("旅館が好き"), [Neighbour(_record("京都の旅館が好き"), 0.9)], LOOSE)
+    assert less.event is MemoryEvent.NONE
+
+
+def test_update_needs_the_same_category() -> None:
+    neighbour = Neighbour(_record("コーヒーが好き", category="preference"), 0.9)
+    verdict = decide_with_rules(_fact("朝はいつもコーヒーを飲みます", "routine"), [neighbour], LOOSE)
+    assert verdict.event is MemoryEvent.ADD
+
+
+def test_forget_deletes_exactly_the_best_match() -> None:
+    memories = [
+        Neighbour(_record("コーヒーが好き", "m1"), 0.8),
+        Neighbour(_record("甘いものが好き", "m2"), 0.7),
+        Neighbour(_record("辛い料理が苦手", "m3"), 0.6),
+    ]
+    forget = MemoryCandidate(kind=CandidateKind.FORGET, memory="甘いものが好き")
+    verdict = decide_with_rules(forget, memories, LOOSE)
+    assert verdict.event is MemoryEvent.DELETE and verdict.target is not None and verdict.target.id == "m2"
+
+
+def test_forget_without_a_match_is_none() -> None:
+    forget = MemoryCandidate(kind=CandidateKind.FORGET, memory="猫")
+    verdict = decide_with_rules(forget, [Neighbour(_record("旅館が好き"), 0.9)], LOOSE)
+    assert verdict.event is MemoryEvent.NONE and verdict.target is None
+
+
+def test_thresholds_are_per_embedder() -> None:
+    e5 = thresholds_for("multilingual-e5-small-q4")
+    hashing = thresholds_for("hash-256")
+    other = thresholds_for("text-embedding-3-small")
+    assert e5 == DEFAULT_THRESHOLDS["multilingual-e5-small"]
+    assert hashing == DEFAULT_THRESHOLDS["hash-"]
+    assert other == DEFAULT_THRESHOLDS["*"]
+    assert e5.related > other.related > hashing.related
+    custom = {"mine": SimilarityThresholds(0.1, 0.2, 0.3)}
+    assert thresholds_for("mine", custom).duplicate == 0.3
+
+
+def test_forget_needs_more_than_one_shared_word() -> None:
+    memories = [Neighbour(_record("京都に住んでいます", "m1", "profile"), 0.85)]
+    partial = MemoryCandidate(kind=CandidateKind.FORGET, memory="京都の紅葉")
+    assert decide_with_rules(partial, memories, LOOSE).event is MemoryEvent.NONE
+    paraphrase = MemoryCandidate(kind=CandidateKind.FORGET, memory="辛い料理が苦手")
+    spicy = [Neighbour(_record("辛いものが苦手です", "m2"), 0.9)]
+    assert decide_with_rules(paraphrase, spicy, LOOSE).event is MemoryEvent.DELETE
