@@ -10,7 +10,9 @@ Search: each scope's memories are held in memory as numpy columns, an inverted i
 unit vectors, loaded on first use and refreshed incrementally (rows whose change sequence is newer
 than the cache) when ``scope_versions`` says the scope changed, whichever process wrote it.
 
-- keyword: BM25 as Lucene computes it (k1 1.2, b 0.75, ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``,
+- keyword: terms from :func:`memory_core.text.index_terms` (queries: :func:`~memory_core.text.query_terms`,
+  which also drops English function words); a store written by another analyzer version is
+  re-indexed once when opened. BM25 as Lucene computes it (k1 1.2, b 0.75, ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``,
   per-field statistics over the whole index, summed over the fields ``memory``, ``summary``,
   ``category`` and over query terms);
 - vector: exact cosine nearest neighbours, score ``1 / (2 - cos)``;
@@ -54,7 +56,7 @@ from ..models import (
 from ..policy import HumanMemoryPolicy
 from ..ports import Clock, ForgettingChange, ForgettingReport, Page, SystemClock
 from ..ranking import apply_profile, profile_for
-from ..text import analyze
+from ..text import ANALYZER_VERSION, index_terms, query_terms
 
 __all__ = ["BM25_B", "BM25_K1", "RRF_K", "SEARCH_FIELDS", "TEXT_LEG_TOP", "SQLiteMemoryStore"]
 
@@ -100,6 +102,11 @@ CREATE TABLE IF NOT EXISTS memories (
 );
 CREATE INDEX IF NOT EXISTS memories_scope_id ON memories (user_id, agent_id, id);
 CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories (user_id, agent_id, seq);
+-- Covers the forgetting scan, so the nightly job never reads the wide rows (texts, embeddings).
+CREATE INDEX IF NOT EXISTS memories_forget ON memories (
+    pk, status, retention_score, importance, access_count, updated_at, last_accessed_at, expires_at,
+    user_id, agent_id
+);
 CREATE TABLE IF NOT EXISTS scope_versions (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -154,11 +161,18 @@ def _from_epoch(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, tz=UTC)
 
 
+def _counts(terms: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for term in terms:
+        counts[term] = counts.get(term, 0) + 1
+    return counts
+
+
 def _field_terms(record: MemoryRecord) -> dict[str, dict[str, int]]:
     terms: dict[str, dict[str, int]] = {}
     for name in SEARCH_FIELDS:
         counts: dict[str, int] = {}
-        for term in analyze(getattr(record, name)):
+        for term in index_terms(getattr(record, name)):
             counts[term] = counts.get(term, 0) + 1
         terms[name] = counts
     return terms
@@ -258,12 +272,53 @@ class SQLiteMemoryStore:
                 raise ConflictError(
                     f"{self._path} has store schema {row[0]}; this version of memory-core reads {SCHEMA_VERSION}"
                 )
+            self._reindex_if_needed()
         self._cache: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
         self._stats_cache: (
             tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
         ) = None
         self._cache_documents = cache_documents
         self._closed = False
+
+    def _reindex_if_needed(self) -> None:
+        """Re-derive every memory's index terms and the BM25 statistics when the analyzer changed.
+
+        Runs inside the constructor's transaction, once per analyzer version (``meta.analyzer``).
+        """
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+        if row is not None and row[0] == ANALYZER_VERSION:
+            return
+        count = int(self._conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        if count:
+            logger.info("re-indexing %s memories for analyzer version %s", count, ANALYZER_VERSION)
+            seq = self._next_seq()
+            stats = _StatsDelta()
+            last = 0
+            while True:
+                rows = self._conn.execute(
+                    "SELECT pk, memory, summary, category FROM memories WHERE pk > ? ORDER BY pk LIMIT 5000",
+                    (last,),
+                ).fetchall()
+                if not rows:
+                    break
+                updates = []
+                for pk, *values in rows:
+                    terms = {
+                        name: _counts(index_terms(value)) for name, value in zip(SEARCH_FIELDS, values, strict=True)
+                    }
+                    stats.add(terms, +1)
+                    updates.append((json.dumps(terms, ensure_ascii=False, sort_keys=True), seq, pk))
+                self._conn.executemany("UPDATE memories SET terms = ?, seq = ? WHERE pk = ?", updates)
+                last = int(rows[-1][0])
+            self._conn.execute("DELETE FROM term_stats")
+            self._conn.execute("DELETE FROM field_stats")
+            self._flush_stats(stats)
+            scopes = self._conn.execute("SELECT DISTINCT user_id, agent_id FROM memories").fetchall()
+            self._bump_scopes(((str(u), str(a)) for u, a in scopes), seq, new_epoch=True)
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('analyzer', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (ANALYZER_VERSION,),
+        )
 
     # -- plumbing -------------------------------------------------------------------------------
     @property
@@ -880,7 +935,7 @@ class SQLiteMemoryStore:
                     f"{index.vectors.shape[1]}",
                 )
             mask = self._filter_mask(index, options, now_epoch)
-            terms = analyze(query) if mode != SearchMode.VECTOR else []
+            terms = query_terms(query) if mode != SearchMode.VECTOR else []
             keyword_scores = keyword_rank = vector_scores = vector_rank = None
             relevance = np.zeros(len(index), dtype=np.float64)
             selected = np.zeros(len(index), dtype=bool)
@@ -996,10 +1051,11 @@ class SQLiteMemoryStore:
             if size <= 0:
                 break
             with self._lock:
+                # Answered from the covering index ``memories_forget`` alone.
                 rows = self._conn.execute(
-                    "SELECT pk, id, user_id, agent_id, status, retention_score, importance, access_count, "
-                    "updated_at, last_accessed_at, expires_at FROM memories WHERE pk > ? AND status != ? "
-                    "ORDER BY pk LIMIT ?",
+                    "SELECT pk, status, retention_score, importance, access_count, updated_at, "
+                    "last_accessed_at, expires_at, user_id, agent_id FROM memories "
+                    "WHERE pk > ? AND status != ? ORDER BY pk LIMIT ?",
                     (last_pk, MemoryStatus.DELETED.value, size),
                 ).fetchall()
             if not rows:
@@ -1028,19 +1084,20 @@ class SQLiteMemoryStore:
         columns = list(zip(*rows, strict=True))
 
         def floats(i: int) -> np.ndarray:
-            return np.array([math.nan if v is None else v for v in columns[i]], dtype=np.float64)
+            return np.array(columns[i], dtype=np.float64)  # None becomes NaN
 
+        expires_at = floats(7)
         retention = policy.retention_array(
             now_epoch=now_epoch,
-            updated_at=floats(8),
-            last_accessed_at=floats(9),
-            expires_at=floats(10),
-            importance=floats(6),
-            access_count=floats(7),
+            updated_at=floats(5),
+            last_accessed_at=floats(6),
+            expires_at=expires_at,
+            importance=floats(3),
+            access_count=floats(4),
         )
-        expired = ~np.isnan(floats(10)) & (floats(10) <= now_epoch)
-        old_retention = floats(5)
-        was_active = np.array([s == active for s in columns[4]], dtype=bool)
+        expired = ~np.isnan(expires_at) & (expires_at <= now_epoch)
+        old_retention = floats(2)
+        was_active = np.array(columns[1], dtype=object) == active
         now_active = retention > policy.archive_threshold
         status_changed = was_active != now_active
         drifted = np.abs(retention - old_retention) > tolerance
@@ -1051,16 +1108,23 @@ class SQLiteMemoryStore:
         report.rescored += int(np.count_nonzero(drifted & ~status_changed))
         report.unchanged += int(np.count_nonzero(~write))
         positions = np.flatnonzero(write)
-        for at in np.flatnonzero(status_changed):
-            if len(report.changes) >= report.max_listed:
-                break
+        listed = np.flatnonzero(status_changed)[: max(report.max_listed - len(report.changes), 0)]
+        if len(listed):
+            with self._lock:
+                ids = dict(
+                    self._conn.execute(
+                        f"SELECT pk, id FROM memories WHERE pk IN ({', '.join('?' * len(listed))})",  # noqa: S608
+                        [rows[int(at)][0] for at in listed],
+                    ).fetchall()
+                )
+        for at in listed:
             row = rows[int(at)]
             report.changes.append(
                 ForgettingChange(
-                    id=row[1],
-                    user_id=row[2],
-                    agent_id=row[3],
-                    old_status=MemoryStatus(row[4]),
+                    id=ids[row[0]],
+                    user_id=row[8],
+                    agent_id=row[9],
+                    old_status=MemoryStatus(row[1]),
                     new_status=MemoryStatus.ACTIVE if now_active[at] else MemoryStatus.ARCHIVED,
                     old_retention=float(old_retention[at]),
                     new_retention=float(retention[at]),
@@ -1084,7 +1148,7 @@ class SQLiteMemoryStore:
                     for at in positions
                 ],
             )
-            self._bump_scopes(((rows[at][2], rows[at][3]) for at in positions), seq)
+            self._bump_scopes(((rows[at][8], rows[at][9]) for at in positions), seq)
         report.written += len(positions)
 
     async def close(self) -> None:

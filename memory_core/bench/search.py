@@ -5,6 +5,10 @@ the embedder's size) of ``store_size`` memories split into scopes of ``scope_siz
 store's own search (hybrid + IMPORTANT, top 5, query embedding excluded, recall off) on warm scopes,
 next to the exact-cosine lower bound (one matrix-vector product over the scope's vectors plus a top-k
 selection, in numpy) measured in the same run, and the first (cold) search of a scope.
+
+With ``--growth 1000 10000 100000 1000000`` it runs the growth series instead (:func:`growth`): the
+same measurement as the store grows, with the scope size fixed and with one scope growing with the
+store, built by the bulk builder (:mod:`memory_core.bench.bulk`), as a table, JSON and a PNG chart.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..models import MemoryRecord, MemorySearchOptions, MemoryStatus, RankingPro
 from ..ports import FixedClock
 from . import machine_context, write_json
 
-__all__ = ["build_store", "main", "measure"]
+__all__ = ["build_store", "draw_growth_chart", "growth", "main", "measure"]
 
 _WORDS_EN = [
     "coffee",
@@ -256,6 +260,9 @@ async def measure(
 
 
 async def main(args: argparse.Namespace, out: TextIO) -> int:
+    """``memory-core bench search``: one configuration, or the growth series with ``--growth``."""
+    if getattr(args, "growth", None):
+        return await growth(args, out)
     clock = FixedClock(datetime(2026, 11, 1, tzinfo=UTC))
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or str(Path(tmp) / "bench.db")
@@ -306,3 +313,173 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     )
     write_json(args.output, report)
     return 0
+
+
+# -- the growth series ---------------------------------------------------------------------------
+def _scope_name(s: int) -> Scope:
+    return Scope.of(f"user{s:06d}", "bench")
+
+
+async def _measure_growth_point(
+    path: str, *, scopes: int, scope_size: int, queries: int, dims: int, seed: int, clock: FixedClock, out: TextIO
+) -> dict[str, Any]:
+    """Warm/cold latency of hybrid + IMPORTANT top 5 on the store at ``path`` (built by the bulk builder)."""
+    from ..evaluation.common import Progress, percentile
+
+    store = SQLiteMemoryStore(path, clock=clock, cache_documents=max(200_000, scope_size))
+    rng = np.random.default_rng(seed + 1)
+    options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT, top=5)
+    used = min(scopes, 20)
+    try:
+        cold: list[float] = []
+        for s in range(used):
+            t0 = time.perf_counter()
+            await store.search(_scope_name(s), _sentence(rng), _unit(rng, 1, dims)[0].tolist(), options)
+            cold.append((time.perf_counter() - t0) * 1000)
+        warm: list[float] = []
+        bar = Progress(out, f"  searching ({scopes} scope(s) of {scope_size:,})", queries)
+        for q in range(queries):
+            scope = _scope_name(q % used)
+            text, vector = _sentence(rng), _unit(rng, 1, dims)[0].tolist()
+            t0 = time.perf_counter()
+            await store.search(scope, text, vector, options)
+            warm.append((time.perf_counter() - t0) * 1000)
+            bar.update(q + 1)
+        bar.finish()
+    finally:
+        await store.close()
+    matrix = _unit(rng, scope_size, dims)
+    lower: list[float] = []
+    for _ in range(min(queries, 50)):
+        vector = _unit(rng, 1, dims)[0]
+        t0 = time.perf_counter()
+        sims = matrix @ vector
+        top = np.argpartition(-sims, 5)[:5]
+        top[np.argsort(-sims[top])]
+        lower.append((time.perf_counter() - t0) * 1000)
+    return {
+        "search_ms": {"p50": percentile(warm, 50), "p95": percentile(warm, 95), "p99": percentile(warm, 99)},
+        "cold_first_search_ms": {"p50": percentile(cold, 50), "max": max(cold)},
+        "exact_cosine_lower_bound_ms": {"p50": percentile(lower, 50)},
+    }
+
+
+async def growth(args: argparse.Namespace, out: TextIO) -> int:
+    """``memory-core bench search --growth N ...``: latency as the store grows.
+
+    Two series over the same store sizes: the scope size fixed (``--scope-size``) while the store
+    grows, and one scope growing with the store (up to ``--growing-max``). Stores are built with the
+    bulk builder and kept in ``--keep-dir`` when given (reused by later runs).
+    """
+    from ..evaluation.common import markdown_table
+    from .bulk import BulkSpec, bulk_build
+
+    clock = FixedClock(datetime(2026, 11, 1, tzinfo=UTC))
+    points: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep_dir or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for size in sorted(set(args.growth)):
+            for series, scope_size in (("fixed scope", min(args.scope_size, size)), ("growing scope", size)):
+                if series == "growing scope" and size > args.growing_max:
+                    continue
+                path = folder / f"search-{size}-{scope_size}-{args.dimensions}-{args.seed}.db"
+                out.write(f"{series}: {size:,} memories, scopes of {scope_size:,}\n")
+                if not path.exists():
+                    spec = BulkSpec(
+                        store_size=size, scope_size=scope_size, dimensions=args.dimensions, now=clock.now(), seed=args.seed
+                    )
+                    try:
+                        bulk_build(path, spec, out=out)
+                    except BaseException:
+                        for leftover in folder.glob(path.name + "*"):
+                            leftover.unlink()
+                        raise
+                figures = await _measure_growth_point(
+                    str(path),
+                    scopes=-(-size // scope_size),
+                    scope_size=scope_size,
+                    queries=args.queries,
+                    dims=args.dimensions,
+                    seed=args.seed,
+                    clock=clock,
+                    out=out,
+                )
+                points.append({"series": series, "store_size": size, "scope_size": scope_size, **figures})
+                if not args.keep_dir:
+                    for leftover in folder.glob(path.name + "*"):
+                        leftover.unlink()
+    report = {
+        "benchmark": "search-growth",
+        "configuration": {
+            "mode": "hybrid",
+            "ranking_profile": "important",
+            "top": 5,
+            "sizes": sorted(set(args.growth)),
+            "scope_size": args.scope_size,
+            "growing_max": args.growing_max,
+            "dimensions": args.dimensions,
+            "queries": args.queries,
+            "query_embedding": "excluded",
+        },
+        "machine": machine_context(),
+        "points": points,
+    }
+    rows = [
+        [
+            p["series"],
+            f"{p['store_size']:,}",
+            f"{p['scope_size']:,}",
+            p["search_ms"]["p50"],
+            p["search_ms"]["p95"],
+            p["cold_first_search_ms"]["p50"],
+            p["exact_cosine_lower_bound_ms"]["p50"],
+        ]
+        for p in points
+    ]
+    out.write(
+        "\n"
+        + markdown_table(
+            ["series", "store", "scope", "search p50 ms", "search p95 ms", "cold first search ms", "exact-cosine p50 ms"],
+            rows,
+        )
+    )
+    write_json(args.output, report)
+    if args.charts:
+        written = draw_growth_chart(report, args.charts)
+        from ..evaluation.common import MATPLOTLIB_HINT
+
+        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+    return 0
+
+
+def draw_growth_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
+    """``search_growth.png``: p50/p95 search latency against store size, one line per series."""
+    from ..evaluation.common import pyplot
+
+    plt = pyplot()
+    if plt is None:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for series, color in (("fixed scope", "#4472c4"), ("growing scope", "#ed7d31")):
+        pts = [p for p in report["points"] if p["series"] == series]
+        if not pts:
+            continue
+        xs = [p["store_size"] for p in pts]
+        ax.plot(xs, [p["search_ms"]["p50"] for p in pts], marker="o", color=color, label=f"{series} p50")
+        ax.plot(xs, [p["search_ms"]["p95"] for p in pts], marker="^", linestyle="--", color=color, label=f"{series} p95")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories in the store")
+    ax.set_ylabel("search latency (ms)")
+    ax.set_title(
+        f"hybrid + IMPORTANT, top 5; fixed scope = {report['configuration']['scope_size']:,} memories", fontsize=9
+    )
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    target = Path(directory) / "search_growth.png"
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+    return [str(target)]
