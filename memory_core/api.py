@@ -30,6 +30,7 @@ from .models import (
     MEMORY_ID_PATTERN,
     SCOPE_ID_PATTERN,
     TURN_ID_PATTERN,
+    AgentId,
     HistoryEntry,
     MemoryEvent,
     MemoryRecord,
@@ -42,6 +43,7 @@ from .models import (
     SearchMode,
     SearchResult,
     Turn,
+    UserId,
     parse_model,
     session_id_for,
     validate_category,
@@ -124,8 +126,8 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str = Field(json_schema_extra=_SCOPE_SCHEMA)
-    agent_id: str = Field(json_schema_extra=_SCOPE_SCHEMA)
+    user_id: UserId = Field(json_schema_extra=_SCOPE_SCHEMA)
+    agent_id: AgentId = Field(json_schema_extra=_SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
     mode: SearchMode = SearchMode.HYBRID
     ranking_profile: RankingProfile = RankingProfile.IMPORTANT
@@ -136,16 +138,6 @@ class SearchRequest(BaseModel):
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
     recall: bool = True
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_scope_id(value, "user_id")
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return validate_scope_id(value, "agent_id")
 
     @field_validator("category")
     @classmethod

@@ -12,9 +12,9 @@ import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from .errors import ValidationError
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_MEMORY_CHARS",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
+    "AgentId",
     "CandidateKind",
     "Decision",
     "HistoryEntry",
@@ -44,6 +45,7 @@ __all__ = [
     "SearchResult",
     "Turn",
     "TurnMessage",
+    "UserId",
     "ensure_utc",
     "new_memory_id",
     "parse_model",
@@ -107,6 +109,12 @@ def validate_category(value: object, field: str = "category") -> str:
             f"{_describe(value)} must be 1-64 letters (any script), digits, _ - or .",
         )
     return normalized
+
+
+#: A ``user_id`` field: validated by :func:`validate_scope_id`, errors name ``user_id``.
+UserId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "user_id"))]
+#: An ``agent_id`` field: validated by :func:`validate_scope_id`, errors name ``agent_id``.
+AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "agent_id"))]
 
 
 def new_memory_id() -> str:
@@ -203,18 +211,8 @@ class Scope(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    user_id: str
-    agent_id: str
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_scope_id(value, "user_id")
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return validate_scope_id(value, "agent_id")
+    user_id: UserId
+    agent_id: AgentId
 
     @classmethod
     def of(cls, user_id: object, agent_id: object) -> Scope:
@@ -243,8 +241,8 @@ class MemoryRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(default_factory=new_memory_id)
-    user_id: str
-    agent_id: str
+    user_id: UserId
+    agent_id: AgentId
     memory: str
     summary: str = ""
     category: str = "general"
@@ -265,16 +263,6 @@ class MemoryRecord(BaseModel):
     @classmethod
     def _id(cls, value: str) -> str:
         return validate_memory_id(value, "id")
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_scope_id(value, "user_id")
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return validate_scope_id(value, "agent_id")
 
     @field_validator("memory")
     @classmethod
@@ -464,8 +452,8 @@ class Turn(BaseModel):
 
     schema_: str = Field(default=TURN_SCHEMA, alias="schema")
     turn_id: str
-    user_id: str
-    agent_id: str
+    user_id: UserId
+    agent_id: AgentId
     session_id: str | None = None
     occurred_at: datetime
     messages: list[TurnMessage] = Field(min_length=1, max_length=MAX_TURN_MESSAGES)
@@ -487,16 +475,6 @@ class Turn(BaseModel):
                 f"turn_id {_describe(value)} must be 1-128 letters, digits, _ . : - (starting with a letter or digit)"
             )
         return value
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_scope_id(value, "user_id")
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return validate_scope_id(value, "agent_id")
 
     @field_validator("session_id")
     @classmethod
@@ -575,8 +553,8 @@ class HistoryEntry(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     memory_id: str
-    user_id: str
-    agent_id: str
+    user_id: UserId
+    agent_id: AgentId
     event: MemoryEvent
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
@@ -599,8 +577,8 @@ class RecallUpdate(BaseModel):
 
     schema_: str = Field(default=RECALL_SCHEMA, alias="schema")
     recall_id: str = Field(default_factory=lambda: f"recall-{uuid.uuid4().hex}")
-    user_id: str
-    agent_id: str
+    user_id: UserId
+    agent_id: AgentId
     memory_ids: list[str] = Field(min_length=1, max_length=1000)
     at: datetime
 
@@ -617,16 +595,6 @@ class RecallUpdate(BaseModel):
         if not TURN_ID_PATTERN.fullmatch(value):
             raise ValueError(f"recall_id {_describe(value)} must be 1-128 letters, digits, _ . : -")
         return value
-
-    @field_validator("user_id")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        return validate_scope_id(value, "user_id")
-
-    @field_validator("agent_id")
-    @classmethod
-    def _agent(cls, value: str) -> str:
-        return validate_scope_id(value, "agent_id")
 
     @field_validator("memory_ids")
     @classmethod
