@@ -137,6 +137,7 @@ class SearchRequest(BaseModel):
     include_archived: bool = False
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
+    vector_weight: float = Field(default=1.0, gt=0, le=10)
     recall: bool = True
 
     @field_validator("category")
@@ -154,6 +155,7 @@ class SearchRequest(BaseModel):
             include_archived=self.include_archived,
             min_importance=self.min_importance,
             min_retention_score=self.min_retention_score,
+            vector_weight=self.vector_weight,
         )
 
 

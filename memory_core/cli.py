@@ -104,6 +104,7 @@ async def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         "include_archived": args.include_archived,
         "min_importance": args.min_importance,
         "min_retention_score": args.min_retention,
+        "vector_weight": args.vector_weight,
     }
     try:
         result = await service.search(
@@ -389,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-archived", action="store_true")
     p.add_argument("--min-importance", type=float)
     p.add_argument("--min-retention", type=float)
+    p.add_argument("--vector-weight", type=float, default=1.0, help="weight of the vector leg in hybrid fusion")
     p.add_argument("--no-recall", action="store_true", help="do not count this search as a recall")
     p.set_defaults(handler=cmd_search)
 

@@ -365,6 +365,8 @@ class MemorySearchOptions(BaseModel):
     min_retention_score: float | None = None
     #: Nearest neighbours taken by the vector leg (Azure's ``k``).
     vector_k: int = Field(default=50, ge=1, le=1000)
+    #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1).
+    vector_weight: float = Field(default=1.0, gt=0.0, le=10.0)
 
     @field_validator("category")
     @classmethod

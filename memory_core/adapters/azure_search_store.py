@@ -569,6 +569,7 @@ class AzureSearchMemoryStore:
                     vector=[float(x) for x in vector],
                     k_nearest_neighbors=options.vector_k,
                     fields=VECTOR_FIELD,
+                    weight=options.vector_weight if options.vector_weight != 1.0 else None,
                     exhaustive=True if self._exhaustive else None,
                 )
             ]

@@ -16,8 +16,8 @@ than the cache) when ``scope_versions`` says the scope changed, whichever proces
   per-field statistics over the whole index, summed over the fields ``memory``, ``summary``,
   ``category`` and over query terms);
 - vector: exact cosine nearest neighbours, score ``1 / (2 - cos)``;
-- hybrid: Reciprocal Rank Fusion ``sum(1 / (60 + rank))``, 0-based ranks, text leg top 1000, vector
-  leg ``options.vector_k``;
+- hybrid: Reciprocal Rank Fusion ``sum(w / (60 + rank))``, 0-based ranks, text leg top 1000 (w = 1),
+  vector leg ``options.vector_k`` (w = ``options.vector_weight``, 1 by default);
 - semantic: hybrid, and the result says the semantic ranker is not available locally;
 - ranking profiles from :mod:`memory_core.ranking`, applied to the relevance (after fusion).
 """
@@ -968,9 +968,9 @@ class SQLiteMemoryStore:
                 relevance = np.where(selected, vector_scores, 0.0)
             else:
                 assert keyword_rank is not None and vector_rank is not None
-                for ranks in (keyword_rank, vector_rank):
+                for ranks, weight in ((keyword_rank, 1.0), (vector_rank, options.vector_weight)):
                     leg = ranks >= 0
-                    relevance[leg] += 1.0 / (RRF_K + ranks[leg])
+                    relevance[leg] += weight / (RRF_K + ranks[leg])
                     selected |= leg
                 if mode == SearchMode.SEMANTIC:
                     notes.append(SEMANTIC_NOTE)

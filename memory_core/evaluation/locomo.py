@@ -293,6 +293,7 @@ async def evaluate(
     text_format: str = "dated",
     embed_format: str | None = None,
     vector_k: int = 50,
+    vector_weight: float = 1.0,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     categories: Sequence[int] = EVALUATED_CATEGORIES,
     out: TextIO | None = None,
@@ -308,6 +309,7 @@ async def evaluate(
         embed_format: The text that is embedded (default: ``text_format``), e.g. ``speaker`` to keep
             the date out of the vector while BM25 still sees it.
         vector_k: The vector leg's k.
+        vector_weight: The vector leg's weight in hybrid fusion (the text leg has 1).
         cache_dir: Embedding cache folder (None: no cache).
         categories: Question categories to evaluate.
         out: Where progress bars go (None: silent).
@@ -338,7 +340,11 @@ async def evaluate(
         order = sorted(range(len(questions)), key=lambda i: questions[i].conversation)
         for mode, profile in configs:
             options = MemorySearchOptions(
-                mode=mode, ranking_profile=profile, top=max(DEFAULT_KS), vector_k=vector_k
+                mode=mode,
+                ranking_profile=profile,
+                top=max(DEFAULT_KS),
+                vector_k=vector_k,
+                vector_weight=vector_weight,
             )
             metrics = MetricAccumulator()
             latency: list[float] = []
@@ -381,6 +387,7 @@ async def evaluate(
             "text_format": text_format,
             "embed_format": embed_format or text_format,
             "vector_k": vector_k,
+            "vector_weight": vector_weight,
             "top": max(DEFAULT_KS),
             "embedder": getattr(embedder, "name", type(embedder).__name__),
             "query_embedding": "excluded from latency",
@@ -418,7 +425,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     config = report["configuration"]
     text = (
         f"memory text: {config['text_format']}; embedded text: {config.get('embed_format', config['text_format'])}; "
-        f"vector k: {config['vector_k']}; embedder: {config['embedder']}; "
+        f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight', 1.0)}; embedder: {config['embedder']}; "
         f"{report['data']['questions_evaluated']} questions\n\n"
     )
     text += markdown_table(headers, rows)
@@ -496,6 +503,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         text_format=args.text_format,
         embed_format=args.embed_format,
         vector_k=args.vector_k,
+        vector_weight=args.vector_weight,
         cache_dir=None if args.no_cache else args.cache,
         out=out,
     )
@@ -540,6 +548,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--embed-format", choices=TEXT_FORMATS, help="text that is embedded (default: --text-format)"
     )
     parser.add_argument("--vector-k", type=int, default=50, help="the vector leg's k")
+    parser.add_argument(
+        "--vector-weight", type=float, default=1.0, help="the vector leg's weight in hybrid fusion (text: 1)"
+    )
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
     parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
     parser.add_argument("--no-cache", action="store_true")

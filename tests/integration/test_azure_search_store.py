@@ -649,6 +649,17 @@ def test_search_vector_k_and_exhaustive_knn() -> None:
     assert "search" not in body
 
 
+def test_hybrid_vector_weight_is_sent_as_the_vector_query_weight() -> None:
+    transport = CapturingTransport([search_response()])
+    store = make_store(transport)
+    options = MemorySearchOptions(mode=SearchMode.HYBRID, vector_weight=0.5)
+    run(store.search(SCOPE, "window seat", VECTOR, options))
+    body = check_request(transport.requests[0], "POST", SEARCH)
+    assert body["vectorQueries"] == [
+        {"kind": "vector", "vector": VECTOR, "k": 50, "fields": "embedding", "weight": 0.5}
+    ]
+
+
 def test_search_debug_scores_fill_the_breakdown() -> None:
     debug = {
         "@search.documentDebugInfo": {

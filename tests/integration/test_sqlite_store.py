@@ -247,3 +247,28 @@ def test_datetime_round_trip_keeps_microseconds(tmp_path: Path) -> None:
 
     got = run(scenario())
     assert got is not None and got.updated_at == at
+
+
+def test_vector_weight_scales_the_vector_leg_in_fusion(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
+        # With k = 1, "words" is only in the text leg and "meaning" only in the vector leg.
+        await store.upsert([make("green tea every morning", id="words"), make("zzz qqq", id="meaning")])
+        query_vector = vector("zzz qqq")
+
+        async def ranked(weight: float) -> list[tuple[str, float]]:
+            options = MemorySearchOptions(
+                mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE, vector_k=1, vector_weight=weight
+            )
+            hits = (await store.search(U1A1, "green tea", query_vector, options)).hits
+            return [(h.record.id, h.score) for h in hits]
+
+        light = await ranked(0.5)
+        assert [i for i, _ in light] == ["words", "meaning"]
+        assert [s for _, s in light] == pytest.approx([1 / 60, 0.5 / 60])
+        heavy = await ranked(2.0)
+        assert [i for i, _ in heavy] == ["meaning", "words"]
+        assert [s for _, s in heavy] == pytest.approx([2 / 60, 1 / 60])
+        await store.close()
+
+    run(scenario())
