@@ -373,16 +373,8 @@ def _record_search(req: func.HttpRequest, response: func.HttpResponse, seconds: 
         result = json.loads(response.get_body())
     except ValueError:
         return
-    telemetry.record_search(
-        mode=str(result.get("mode", request.get("mode", "hybrid"))),
-        profile=str(result.get("ranking_profile", request.get("ranking_profile", "none"))),
-        hits=len(result.get("hits", [])),
-        seconds=seconds,
-        user_id=request.get("user_id"),
-        agent_id=request.get("agent_id"),
-        query=request.get("query"),
-        semantic_available=result.get("semantic_ranker_available"),
-    )
+    if isinstance(request, dict) and isinstance(result, dict):
+        telemetry.record_search_exchange(request, result, seconds)
 
 
 @app.function_name("list_memories")

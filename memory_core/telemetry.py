@@ -395,3 +395,18 @@ def record_dead_letter(reason: str, *, message_id: str | None = None) -> None:
         span.set_attribute("memory.dead_letter_reason", reason)
         if message_id:
             span.set_attribute("messaging.message.id", message_id)
+
+
+def record_search_exchange(request: Mapping[str, Any], result: Mapping[str, Any], seconds: float) -> None:
+    """:func:`record_search` from one ``POST /memories/search`` request and its 200 response body."""
+    hits = result.get("hits", [])
+    record_search(
+        mode=str(result.get("mode", request.get("mode", "hybrid"))),
+        profile=str(result.get("ranking_profile", request.get("ranking_profile", "none"))),
+        hits=len(hits) if isinstance(hits, list) else 0,
+        seconds=seconds,
+        user_id=request.get("user_id"),
+        agent_id=request.get("agent_id"),
+        query=request.get("query"),
+        semantic_available=result.get("semantic_ranker_available"),
+    )

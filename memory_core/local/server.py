@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .. import telemetry
 from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, MemoryApi
 
 __all__ = ["API_PREFIX", "ApiServer"]
@@ -86,9 +89,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         request = ApiRequest(method=self.command, path=path[len(API_PREFIX) :] or "/", query=query, body=body)
+        started = time.perf_counter()
         future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
         try:
-            return future.result(timeout=self.server.request_timeout)
+            response = future.result(timeout=self.server.request_timeout)
+            if request.method == "POST" and request.path == "/memories/search" and response.status == 200:
+                _record_search(body, response, time.perf_counter() - started)
+            return response
         except concurrent.futures.TimeoutError:
             future.cancel()
             return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
@@ -193,3 +200,12 @@ class ApiServer:
             self._thread.join(timeout=10)
             self._thread = None
         self._server.server_close()
+
+
+def _record_search(body: bytes, response: ApiResponse, seconds: float) -> None:
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return
+    if isinstance(request, dict) and isinstance(response.body, dict):
+        telemetry.record_search_exchange(request, response.body, seconds)
