@@ -46,6 +46,7 @@ __all__ = [
     "Turn",
     "TurnMessage",
     "UserId",
+    "UtcDateTime",
     "ensure_utc",
     "new_memory_id",
     "parse_model",
@@ -115,6 +116,10 @@ def validate_category(value: object, field: str = "category") -> str:
 UserId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "user_id"))]
 #: An ``agent_id`` field: validated by :func:`validate_scope_id`, errors name ``agent_id``.
 AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "agent_id"))]
+
+
+#: A timestamp field: naive values are taken as UTC, aware ones converted to UTC (:func:`ensure_utc`).
+UtcDateTime = Annotated[datetime, AfterValidator(lambda value: ensure_utc(value))]
 
 
 def new_memory_id() -> str:
@@ -252,10 +257,10 @@ class MemoryRecord(BaseModel):
     source: str = "manual"
     retention_score: float = 1.0
     access_count: int = Field(default=0, ge=0)
-    created_at: datetime
-    updated_at: datetime
-    last_accessed_at: datetime | None = None
-    expires_at: datetime | None = None
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+    last_accessed_at: UtcDateTime | None = None
+    expires_at: UtcDateTime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
 
@@ -310,11 +315,6 @@ class MemoryRecord(BaseModel):
     @classmethod
     def _retention(cls, value: float) -> float:
         return _unit_interval(value, "retention_score")
-
-    @field_validator("created_at", "updated_at", "last_accessed_at", "expires_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else ensure_utc(value)
 
     @field_validator("embedding")
     @classmethod
@@ -457,7 +457,7 @@ class Turn(BaseModel):
     user_id: UserId
     agent_id: AgentId
     session_id: str | None = None
-    occurred_at: datetime
+    occurred_at: UtcDateTime
     messages: list[TurnMessage] = Field(min_length=1, max_length=MAX_TURN_MESSAGES)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -482,11 +482,6 @@ class Turn(BaseModel):
     @classmethod
     def _session(cls, value: str | None) -> str | None:
         return None if value is None else validate_scope_id(value, "session_id")
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return ensure_utc(value)
 
     @property
     def scope(self) -> Scope:
@@ -513,7 +508,7 @@ class MemoryCandidate(BaseModel):
     category: str = "general"
     importance: float = Field(default=0.65, ge=0.0, le=1.0)
     confidence: float = Field(default=0.55, ge=0.0, le=1.0)
-    expires_at: datetime | None = None
+    expires_at: UtcDateTime | None = None
     source: str = "rule-fallback"
     #: The sentence of the turn the candidate came from.
     evidence: str = ""
@@ -522,11 +517,6 @@ class MemoryCandidate(BaseModel):
     @classmethod
     def _category(cls, value: str) -> str:
         return validate_category(value)
-
-    @field_validator("expires_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else ensure_utc(value)
 
 
 class MemoryEvent(StrEnum):
@@ -582,7 +572,7 @@ class RecallUpdate(BaseModel):
     user_id: UserId
     agent_id: AgentId
     memory_ids: list[str] = Field(min_length=1, max_length=1000)
-    at: datetime
+    at: UtcDateTime
 
     @field_validator("schema_")
     @classmethod
@@ -602,11 +592,6 @@ class RecallUpdate(BaseModel):
     @classmethod
     def _ids(cls, value: list[str]) -> list[str]:
         return [validate_memory_id(v, "memory_ids") for v in value]
-
-    @field_validator("at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return ensure_utc(value)
 
     @property
     def scope(self) -> Scope:
