@@ -67,6 +67,30 @@ def azure_token_provider(client_id: str | None = None) -> tuple[TokenProvider, A
     return get_bearer_token_provider(credential, AZURE_OPENAI_SCOPE), credential
 
 
+def _azure_client(
+    endpoint: str,
+    deployment: str,
+    api_version: str,
+    token_provider: TokenProvider | None,
+    client_id: str | None,
+    timeout: float,
+    max_retries: int,
+) -> tuple[AsyncAzureOpenAI, Any]:
+    """An Azure OpenAI client with Entra ID tokens, and the credential it created (``None`` if given a provider)."""
+    credential: Any = None
+    if token_provider is None:
+        token_provider, credential = azure_token_provider(client_id)
+    client = AsyncAzureOpenAI(
+        azure_endpoint=endpoint,
+        azure_deployment=deployment,
+        api_version=api_version,
+        azure_ad_token_provider=token_provider,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+    return client, credential
+
+
 def _translate(exc: openai.OpenAIError, what: str) -> Exception:
     """The project error for an SDK error raised after the SDK's own retries."""
     if isinstance(exc, openai.APITimeoutError):
@@ -149,16 +173,8 @@ class OpenAIChatModel:
         """
         if not endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI needs an endpoint and a chat deployment")
-        credential: Any = None
-        if token_provider is None:
-            token_provider, credential = azure_token_provider(client_id)
-        client = AsyncAzureOpenAI(
-            azure_endpoint=endpoint,
-            azure_deployment=deployment,
-            api_version=api_version,
-            azure_ad_token_provider=token_provider,
-            timeout=timeout,
-            max_retries=max_retries,
+        client, credential = _azure_client(
+            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries
         )
         return cls(client, model=deployment, owns_client=True, credential=credential)
 
@@ -288,16 +304,8 @@ class AzureOpenAIEmbedder:
         """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens."""
         if not endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI embeddings need an endpoint and a deployment")
-        credential: Any = None
-        if token_provider is None:
-            token_provider, credential = azure_token_provider(client_id)
-        client = AsyncAzureOpenAI(
-            azure_endpoint=endpoint,
-            azure_deployment=deployment,
-            api_version=api_version,
-            azure_ad_token_provider=token_provider,
-            timeout=timeout,
-            max_retries=max_retries,
+        client, credential = _azure_client(
+            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries
         )
         return cls(client, model=deployment, dimensions=dimensions, owns_client=True, credential=credential)
 
