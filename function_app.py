@@ -1,9 +1,10 @@
 """Azure Functions entry points of memory-core (Python v2 programming model).
 
-Thin bodies: each function parses what the trigger hands over, calls the pipeline or the HTTP
-contract (:class:`memory_core.api.MemoryApi`) and maps errors. Nothing is built at import time: the
-pipeline (store, history, extractor, Service Bus publisher, telemetry) is wired on first use, once
-per worker process, from the app settings.
+Thin bodies: each function decodes what the trigger hands over, calls the memory service
+(:class:`memory_core.service.MemoryService`) or the HTTP contract (:class:`memory_core.api.MemoryApi`)
+and maps errors. Nothing is built at import time: the service (store, history, extractor, Service
+Bus publisher, telemetry) is built on first use, once per worker process, by
+:mod:`memory_core.bootstrap` from the app settings.
 
 Functions:
 
@@ -31,8 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import azure.functions as func
@@ -40,14 +40,16 @@ import azure.functions as func
 from memory_core import telemetry
 from memory_core.errors import MemoryCoreError, PermanentError, TransientError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.api import MemoryApi
+    from memory_core.service import MemoryService
+
 __all__ = [
-    "FORGET_CHECKPOINT",
     "FORGET_PAGE_SIZE",
     "FORGET_TIME_BUDGET_SECONDS",
     "MAX_REDELIVERY_DELAY_SECONDS",
-    "ForgettingRun",
     "app",
-    "run_forgetting",
+    "redelivery_delay",
     "runtime",
 ]
 
@@ -57,15 +59,13 @@ logger = logging.getLogger("memory_core.functions")
 FORGET_PAGE_SIZE = 500
 #: Seconds the nightly run may spend before it saves its cursor and stops (``functionTimeout`` is 10 min).
 FORGET_TIME_BUDGET_SECONDS = 420.0
-#: Name of the saved forgetting cursor.
-FORGET_CHECKPOINT = "forgetting-cursor"
-
 #: Longest wait before a message that failed transiently is handed back for redelivery.
 MAX_REDELIVERY_DELAY_SECONDS = 60.0
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 
 _sleep = asyncio.sleep
+_monotonic = time.monotonic
 
 
 def redelivery_delay(delivery_count: int | None) -> float:
@@ -75,58 +75,54 @@ def redelivery_delay(delivery_count: int | None) -> float:
 
 
 class _Runtime:
-    """The per-worker pipeline and HTTP handler, built on first use."""
+    """The per-worker memory service and HTTP contract, built on first use."""
 
     def __init__(self) -> None:
-        self._pipeline: Any | None = None
-        self._api: Any | None = None
+        self._service: MemoryService | None = None
+        self._api: MemoryApi | None = None
         self._lock: asyncio.Lock | None = None
 
-    async def pipeline(self) -> Any:
-        if self._pipeline is None:
+    async def service(self) -> MemoryService:
+        if self._service is None:
             if self._lock is None:
                 self._lock = asyncio.Lock()
             async with self._lock:
-                if self._pipeline is None:
-                    self._pipeline = self._build()
-        return self._pipeline
+                if self._service is None:
+                    self._service = self._build()
+        return self._service
 
-    async def api(self) -> Any:
+    async def api(self) -> MemoryApi:
         if self._api is None:
             from memory_core.api import MemoryApi
 
-            self._api = MemoryApi(await self.pipeline())
+            self._api = MemoryApi(await self.service())
         return self._api
 
     @staticmethod
-    def _build() -> Any:
-        from memory_core.bootstrap import build_pipeline, load_settings
+    def _build() -> MemoryService:
+        from memory_core import bootstrap
 
-        settings = load_settings()
-        telemetry.configure_telemetry(settings)
-        publisher = None
-        if settings.servicebus_namespace:
-            from memory_core.adapters.servicebus_queue import ServiceBusTurnPublisher
-
-            publisher = ServiceBusTurnPublisher.from_settings(settings)
-        pipeline = build_pipeline(settings, publisher=publisher, recall_via_queue=True)
+        settings = bootstrap.load_settings()
+        bootstrap.configure_telemetry(settings)
+        publisher = bootstrap.build_publisher(settings) if settings.servicebus_namespace else None
+        service = bootstrap.build_service(settings, publisher=publisher, recall_via_queue=True)
         logger.info(
-            "memory-core pipeline ready: store %s, publisher %s",
+            "memory-core ready: store %s, publisher %s",
             settings.store,
             "service bus" if publisher else "inline",
         )
-        return pipeline
+        return service
 
-    def use(self, pipeline: Any, api: Any | None = None) -> None:
-        """Serve with an already built pipeline (and optionally an API object) instead of settings."""
-        self._pipeline = pipeline
+    def use(self, service: MemoryService | None, api: MemoryApi | None = None) -> None:
+        """Serve with an already built service (and optionally an API object) instead of settings."""
+        self._service = service
         self._api = api
 
     async def close(self) -> None:
-        """Close the pipeline (tests; the worker process simply ends in Azure)."""
-        pipeline, self._pipeline, self._api = self._pipeline, None, None
-        if pipeline is not None:
-            await pipeline.close()
+        """Close the service (tests; the worker process simply ends in Azure)."""
+        service, self._service, self._api = self._service, None, None
+        if service is not None:
+            await service.close()
 
 
 runtime = _Runtime()
@@ -147,7 +143,7 @@ runtime = _Runtime()
 async def ingest_turns(msg: func.ServiceBusMessage) -> None:
     """Process one turn or recall update from the scope's session."""
     try:
-        pipeline = await runtime.pipeline()
+        service = await runtime.service()
     except MemoryCoreError as exc:  # misconfigured: keep the message, slowly, until the settings are fixed
         logger.error(
             "memory-core is not configured; message %s is kept on the queue: %s", msg.message_id, exc
@@ -159,7 +155,7 @@ async def ingest_turns(msg: func.ServiceBusMessage) -> None:
         **{"messaging.message.id": msg.message_id, "messaging.delivery_count": msg.delivery_count},
     ) as op:
         try:
-            outcome = await pipeline.process_message(msg.get_body())
+            outcome = await service.process_message(msg.get_body())
         except TransientError as exc:
             delay = redelivery_delay(msg.delivery_count)
             logger.warning(
@@ -176,7 +172,7 @@ async def ingest_turns(msg: func.ServiceBusMessage) -> None:
             await _sleep(delay)
             raise
         except PermanentError as exc:
-            await _set_aside(pipeline, msg, exc)
+            await _set_aside(service, msg, exc)
             return
         if outcome.ingest is not None:
             telemetry.record_ingest(outcome.ingest, op.elapsed)
@@ -190,10 +186,9 @@ async def ingest_turns(msg: func.ServiceBusMessage) -> None:
         logger.info("message %s: %s %s", msg.message_id, outcome.kind, outcome.status)
 
 
-async def _set_aside(pipeline: Any, msg: func.ServiceBusMessage, error: PermanentError) -> None:
+async def _set_aside(service: MemoryService, msg: func.ServiceBusMessage, error: PermanentError) -> None:
     """Keep a poison message with its reason, then let the host complete it (see the module docstring)."""
-    reason = type(error).__name__
-    description = str(error)
+    reason, description = type(error).__name__, str(error)
     logger.error(
         "message %s (session %s, delivery %s) cannot be processed and is set aside as dead letter: %s: %s",
         msg.message_id,
@@ -202,14 +197,7 @@ async def _set_aside(pipeline: Any, msg: func.ServiceBusMessage, error: Permanen
         reason,
         description,
     )
-    record = getattr(pipeline.history, "record_dead_letter", None)
-    if record is None:
-        # No dead-letter store beside this history: keep the message on the queue. Raising makes the
-        # host abandon it; Service Bus dead-letters it after maxDeliveryCount (MaxDeliveryCountExceeded).
-        raise PermanentError(
-            f"{reason}: {description} (no dead-letter store configured; left to Service Bus)"
-        ) from error
-    await record(
+    kept = await service.set_aside(
         message_id=msg.message_id,
         reason=reason,
         description=description,
@@ -217,8 +205,13 @@ async def _set_aside(pipeline: Any, msg: func.ServiceBusMessage, error: Permanen
         session_id=msg.session_id,
         delivery_count=msg.delivery_count,
         enqueued_time=msg.enqueued_time_utc,
-        at=pipeline.service.clock.now(),
     )
+    if not kept:
+        # No dead-letter store in this deployment: keep the message on the queue. Raising makes the
+        # host abandon it; Service Bus dead-letters it after maxDeliveryCount (MaxDeliveryCountExceeded).
+        raise PermanentError(
+            f"{reason}: {description} (no dead-letter store configured; left to Service Bus)"
+        ) from error
     telemetry.record_dead_letter(reason, message_id=msg.message_id)
 
 
@@ -227,99 +220,26 @@ async def _set_aside(pipeline: Any, msg: func.ServiceBusMessage, error: Permanen
 # ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class ForgettingRun:
-    """Totals of one timer run (possibly several pages)."""
-
-    pages: int = 0
-    scanned: int = 0
-    archived: int = 0
-    expired: int = 0
-    reactivated: int = 0
-    rescored: int = 0
-    unchanged: int = 0
-    written: int = 0
-    complete: bool = False
-    resumed: bool = False
-    cursor: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": False,
-            "pages": self.pages,
-            "scanned": self.scanned,
-            "archived": self.archived,
-            "expired": self.expired,
-            "reactivated": self.reactivated,
-            "rescored": self.rescored,
-            "unchanged": self.unchanged,
-            "written": self.written,
-            "complete": self.complete,
-            "resumed": self.resumed,
-        }
-
-
-async def run_forgetting(
-    pipeline: Any,
-    *,
-    page_size: int = FORGET_PAGE_SIZE,
-    budget_seconds: float = FORGET_TIME_BUDGET_SECONDS,
-    clock: Any = time.monotonic,
-) -> ForgettingRun:
-    """Apply forgetting page by page until done or out of time; save or clear the resume cursor.
-
-    The cursor lives in the history store (``get_checkpoint`` / ``set_checkpoint``) when it has
-    them; otherwise every run starts from the beginning (pages already up to date write nothing).
-    """
-    history = pipeline.history
-    load = getattr(history, "get_checkpoint", None)
-    save = getattr(history, "set_checkpoint", None)
-    cursor: str | None = await load(FORGET_CHECKPOINT) if load is not None else None
-    run = ForgettingRun(resumed=cursor is not None)
-    started = clock()
-    while True:
-        report = await pipeline.service.apply_forgetting(dry_run=False, limit=page_size, cursor=cursor)
-        run.pages += 1
-        for name in ("scanned", "archived", "expired", "reactivated", "rescored", "unchanged", "written"):
-            setattr(run, name, getattr(run, name) + int(getattr(report, name)))
-        cursor = report.next_cursor
-        if cursor is None:
-            run.complete = True
-            break
-        if clock() - started >= budget_seconds:
-            break
-    run.cursor = cursor
-    if save is not None:
-        await save(FORGET_CHECKPOINT, cursor)
-    return run
-
-
 @app.function_name("nightly_forgetting")
 @app.timer_trigger(
     arg_name="timer", schedule="%MEMORY_FORGET_SCHEDULE%", run_on_startup=False, use_monitor=True
 )
 async def nightly_forgetting(timer: func.TimerRequest) -> None:
-    """Archive and expire memories whose retention has decayed (never deletes physically)."""
+    """Archive and expire memories whose retention has decayed (never deletes physically).
+
+    Pages of :data:`FORGET_PAGE_SIZE` from the saved cursor, within :data:`FORGET_TIME_BUDGET_SECONDS`;
+    the cursor is saved after each page, so the next run resumes where this one stopped.
+    """
     if timer.past_due:
         logger.warning("nightly forgetting is running late (past due); it runs now")
-    pipeline = await runtime.pipeline()
+    service = await runtime.service()
+    started = _monotonic()
     with telemetry.operation("memory.forgetting", **{"memory.dry_run": False}) as op:
-        run = await run_forgetting(pipeline)
+        run = await service.run_forgetting(
+            page_size=FORGET_PAGE_SIZE,
+            should_stop=lambda: _monotonic() - started >= FORGET_TIME_BUDGET_SECONDS,
+        )
         telemetry.record_forgetting(run.as_dict(), op.elapsed, pages=run.pages)
-    logger.info(
-        "nightly forgetting: %s page(s)%s, scanned %s, archived %s, expired %s, reactivated %s, rescored %s, "
-        "unchanged %s, written %s, %s",
-        run.pages,
-        " (resumed)" if run.resumed else "",
-        run.scanned,
-        run.archived,
-        run.expired,
-        run.reactivated,
-        run.rescored,
-        run.unchanged,
-        run.written,
-        "complete" if run.complete else "stopped at the time budget; the next run resumes",
-    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -363,18 +283,11 @@ async def search_memories(req: func.HttpRequest) -> func.HttpResponse:
     with telemetry.operation("memory.search") as op:
         response = await _serve(req, "/memories/search")
         if response.status_code == 200:
-            _record_search(req, response, op.elapsed)
+            with contextlib.suppress(ValueError):
+                request, result = json.loads(req.get_body() or b"{}"), json.loads(response.get_body())
+                if isinstance(request, dict) and isinstance(result, dict):
+                    telemetry.record_search_exchange(request, result, op.elapsed)
     return response
-
-
-def _record_search(req: func.HttpRequest, response: func.HttpResponse, seconds: float) -> None:
-    try:
-        request = json.loads(req.get_body() or b"{}")
-        result = json.loads(response.get_body())
-    except ValueError:
-        return
-    if isinstance(request, dict) and isinstance(result, dict):
-        telemetry.record_search_exchange(request, result, seconds)
 
 
 @app.function_name("list_memories")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 from pydantic.json_schema import models_json_schema
 
@@ -32,11 +32,9 @@ from .models import (
     TURN_ID_PATTERN,
     AgentId,
     HistoryEntry,
-    MemoryEvent,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
-    OrderBy,
     RankingProfile,
     Scope,
     ScoreBreakdown,
@@ -46,14 +44,15 @@ from .models import (
     UserId,
     parse_model,
     session_id_for,
-    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
-from .ports import ForgettingReport, Page
+from .ports import Page
+from .service.admin import PurgeReport
+from .service.forgetting import ForgettingReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import MemoryPipeline
+    from .service import MemoryService
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -74,8 +73,10 @@ __all__ = [
     "SearchResponse",
     "TurnAccepted",
     "forgetting_response",
+    "memory_detail",
     "memory_list_response",
     "memory_view",
+    "purge_response",
     "search_response",
 ]
 
@@ -121,41 +122,33 @@ class SearchHitView(BaseModel):
     breakdown: ScoreBreakdown
 
 
-class SearchRequest(BaseModel):
-    """Body of ``POST /api/memories/search``."""
+class SearchRequest(MemorySearchOptions):
+    """Body of ``POST /api/memories/search``: the scope, the query, and every search option.
 
-    model_config = ConfigDict(extra="forbid")
+    The options are :class:`MemorySearchOptions`' own fields (inherited, so a new option is part of
+    the request at once), with the HTTP contract's tighter bounds where it has them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     user_id: UserId = Field(json_schema_extra=_SCOPE_SCHEMA)
     agent_id: AgentId = Field(json_schema_extra=_SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
-    mode: SearchMode = SearchMode.HYBRID
-    ranking_profile: RankingProfile = RankingProfile.IMPORTANT
     top: int = Field(default=5, ge=1, le=100)
-    order_by: OrderBy | None = None
     category: str | None = Field(default=None, json_schema_extra={"pattern": "^[A-Za-z0-9_.\\-]{1,64}$"})
-    include_archived: bool = False
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
-    vector_weight: float = Field(default=1.0, gt=0, le=10)
     recall: bool = True
 
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str | None) -> str | None:
-        return None if value is None else validate_category(value)
-
     def options(self) -> MemorySearchOptions:
-        return MemorySearchOptions(
-            mode=self.mode,
-            ranking_profile=self.ranking_profile,
-            top=self.top,
-            order_by=self.order_by,
-            category=self.category,
-            include_archived=self.include_archived,
-            min_importance=self.min_importance,
-            min_retention_score=self.min_retention_score,
-            vector_weight=self.vector_weight,
+        """The search options of this request (through :meth:`MemorySearchOptions.from_values`)."""
+        return MemorySearchOptions.from_values(self.model_dump())
+
+    @classmethod
+    def of(cls, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool) -> SearchRequest:
+        """The request for a search of ``scope`` (what a remote client sends)."""
+        return cls.model_validate(
+            {**options.model_dump(), "user_id": scope.user_id, "agent_id": scope.agent_id, "query": query, "recall": recall}
         )
 
 
@@ -221,6 +214,20 @@ def memory_list_response(page: Page) -> MemoryListResponse:
 
 def forgetting_response(report: ForgettingReport) -> ForgettingResponse:
     return ForgettingResponse.model_validate(report.as_dict())
+
+
+def memory_detail(record: MemoryRecord, history: list[HistoryEntry]) -> MemoryDetail:
+    """``GET /api/memories/{memory_id}``: the memory and its history."""
+    return MemoryDetail(**memory_view(record).model_dump(), history=history)
+
+
+def purge_response(report: PurgeReport) -> PurgeResponse:
+    return PurgeResponse(
+        user_id=report.user_id,
+        agent_id=report.agent_id,
+        purged_memories=report.memories,
+        purged_history=report.history,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -486,19 +493,19 @@ class MemoryApi:
     (``unavailable``, with ``Retry-After``). Only a bug is a 500.
 
     Args:
-        pipeline: The wired pipeline (service, history, publisher).
+        service: The memory service.
         max_body_bytes: Largest request body accepted.
         health_details: Optional extra facts for ``GET /health`` (queue depth, ...).
     """
 
     def __init__(
         self,
-        pipeline: MemoryPipeline,
+        service: MemoryService,
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
         health_details: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        self.pipeline = pipeline
+        self.service = service
         self.max_body_bytes = max_body_bytes
         self._health_details = health_details
         self._openapi: dict[str, Any] | None = None
@@ -579,21 +586,8 @@ class MemoryApi:
     # -- routes ---------------------------------------------------------------------------------
     async def _search(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
         body = parse_model(SearchRequest, _json_body(request))
-        options = parse_model(
-            MemorySearchOptions,
-            {
-                "mode": body.mode,
-                "ranking_profile": body.ranking_profile,
-                "top": body.top,
-                "order_by": body.order_by,
-                "category": body.category,
-                "include_archived": body.include_archived,
-                "min_importance": body.min_importance,
-                "min_retention_score": body.min_retention_score,
-            },
-        )
-        result = await self.pipeline.service.search(
-            Scope.of(body.user_id, body.agent_id), body.query, options, recall=body.recall
+        result = await self.service.search(
+            Scope.of(body.user_id, body.agent_id), body.query, body.options(), recall=body.recall
         )
         return ApiResponse(200, search_response(result).model_dump(mode="json"))
 
@@ -614,47 +608,26 @@ class MemoryApi:
             validate_memory_id(cursor, "cursor")
         limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
         assert limit is not None
-        page = await self.pipeline.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
+        page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
         return ApiResponse(200, memory_list_response(page).model_dump(mode="json"))
 
     async def _get(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
         memory_id = validate_memory_id(params["memory_id"], "memory_id")
         scope = _Query(request.query).scope()
-        record = await self.pipeline.service.get(scope, memory_id)
-        history = await self.pipeline.history.for_memory(scope, memory_id)
-        detail = MemoryDetail(**memory_view(record).model_dump(), history=history)
-        return ApiResponse(200, detail.model_dump(mode="json"))
+        record = await self.service.get(scope, memory_id)
+        history = await self.service.history_of(scope, memory_id)
+        return ApiResponse(200, memory_detail(record, history).model_dump(mode="json"))
 
     async def _delete(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
         memory_id = validate_memory_id(params["memory_id"], "memory_id")
         scope = _Query(request.query).scope()
-        service = self.pipeline.service
-        before = await service.get(scope, memory_id)
-        if before.status == MemoryStatus.DELETED:
-            return ApiResponse(200, memory_view(before).model_dump(mode="json"))
-        reason = "deleted through the API"
-        after = await service.delete(scope, memory_id, reason=reason)
-        await self.pipeline.history.append(
-            [
-                HistoryEntry(
-                    memory_id=memory_id,
-                    user_id=scope.user_id,
-                    agent_id=scope.agent_id,
-                    event=MemoryEvent.DELETE,
-                    before=before.to_json_dict(include_embedding=False),
-                    after=after.to_json_dict(include_embedding=False),
-                    reason=reason,
-                    turn_id=None,
-                    at=service.clock.now(),
-                )
-            ]
-        )
+        after = await self.service.delete(scope, memory_id, reason="deleted through the API")
         return ApiResponse(200, memory_view(after).model_dump(mode="json"))
 
     async def _export(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
         user_id = validate_scope_id(params["user_id"], "user_id")
         agent_id = _Query(request.query).scope_id("agent_id", required=False)
-        records = [r async for r in self.pipeline.service.export(user_id, agent_id)]
+        records = [r async for r in self.service.export(user_id, agent_id)]
         response = ExportResponse(user_id=user_id, agent_id=agent_id, count=len(records), memories=records)
         return ApiResponse(200, response.model_dump(mode="json"))
 
@@ -667,17 +640,12 @@ class MemoryApi:
                 "confirm",
                 "purge removes memories and history physically and cannot be undone; add confirm=true",
             )
-        memories = await self.pipeline.service.purge(user_id, agent_id)
-        history = await self.pipeline.history.purge(user_id, agent_id)
-        response = PurgeResponse(
-            user_id=user_id, agent_id=agent_id, purged_memories=memories, purged_history=history
-        )
-        return ApiResponse(200, response.model_dump(mode="json"))
+        report = await self.service.purge(user_id, agent_id)
+        return ApiResponse(200, purge_response(report).model_dump(mode="json"))
 
     async def _post_turn(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
         turn = parse_model(Turn, _json_body(request))
-        await self.pipeline.publish_turn(turn)
-        status = "ingested" if self.pipeline.publisher is None else "queued"
+        status = await self.service.publish_turn(turn)
         accepted = TurnAccepted(turn_id=turn.turn_id, session_id=session_id_for(turn.scope), status=status)
         return ApiResponse(202, accepted.model_dump(mode="json"))
 
@@ -686,7 +654,7 @@ class MemoryApi:
         dry_run = query.boolean("dry_run", default=True)
         limit = query.integer("limit", default=DEFAULT_FORGET_LIMIT, low=1, high=MAX_FORGET_LIMIT)
         cursor = query.text("cursor", max_length=64)
-        report = await self.pipeline.service.apply_forgetting(dry_run=dry_run, limit=limit, cursor=cursor)
+        report = await self.service.apply_forgetting(dry_run=dry_run, limit=limit, cursor=cursor)
         return ApiResponse(200, forgetting_response(report).model_dump(mode="json"))
 
     async def _health(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:

@@ -1,32 +1,52 @@
 """The composition root: the only place that reads settings and wires adapters.
 
-Nothing happens at import time; callers build what they need when they need it.
+Nothing happens at import time; callers build what they need when they need it. Every entry point
+(the Functions app, ``memory-core serve``, the CLI, the agent integrations) asks this module for one
+:class:`~memory_core.service.MemoryService` and then only talks to it. Adapters never see
+:class:`~memory_core.config.Settings`: they get their configuration here, as constructor arguments.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from . import telemetry
 from .config import Settings
 from .errors import ConfigurationError, ConflictError
-from .ports import ChatModel, Clock, Embedder, HistoryStore, MemoryStore, SystemClock, TurnPublisher
+from .ports import (
+    ChatModel,
+    CheckpointStore,
+    Clock,
+    Closeable,
+    DeadLetterStore,
+    Embedder,
+    HistoryStore,
+    MemoryStore,
+    SystemClock,
+    TurnPublisher,
+)
 from .service import MemoryService
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import MemoryPipeline
+    from .adapters.servicebus_queue import ServiceBusTurnPublisher
 
 __all__ = [
     "build_chat_model",
     "build_embedder",
     "build_history",
-    "build_pipeline",
+    "build_publisher",
     "build_service",
     "build_store",
+    "configure_telemetry",
     "ensure_search_index",
     "load_settings",
 ]
+
+
+class HistoryAndCheckpoints(HistoryStore, CheckpointStore, Protocol):
+    """A history adapter that also keeps checkpoints (both built here do)."""
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -62,10 +82,16 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     afterwards, so vectors of two models never mix in one store.
     """
     if settings.store == "azure_search":
-        from .adapters import azure_search_store
+        from .adapters.azure_search_index import default_credential
+        from .adapters.azure_search_store import AzureSearchMemoryStore
 
-        store: MemoryStore = azure_search_store.AzureSearchMemoryStore.from_settings(
-            settings, clock=clock, dimensions=None if embedder is None else embedder.dimensions
+        store: MemoryStore = AzureSearchMemoryStore(
+            settings.azure_search_endpoint,
+            settings.azure_search_index_name,
+            default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id),
+            dimensions=None if embedder is None else embedder.dimensions,
+            clock=clock,
+            owns_credential=True,
         )
         return store
     from .adapters.sqlite_store import SQLiteMemoryStore
@@ -76,6 +102,7 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
         if recorded is None:
             sqlite.set_meta("embedder", embedder.name)
         elif recorded != embedder.name:
+            sqlite.close_sync()
             raise ConflictError(
                 f"{settings.sqlite_path} was built with the embedder {recorded!r}, not {embedder.name!r}; "
                 "use the same MEMORY_EMBEDDER or another MEMORY_SQLITE_PATH"
@@ -83,25 +110,24 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     return sqlite
 
 
-def build_service(
-    settings: Settings | None = None,
-    *,
-    clock: Clock | None = None,
-    store: MemoryStore | None = None,
-    embedder: Embedder | None = None,
-) -> MemoryService:
-    """A ready :class:`MemoryService` for the settings (adapters may be passed in instead)."""
-    settings = settings or load_settings()
-    clock = clock or SystemClock()
-    embedder = embedder or build_embedder(settings)
-    store = store or build_store(settings, clock=clock, embedder=embedder)
-    return MemoryService(
-        store=store,
-        embedder=embedder,
-        policy=settings.policy(),
-        clock=clock,
-        forget_tolerance=settings.forget_tolerance,
-    )
+def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
+    """Where decision history, processed message ids and checkpoints live (beside the memories).
+
+    ``None`` for the Azure store without ``MEMORY_HISTORY_TABLE_ENDPOINT``: search, listing, import,
+    export and forgetting work; ingestion and recall updates then say what is missing.
+    """
+    if settings.store == "azure_search":
+        if not settings.history_table_endpoint:
+            return None
+        from .adapters.azure_table_history import AzureTableHistoryStore
+
+        history: HistoryAndCheckpoints = AzureTableHistoryStore.create(
+            settings.history_table_endpoint, client_id=settings.azure_client_id or None
+        )
+        return history
+    from .adapters.sqlite_history import SQLiteHistoryStore
+
+    return SQLiteHistoryStore(settings.sqlite_path)
 
 
 def build_chat_model(settings: Settings) -> ChatModel | None:
@@ -119,19 +145,25 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     return model
 
 
-def build_history(settings: Settings) -> HistoryStore:
-    """Where decision history and processed message ids live (beside the memories)."""
-    if settings.store == "azure_search":
-        from .adapters import azure_table_history
+def build_publisher(settings: Settings) -> ServiceBusTurnPublisher:
+    """A Service Bus publisher on ``ServiceBusConnection__fullyQualifiedNamespace`` / ``MEMORY_TURNS_QUEUE``.
 
-        history: HistoryStore = azure_table_history.AzureTableHistoryStore.from_settings(settings)
-        return history
-    from .adapters.sqlite_history import SQLiteHistoryStore
+    It authenticates with ``DefaultAzureCredential`` (the user-assigned managed identity
+    ``AZURE_CLIENT_ID`` when set), which it closes with itself.
+    """
+    if not settings.servicebus_namespace:
+        raise ConfigurationError("ServiceBusConnection__fullyQualifiedNamespace is not set")
+    from azure.identity.aio import DefaultAzureCredential
 
-    return SQLiteHistoryStore(settings.sqlite_path)
+    from .adapters.servicebus_queue import ServiceBusTurnPublisher
+
+    credential = DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
+    return ServiceBusTurnPublisher(
+        settings.servicebus_namespace, settings.turns_queue, credential, owns_credential=True
+    )
 
 
-def build_pipeline(
+def build_service(
     settings: Settings | None = None,
     *,
     clock: Clock | None = None,
@@ -141,36 +173,83 @@ def build_pipeline(
     chat_model: ChatModel | None = None,
     publisher: TurnPublisher | None = None,
     recall_via_queue: bool = False,
-) -> MemoryPipeline:
-    """The whole write path plus the service, wired from settings (any part may be passed in).
+    checkpoints: CheckpointStore | None = None,
+    dead_letters: DeadLetterStore | None = None,
+) -> MemoryService:
+    """The one :class:`MemoryService`, wired from settings (any adapter may be passed in instead).
 
     Args:
+        settings: The settings (default: from the environment).
+        clock: Source of "now" (default: the wall clock).
+        store: The memory store (default: the one the settings name).
+        embedder: The embedder (default: the one the settings name).
+        history: Decision history (default: beside the store; the SQLite file or the Azure table).
+        chat_model: The LLM of extraction and consolidation (default: the configured one, or rules).
+        publisher: The ordered queue turns go to (``None``: turns are ingested at once).
         recall_via_queue: Send recall updates through ``publisher`` (the ordered path) instead of
             applying them to the store at once.
+        checkpoints: Where the scheduled forgetting keeps its bookmarks (default: the history).
+        dead_letters: Where poison messages are set aside (default: the Azure history table; the
+            embedded queue dead-letters by itself).
     """
     from .consolidation import MemoryConsolidator
     from .extraction import MemoryExtractor
-    from .pipeline import MemoryPipeline
 
     settings = settings or load_settings()
     clock = clock or SystemClock()
-    service = build_service(settings, clock=clock, store=store, embedder=embedder)
-    owned: list[Any] = []
+    owned: list[Closeable] = []
+    if embedder is None:
+        embedder = build_embedder(settings)
+        owned.append(embedder)
+    if store is None:
+        store = build_store(settings, clock=clock, embedder=embedder)
+    if history is None:
+        built = build_history(settings)
+        history = built
+        # Both history adapters built here keep checkpoints; the Azure one also keeps dead letters
+        # (the Functions binding cannot dead-letter a message itself; the embedded queue can).
+        checkpoints = checkpoints or built
+        if settings.store == "azure_search" and dead_letters is None and built is not None:
+            dead_letters = cast(DeadLetterStore, built)
     if chat_model is None:
         chat_model = build_chat_model(settings)
         if chat_model is not None:
             owned.append(chat_model)
-    pipeline = MemoryPipeline(
-        service=service,
-        history=history or build_history(settings),
+    policy = settings.policy()
+    return MemoryService(
+        store=store,
+        embedder=embedder,
+        policy=policy,
+        clock=clock,
+        history=history,
         extractor=MemoryExtractor(chat_model=chat_model, clock=clock),
-        consolidator=MemoryConsolidator(chat_model=chat_model, policy=service.policy),
+        consolidator=MemoryConsolidator(chat_model=chat_model, policy=policy),
         publisher=publisher,
+        recall_via_queue=recall_via_queue and publisher is not None,
+        checkpoints=checkpoints,
+        dead_letters=dead_letters,
+        forget_tolerance=settings.forget_tolerance,
         owned=owned,
     )
-    if recall_via_queue and publisher is not None:
-        service.set_recall_sink(pipeline.queue_recall)
-    return pipeline
+
+
+def configure_telemetry(settings: Settings) -> telemetry.TelemetryStatus:
+    """Set up telemetry once per process: Application Insights when its connection string is set
+    (Microsoft Entra ID ingestion with the managed identity), else the console if asked, else off."""
+    exporter = None
+    if settings.applicationinsights_connection_string:
+
+        def exporter() -> str:
+            from .adapters.azure_monitor import configure_azure_monitor_exporter
+
+            configure_azure_monitor_exporter(
+                settings.applicationinsights_connection_string, client_id=settings.azure_client_id
+            )
+            return "azure_monitor"
+
+    return telemetry.configure_telemetry(
+        content=settings.telemetry_content, console=settings.telemetry_console, exporter=exporter
+    )
 
 
 async def ensure_search_index(settings: Settings) -> str:
@@ -181,13 +260,29 @@ async def ensure_search_index(settings: Settings) -> str:
     """
     if not settings.azure_search_endpoint:
         raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set; nothing to ensure")
-    from .adapters.azure_search_index import ensure_index
+    from .adapters.azure_search_index import (
+        close_credential,
+        default_credential,
+        ensure_index,
+        vectorizer_config,
+    )
 
     embedder = build_embedder(settings)
+    vectorizer = None
+    if settings.embedder == "azure_openai":
+        vectorizer = vectorizer_config(
+            settings.azure_openai_endpoint, settings.azure_openai_embedding_deployment
+        )
+    credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
     try:
-        outcome: str = await ensure_index(settings, dimensions=embedder.dimensions)
+        outcome: str = await ensure_index(
+            settings.azure_search_endpoint,
+            settings.azure_search_index_name,
+            credential,
+            dimensions=embedder.dimensions,
+            vectorizer=vectorizer,
+        )
     finally:
-        close = getattr(embedder, "close", None)
-        if close is not None:
-            await close()
+        await close_credential(credential)
+        await embedder.close()
     return outcome

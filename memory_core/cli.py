@@ -14,12 +14,16 @@ import logging
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .api import forgetting_response, memory_list_response, memory_view, search_response
+from .api import forgetting_response, memory_detail, memory_list_response, purge_response, search_response
 from .errors import MemoryCoreError, NotFoundError, PermanentError
-from .models import MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
+from .models import MemorySearchOptions, MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
+    from .service import MemoryService
 
 __all__ = ["main"]
 
@@ -46,22 +50,16 @@ def _jsonl(path: str) -> Iterator[dict[str, Any]]:
             stream.close()
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def _settings(args: argparse.Namespace) -> Settings:
     from .bootstrap import load_settings
 
     return load_settings(sqlite_path=args.db)
 
 
-def _service(args: argparse.Namespace) -> Any:
+def _service(args: argparse.Namespace) -> MemoryService:
     from .bootstrap import build_service
 
     return build_service(_settings(args))
-
-
-def _pipeline(args: argparse.Namespace) -> Any:
-    from .bootstrap import build_pipeline
-
-    return build_pipeline(_settings(args))
 
 
 def _short(text: str, width: int = 72) -> str:
@@ -69,13 +67,32 @@ def _short(text: str, width: int = 72) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+#: The ``search`` flag of every search option (the argparse destination is the option's name, so
+#: :meth:`MemorySearchOptions.from_values` reads them all; a test checks every option has one).
+SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "mode": ("--mode", {"choices": [m.value for m in SearchMode], "default": SearchMode.HYBRID.value}),
+    "ranking_profile": (
+        "--profile",
+        {"choices": [r.value for r in RankingProfile], "default": RankingProfile.IMPORTANT.value},
+    ),
+    "top": ("--top", {"type": int, "default": 5}),
+    "order_by": ("--order-by", {"choices": [o.value for o in OrderBy], "default": None}),
+    "category": ("--category", {}),
+    "include_archived": ("--include-archived", {"action": "store_true"}),
+    "min_importance": ("--min-importance", {"type": float}),
+    "min_retention_score": ("--min-retention", {"type": float}),
+    "vector_k": ("--vector-k", {"type": int, "help": "nearest neighbours of the vector leg (default 50)"}),
+    "vector_weight": (
+        "--vector-weight",
+        {"type": float, "default": 1.0, "help": "weight of the vector leg in hybrid fusion"},
+    ),
+}
+
+
 # -- commands -----------------------------------------------------------------------------------
 async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
-    try:
+    async with _service(args) as service:
         report = await service.import_records(_jsonl(args.file))
-    finally:
-        await service.close()
     if args.json:
         _print_json({"imported": report.imported, "embedded": report.embedded}, out)
     else:
@@ -84,34 +101,16 @@ async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
-    try:
+    async with _service(args) as service:
         async for record in service.export(args.user, args.agent):
             out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
-    finally:
-        await service.close()
     return 0
 
 
 async def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
-    options = {
-        "mode": args.mode,
-        "ranking_profile": args.profile,
-        "top": args.top,
-        "order_by": args.order_by,
-        "category": args.category,
-        "include_archived": args.include_archived,
-        "min_importance": args.min_importance,
-        "min_retention_score": args.min_retention,
-        "vector_weight": args.vector_weight,
-    }
-    try:
-        result = await service.search(
-            Scope.of(args.user, args.agent), args.query, options, recall=not args.no_recall
-        )
-    finally:
-        await service.close()
+    options = MemorySearchOptions.from_values(vars(args))
+    async with _service(args) as service:
+        result = await service.search(Scope.of(args.user, args.agent), args.query, options, recall=not args.no_recall)
     if args.json:
         _print_json(search_response(result).model_dump(mode="json"), out)
         return 0
@@ -130,14 +129,11 @@ async def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
     statuses = [MemoryStatus(args.status)] if args.status else None
-    try:
+    async with _service(args) as service:
         page = await service.list(
             Scope.of(args.user, args.agent), statuses=statuses, cursor=args.cursor, limit=args.limit
         )
-    finally:
-        await service.close()
     if args.json:
         _print_json(memory_list_response(page).model_dump(mode="json"), out)
         return 0
@@ -152,42 +148,27 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_get(args: argparse.Namespace, out: TextIO) -> int:
-    pipeline = _pipeline(args)
     scope = Scope.of(args.user, args.agent)
-    try:
-        record = await pipeline.service.get(scope, args.id)
-        history = [e.model_dump(mode="json") for e in await pipeline.history.for_memory(scope, args.id)]
-    finally:
-        await pipeline.close()
-    view = memory_view(record).model_dump(mode="json")
+    async with _service(args) as service:
+        record = await service.get(scope, args.id)
+        history = await service.history_of(scope, args.id)
+    detail = memory_detail(record, history).model_dump(mode="json")
     if args.json:
-        if history is not None:
-            view = {**view, "history": history}
-        _print_json(view, out)
+        _print_json(detail, out)
         return 0
-    for key, value in view.items():
+    entries = detail.pop("history")
+    for key, value in detail.items():
         out.write(f"{key:>17}: {value}\n")
-    for entry in history or []:
+    for entry in entries:
         out.write(
             f"  {entry['at']}  {entry['event']:<6} {entry.get('reason', '')}  (turn {entry.get('turn_id')})\n"
         )
     return 0
 
 
-async def _history(service: Any, scope: Scope, memory_id: str) -> list[dict[str, Any]] | None:
-    history = getattr(service, "history", None)
-    if history is None:
-        return None
-    entries = await history.for_memory(scope, memory_id)
-    return [e.model_dump(mode="json") for e in entries]
-
-
 async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
-    service = _service(args)
-    try:
+    async with _service(args) as service:
         report = await service.apply_forgetting(dry_run=not args.apply, limit=args.limit, cursor=args.cursor)
-    finally:
-        await service.close()
     if args.json:
         _print_json(forgetting_response(report).model_dump(mode="json"), out)
         return 0
@@ -213,37 +194,33 @@ async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
     if not args.yes:
         raise PermanentError("purge removes memories physically and cannot be undone; add --yes to confirm")
-    pipeline = _pipeline(args)
-    try:
-        removed = await pipeline.purge(args.user, args.agent)
-    finally:
-        await pipeline.close()
+    async with _service(args) as service:
+        report = await service.purge(args.user, args.agent)
     if args.json:
-        _print_json({"purged": removed}, out)
+        _print_json(purge_response(report).model_dump(mode="json"), out)
     else:
-        out.write(f"purged {removed} memories\n")
+        out.write(f"purged {report.memories} memories and {report.history} history entries\n")
     return 0
 
 
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from .ingestion import ingest_file
+    from .service.ingest import format_decision, read_turns
 
-    pipeline = _pipeline(args)
-    try:
-        await ingest_file(
-            args.file,
-            store=pipeline.store,
-            history=pipeline.history,
-            extractor=pipeline.extractor,
-            consolidator=pipeline.consolidator,
-            embedder=pipeline.service.embedder,
-            clock=pipeline.service.clock,
-            policy=pipeline.service.policy,
-            out=lambda line: out.write(f"{line}\n"),
-            json_output=args.json,
-        )
-    finally:
-        await pipeline.close()
+    turns = read_turns(args.file)  # every line is validated before anything is ingested
+    async with _service(args) as service:
+        for turn in turns:
+            result = await service.ingest(turn)
+            if args.json:
+                out.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+                continue
+            header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
+            if result.status == "duplicate":
+                out.write(f"{header}: already ingested, skipped\n")
+                continue
+            note = f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
+            out.write(f"{header}: {len(result.steps)} decision(s){note}\n")
+            for step in result.steps:
+                out.write("  " + format_decision(step) + "\n")
     return 0
 
 
@@ -380,17 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="ranked memories for a query")
     p.add_argument("query")
     scope(p)
-    p.add_argument("--mode", choices=[m.value for m in SearchMode], default=SearchMode.HYBRID.value)
-    p.add_argument(
-        "--profile", choices=[r.value for r in RankingProfile], default=RankingProfile.IMPORTANT.value
-    )
-    p.add_argument("--top", type=int, default=5)
-    p.add_argument("--order-by", choices=[o.value for o in OrderBy], default=None)
-    p.add_argument("--category")
-    p.add_argument("--include-archived", action="store_true")
-    p.add_argument("--min-importance", type=float)
-    p.add_argument("--min-retention", type=float)
-    p.add_argument("--vector-weight", type=float, default=1.0, help="weight of the vector leg in hybrid fusion")
+    for name, (flag, options) in SEARCH_FLAGS.items():
+        p.add_argument(flag, dest=name, **options)
     p.add_argument("--no-recall", action="store_true", help="do not count this search as a recall")
     p.set_defaults(handler=cmd_search)
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -692,10 +692,158 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """A candidate beside one neighbour: what the pair rules look at."""
+
+    candidate: MemoryCandidate
+    neighbour: Neighbour
+    comparison: Comparison
+    thresholds: SimilarityThresholds
+
+    @property
+    def record(self) -> MemoryRecord:
+        return self.neighbour.record
+
+    @property
+    def similarity(self) -> float:
+        return self.neighbour.similarity
+
+    @property
+    def lexical(self) -> bool:
+        """The two statements share content words or name alike objects."""
+        return self.comparison.related or self.comparison.alike_objects is not None
+
+    @property
+    def same_predicate(self) -> bool:
+        return self.comparison.old.polarity == self.comparison.new.polarity
+
+    @property
+    def same_category(self) -> bool:
+        return self.record.category == self.candidate.category
+
+    @property
+    def related(self) -> bool:
+        return self.similarity >= self.thresholds.related
+
+
+class _Skip:
+    """A pair rule's answer meaning: this neighbour says something else; go on to the next one."""
+
+
+_SKIP = _Skip()
+PairRule = Callable[[_Pair], "Verdict | _Skip | None"]
+
+
+def _rule_unrelated(p: _Pair) -> Verdict | _Skip | None:
+    """Neither close by embedding nor sharing content: another fact."""
+    return _SKIP if not p.related and not p.lexical else None
+
+
+def _rule_contradiction(p: _Pair) -> Verdict | _Skip | None:
+    """A contradiction supersedes the old memory: an UPDATE that replaces its text (step 4)."""
+    contradiction = _contradiction(p.comparison)
+    if contradiction is None:
+        return None
+    return Verdict(
+        MemoryEvent.UPDATE,
+        p.record,
+        p.candidate.memory,
+        f"supersedes {_short(p.record.memory)!r}: {contradiction}",
+        supersedes=True,
+    )
+
+
+def _rule_other_object(p: _Pair) -> Verdict | _Skip | None:
+    """Each side names something the other does not (tea as well as coffee): another fact."""
+    c = p.comparison
+    return _SKIP if c.only_old and c.only_new and (c.alike_objects is not None or not p.lexical) else None
+
+
+def _rule_same_content(p: _Pair) -> Verdict | _Skip | None:
+    """Same content: NONE (rehearsal), or UPDATE when the new one adds a number or a date (step 5)."""
+    c = p.comparison
+    if not (c.same_content and c.old.terms and p.same_predicate):
+        return None
+    if (not c.old.numbers and c.new.numbers) or (not c.old.when and c.new.when):
+        return Verdict(MemoryEvent.UPDATE, p.record, p.candidate.memory, "adds a number or date to the same memory")
+    return Verdict(
+        MemoryEvent.NONE, p.record, None, f"restated: same content as {p.record.id} ({p.similarity:.2f})"
+    )
+
+
+def _rule_adds_detail(p: _Pair) -> Verdict | _Skip | None:
+    """The new statement covers the old one and says more: UPDATE with the detailed text (step 6)."""
+    if p.comparison.new_covers_old and p.same_predicate and p.same_category and p.related:
+        return Verdict(MemoryEvent.UPDATE, p.record, p.candidate.memory, "adds detail to the memory")
+    return None
+
+
+def _rule_known_in_detail(p: _Pair) -> Verdict | _Skip | None:
+    """The old memory already says this and more: NONE (step 6)."""
+    c = p.comparison
+    if c.old_covers_new and p.same_predicate and p.related and not c.new.numbers and not c.new.when:
+        return Verdict(MemoryEvent.NONE, p.record, None, "already remembered in more detail")
+    return None
+
+
+def _rule_refines(p: _Pair) -> Verdict | _Skip | None:
+    """Very similar, same category and predicate, mostly shared content: UPDATE (step 7)."""
+    if p.similarity >= p.thresholds.update and p.same_category and p.same_predicate and p.comparison.overlap >= 0.5:
+        return Verdict(
+            MemoryEvent.UPDATE,
+            p.record,
+            p.candidate.memory,
+            f"refines the memory (similarity {p.similarity:.2f}, shared content {p.comparison.overlap:.2f})",
+        )
+    return None
+
+
+def _rule_near_duplicate(p: _Pair) -> Verdict | _Skip | None:
+    """No content words on either side but nearly the same embedding: NONE."""
+    c = p.comparison
+    if not c.old.terms and not c.new.terms and p.similarity >= p.thresholds.duplicate:
+        return Verdict(MemoryEvent.NONE, p.record, None, f"near-duplicate (similarity {p.similarity:.2f})")
+    return None
+
+
+#: The rules applied to each neighbour, closest first, in this order; the first verdict wins and a
+#: skip moves on to the next neighbour.
+PAIR_RULES: tuple[PairRule, ...] = (
+    _rule_unrelated,
+    _rule_contradiction,
+    _rule_other_object,
+    _rule_same_content,
+    _rule_adds_detail,
+    _rule_known_in_detail,
+    _rule_refines,
+    _rule_near_duplicate,
+)
+
+
+def _rule_same_text(candidate: MemoryCandidate, ordered: Sequence[Neighbour]) -> Verdict | None:
+    """The same normalized text as any neighbour: NONE, a restatement (step 3)."""
+    wanted = normalized_statement(candidate.memory)
+    for n in ordered:
+        if normalized_statement(n.record.memory) == wanted:
+            return Verdict(
+                MemoryEvent.NONE, n.record, None, f"restated: same text as {n.record.id} (similarity {n.similarity:.2f})"
+            )
+    return None
+
+
+def _decide_pair(p: _Pair) -> Verdict | _Skip | None:
+    for rule in PAIR_RULES:
+        answer = rule(p)
+        if answer is not None:
+            return answer
+    return None
+
+
 def decide_with_rules(
     candidate: MemoryCandidate, neighbours: Sequence[Neighbour], thresholds: SimilarityThresholds
 ) -> Verdict:
-    """The rule path's decision for one candidate (pure; see the module docstring for the order).
+    """The rule path's decision for one candidate (pure; the steps of the module docstring, in order).
 
     Args:
         candidate: The extracted candidate.
@@ -707,62 +855,13 @@ def decide_with_rules(
         return _decide_forget(candidate, ordered, thresholds)
     if not ordered:
         return Verdict(MemoryEvent.ADD, None, candidate.memory, "no similar memory in this scope")
-    wanted = normalized_statement(candidate.memory)
+    restated = _rule_same_text(candidate, ordered)
+    if restated is not None:
+        return restated
     for n in ordered:
-        if normalized_statement(n.record.memory) == wanted:
-            return Verdict(
-                MemoryEvent.NONE, n.record, None, f"restated: same text as {n.record.id} (similarity {n.similarity:.2f})"
-            )
-    for n in ordered:
-        c = compare_statements(n.record.memory, candidate.memory)
-        lexical = c.related or c.alike_objects is not None
-        if n.similarity < thresholds.related and not lexical:
-            continue
-        contradiction = _contradiction(c)
-        if contradiction is not None:
-            return Verdict(
-                MemoryEvent.UPDATE,
-                n.record,
-                candidate.memory,
-                f"supersedes {_short(n.record.memory)!r}: {contradiction}",
-                supersedes=True,
-            )
-        if c.only_old and c.only_new and (c.alike_objects is not None or not lexical):
-            continue  # another object (tea as well as coffee, or an unrelated fact)
-        same_predicate = c.old.polarity == c.new.polarity
-        same_category = n.record.category == candidate.category
-        if c.same_content and c.old.terms and same_predicate:
-            if (not c.old.numbers and c.new.numbers) or (not c.old.when and c.new.when):
-                return Verdict(
-                    MemoryEvent.UPDATE, n.record, candidate.memory, "adds a number or date to the same memory"
-                )
-            return Verdict(
-                MemoryEvent.NONE, n.record, None, f"restated: same content as {n.record.id} ({n.similarity:.2f})"
-            )
-        if c.new_covers_old and same_predicate and same_category and n.similarity >= thresholds.related:
-            return Verdict(MemoryEvent.UPDATE, n.record, candidate.memory, "adds detail to the memory")
-        if (
-            c.old_covers_new
-            and same_predicate
-            and n.similarity >= thresholds.related
-            and not c.new.numbers
-            and not c.new.when
-        ):
-            return Verdict(MemoryEvent.NONE, n.record, None, "already remembered in more detail")
-        if (
-            n.similarity >= thresholds.update
-            and same_category
-            and same_predicate
-            and c.overlap >= 0.5
-        ):
-            return Verdict(
-                MemoryEvent.UPDATE,
-                n.record,
-                candidate.memory,
-                f"refines the memory (similarity {n.similarity:.2f}, shared content {c.overlap:.2f})",
-            )
-        if not c.old.terms and not c.new.terms and n.similarity >= thresholds.duplicate:
-            return Verdict(MemoryEvent.NONE, n.record, None, f"near-duplicate (similarity {n.similarity:.2f})")
+        answer = _decide_pair(_Pair(candidate, n, compare_statements(n.record.memory, candidate.memory), thresholds))
+        if isinstance(answer, Verdict):
+            return answer
     best = ordered[0]
     return Verdict(
         MemoryEvent.ADD,

@@ -15,12 +15,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .consolidation import MemoryConsolidator
-from .extraction import MemoryExtractor
-from .ingestion import format_decision, ingest_turn
 from .models import MemorySearchOptions, MessageRole, RankingProfile, Scope, SearchMode, Turn, TurnMessage
-from .policy import HumanMemoryPolicy
 from .ports import FixedClock
+from .service.ingest import format_decision
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_SCOPE", "run_demo"]
 
@@ -75,19 +72,13 @@ async def run_demo(
         out: Where lines go (called with one string per line).
         json_output: Print one JSON object per line (decisions, search results, forgetting report).
     """
-    from .adapters.local_embedder import E5LocalEmbedder
-    from .adapters.sqlite_history import SQLiteHistoryStore
-    from .adapters.sqlite_store import SQLiteMemoryStore
+    from .bootstrap import build_service, load_settings
 
     with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
         path = db_path or str(Path(tmp) / "demo.db")
         clock = FixedClock(DEMO_START)
-        policy = HumanMemoryPolicy()
-        embedder = E5LocalEmbedder()
-        store = SQLiteMemoryStore(path, clock=clock)
-        history = SQLiteHistoryStore(path)
-        extractor = MemoryExtractor(clock=clock)
-        consolidator = MemoryConsolidator(policy=policy)
+        # Embedded defaults whatever the environment says: the local e5 embedder, rules, no LLM.
+        service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock)
 
         def emit(kind: str, data: Any, text: str | None = None) -> None:
             if json_output:
@@ -98,14 +89,11 @@ async def run_demo(
         try:
             if not json_output:
                 out(f"memory-core demo: {DEMO_SCOPE.user_id}/{DEMO_SCOPE.agent_id}, store {path}")
-                out(f"embedder {embedder.name}, rule extraction and consolidation (no LLM)")
+                out(f"embedder {service.embedder_name}, rule extraction and consolidation (no LLM)")
                 out("")
             for turn in _turns():
                 clock.set(turn.occurred_at)
-                result = await ingest_turn(
-                    turn, store=store, history=history, extractor=extractor, consolidator=consolidator,
-                    embedder=embedder, policy=policy, clock=clock,
-                )
+                result = await service.ingest(turn)
                 said = [m.text.replace("\n", " ⏎ ") for m in turn.messages if m.role.value == "user"]
                 emit("turn", result.as_dict())
                 if not json_output:
@@ -117,10 +105,9 @@ async def run_demo(
                     for step in result.steps:
                         out("  " + format_decision(step).replace("\n", "\n  "))
             clock.set(DEMO_START + timedelta(days=4, hours=1))
-            query_vector = [float(x) for x in await embedder.embed_query(_QUERY)]
             for profile in (RankingProfile.IMPORTANT, RankingProfile.RECENT):
                 options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=profile, top=5)
-                found = await store.search(DEMO_SCOPE, _QUERY, query_vector, options)
+                found = await service.search(DEMO_SCOPE, _QUERY, options, recall=False)
                 hits: list[dict[str, Any]] = [
                     {
                         "rank": rank,
@@ -138,7 +125,7 @@ async def run_demo(
                 emit("search", {"query": _QUERY, "profile": profile.value, "hits": hits})
                 if profile is RankingProfile.IMPORTANT:
                     recalled = [hit.record.id for hit in found.hits[:2]]
-                    await store.recall(DEMO_SCOPE, recalled, policy)
+                    await service.record_recall(DEMO_SCOPE, recalled)
                 if not json_output:
                     out("")
                     out(f"search {_QUERY!r} (hybrid, profile {profile.value.upper()}):")
@@ -152,7 +139,7 @@ async def run_demo(
                         )
             later = DEMO_START + timedelta(days=90)
             clock.set(later)
-            report = await store.apply_forgetting(policy, dry_run=True)
+            report = await service.apply_forgetting(dry_run=True)
             emit("forgetting", {"at": later.isoformat(), **report.as_dict()})
             if not json_output:
                 out("")
@@ -162,14 +149,12 @@ async def run_demo(
                     f"rescore {report.rescored}, unchanged {report.unchanged}"
                 )
                 for change in report.changes:
-                    record = await store.get(DEMO_SCOPE, change.id)
-                    text = record.memory if record else change.id
+                    text = (await service.get(DEMO_SCOPE, change.id)).memory
                     why = "expired" if change.expired else "retention fell"
                     out(
                         f"  {change.old_status.value} → {change.new_status.value}: {text} "
                         f"(retention {change.old_retention:.2f} → {change.new_retention:.2f}, {why})"
                     )
         finally:
-            await store.close()
-            await history.close()
+            await service.close()
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
@@ -22,6 +23,7 @@ from .errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "IMMUTABLE_FIELDS",
     "MAX_MEMORY_CHARS",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
@@ -350,6 +352,10 @@ class MemoryRecord(BaseModel):
         return data
 
 
+#: Fields a partial update never changes: identity, scope and birth.
+IMMUTABLE_FIELDS = frozenset({"id", "user_id", "agent_id", "created_at"})
+
+
 class MemorySearchOptions(BaseModel):
     """What a search asks for. Filters are built from these fields, never from caller-supplied OData."""
 
@@ -377,6 +383,21 @@ class MemorySearchOptions(BaseModel):
     @classmethod
     def _bounds(cls, value: float | None) -> float | None:
         return None if value is None else _unit_interval(value, "minimum")
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> MemorySearchOptions:
+        """The search options among ``values`` (other keys are ignored; ``None`` keeps the default).
+
+        The one converter every entry point uses (the HTTP request, the CLI's arguments, the agent
+        provider's configuration), so an option added here reaches the store from all of them.
+
+        Raises:
+            ValidationError: A value breaks a rule (names the option).
+        """
+        return parse_model(
+            MemorySearchOptions,
+            {name: value for name, value in values.items() if name in cls.model_fields and value is not None},
+        )
 
 
 class ScoreBreakdown(BaseModel):

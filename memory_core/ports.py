@@ -6,7 +6,7 @@ Fakes in the tests subclass these classes rather than mocking them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -28,14 +28,18 @@ from .policy import HumanMemoryPolicy
 
 __all__ = [
     "ChatModel",
+    "CheckpointStore",
     "Clock",
+    "Closeable",
+    "DeadLetter",
+    "DeadLetterStore",
     "Embedder",
     "FixedClock",
-    "ForgettingChange",
-    "ForgettingReport",
     "HistoryStore",
     "MemoryStore",
     "Page",
+    "RetentionPage",
+    "RetentionWrite",
     "SystemClock",
     "TurnJournal",
     "TurnPublisher",
@@ -94,6 +98,16 @@ class Embedder(Protocol):
         """A ``(len(texts), dimensions)`` float32 array of unit vectors for stored text."""
         ...
 
+    async def close(self) -> None:
+        """Release the model's clients (nothing for a local model)."""
+        ...
+
+
+class Closeable(Protocol):
+    """A resource the composition root created and the service closes with itself."""
+
+    async def close(self) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Page:
@@ -104,70 +118,61 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
-class ForgettingChange:
-    """One memory whose stored state the forgetting job changes (or would change)."""
+class RetentionPage:
+    """The retention inputs of one keyset page of memories that are not deleted, as columns.
 
-    id: str
-    user_id: str
-    agent_id: str
-    old_status: MemoryStatus
-    new_status: MemoryStatus
-    old_retention: float
-    new_retention: float
-    expired: bool
+    What the forgetting job reads (:meth:`MemoryStore.scan_retention`): never texts or embeddings.
+    Times are epoch seconds (NaN when missing); ``keys`` are the store's own row keys, handed back to
+    :meth:`MemoryStore.write_retention` and :meth:`MemoryStore.memory_ids`.
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "user_id": self.user_id,
-            "agent_id": self.agent_id,
-            "old_status": self.old_status.value,
-            "new_status": self.new_status.value,
-            "old_retention": round(self.old_retention, 6),
-            "new_retention": round(self.new_retention, 6),
-            "expired": self.expired,
-        }
-
-
-@dataclass(slots=True)
-class ForgettingReport:
-    """What one forgetting run saw and did.
-
-    ``written`` counts records stored: status changes plus retention scores that drifted past the
-    tolerance. ``changes`` lists status changes (at most ``max_listed``); ``next_cursor`` resumes a run
-    that stopped at its ``limit``.
+    Attributes:
+        keys: The store's key of each row (a row number in SQLite, the memory id in Azure).
+        user_ids: Owner of each row.
+        agent_ids: Agent of each row.
+        active: ``True`` where the stored status is ``active`` (else ``archived``).
+        retention: Stored ``retention_score``.
+        importance: ``importance``.
+        access_count: ``access_count``.
+        updated_at: ``updated_at`` (epoch seconds).
+        last_accessed_at: ``last_accessed_at`` (epoch seconds, NaN if never recalled).
+        expires_at: ``expires_at`` (epoch seconds, NaN if it never expires).
+        next_cursor: Resume after this page; ``None`` when the scan is complete.
     """
 
-    dry_run: bool
-    scanned: int = 0
-    archived: int = 0
-    expired: int = 0
-    reactivated: int = 0
-    rescored: int = 0
-    unchanged: int = 0
-    written: int = 0
-    changes: list[ForgettingChange] = field(default_factory=list)
-    next_cursor: str | None = None
-    max_listed: int = 1000
+    keys: Sequence[Any]
+    user_ids: Sequence[str]
+    agent_ids: Sequence[str]
+    active: np.ndarray
+    retention: np.ndarray
+    importance: np.ndarray
+    access_count: np.ndarray
+    updated_at: np.ndarray
+    last_accessed_at: np.ndarray
+    expires_at: np.ndarray
+    next_cursor: str | None
 
-    @property
-    def complete(self) -> bool:
-        return self.next_cursor is None
+    def __len__(self) -> int:
+        return len(self.keys)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "scanned": self.scanned,
-            "archived": self.archived,
-            "expired": self.expired,
-            "reactivated": self.reactivated,
-            "rescored": self.rescored,
-            "unchanged": self.unchanged,
-            "written": self.written,
-            "complete": self.complete,
-            "next_cursor": self.next_cursor,
-            "changes": [c.as_dict() for c in self.changes],
-        }
+
+@dataclass(frozen=True, slots=True)
+class RetentionWrite:
+    """New retention and status for some rows of a :class:`RetentionPage`.
+
+    Attributes:
+        page: The page the rows come from.
+        rows: Positions into the page of the rows to write.
+        active: New status of each written row (``True``: active, ``False``: archived).
+        retention: New ``retention_score`` of each written row.
+    """
+
+    page: RetentionPage
+    rows: np.ndarray
+    active: np.ndarray
+    retention: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 class TurnPublisher(Protocol):
@@ -244,16 +249,23 @@ class MemoryStore(Protocol):
         """Physically remove a user's memories (one agent's, or all); returns how many."""
         ...
 
-    async def apply_forgetting(
-        self,
-        policy: HumanMemoryPolicy,
-        *,
-        dry_run: bool = True,
-        limit: int | None = None,
-        cursor: str | None = None,
-        tolerance: float = 0.01,
-    ) -> ForgettingReport:
-        """Bring retention and status up to date, writing only what changed (past ``tolerance``)."""
+    async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
+        """Retention inputs of up to ``limit`` memories that are not deleted, across every scope, in
+        keyset order after the cursor ``after``. A store may return fewer rows than asked (its page
+        limit) and still a cursor; ``next_cursor`` is ``None`` only when nothing follows.
+
+        Raises:
+            ValidationError: ``after`` is not a cursor this store issued (names the field ``cursor``).
+        """
+        ...
+
+    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
+        """The memory ids of rows of a :class:`RetentionPage`, in the order of ``keys``."""
+        ...
+
+    async def write_retention(self, write: RetentionWrite) -> int:
+        """Store new retention and status for rows of a page (never touching a deleted memory);
+        returns how many were written."""
         ...
 
     async def close(self) -> None: ...
@@ -277,6 +289,10 @@ class ChatModel(Protocol):
         self, *, system: str, user: str, schema: type[SchemaT], temperature: float = 0.0
     ) -> SchemaT:
         """Ask once (plus transport retries) and return the answer validated into ``schema``."""
+        ...
+
+    async def close(self) -> None:
+        """Release the model's client."""
         ...
 
 
@@ -370,3 +386,48 @@ class HistoryStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class CheckpointStore(Protocol):
+    """Named bookmarks that survive restarts (the forgetting job's cursor and next due time)."""
+
+    async def get_checkpoint(self, name: str) -> str | None:
+        """The saved value, or ``None``."""
+        ...
+
+    async def set_checkpoint(self, name: str, value: str | None) -> None:
+        """Save a value; ``None`` removes it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A queue message that can never be processed, kept with the reason it was set aside.
+
+    Attributes:
+        message_id: The message id (turn or recall id).
+        reason: Short reason (the error's class name).
+        description: What was wrong.
+        body: The raw message body.
+        session_id: The queue session (scope) it came from.
+        delivery_count: Deliveries so far.
+        enqueued_time: When it was enqueued.
+        at: When it was set aside.
+    """
+
+    message_id: str
+    reason: str
+    description: str
+    body: bytes
+    at: datetime
+    session_id: str | None = None
+    delivery_count: int | None = None
+    enqueued_time: datetime | None = None
+
+
+class DeadLetterStore(Protocol):
+    """Where a host that cannot dead-letter a message itself sets it aside (the Functions app)."""
+
+    async def record_dead_letter(self, letter: DeadLetter) -> None:
+        """Keep ``letter`` (recording the same message id twice keeps one)."""
+        ...

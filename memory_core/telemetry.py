@@ -28,13 +28,10 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import Settings
+from typing import Any
 
 __all__ = [
     "INSTRUMENTATION_NAME",
@@ -64,7 +61,6 @@ try:  # the API is light; without it telemetry is off
 except ImportError:  # pragma: no cover - exercised only without the package
     _HAVE_OTEL = False
 
-_FORGETTING_OUTCOMES = ("scanned", "archived", "expired", "reactivated", "rescored", "unchanged", "written")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +169,18 @@ def content_enabled() -> bool:
     return _state.content
 
 
-def configure_telemetry(settings: Settings, *, credential: Any | None = None) -> TelemetryStatus:
-    """Set up exporters once per process from settings (later calls return the first result).
+def configure_telemetry(
+    *, content: bool = False, console: bool = False, exporter: Callable[[], str] | None = None
+) -> TelemetryStatus:
+    """Set up where telemetry goes, once per process (later calls return the first result).
+
+    :func:`memory_core.bootstrap.configure_telemetry` calls this from the settings.
 
     Args:
-        settings: Reads ``APPLICATIONINSIGHTS_CONNECTION_STRING``, ``AZURE_CLIENT_ID``,
-            ``MEMORY_TELEMETRY_CONSOLE`` and ``MEMORY_TELEMETRY_CONTENT``.
-        credential: A sync token credential for Application Insights ingestion (default: the
-            managed identity through ``DefaultAzureCredential``).
+        content: Put memory text, queries and raw scope ids into telemetry (``MEMORY_TELEMETRY_CONTENT``).
+        console: Print spans and metrics to standard error when there is no ``exporter``.
+        exporter: Installs the global tracer and meter providers of an exporter and returns its name
+            (Azure Monitor); tried first.
 
     Returns:
         Which exporter is active. A failure to set one up is logged and leaves telemetry off; it
@@ -189,25 +189,21 @@ def configure_telemetry(settings: Settings, *, credential: Any | None = None) ->
     with _state.lock:
         if _state.status is not None:
             return _state.status
-    content = bool(settings.telemetry_content)
-    exporter = "none"
+    name = "none"
     try:
-        if settings.applicationinsights_connection_string and _HAVE_OTEL:
-            from .adapters.azure_monitor import configure_azure_monitor_exporter
-
-            configure_azure_monitor_exporter(settings, credential=credential)
-            exporter = "azure_monitor"
-        elif settings.telemetry_console and _HAVE_OTEL:
+        if exporter is not None and _HAVE_OTEL:
+            name = exporter()
+        elif console and _HAVE_OTEL:
             _configure_console()
-            exporter = "console"
+            name = "console"
     except Exception as exc:  # telemetry must never take the app down
         logger.warning("telemetry exporter could not be set up (%s); continuing without it", exc)
-        exporter = "none"
+        name = "none"
     use_providers(content=content)
-    status = TelemetryStatus(exporter=exporter, content=content)
+    status = TelemetryStatus(exporter=name, content=content)
     with _state.lock:
         _state.status = status
-    logger.info("telemetry: exporter %s, content %s", exporter, "on" if content else "off")
+    logger.info("telemetry: exporter %s, content %s", name, "on" if content else "off")
     return status
 
 
@@ -298,7 +294,7 @@ def record_ingest(result: Any, seconds: float | None = None) -> None:
     """Metrics (and span attributes) for one ingested turn.
 
     Args:
-        result: An :class:`~memory_core.ingestion.IngestResult` (or a pipeline ``ProcessOutcome``
+        result: An :class:`~memory_core.service.IngestResult` (or a ``ProcessOutcome``
             carrying one in ``ingest``).
         seconds: Duration; defaults to ``result.seconds``.
     """
@@ -361,13 +357,16 @@ def record_search(
 
 @_safe
 def record_forgetting(report: Any, seconds: float, *, pages: int | None = None) -> None:
-    """Counts of one forgetting run (a :class:`~memory_core.ports.ForgettingReport` or a mapping of counts)."""
+    """Counts of one forgetting run (a report or run of :mod:`memory_core.service.forgetting`, or a
+    mapping of its counts)."""
     inst = _instruments()
     if inst is None:
         return
+    from .service.forgetting import COUNTERS
+
     data: Mapping[str, Any] = report if isinstance(report, Mapping) else report.as_dict()
     dry_run = bool(data.get("dry_run", False))
-    for outcome in _FORGETTING_OUTCOMES:
+    for outcome in COUNTERS:
         count = int(data.get(outcome, 0) or 0)
         if count:
             inst.forgetting.add(count, {"memory.outcome": outcome, "memory.dry_run": dry_run})
@@ -375,7 +374,7 @@ def record_forgetting(report: Any, seconds: float, *, pages: int | None = None) 
     span = _current_span()
     if span is not None:
         span.set_attribute("memory.dry_run", dry_run)
-        for outcome in _FORGETTING_OUTCOMES:
+        for outcome in COUNTERS:
             span.set_attribute(f"memory.{outcome}", int(data.get(outcome, 0) or 0))
         if pages is not None:
             span.set_attribute("memory.pages", pages)

@@ -35,7 +35,7 @@ import time
 from agent_framework import Agent, AgentSession, InMemoryHistoryProvider
 from embedded_agent import AzureOpenAIChat, chat_client  # the sample beside this one
 
-from memory_core.bootstrap import load_settings
+from memory_core.bootstrap import build_publisher, load_settings
 from memory_core.integrations.agent_framework import MemoryContextProvider
 
 AGENT_ID = "concierge"
@@ -45,9 +45,7 @@ def publisher() -> object | None:
     settings = load_settings()
     if not settings.servicebus_namespace:
         return None
-    from memory_core.adapters.servicebus_queue import ServiceBusTurnPublisher
-
-    return ServiceBusTurnPublisher.from_settings(settings)
+    return build_publisher(settings)
 
 
 async def main() -> None:

@@ -181,12 +181,13 @@ async def calibrate(
 
     name = f"{settings.azure_search_index_name}-calib-{uuid.uuid4().hex[:8]}"
     settings = replace(settings, azure_search_index_name=name)
-    credential = default_credential(settings)
+    credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
     agrees = True
     try:
-        print(
-            f"index {name}: {await ensure_index(settings, credential, dimensions=DIMENSIONS, **client_kwargs)}"
+        outcome = await ensure_index(
+            settings.azure_search_endpoint, name, credential, dimensions=DIMENSIONS, **client_kwargs
         )
+        print(f"index {name}: {outcome}")
         store = AzureSearchMemoryStore(
             settings.azure_search_endpoint,
             name,

@@ -11,30 +11,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import Settings
 from ..errors import ConfigurationError
 
 __all__ = ["configure_azure_monitor_exporter"]
 
 
-def configure_azure_monitor_exporter(settings: Settings, *, credential: Any | None = None) -> None:
+def configure_azure_monitor_exporter(
+    connection_string: str, *, client_id: str = "", credential: Any | None = None
+) -> None:
     """Install the global tracer and meter providers that export to Application Insights.
 
     Args:
-        settings: ``APPLICATIONINSIGHTS_CONNECTION_STRING`` and ``AZURE_CLIENT_ID``.
-        credential: A sync token credential; default ``DefaultAzureCredential`` with the
-            user-assigned managed identity ``AZURE_CLIENT_ID`` when set.
+        connection_string: The Application Insights connection string.
+        client_id: A user-assigned managed identity for ``DefaultAzureCredential`` (empty: default).
+        credential: A sync token credential instead of ``DefaultAzureCredential``.
     """
-    if not settings.applicationinsights_connection_string:
+    if not connection_string:
         raise ConfigurationError("APPLICATIONINSIGHTS_CONNECTION_STRING is not set")
     from azure.monitor.opentelemetry import configure_azure_monitor
 
     if credential is None:
         from azure.identity import DefaultAzureCredential
 
-        credential = DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
+        credential = DefaultAzureCredential(managed_identity_client_id=client_id or None)
     configure_azure_monitor(
-        connection_string=settings.applicationinsights_connection_string,
+        connection_string=connection_string,
         credential=credential,
         disable_logging=True,
         enable_live_metrics=False,

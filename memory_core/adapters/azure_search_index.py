@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any, Literal
 
 from azure.core import MatchConditions
@@ -46,8 +49,8 @@ from azure.search.documents.indexes.models import (
 )
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
-from ..config import Settings
 from ..errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
+from ..models import MemoryRecord
 from ..ranking import PROFILES, FunctionKind, ScoringProfile
 from .azure_retry import RetrySettings, Sleep, call_with_retries
 
@@ -68,7 +71,7 @@ __all__ = [
     "ensure_index_definition",
     "render_scoring_profile",
     "search_credential",
-    "vectorizer_from_settings",
+    "vectorizer_config",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,25 +88,46 @@ SEMANTIC_CONFIGURATION = "memory-semantic"
 BM25_K1 = 1.2
 BM25_B = 0.75
 
+#: The document field that holds :attr:`MemoryRecord.metadata` (a JSON string: the index has no
+#: schema-free object type).
+METADATA_FIELD = "metadata_json"
+
+
+def document_field(name: str) -> str:
+    """The index field of a :class:`MemoryRecord` field."""
+    return {"metadata": METADATA_FIELD, "embedding": VECTOR_FIELD}.get(name, name)
+
+
+#: How each :class:`MemoryRecord` field is indexed (its EDM type comes from the model's annotation):
+#: ``key``, ``scope`` (filterable), ``facet`` (filterable, facetable), ``text`` (searchable with
+#: the Japanese analyzer), ``label`` (searchable, filterable, facetable), ``number`` / ``time``
+#: (filterable, sortable: filters, ``$orderby`` and scoring profiles), ``plain`` (filterable),
+#: ``stored`` (retrievable only), ``vector``. A model field missing here makes :func:`build_index`
+#: fail, so a new field cannot be left out of the index silently.
+FIELD_ROLES: dict[str, str] = {
+    "id": "key",
+    "user_id": "scope",
+    "agent_id": "facet",
+    "memory": "text",
+    "summary": "text",
+    "category": "label",
+    "importance": "number",
+    "confidence": "number",
+    "status": "status",
+    "source": "scope",
+    "retention_score": "number",
+    "access_count": "number",
+    "created_at": "time",
+    "updated_at": "time",
+    "last_accessed_at": "time",
+    "expires_at": "time",
+    "metadata": "stored",
+    "embedding": "vector",
+}
+
 #: Every document field except the vector, in index order (what searches ``select``).
-SELECT_FIELDS: tuple[str, ...] = (
-    "id",
-    "user_id",
-    "agent_id",
-    "memory",
-    "summary",
-    "category",
-    "importance",
-    "confidence",
-    "status",
-    "source",
-    "retention_score",
-    "access_count",
-    "created_at",
-    "updated_at",
-    "last_accessed_at",
-    "expires_at",
-    "metadata_json",
+SELECT_FIELDS: tuple[str, ...] = tuple(
+    document_field(name) for name in MemoryRecord.model_fields if FIELD_ROLES.get(name) != "vector"
 )
 
 EnsureOutcome = Literal["created", "updated", "unchanged"]
@@ -129,30 +153,27 @@ class AzureOpenAIVectorizerConfig:
     model_name: str | None = None
 
 
-def vectorizer_from_settings(settings: Settings) -> AzureOpenAIVectorizerConfig | None:
-    """The vectorizer for ``settings`` (only when embeddings come from Azure OpenAI)."""
-    if settings.embedder != "azure_openai":
+def vectorizer_config(endpoint: str, deployment: str) -> AzureOpenAIVectorizerConfig | None:
+    """The integrated vectorizer for an Azure OpenAI embedding deployment (``None`` when either is empty)."""
+    if not (endpoint and deployment):
         return None
-    if not (settings.azure_openai_endpoint and settings.azure_openai_embedding_deployment):
-        return None
-    deployment = settings.azure_openai_embedding_deployment
     return AzureOpenAIVectorizerConfig(
-        resource_url=settings.azure_openai_endpoint.rstrip("/"),
+        resource_url=endpoint.rstrip("/"),
         deployment=deployment,
         model_name=deployment if deployment in _AOAI_MODELS else None,
     )
 
 
 def search_credential(
-    settings: Settings, token_credential: AsyncTokenCredential | None
+    api_key: str, token_credential: AsyncTokenCredential | None
 ) -> AzureKeyCredential | AsyncTokenCredential:
-    """The credential the search clients use: the admin key if one is set, else ``token_credential``.
+    """The credential the search clients use: the admin key if one is given, else ``token_credential``.
 
     Raises:
-        ConfigurationError: No key is set and no token credential was given.
+        ConfigurationError: No key and no token credential.
     """
-    if settings.azure_search_api_key:
-        return AzureKeyCredential(settings.azure_search_api_key)
+    if api_key:
+        return AzureKeyCredential(api_key)
     if token_credential is None:
         raise ConfigurationError(
             "Azure AI Search needs a Microsoft Entra ID credential (or AZURE_SEARCH_API_KEY)"
@@ -160,17 +181,17 @@ def search_credential(
     return token_credential
 
 
-def default_credential(settings: Settings) -> AzureKeyCredential | AsyncTokenCredential:
-    """The admin key if ``AZURE_SEARCH_API_KEY`` is set, else an async ``DefaultAzureCredential``.
+def default_credential(*, api_key: str = "", client_id: str = "") -> AzureKeyCredential | AsyncTokenCredential:
+    """The admin key if one is given, else an async ``DefaultAzureCredential``.
 
-    With ``AZURE_CLIENT_ID`` set the user-assigned managed identity is used. The caller owns a
-    token credential and closes it (``await credential.close()``).
+    With ``client_id`` the user-assigned managed identity is used. The caller owns a token credential
+    and closes it (:func:`close_credential`).
     """
-    if settings.azure_search_api_key:
-        return AzureKeyCredential(settings.azure_search_api_key)
+    if api_key:
+        return AzureKeyCredential(api_key)
     from azure.identity.aio import DefaultAzureCredential
 
-    return DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
+    return DefaultAzureCredential(managed_identity_client_id=client_id or None)
 
 
 async def close_credential(credential: object) -> None:
@@ -184,83 +205,60 @@ def _field(name: str, type_: str, **flags: Any) -> SearchField:
     return SearchField(name=name, type=type_, **flags)
 
 
+def _edm_type(name: str) -> str:
+    annotation = MemoryRecord.model_fields[name].annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if annotation is datetime:
+        return "Edm.DateTimeOffset"
+    if annotation is float:
+        return "Edm.Double"
+    if annotation is int:
+        return "Edm.Int32"
+    if annotation is str or (isinstance(annotation, type) and issubclass(annotation, Enum)):
+        return "Edm.String"
+    if typing.get_origin(annotation) is dict:
+        return "Edm.String"  # stored as a JSON string
+    raise ConfigurationError(f"MemoryRecord.{name}: no Azure AI Search type for {annotation!r}")
+
+
+_NOT = {"searchable": False, "filterable": False, "sortable": False, "facetable": False, "retrievable": True}
+_FLAGS: dict[str, dict[str, Any]] = {
+    "key": {**_NOT, "key": True, "filterable": True, "sortable": True},
+    "scope": {**_NOT, "filterable": True},
+    "facet": {**_NOT, "filterable": True, "facetable": True},
+    "text": {**_NOT, "searchable": True, "analyzer_name": ANALYZER},
+    "label": {**_NOT, "searchable": True, "filterable": True, "facetable": True},
+    "status": {**_NOT, "filterable": True, "facetable": True},
+    "number": {**_NOT, "filterable": True, "sortable": True},
+    "time": {**_NOT, "filterable": True, "sortable": True},
+    "stored": dict(_NOT),
+}
+
+
 def _fields(dimensions: int) -> list[SearchField]:
-    def text(name: str, **flags: Any) -> SearchField:
-        return _field(name, "Edm.String", **flags)
-
-    def number(name: str, type_: str = "Edm.Double") -> SearchField:
-        return _field(
-            name, type_, searchable=False, filterable=True, sortable=True, facetable=False, retrievable=True
-        )
-
-    def moment(name: str) -> SearchField:
-        return number(name, "Edm.DateTimeOffset")
-
-    plain = {
-        "searchable": False,
-        "filterable": True,
-        "sortable": False,
-        "facetable": False,
-        "retrievable": True,
-    }
-    return [
-        text(
-            "id",
-            key=True,
-            searchable=False,
-            filterable=True,
-            sortable=True,
-            facetable=False,
-            retrievable=True,
-        ),
-        text("user_id", **plain),
-        text("agent_id", **{**plain, "facetable": True}),
-        text(
-            "memory",
-            searchable=True,
-            filterable=False,
-            sortable=False,
-            facetable=False,
-            retrievable=True,
-            analyzer_name=ANALYZER,
-        ),
-        text(
-            "summary",
-            searchable=True,
-            filterable=False,
-            sortable=False,
-            facetable=False,
-            retrievable=True,
-            analyzer_name=ANALYZER,
-        ),
-        text("category", searchable=True, filterable=True, sortable=False, facetable=True, retrievable=True),
-        number("importance"),
-        number("confidence"),
-        text("status", searchable=False, filterable=True, sortable=False, facetable=True, retrievable=True),
-        text("source", **plain),
-        number("retention_score"),
-        number("access_count", "Edm.Int32"),
-        moment("created_at"),
-        moment("updated_at"),
-        moment("last_accessed_at"),
-        moment("expires_at"),
-        text(
-            "metadata_json",
-            searchable=False,
-            filterable=False,
-            sortable=False,
-            facetable=False,
-            retrievable=True,
-        ),
-        _field(
-            VECTOR_FIELD,
-            "Collection(Edm.Single)",
-            searchable=True,
-            retrievable=True,
-            vector_search_dimensions=dimensions,
-            vector_search_profile_name=HNSW_PROFILE,
-        ),
-    ]
+    """One index field per :class:`MemoryRecord` field, in the model's order (see :data:`FIELD_ROLES`)."""
+    fields: list[SearchField] = []
+    for name in MemoryRecord.model_fields:
+        role = FIELD_ROLES.get(name)
+        if role is None:
+            raise ConfigurationError(f"MemoryRecord.{name} has no index role in FIELD_ROLES")
+        if role == "vector":
+            fields.append(
+                SearchField(
+                    name=VECTOR_FIELD,
+                    type="Collection(Edm.Single)",
+                    searchable=True,
+                    retrievable=True,
+                    vector_search_dimensions=dimensions,
+                    vector_search_profile_name=HNSW_PROFILE,
+                )
+            )
+        else:
+            fields.append(SearchField(name=document_field(name), type=_edm_type(name), **_FLAGS[role]))
+    return fields
 
 
 def render_scoring_profile(profile: ScoringProfile) -> AzureScoringProfile:
@@ -471,42 +469,38 @@ async def ensure_index_definition(
 
 
 async def ensure_index(
-    settings: Settings,
-    credential: AsyncTokenCredential | AzureKeyCredential | None = None,
+    endpoint: str,
+    index_name: str,
+    credential: AsyncTokenCredential | AzureKeyCredential,
     *,
     dimensions: int,
+    vectorizer: AzureOpenAIVectorizerConfig | None = None,
     retry: RetrySettings | None = None,
     **client_kwargs: Any,
 ) -> EnsureOutcome:
-    """Create or update the configured index (``memory-core index ensure``).
+    """Create or update an index from :func:`build_index` (``memory-core index ensure``).
 
     Args:
-        settings: Supplies ``AZURE_SEARCH_ENDPOINT``, ``AZURE_SEARCH_INDEX_NAME`` and, for the
-            vectorizer, the Azure OpenAI embedding settings.
-        credential: A token credential or the admin key; ``None`` builds
-            :func:`default_credential` for the call and closes it afterwards.
+        endpoint: ``https://NAME.search.windows.net``.
+        index_name: The index.
+        credential: A token credential or the admin key (not closed here).
         dimensions: The embedder's dimensions.
+        vectorizer: The integrated Azure OpenAI vectorizer, when embeddings come from Azure OpenAI.
         retry: Attempts and back-off.
         **client_kwargs: Passed to :class:`SearchIndexClient` (tests pass ``transport``).
 
     Returns:
         ``"created"``, ``"updated"`` or ``"unchanged"``.
     """
-    if not settings.azure_search_endpoint:
+    if not endpoint:
         raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set")
-    index = build_index(
-        settings.azure_search_index_name, dimensions, vectorizer=vectorizer_from_settings(settings)
-    )
-    owned = credential is None
-    credential = default_credential(settings) if credential is None else credential
+    index = build_index(index_name, dimensions, vectorizer=vectorizer)
     client_kwargs.setdefault("retry_total", 0)
-    client = SearchIndexClient(settings.azure_search_endpoint, credential, **client_kwargs)
+    client = SearchIndexClient(endpoint, credential, **client_kwargs)
     try:
         return await ensure_index_definition(client, index, retry=retry)
     finally:
         await client.close()
-        if owned:
-            await close_credential(credential)
 
 
 async def drop_index(

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from azure.core.credentials import AzureKeyCredential
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
 from azure.search.documents.models import IndexAction, IndexDocumentsBatch, VectorizedQuery
 
-from ..config import Settings
 from ..errors import (
     ConfigurationError,
     ConflictError,
@@ -42,6 +42,7 @@ from ..errors import (
     ValidationError,
 )
 from ..models import (
+    IMMUTABLE_FIELDS,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
@@ -56,7 +57,7 @@ from ..models import (
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, ForgettingChange, ForgettingReport, Page, SystemClock
+from ..ports import Clock, Page, RetentionPage, RetentionWrite, SystemClock
 from ..ranking import profile_for
 from . import odata
 from .azure_retry import RetrySettings, Sleep, call_with_retries
@@ -65,7 +66,6 @@ from .azure_search_index import (
     SEMANTIC_CONFIGURATION,
     VECTOR_FIELD,
     close_credential,
-    default_credential,
 )
 
 __all__ = [
@@ -94,8 +94,20 @@ MAX_SCAN_LIMIT = 10_000
 #: Most agents listed for one user.
 MAX_AGENTS = 1000
 
-_IMMUTABLE = frozenset({"id", "user_id", "agent_id", "created_at"})
 _RECORD_FIELDS = frozenset(MemoryRecord.model_fields)
+#: What the forgetting scan reads of each document.
+RETENTION_FIELDS: tuple[str, ...] = (
+    "id",
+    "user_id",
+    "agent_id",
+    "status",
+    "retention_score",
+    "importance",
+    "access_count",
+    "updated_at",
+    "last_accessed_at",
+    "expires_at",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +283,8 @@ class AzureSearchMemoryStore:
         index_name: The index (create it with
             :func:`~memory_core.adapters.azure_search_index.ensure_index`).
         credential: A ready async token credential (managed identity, ``DefaultAzureCredential``), or
-            an :class:`AzureKeyCredential` when an admin key is configured. The store never closes it.
+            an :class:`AzureKeyCredential` when an admin key is configured. Closed with the store only
+            when ``owns_credential``.
         dimensions: Embedding length of the index; embeddings of another length are refused.
         client: An existing :class:`SearchClient` to use instead of creating one (the store then
             does not close it).
@@ -281,6 +294,8 @@ class AzureSearchMemoryStore:
         exhaustive_knn: Ask for exact (exhaustive) nearest neighbours instead of HNSW.
         debug_scores: Ask the service for per-leg subscores and the document boost
             (``debug="vector"``) and put them into :class:`ScoreBreakdown`.
+        owns_credential: Close ``credential`` with the store (set when the caller built it for the
+            store alone).
         **client_kwargs: Passed to :class:`SearchClient` when the store creates it (tests pass
             ``transport``). ``retry_total`` defaults to 0: retries happen here.
     """
@@ -298,6 +313,7 @@ class AzureSearchMemoryStore:
         sleep: Sleep = asyncio.sleep,
         exhaustive_knn: bool = False,
         debug_scores: bool = False,
+        owns_credential: bool = False,
         **client_kwargs: Any,
     ) -> None:
         if client is None:
@@ -318,44 +334,15 @@ class AzureSearchMemoryStore:
         self._sleep = sleep
         self._exhaustive = exhaustive_knn
         self._debug_scores = debug_scores
-        self._owned_credential: object | None = None
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        credential: AsyncTokenCredential | AzureKeyCredential | None = None,
-        *,
-        dimensions: int | None = None,
-        **kwargs: Any,
-    ) -> AzureSearchMemoryStore:
-        """A store on ``AZURE_SEARCH_ENDPOINT`` / ``AZURE_SEARCH_INDEX_NAME``.
-
-        Without ``credential`` the store builds :func:`default_credential` (the admin key if set,
-        else ``DefaultAzureCredential``, with ``AZURE_CLIENT_ID`` for a user-assigned identity) and
-        closes it in :meth:`close`. Pass ``dimensions`` (the embedder's) to refuse mismatched vectors.
-        """
-        if not settings.azure_search_endpoint:
-            raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set")
-        owned = credential is None
-        credential = default_credential(settings) if credential is None else credential
-        store = cls(
-            settings.azure_search_endpoint,
-            settings.azure_search_index_name,
-            credential,
-            dimensions=dimensions,
-            **kwargs,
-        )
-        store._owned_credential = credential if owned else None
-        return store
+        self._owned_credential: object | None = credential if owns_credential else None
 
     async def close(self) -> None:
-        """Close the client (and credential) if the store created them."""
+        """Close the client if the store created it (and the credential if ``owns_credential``)."""
         if self._owns_client:
             await self._client.close()
         if self._owned_credential is not None:
-            await close_credential(self._owned_credential)
-            self._owned_credential = None
+            credential, self._owned_credential = self._owned_credential, None
+            await close_credential(credential)
 
     async def __aenter__(self) -> AzureSearchMemoryStore:
         return self
@@ -481,7 +468,7 @@ class AzureSearchMemoryStore:
         if not isinstance(changes, Mapping):
             raise ValidationError("changes", "must be a mapping of field names to values")
         for name in changes:
-            if name in _IMMUTABLE:
+            if name in IMMUTABLE_FIELDS:
                 raise ValidationError(
                     name, "cannot be changed by a merge (id, scope and created_at are fixed)"
                 )
@@ -725,107 +712,96 @@ class AzureSearchMemoryStore:
         logger.info("purged %s memories of user %s (agent %s)", deleted, user_id, agent_id or "*")
         return deleted
 
-    async def apply_forgetting(
-        self,
-        policy: HumanMemoryPolicy,
-        *,
-        dry_run: bool = True,
-        limit: int | None = None,
-        cursor: str | None = None,
-        tolerance: float = 0.01,
-        page_size: int = MAX_PAGE,
-    ) -> ForgettingReport:
-        """Bring retention and status up to date across all scopes, writing only what changed.
-
-        Reads active and archived memories in id order (keyset pages of up to 1,000), assesses each
-        with ``policy``, and merges ``status`` + ``retention_score`` only into records whose status
-        changes or whose stored retention is off by more than ``tolerance``. Stops after ``limit``
-        records and reports a ``next_cursor`` to resume from.
-        """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+    # -- forgetting (the policy is applied in memory_core.service.forgetting) --------------------
+    async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
+        """Retention inputs of active and archived memories of every scope, by id, in keyset pages
+        (at most one service page of 1,000 per call; only the fields the policy reads)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit", "must be a positive integer")
-        if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and 0 <= tolerance < 1):
-            raise ValidationError("tolerance", "must be in [0, 1)")
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE:
-            raise ValidationError("page_size", f"must be an integer between 1 and {MAX_PAGE}")
-        if cursor is not None:
-            validate_memory_id(cursor, "cursor")
-        report = ForgettingReport(dry_run=dry_run)
-        now = self._clock.now()
-        filter_ = odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED])
-        after = cursor
-        while True:
-            remaining = None if limit is None else limit - report.scanned
-            if remaining is not None and remaining <= 0:
-                break
-            size = page_size if remaining is None else min(page_size, remaining)
-            documents, more = await self._keyset_page(
-                filter_,
-                after=after,
-                limit=size,
-                select=SELECT_FIELDS,
-                operation="forgetting scan",
-                probe=False,
-            )
-            actions: list[dict[str, Any]] = []
-            for record in map(from_document, documents):
-                report.scanned += 1
-                assessment = policy.assess(record, now)
-                status_changed = assessment.status != record.status
-                if status_changed:
-                    if assessment.status == MemoryStatus.ARCHIVED:
-                        report.archived += 1
-                        if assessment.expired:
-                            report.expired += 1
-                    else:
-                        report.reactivated += 1
-                    if len(report.changes) < report.max_listed:
-                        report.changes.append(
-                            ForgettingChange(
-                                id=record.id,
-                                user_id=record.user_id,
-                                agent_id=record.agent_id,
-                                old_status=record.status,
-                                new_status=assessment.status,
-                                old_retention=record.retention_score,
-                                new_retention=assessment.retention_score,
-                                expired=assessment.expired,
-                            )
-                        )
-                elif assessment.differs_from(record, tolerance):
-                    report.rescored += 1
-                else:
-                    report.unchanged += 1
-                    continue
-                actions.append(
-                    {
-                        "@search.action": "merge",
-                        "id": record.id,
-                        "status": assessment.status.value,
-                        "retention_score": assessment.retention_score,
-                    }
-                )
-            if actions and not dry_run:
-                report.written += await self._write("forgetting", actions, ignore_missing=True)
-            if not documents:
-                break
-            after = str(documents[-1]["id"])
-            if not more:
-                break
-            if limit is not None and report.scanned >= limit:
-                report.next_cursor = after
-                break
-        logger.info(
-            "forgetting (%s): scanned %s, archived %s, expired %s, reactivated %s, rescored %s, written %s",
-            "dry run" if dry_run else "applied",
-            report.scanned,
-            report.archived,
-            report.expired,
-            report.reactivated,
-            report.rescored,
-            report.written,
+        if after is not None:
+            validate_memory_id(after, "cursor")
+        size = min(limit, MAX_PAGE)
+        documents, more = await self._keyset_page(
+            odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]),
+            after=after,
+            limit=size,
+            select=RETENTION_FIELDS,
+            operation="forgetting scan",
+            probe=False,
         )
-        return report
+
+        def floats(name: str) -> np.ndarray:
+            return np.array([_number(d.get(name)) for d in documents], dtype=np.float64)
+
+        def times(name: str) -> np.ndarray:
+            return np.array(
+                [np.nan if (t := _parse_time(d.get(name))) is None else t.timestamp() for d in documents],
+                dtype=np.float64,
+            )
+
+        ids = [str(d["id"]) for d in documents]
+        return RetentionPage(
+            keys=ids,
+            user_ids=[str(d["user_id"]) for d in documents],
+            agent_ids=[str(d["agent_id"]) for d in documents],
+            active=np.array([d.get("status") == MemoryStatus.ACTIVE.value for d in documents], dtype=bool),
+            retention=floats("retention_score"),
+            importance=floats("importance"),
+            access_count=floats("access_count"),
+            updated_at=times("updated_at"),
+            last_accessed_at=times("last_accessed_at"),
+            expires_at=times("expires_at"),
+            next_cursor=ids[-1] if more and ids else None,
+        )
+
+    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
+        """The keys of a retention page are the memory ids."""
+        return [str(k) for k in keys]
+
+    async def write_retention(self, write: RetentionWrite) -> int:
+        """Merge ``status`` and ``retention_score`` into the given rows.
+
+        The index has no conditional per-document write, so the rows are read again just before the
+        merge and only those still active or archived are written: a memory deleted (or purged) since
+        the scan stays deleted. (A delete landing in the milliseconds between that read and the merge
+        can still be overwritten; the scan-to-write window of a page is what this closes.)
+        """
+        page = write.page
+        wanted = {
+            str(page.keys[int(at)]): (bool(active), float(retention))
+            for at, active, retention in zip(write.rows, write.active, write.retention, strict=True)
+        }
+        if not wanted:
+            return 0
+        live: set[str] = set()
+        ids = list(wanted)
+        for start in range(0, len(ids), MAX_PAGE):
+            chunk = ids[start : start + MAX_PAGE]
+            documents = await self._query(
+                "forgetting recheck",
+                search_text=None,
+                filter=odata.and_(
+                    odata.id_in(chunk), odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED])
+                ),
+                select=["id"],
+                top=len(chunk),
+            )
+            live.update(str(d["id"]) for d in documents)
+        actions = [
+            {
+                "@search.action": "merge",
+                "id": memory_id,
+                "status": (MemoryStatus.ACTIVE if active else MemoryStatus.ARCHIVED).value,
+                "retention_score": retention,
+            }
+            for memory_id, (active, retention) in wanted.items()
+            if memory_id in live
+        ]
+        if len(actions) < len(wanted):
+            logger.info("forgetting: %s memories were deleted since the scan; left alone", len(wanted) - len(actions))
+        if not actions:
+            return 0
+        return await self._write("forgetting", actions, ignore_missing=True)
 
     def __repr__(self) -> str:
         return f"AzureSearchMemoryStore(index={self.index_name!r})"

@@ -41,7 +41,6 @@ from azure.core import MatchConditions
 from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
-from ..config import Settings
 from ..errors import ConfigurationError, ConflictError, NotFoundError, PermanentError, ValidationError
 from ..models import (
     HistoryEntry,
@@ -52,7 +51,7 @@ from ..models import (
     session_id_for,
     validate_scope_id,
 )
-from ..ports import TurnJournal
+from ..ports import DeadLetter, TurnJournal
 from .azure_retry import RetrySettings, Sleep, call_with_retries
 
 __all__ = [
@@ -148,7 +147,7 @@ def _size(entity: dict[str, Any]) -> int:
     return sum(len(str(k)) + len(str(v).encode("utf-8")) for k, v in entity.items()) + 64
 
 
-class DeadLetter(dict[str, Any]):
+class RecordedDeadLetter(dict[str, Any]):
     """A poison message as recorded: ``message_id``, ``session_id``, ``reason``, ``description``,
     ``delivery_count``, ``enqueued_time``, ``recorded_at`` and ``body`` (text, possibly cut)."""
 
@@ -220,18 +219,6 @@ class AzureTableHistoryStore:
             client = TableClient(endpoint, table_name, credential=credential, **kwargs)
         owned.insert(0, client)
         return cls(client, retry=retry, sleep=sleep, owned=owned)
-
-    @classmethod
-    def from_settings(
-        cls, settings: Settings, credential: Any | None = None, **kwargs: Any
-    ) -> AzureTableHistoryStore:
-        """A store on ``MEMORY_HISTORY_TABLE_ENDPOINT`` (the Functions storage account's table endpoint)."""
-        return cls.create(
-            settings.history_table_endpoint,
-            credential=credential,
-            client_id=settings.azure_client_id or None,
-            **kwargs,
-        )
 
     # -- plumbing -------------------------------------------------------------------------------
     async def _call(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -581,31 +568,20 @@ class AzureTableHistoryStore:
             await self._call("purge history", lambda: self._client.delete_entity(pk, rk))
 
     # -- dead letters and checkpoints (Functions host) ------------------------------------------
-    async def record_dead_letter(
-        self,
-        *,
-        message_id: str,
-        reason: str,
-        description: str,
-        body: bytes,
-        session_id: str | None = None,
-        delivery_count: int | None = None,
-        enqueued_time: datetime | None = None,
-        at: datetime,
-    ) -> None:
+    async def record_dead_letter(self, letter: DeadLetter) -> None:
         """Keep a poison message with the reason it was set aside (recording it twice keeps one)."""
-        text = body[:MAX_DEAD_LETTER_BODY].decode("utf-8", errors="replace")
+        text = letter.body[:MAX_DEAD_LETTER_BODY].decode("utf-8", errors="replace")
         entity: dict[str, Any] = {
             "PartitionKey": _DEAD_LETTER_PARTITION,
-            "RowKey": _safe_key(message_id),
-            "message_id": message_id,
-            "session_id": session_id or "",
-            "reason": reason,
-            "description": description[:8000],
-            "delivery_count": delivery_count if delivery_count is not None else -1,
-            "enqueued_time": _time(enqueued_time) if enqueued_time else "",
-            "recorded_at": _time(at),
-            "body_bytes": len(body),
+            "RowKey": _safe_key(letter.message_id),
+            "message_id": letter.message_id,
+            "session_id": letter.session_id or "",
+            "reason": letter.reason,
+            "description": letter.description[:8000],
+            "delivery_count": letter.delivery_count if letter.delivery_count is not None else -1,
+            "enqueued_time": _time(letter.enqueued_time) if letter.enqueued_time else "",
+            "recorded_at": _time(letter.at),
+            "body_bytes": len(letter.body),
         }
         _put_text(entity, "body", text)
         await self._ensure_table()
@@ -613,11 +589,11 @@ class AzureTableHistoryStore:
             "record dead letter", lambda: self._client.upsert_entity(entity, mode=UpdateMode.REPLACE)
         )
 
-    async def dead_letters(self) -> list[DeadLetter]:
+    async def dead_letters(self) -> list[RecordedDeadLetter]:
         """Every recorded poison message, by message id."""
         rows = await self._query("list dead letters", "PartitionKey eq @pk", pk=_DEAD_LETTER_PARTITION)
         return [
-            DeadLetter(
+            RecordedDeadLetter(
                 message_id=r["message_id"],
                 session_id=r.get("session_id") or None,
                 reason=r["reason"],

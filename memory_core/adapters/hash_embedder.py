@@ -61,3 +61,7 @@ class HashingEmbedder:
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
         return np.stack([self.embed_sync(t) for t in texts])
+
+    async def close(self) -> None:
+        """Nothing to release (the model lives in this process)."""
+

@@ -72,3 +72,7 @@ class E5LocalEmbedder:
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.passages_sync, list(texts))
+
+    async def close(self) -> None:
+        """Nothing to release (the model lives in this process)."""
+

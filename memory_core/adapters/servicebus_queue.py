@@ -37,7 +37,6 @@ from azure.servicebus.exceptions import (
     ServiceBusServerBusyError,
 )
 
-from ..config import Settings
 from ..errors import ConfigurationError, MemoryCoreError, PermanentError, TransientError
 from ..models import RecallUpdate, Turn, session_id_for
 
@@ -139,10 +138,12 @@ class ServiceBusTurnPublisher:
         fully_qualified_namespace: ``NAME.servicebus.windows.net``.
         queue_name: The turns queue (sessions and duplicate detection enabled).
         credential: An async token credential (Microsoft Entra ID). Not closed by the publisher
-            unless it came from :meth:`from_settings` without one.
+            unless ``owns_credential``.
         settings: Retry and timeout bounds.
         client: An already built ``azure.servicebus.aio.ServiceBusClient`` (or a test double with
             ``get_queue_sender``); the publisher does not close a client it was given.
+        owns_credential: Close ``credential`` with the publisher (set when it was built for it alone,
+            as :func:`memory_core.bootstrap.build_publisher` does).
     """
 
     def __init__(
@@ -153,6 +154,7 @@ class ServiceBusTurnPublisher:
         *,
         settings: PublisherSettings | None = None,
         client: Any | None = None,
+        owns_credential: bool = False,
     ) -> None:
         if client is None and (not fully_qualified_namespace or credential is None):
             raise ConfigurationError("a Service Bus namespace and a credential (or a client) are needed")
@@ -164,36 +166,10 @@ class ServiceBusTurnPublisher:
         self._credential = credential
         self._client = client
         self._owns_client = client is None
-        self._owned_credential: Any | None = None
+        self._owned_credential: Any | None = credential if owns_credential else None
         self._sender: Any | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        credential: AsyncTokenCredential | None = None,
-        *,
-        publisher_settings: PublisherSettings | None = None,
-    ) -> ServiceBusTurnPublisher:
-        """A publisher on ``ServiceBusConnection__fullyQualifiedNamespace`` / ``MEMORY_TURNS_QUEUE``.
-
-        Without ``credential`` an async ``DefaultAzureCredential`` is created (the user-assigned
-        managed identity ``AZURE_CLIENT_ID`` when set) and closed with the publisher.
-        """
-        if not settings.servicebus_namespace:
-            raise ConfigurationError("ServiceBusConnection__fullyQualifiedNamespace is not set")
-        owned = credential is None
-        if credential is None:
-            from azure.identity.aio import DefaultAzureCredential
-
-            credential = DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
-        publisher = cls(
-            settings.servicebus_namespace, settings.turns_queue, credential, settings=publisher_settings
-        )
-        publisher._owned_credential = credential if owned else None
-        return publisher
 
     async def _get_sender(self) -> Any:
         async with self._lock:

@@ -1,5 +1,8 @@
 """The decision history and turn journal in SQLite (the embedded mode's :class:`HistoryStore`).
 
+It also keeps named checkpoints (:class:`~memory_core.ports.CheckpointStore`: the scheduled
+forgetting run's cursor and next due time) in ``history_meta``.
+
 It lives in its own tables, normally in the same file as the memory store: ``history_entries`` (one
 row per decision, keyed deterministically by scope, turn, step and position so a replay stores
 nothing twice) and ``turns_journal`` (the candidates a turn's first attempt extracted, and when the
@@ -62,6 +65,7 @@ CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NU
 """
 
 _NAMESPACE = uuid.UUID("0b5f2a1e-6c3d-5d0e-9a57-3c1f8e2d7b64")
+_CHECKPOINT_PREFIX = "checkpoint:"
 _COLUMNS = "memory_id, user_id, agent_id, event, before_json, after_json, reason, turn_id, at"
 
 
@@ -338,6 +342,28 @@ class SQLiteHistoryStore:
                 self._conn.execute("ROLLBACK")
                 raise
         return int(removed)
+
+    # -- checkpoints (the forgetting job's bookmark) ----------------------------------------------
+    async def get_checkpoint(self, name: str) -> str | None:
+        """A saved position (for example the scheduled forgetting cursor), or ``None``."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM history_meta WHERE key = ?", (_CHECKPOINT_PREFIX + name,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    async def set_checkpoint(self, name: str, value: str | None) -> None:
+        """Save a position; ``None`` removes it."""
+        key = _CHECKPOINT_PREFIX + name
+        with self._lock:
+            if value is None:
+                self._conn.execute("DELETE FROM history_meta WHERE key = ?", (key,))
+            else:
+                self._conn.execute(
+                    "INSERT INTO history_meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
 
     async def close(self) -> None:
         with self._lock:

@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +54,23 @@ from ..models import (
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, ForgettingChange, ForgettingReport, Page, SystemClock
+from ..ports import Clock, Page, RetentionPage, RetentionWrite, SystemClock
 from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
+from .sqlite_schema import (
+    AT,
+    MERGEABLE,
+    RECORD_COLUMNS,
+    SCHEMA_VERSION,
+    SELECT_LIST,
+    Column,
+    insert_sql,
+    prepare_schema,
+    row_to_record,
+    update_sql,
+)
 
-__all__ = ["BM25_B", "BM25_K1", "RRF_K", "SEARCH_FIELDS", "TEXT_LEG_TOP", "SQLiteMemoryStore"]
+__all__ = ["BM25_B", "BM25_K1", "RRF_K", "SCHEMA_VERSION", "SEARCH_FIELDS", "TEXT_LEG_TOP", "SQLiteMemoryStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,98 +79,26 @@ BM25_B = 0.75
 RRF_K = 60
 TEXT_LEG_TOP = 1000
 SEARCH_FIELDS = ("memory", "summary", "category")
-SCHEMA_VERSION = 1
 SEMANTIC_NOTE = (
     "semantic ranker is not available in the embedded store; results are hybrid (BM25 + vector, RRF)"
 )
 
+_TEXT_MODES = (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC)
+_VECTOR_MODES = (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.DELETED: 2}
 _CODE_STATUS = {v: k for k, v in _STATUS_CODES.items()}
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS memories (
-    pk INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    user_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    memory TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    category TEXT NOT NULL,
-    importance REAL NOT NULL,
-    confidence REAL NOT NULL,
-    status TEXT NOT NULL,
-    source TEXT NOT NULL,
-    retention_score REAL NOT NULL,
-    access_count INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    last_accessed_at REAL,
-    expires_at REAL,
-    metadata TEXT NOT NULL,
-    embedding BLOB,
-    terms TEXT NOT NULL,
-    seq INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS memories_scope_id ON memories (user_id, agent_id, id);
-CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories (user_id, agent_id, seq);
--- Covers the forgetting scan, so the nightly job never reads the wide rows (texts, embeddings).
-CREATE INDEX IF NOT EXISTS memories_forget ON memories (
-    pk, status, retention_score, importance, access_count, updated_at, last_accessed_at, expires_at,
-    user_id, agent_id
-);
-CREATE TABLE IF NOT EXISTS scope_versions (
-    user_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    epoch INTEGER NOT NULL,
-    PRIMARY KEY (user_id, agent_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS term_stats (
-    field TEXT NOT NULL,
-    term TEXT NOT NULL,
-    df INTEGER NOT NULL,
-    PRIMARY KEY (field, term)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS field_stats (
-    field TEXT PRIMARY KEY,
-    doc_count INTEGER NOT NULL,
-    total_length INTEGER NOT NULL
-) WITHOUT ROWID;
-"""
-
-_COLUMNS = (
-    "pk, id, user_id, agent_id, memory, summary, category, importance, confidence, status, source, "
-    "retention_score, access_count, created_at, updated_at, last_accessed_at, expires_at, metadata, "
-    "embedding, terms, seq"
-)
-
-_MERGEABLE = frozenset(
-    {
-        "memory",
-        "summary",
-        "category",
-        "importance",
-        "confidence",
-        "status",
-        "source",
-        "retention_score",
-        "access_count",
-        "updated_at",
-        "last_accessed_at",
-        "expires_at",
-        "metadata",
-        "embedding",
-    }
-)
+_INSERT = insert_sql()
+#: Numeric fields, held as columns per cached scope (filters, ranking profiles, ``order_by``).
+_NUMERIC = tuple(c for c in RECORD_COLUMNS if c.kind in ("real", "integer", "time"))
+_UPDATE = update_sql()
 
 
-def _epoch(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
+def _time(value: datetime | None) -> float | None:
+    result: float | None = _TIME.encode(value)
+    return result
 
 
-def _from_epoch(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+_TIME = Column("time", "time", True, None)
 
 
 def _counts(terms: Iterable[str]) -> dict[str, int]:
@@ -191,13 +131,26 @@ class _Doc:
 
     @property
     def id(self) -> str:
-        return str(self.row[1])
+        return str(self.row[AT["id"]])
 
     @property
     def record(self) -> MemoryRecord:
         if self._record is None:
-            self._record = SQLiteMemoryStore._row_to_record(self.row, with_embedding=False)
+            self._record = row_to_record(self.row, with_embedding=False)
         return self._record
+
+
+@dataclass(frozen=True, slots=True)
+class _Leg:
+    """One candidate leg of a search: a score per document and a 0-based rank (-1: not in the leg)."""
+
+    scores: np.ndarray
+    ranks: np.ndarray
+
+    def at(self, position: int) -> tuple[float | None, int | None]:
+        """(score, rank) of one document, or (None, None) when it is not in this leg."""
+        rank = int(self.ranks[position])
+        return (None, None) if rank < 0 else (float(self.scores[position]), rank)
 
 
 @dataclass(slots=True)
@@ -260,19 +213,15 @@ class SQLiteMemoryStore:
         if self._path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        self._conn.executescript(_SCHEMA)
-        with self._transaction():
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                self._conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?), ('seq', '0')",
-                    (str(SCHEMA_VERSION),),
-                )
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise ConflictError(
-                    f"{self._path} has store schema {row[0]}; this version of memory-core reads {SCHEMA_VERSION}"
-                )
-            self._reindex_if_needed()
+        try:
+            with self._transaction():
+                found = prepare_schema(self._conn, self._path)
+                self._reindex_if_needed()
+        except BaseException:
+            self._conn.close()
+            raise
+        if 0 < found < SCHEMA_VERSION:
+            logger.info("upgraded %s from store schema %s to %s", self._path, found, SCHEMA_VERSION)
         self._cache: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
         self._stats_cache: (
             tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
@@ -376,35 +325,9 @@ class SQLiteMemoryStore:
                 (key, value),
             )
 
-    @staticmethod
-    def _row_to_record(row: Sequence[Any], *, with_embedding: bool) -> MemoryRecord:
-        embedding = None
-        if with_embedding and row[18] is not None:
-            embedding = np.frombuffer(row[18], dtype=np.float32).tolist()
-        return MemoryRecord.model_construct(
-            id=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            memory=row[4],
-            summary=row[5],
-            category=row[6],
-            importance=row[7],
-            confidence=row[8],
-            status=MemoryStatus(row[9]),
-            source=row[10],
-            retention_score=row[11],
-            access_count=row[12],
-            created_at=_from_epoch(row[13]),
-            updated_at=_from_epoch(row[14]),
-            last_accessed_at=_from_epoch(row[15]),
-            expires_at=_from_epoch(row[16]),
-            metadata=json.loads(row[17]),
-            embedding=embedding,
-        )
-
     def _select_one(self, memory_id: str) -> Sequence[Any] | None:
         row: Sequence[Any] | None = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE id = ?",  # noqa: S608 - constant column list
+            f"SELECT {SELECT_LIST} FROM memories WHERE id = ?",  # noqa: S608 - constant column list
             (memory_id,),
         ).fetchone()
         return row
@@ -414,7 +337,7 @@ class SQLiteMemoryStore:
         """Insert or replace one validated record; its BM25 statistics go into ``stats``."""
         terms = _field_terms(record)
         if old is not None:
-            stats.add(json.loads(old[19]), -1)
+            stats.add(json.loads(old[AT["terms"]]), -1)
         stats.add(terms, +1)
         embedding = None
         if record.embedding is not None:
@@ -423,46 +346,16 @@ class SQLiteMemoryStore:
             norm = float(np.linalg.norm(vector))
             if norm == 0.0:
                 raise ValidationError("embedding", "must not be the zero vector")
-            embedding = (vector / norm).astype(np.float32).tobytes()
-        values = (
-            record.id,
-            record.user_id,
-            record.agent_id,
-            record.memory,
-            record.summary,
-            record.category,
-            record.importance,
-            record.confidence,
-            record.status.value,
-            record.source,
-            record.retention_score,
-            record.access_count,
-            _epoch(record.created_at),
-            _epoch(record.updated_at),
-            _epoch(record.last_accessed_at),
-            _epoch(record.expires_at),
-            json.dumps(record.metadata, ensure_ascii=False, sort_keys=True),
-            embedding,
-            json.dumps(terms, ensure_ascii=False, sort_keys=True),
-            seq,
-        )
+            embedding = vector / norm
+        values = [
+            embedding if column.kind == "vector" else column.encode(getattr(record, column.name))
+            for column in RECORD_COLUMNS
+        ]
+        values += [json.dumps(terms, ensure_ascii=False, sort_keys=True), seq]
         if old is None:
-            self._conn.execute(
-                "INSERT INTO memories (id, user_id, agent_id, memory, summary, category, importance, "
-                "confidence, status, source, retention_score, access_count, created_at, updated_at, "
-                "last_accessed_at, expires_at, metadata, embedding, terms, seq) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
+            self._conn.execute(_INSERT, values)
         else:
-            self._conn.execute(
-                "UPDATE memories SET id = ?, user_id = ?, agent_id = ?, memory = ?, summary = ?, "
-                "category = ?, importance = ?, confidence = ?, status = ?, source = ?, "
-                "retention_score = ?, access_count = ?, created_at = ?, updated_at = ?, "
-                "last_accessed_at = ?, expires_at = ?, metadata = ?, embedding = ?, terms = ?, seq = ? "
-                "WHERE pk = ?",
-                (*values, old[0]),
-            )
+            self._conn.execute(_UPDATE, (*values, old[AT["pk"]]))
 
     def _flush_stats(self, stats: _StatsDelta) -> None:
         """Apply accumulated statistics changes (inside the caller's transaction)."""
@@ -512,7 +405,7 @@ class SQLiteMemoryStore:
     def _get_in_scope(self, scope: Scope, memory_id: str) -> Sequence[Any] | None:
         validate_memory_id(memory_id)
         row = self._select_one(memory_id)
-        if row is None or (row[2], row[3]) != (scope.user_id, scope.agent_id):
+        if row is None or (row[AT["user_id"]], row[AT["agent_id"]]) != (scope.user_id, scope.agent_id):
             return None
         return row
 
@@ -520,12 +413,12 @@ class SQLiteMemoryStore:
         scope = _checked(scope)
         with self._lock:
             row = self._get_in_scope(scope, memory_id)
-        return None if row is None else self._row_to_record(row, with_embedding=True)
+        return None if row is None else row_to_record(row, with_embedding=True)
 
     def _merge_locked(
         self, scope: Scope, memory_id: str, changes: Mapping[str, Any], seq: int
     ) -> MemoryRecord:
-        unknown = set(changes) - _MERGEABLE
+        unknown = set(changes) - MERGEABLE
         if unknown:
             raise ValidationError(
                 sorted(unknown)[0], "cannot be changed by a merge (id, scope and created_at are fixed)"
@@ -533,7 +426,7 @@ class SQLiteMemoryStore:
         row = self._get_in_scope(scope, memory_id)
         if row is None:
             raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
-        current = self._row_to_record(row, with_embedding=True).model_dump()
+        current = row_to_record(row, with_embedding=True).model_dump()
         current.update(changes)
         record = parse_model(MemoryRecord, current)
         stats = _StatsDelta()
@@ -559,7 +452,7 @@ class SQLiteMemoryStore:
             row = self._get_in_scope(scope, memory_id)
             if row is None:
                 raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
-            metadata = dict(json.loads(row[17]))
+            metadata = dict(json.loads(row[AT["metadata"]]))
             metadata["status_reason"] = reason[:500]
             metadata["status_changed_at"] = now.isoformat()
             seq = self._next_seq()
@@ -577,19 +470,19 @@ class SQLiteMemoryStore:
             seq = self._next_seq()
             for memory_id in dict.fromkeys(memory_ids):
                 row = self._get_in_scope(scope, memory_id)
-                if row is None or row[9] == MemoryStatus.DELETED.value:
+                if row is None or row[AT["status"]] == MemoryStatus.DELETED.value:
                     continue
-                record = policy.recall(self._row_to_record(row, with_embedding=False), now)
+                record = policy.recall(row_to_record(row, with_embedding=False), now)
                 self._conn.execute(
                     "UPDATE memories SET last_accessed_at = ?, access_count = ?, retention_score = ?, "
                     "status = ?, seq = ? WHERE pk = ?",
                     (
-                        _epoch(record.last_accessed_at),
+                        _time(record.last_accessed_at),
                         record.access_count,
                         record.retention_score,
                         record.status.value,
                         seq,
-                        row[0],
+                        row[AT["pk"]],
                     ),
                 )
                 touched.append(record)
@@ -647,10 +540,10 @@ class SQLiteMemoryStore:
         params.append(limit + 1)
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?",  # noqa: S608
+                f"SELECT {SELECT_LIST} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?",  # noqa: S608
                 params,
             ).fetchall()
-        records = [self._row_to_record(r, with_embedding=with_embedding) for r in rows[:limit]]
+        records = [row_to_record(r, with_embedding=with_embedding) for r in rows[:limit]]
         next_cursor = records[-1].id if len(rows) > limit else None
         return Page(records=records, next_cursor=next_cursor)
 
@@ -693,7 +586,7 @@ class SQLiteMemoryStore:
             return index
         index = _ScopeIndex(version=version, epoch=epoch)
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND agent_id = ? ORDER BY id",  # noqa: S608
+            f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? ORDER BY id",  # noqa: S608
             key,
         ).fetchall()
         self._absorb(index, rows)
@@ -710,7 +603,7 @@ class SQLiteMemoryStore:
 
     def _refresh(self, key: tuple[str, str], index: _ScopeIndex, version: int) -> None:
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?",  # noqa: S608
+            f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?",  # noqa: S608
             (*key, index.version),
         ).fetchall()
         self._absorb(index, rows)
@@ -724,9 +617,10 @@ class SQLiteMemoryStore:
             return
         appended = False
         for row in rows:
-            terms = json.loads(row[19])
-            vector = None if row[18] is None else np.frombuffer(row[18], dtype=np.float32)
-            memory_id = str(row[1])
+            terms = json.loads(row[AT["terms"]])
+            blob = row[AT["embedding"]]
+            vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+            memory_id = str(row[AT["id"]])
             at = index.position.get(memory_id)
             if at is None:
                 at = index.position[memory_id] = len(index.docs)
@@ -751,17 +645,10 @@ class SQLiteMemoryStore:
             return np.fromiter((nan if r[at] is None else r[at] for r in rows), np.float64, n)
 
         codes = {status.value: code for status, code in _STATUS_CODES.items()}
-        index.columns = {
-            "importance": column(7),
-            "retention_score": column(11),
-            "access_count": column(12),
-            "created_at": column(13),
-            "updated_at": column(14),
-            "last_accessed_at": column(15),
-            "expires_at": column(16),
-            "status": np.fromiter((codes[r[9]] for r in rows), np.int8, n),
-            "_category": np.array([r[6] for r in rows], dtype=object),
-        }
+        index.columns = {c.name: column(AT[c.name]) for c in _NUMERIC}
+        status, category = AT["status"], AT["category"]
+        index.columns["status"] = np.fromiter((codes[r[status]] for r in rows), np.int8, n)
+        index.columns["_category"] = np.array([r[category] for r in rows], dtype=object)
         pending, index.pending = index.pending, {}
         if pending or index.vectors is None:
             dims = next((v.shape[0] for v in pending.values() if v is not None), None)
@@ -895,6 +782,108 @@ class SQLiteMemoryStore:
         result: np.ndarray = mask
         return result
 
+    def _query_vector(self, vector: Sequence[float] | None, mode: SearchMode) -> np.ndarray | None:
+        """The query vector as a unit float32 array (``None`` in keyword mode)."""
+        if mode in _VECTOR_MODES and vector is None:
+            raise ValidationError("vector", f"{mode.value} search needs a query vector")
+        if vector is None or mode == SearchMode.KEYWORD:
+            return None
+        query_vector = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query_vector))
+        if not math.isfinite(norm) or norm == 0.0:
+            raise ValidationError("vector", "must be a non-zero vector of finite numbers")
+        result: np.ndarray = query_vector / norm
+        return result
+
+    @staticmethod
+    def _check_query_dimensions(index: _ScopeIndex, query_vector: np.ndarray | None) -> None:
+        if query_vector is None or index.vectors is None:
+            return
+        stored = index.vectors.shape[1]
+        if stored not in (0, query_vector.shape[0]):
+            raise ValidationError(
+                "vector",
+                f"has {query_vector.shape[0]} dimensions; this store's embeddings have {stored}",
+            )
+
+    def _keyword_leg(
+        self, index: _ScopeIndex, terms: Sequence[str], mask: np.ndarray, marker: tuple[int, int], *, match_all: bool
+    ) -> _Leg:
+        """BM25 scores and ranks (top :data:`TEXT_LEG_TOP`); ``match_all`` is Azure's ``*``."""
+        if match_all:
+            scores = np.where(mask, 1.0, 0.0)
+            matched = mask.copy()
+        else:
+            scores = self._bm25(index, terms, marker)
+            matched = mask & (scores > 0.0)
+        return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP))
+
+    @staticmethod
+    def _vector_leg(index: _ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
+        """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector."""
+        scores = np.zeros(len(index), dtype=np.float64)
+        usable = mask & (index.has_vector if index.has_vector is not None else False)
+        if index.vectors is not None and index.vectors.shape[1] and usable.any():
+            cosine = index.vectors @ query_vector
+            scores = 1.0 / (2.0 - np.clip(cosine.astype(np.float64), -1.0, 1.0))
+        return _Leg(scores, _ranks(scores, usable, k))
+
+    @staticmethod
+    def _fuse(
+        mode: SearchMode, keyword: _Leg | None, vector: _Leg | None, vector_weight: float, size: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Relevance and selection: one leg's scores, or Reciprocal Rank Fusion of both."""
+        if mode == SearchMode.KEYWORD or mode == SearchMode.VECTOR:
+            leg = keyword if mode == SearchMode.KEYWORD else vector
+            assert leg is not None
+            selected = leg.ranks >= 0
+            return np.where(selected, leg.scores, 0.0), selected
+        assert keyword is not None and vector is not None
+        relevance = np.zeros(size, dtype=np.float64)
+        selected = np.zeros(size, dtype=bool)
+        for ranks, weight in ((keyword.ranks, 1.0), (vector.ranks, vector_weight)):
+            in_leg = ranks >= 0
+            relevance[in_leg] += weight / (RRF_K + ranks[in_leg])
+            selected |= in_leg
+        return relevance, selected
+
+    @staticmethod
+    def _hits(
+        index: _ScopeIndex,
+        candidates: np.ndarray,
+        order: np.ndarray,
+        ranked: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]],
+        relevance: np.ndarray,
+        keyword: _Leg | None,
+        vector: _Leg | None,
+        profile_name: str | None,
+    ) -> list[SearchHit]:
+        """The hits in ``order``, each with its score breakdown (leg scores and ranks, boosts)."""
+        final, multiplier, per_function = ranked
+        hits = []
+        for position in order:
+            at = int(candidates[position])
+            kw = keyword.at(at) if keyword is not None else (None, None)
+            vec = vector.at(at) if vector is not None else (None, None)
+            hits.append(
+                SearchHit.model_construct(
+                    record=index.docs[at].record,
+                    score=float(final[position]),
+                    reranker_score=None,
+                    breakdown=ScoreBreakdown.model_construct(
+                        keyword_score=kw[0],
+                        keyword_rank=kw[1],
+                        vector_score=vec[0],
+                        vector_rank=vec[1],
+                        relevance=float(relevance[at]),
+                        profile=profile_name,
+                        boost=float(multiplier[position]),
+                        functions={k: float(v[position]) for k, v in per_function.items()},
+                    ),
+                )
+            )
+        return hits
+
     async def search(
         self,
         scope: Scope,
@@ -902,261 +891,131 @@ class SQLiteMemoryStore:
         vector: Sequence[float] | None,
         options: MemorySearchOptions,
     ) -> SearchResult:
-        """Ranked memories of one scope; see the module docstring for the scoring."""
+        """Ranked memories of one scope: filters, candidate legs, fusion, profile, order, breakdown.
+
+        See the module docstring for the scoring.
+        """
         scope = _checked(scope)
         options = parse_model(MemorySearchOptions, options)
         mode = options.mode
-        notes: list[str] = []
-        if mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC) and vector is None:
-            raise ValidationError("vector", f"{mode.value} search needs a query vector")
-        query_vector = None
-        if vector is not None and mode != SearchMode.KEYWORD:
-            query_vector = np.asarray(vector, dtype=np.float32)
-            norm = float(np.linalg.norm(query_vector))
-            if not math.isfinite(norm) or norm == 0.0:
-                raise ValidationError("vector", "must be a non-zero vector of finite numbers")
-            query_vector = query_vector / norm
+        query_vector = self._query_vector(vector, mode)
         now_epoch = self._clock.now().timestamp()
         with self._lock:
             marker = self._change_marker()
             index = self._scope_index(scope, marker)
-            if (
-                query_vector is not None
-                and index.vectors is not None
-                and index.vectors.shape[1]
-                not in (
-                    0,
-                    query_vector.shape[0],
-                )
-            ):
-                raise ValidationError(
-                    "vector",
-                    f"has {query_vector.shape[0]} dimensions; this store's embeddings have "
-                    f"{index.vectors.shape[1]}",
-                )
+            self._check_query_dimensions(index, query_vector)
             mask = self._filter_mask(index, options, now_epoch)
-            terms = query_terms(query) if mode != SearchMode.VECTOR else []
-            keyword_scores = keyword_rank = vector_scores = vector_rank = None
-            relevance = np.zeros(len(index), dtype=np.float64)
-            selected = np.zeros(len(index), dtype=bool)
-            if mode in (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC):
-                if mode == SearchMode.KEYWORD and not terms:
-                    # An empty keyword query matches everything the filters allow (Azure's ``*``).
-                    keyword_scores = np.where(mask, 1.0, 0.0)
-                    keyword_matched = mask.copy()
-                else:
-                    keyword_scores = self._bm25(index, terms, marker)
-                    keyword_matched = mask & (keyword_scores > 0.0)
-                keyword_rank = _ranks(keyword_scores, keyword_matched, TEXT_LEG_TOP)
-            if (
-                mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
-                and query_vector is not None
-            ):
-                vector_scores = np.zeros(len(index), dtype=np.float64)
-                usable = mask & (index.has_vector if index.has_vector is not None else False)
-                if index.vectors is not None and index.vectors.shape[1] and usable.any():
-                    cosine = index.vectors @ query_vector
-                    vector_scores = 1.0 / (2.0 - np.clip(cosine.astype(np.float64), -1.0, 1.0))
-                vector_rank = _ranks(vector_scores, usable, options.vector_k)
-            if mode == SearchMode.KEYWORD:
-                assert keyword_scores is not None and keyword_rank is not None
-                selected = keyword_rank >= 0
-                relevance = np.where(selected, keyword_scores, 0.0)
-            elif mode == SearchMode.VECTOR:
-                assert vector_scores is not None and vector_rank is not None
-                selected = vector_rank >= 0
-                relevance = np.where(selected, vector_scores, 0.0)
-            else:
-                assert keyword_rank is not None and vector_rank is not None
-                for ranks, weight in ((keyword_rank, 1.0), (vector_rank, options.vector_weight)):
-                    leg = ranks >= 0
-                    relevance[leg] += weight / (RRF_K + ranks[leg])
-                    selected |= leg
-                if mode == SearchMode.SEMANTIC:
-                    notes.append(SEMANTIC_NOTE)
+            keyword = vector_leg = None
+            if mode in _TEXT_MODES:
+                terms = query_terms(query)
+                keyword = self._keyword_leg(
+                    index, terms, mask, marker, match_all=mode == SearchMode.KEYWORD and not terms
+                )
+            if mode in _VECTOR_MODES and query_vector is not None:
+                vector_leg = self._vector_leg(index, query_vector, mask, options.vector_k)
+            relevance, selected = self._fuse(mode, keyword, vector_leg, options.vector_weight, len(index))
             candidates = np.flatnonzero(selected)
             profile = profile_for(options.ranking_profile)
             cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
-            final, multiplier, per_function = apply_profile(
-                relevance[candidates], profile, cols, now_epoch=now_epoch
+            ranked = apply_profile(relevance[candidates], profile, cols, now_epoch=now_epoch)
+            order = _order(candidates, ranked[0], index, options.order_by, options.top)
+            hits = self._hits(
+                index, candidates, order, ranked, relevance, keyword, vector_leg, profile.name if profile else None
             )
-            order = _order(candidates, final, index, options.order_by, options.top)
-            hits = []
-            for position in order:
-                at = int(candidates[position])
-                hits.append(
-                    SearchHit.model_construct(
-                        record=index.docs[at].record,
-                        score=float(final[position]),
-                        reranker_score=None,
-                        breakdown=ScoreBreakdown.model_construct(
-                            keyword_score=None
-                            if keyword_scores is None or keyword_rank is None or keyword_rank[at] < 0
-                            else float(keyword_scores[at]),
-                            keyword_rank=None
-                            if keyword_rank is None or keyword_rank[at] < 0
-                            else int(keyword_rank[at]),
-                            vector_score=None
-                            if vector_scores is None or vector_rank is None or vector_rank[at] < 0
-                            else float(vector_scores[at]),
-                            vector_rank=None
-                            if vector_rank is None or vector_rank[at] < 0
-                            else int(vector_rank[at]),
-                            relevance=float(relevance[at]),
-                            profile=None if profile is None else profile.name,
-                            boost=float(multiplier[position]),
-                            functions={k: float(v[position]) for k, v in per_function.items()},
-                        ),
-                    )
-                )
         return SearchResult(
             hits=hits,
             mode=mode,
             ranking_profile=options.ranking_profile,
             semantic_ranker_available=False,
-            notes=notes,
+            notes=[SEMANTIC_NOTE] if mode == SearchMode.SEMANTIC else [],
         )
 
-    # -- forgetting -----------------------------------------------------------------------------
-    async def apply_forgetting(
-        self,
-        policy: HumanMemoryPolicy,
-        *,
-        dry_run: bool = True,
-        limit: int | None = None,
-        cursor: str | None = None,
-        tolerance: float = 0.01,
-        page_size: int = 20_000,
-    ) -> ForgettingReport:
-        """Bring retention and status up to date for every memory not deleted.
+    # -- forgetting (the policy is applied in memory_core.service.forgetting) --------------------
+    async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
+        """Retention inputs of up to ``limit`` memories that are not deleted, by row key (``pk``).
 
-        Reads in keyset pages of ``page_size`` rows and writes, per page and in one transaction,
-        only records whose status changes or whose stored retention is off by more than
-        ``tolerance``. ``limit`` bounds the rows scanned in this call; the report's ``next_cursor``
-        resumes from there.
+        Answered from the covering index ``memories_forget`` alone: texts and embeddings are never read.
         """
-        if limit is not None and limit < 1:
-            raise ValidationError("limit", "must be at least 1")
-        if not 0.0 <= tolerance < 1.0:
-            raise ValidationError("tolerance", "must be in [0, 1)")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit", "must be a positive integer")
         try:
-            last_pk = int(cursor) if cursor is not None else 0
+            last_pk = int(after) if after is not None else 0
         except ValueError:
             raise ValidationError("cursor", "is not a cursor this store returned") from None
-        now_epoch = self._clock.now().timestamp()
-        report = ForgettingReport(dry_run=dry_run)
-        active, archived = MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value
-        while True:
-            size = page_size if limit is None else min(page_size, limit - report.scanned)
-            if size <= 0:
-                break
-            with self._lock:
-                # Answered from the covering index ``memories_forget`` alone.
-                rows = self._conn.execute(
-                    "SELECT pk, status, retention_score, importance, access_count, updated_at, "
-                    "last_accessed_at, expires_at, user_id, agent_id FROM memories "
-                    "WHERE pk > ? AND status != ? ORDER BY pk LIMIT ?",
-                    (last_pk, MemoryStatus.DELETED.value, size),
-                ).fetchall()
-            if not rows:
-                last_pk = -1
-                break
-            last_pk = int(rows[-1][0])
-            report.scanned += len(rows)
-            self._forget_page(rows, policy, now_epoch, tolerance, report, dry_run, active, archived)
-            if len(rows) < size:
-                last_pk = -1
-                break
-        report.next_cursor = None if last_pk == -1 else str(last_pk)
-        return report
-
-    def _forget_page(
-        self,
-        rows: list[Any],
-        policy: HumanMemoryPolicy,
-        now_epoch: float,
-        tolerance: float,
-        report: ForgettingReport,
-        dry_run: bool,
-        active: str,
-        archived: str,
-    ) -> None:
-        columns = list(zip(*rows, strict=True))
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT pk, status, retention_score, importance, access_count, updated_at, "
+                "last_accessed_at, expires_at, user_id, agent_id FROM memories "
+                "WHERE pk > ? AND status != ? ORDER BY pk LIMIT ?",
+                (last_pk, MemoryStatus.DELETED.value, limit),
+            ).fetchall()
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * 10
 
         def floats(i: int) -> np.ndarray:
             return np.array(columns[i], dtype=np.float64)  # None becomes NaN
 
-        expires_at = floats(7)
-        retention = policy.retention_array(
-            now_epoch=now_epoch,
-            updated_at=floats(5),
-            last_accessed_at=floats(6),
-            expires_at=expires_at,
+        return RetentionPage(
+            keys=columns[0],
+            user_ids=columns[8],
+            agent_ids=columns[9],
+            active=np.array(columns[1], dtype=object) == MemoryStatus.ACTIVE.value,
+            retention=floats(2),
             importance=floats(3),
             access_count=floats(4),
+            updated_at=floats(5),
+            last_accessed_at=floats(6),
+            expires_at=floats(7),
+            next_cursor=str(rows[-1][0]) if len(rows) == limit else None,
         )
-        expired = ~np.isnan(expires_at) & (expires_at <= now_epoch)
-        old_retention = floats(2)
-        was_active = np.array(columns[1], dtype=object) == active
-        now_active = retention > policy.archive_threshold
-        status_changed = was_active != now_active
-        drifted = np.abs(retention - old_retention) > tolerance
-        write = status_changed | drifted
-        report.archived += int(np.count_nonzero(status_changed & was_active))
-        report.reactivated += int(np.count_nonzero(status_changed & ~was_active))
-        report.expired += int(np.count_nonzero(status_changed & was_active & expired))
-        report.rescored += int(np.count_nonzero(drifted & ~status_changed))
-        report.unchanged += int(np.count_nonzero(~write))
-        positions = np.flatnonzero(write)
-        listed = np.flatnonzero(status_changed)[: max(report.max_listed - len(report.changes), 0)]
-        if len(listed):
-            with self._lock:
-                ids = dict(
-                    self._conn.execute(
-                        f"SELECT pk, id FROM memories WHERE pk IN ({', '.join('?' * len(listed))})",  # noqa: S608
-                        [rows[int(at)][0] for at in listed],
-                    ).fetchall()
-                )
-        for at in listed:
-            row = rows[int(at)]
-            report.changes.append(
-                ForgettingChange(
-                    id=ids[row[0]],
-                    user_id=row[8],
-                    agent_id=row[9],
-                    old_status=MemoryStatus(row[1]),
-                    new_status=MemoryStatus.ACTIVE if now_active[at] else MemoryStatus.ARCHIVED,
-                    old_retention=float(old_retention[at]),
-                    new_retention=float(retention[at]),
-                    expired=bool(expired[at]),
-                )
+
+    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
+        """The memory ids of scanned rows (by ``pk``), in the order of ``keys``."""
+        if not keys:
+            return []
+        with self._lock:
+            found = dict(
+                self._conn.execute(
+                    f"SELECT pk, id FROM memories WHERE pk IN ({', '.join('?' * len(keys))})",  # noqa: S608
+                    [int(k) for k in keys],
+                ).fetchall()
             )
-        if dry_run or not len(positions):
-            return
+        return [str(found[int(k)]) for k in keys]
+
+    async def write_retention(self, write: RetentionWrite) -> int:
+        """New retention and status for scanned rows, in one transaction (deleted rows are left alone)."""
+        if not len(write):
+            return 0
+        page = write.page
+        active, archived = MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value
+        rows = [int(at) for at in write.rows]
         with self._transaction():
             seq = self._next_seq()
             self._conn.executemany(
                 "UPDATE memories SET retention_score = ?, status = ?, seq = ? WHERE pk = ? AND status != ?",
                 [
                     (
-                        float(retention[at]),
-                        active if now_active[at] else archived,
+                        float(retention),
+                        active if now_active else archived,
                         seq,
-                        rows[at][0],
+                        page.keys[at],
                         MemoryStatus.DELETED.value,
                     )
-                    for at in positions
+                    for at, now_active, retention in zip(rows, write.active, write.retention, strict=True)
                 ],
             )
-            self._bump_scopes(((rows[at][8], rows[at][9]) for at in positions), seq)
-        report.written += len(positions)
+            self._bump_scopes(((page.user_ids[at], page.agent_ids[at]) for at in rows), seq)
+        return len(rows)
 
-    async def close(self) -> None:
+    def close_sync(self) -> None:
+        """Close the connection (synchronous callers)."""
         with self._lock:
             if not self._closed:
                 self._conn.close()
                 self._closed = True
                 self._cache.clear()
+
+    async def close(self) -> None:
+        self.close_sync()
 
     async def __aenter__(self) -> SQLiteMemoryStore:
         return self

@@ -107,8 +107,10 @@ async def forgetting_figures(
     from ..adapters.sqlite_store import SQLiteMemoryStore
     from ..policy import HumanMemoryPolicy
     from ..ports import FixedClock
+    from ..service.forgetting import COUNTERS, apply_forgetting
 
-    store = SQLiteMemoryStore(path, clock=FixedClock(datetime.fromisoformat(at)))
+    now = datetime.fromisoformat(at)
+    store = SQLiteMemoryStore(path, clock=FixedClock(now))
     total = await store.count()
     rss_before = _rss_mb()
     if tracemalloc_on:
@@ -118,12 +120,13 @@ async def forgetting_figures(
     bar = Progress(sys.stdout, "forgetting" + (" (dry run)" if dry_run else ""), total) if progress else None
     started, cpu_started = time.perf_counter(), time.process_time()
     cursor = None
-    totals: dict[str, int] = dict.fromkeys(
-        ("scanned", "written", "archived", "reactivated", "expired", "rescored", "unchanged"), 0
-    )
+    totals: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+    policy = HumanMemoryPolicy()
     while True:
-        report = await store.apply_forgetting(
-            HumanMemoryPolicy(),
+        report = await apply_forgetting(
+            store,
+            policy,
+            now,
             dry_run=dry_run,
             limit=page_size * 5,
             cursor=cursor,

@@ -93,11 +93,7 @@ def synthetic_turns(count: int, *, scopes: int = 8, seed: int = 7) -> list[dict[
 
 async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str, Any]:
     from ..adapters.local_embedder import E5LocalEmbedder
-    from ..adapters.sqlite_history import SQLiteHistoryStore
-    from ..adapters.sqlite_store import SQLiteMemoryStore
-    from ..consolidation import MemoryConsolidator
-    from ..extraction import MemoryExtractor
-    from ..ingestion import ingest_turn
+    from ..bootstrap import build_service, load_settings
     from ..models import Turn
     from ..ports import FixedClock
 
@@ -112,26 +108,19 @@ async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str
     candidates = 0
     with tempfile.TemporaryDirectory(prefix="memory-core-bench-") as tmp:
         path = str(Path(tmp) / "bench.db")
-        store = SQLiteMemoryStore(path, clock=clock)
-        history = SQLiteHistoryStore(path)
-        extractor = MemoryExtractor(clock=clock)
-        consolidator = MemoryConsolidator()
+        service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock, embedder=embedder)
         try:
             started = time.perf_counter()
             for turn in data:
                 clock.set(turn.occurred_at)
-                result = await ingest_turn(
-                    turn, store=store, history=history, extractor=extractor, consolidator=consolidator,
-                    embedder=embedder, clock=clock,
-                )
+                result = await service.ingest(turn)
                 latencies.append(result.seconds)
                 embed_seconds += result.embed_seconds
                 candidates += len(result.steps)
                 events.update(step.decision.event.value for step in result.steps)
             total = time.perf_counter() - started
         finally:
-            await store.close()
-            await history.close()
+            await service.close()
     ordered = sorted(latencies)
     return {
         "turns": turns,

@@ -131,8 +131,8 @@ async def _measure(
             flush_interval=None,
         )
         provider.before_ms, provider.after_ms = [], []
-        service = provider.client.pipeline.service
-        now = service.clock.now()
+        service = provider.client.service
+        now = service.now()
         rows = [
             {
                 "user_id": "bench-user",

@@ -13,7 +13,7 @@ Two measurements:
   overall and per question kind, with search latency. ``--distractors PATH`` adds utterances of the
   Japanese Daily Dialogue corpus (read verbatim at run time, never stored) to every scope.
 * **Consolidation accuracy** of the rule path: each user's turns go through rule extraction, rule
-  consolidation and the store (:func:`memory_core.ingestion.ingest_turn`); the final active memories
+  consolidation and the store (:meth:`memory_core.service.MemoryService.ingest`); the final active memories
   are compared with the expected ones. An expected memory is found when its normalised text is
   contained in an active memory's (or the reverse). Reported: recall (expected memories found),
   precision (active memories that match an expected one), and users whose active set is exactly right.
@@ -262,11 +262,7 @@ async def consolidation_accuracy(
     data: JapaneseSet, *, embedder: Any, out: TextIO | None = None
 ) -> dict[str, Any]:
     """Run every user's turns through the rule path; compare the final active memories with the expected."""
-    from ..adapters.sqlite_history import SQLiteHistoryStore
-    from ..adapters.sqlite_store import SQLiteMemoryStore
-    from ..consolidation import MemoryConsolidator
-    from ..extraction import MemoryExtractor
-    from ..ingestion import ingest_turn
+    from ..bootstrap import build_service, load_settings
 
     found = expected_total = matched_active = active_total = exact = 0
     per_user = []
@@ -276,10 +272,8 @@ async def consolidation_accuracy(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "consolidation.db"
         clock = FixedClock(data.users[0].turns[0][0])
-        store = SQLiteMemoryStore(path, clock=clock)
-        history = SQLiteHistoryStore(path)
-        extractor = MemoryExtractor(clock=clock)
-        consolidator = MemoryConsolidator()
+        # The embedded defaults (rules, no LLM) whatever the environment says, with the given embedder.
+        service = build_service(load_settings(environ={}, sqlite_path=str(path)), clock=clock, embedder=embedder)
         try:
             for user in data.users:
                 scope = _scope(user)
@@ -294,18 +288,10 @@ async def consolidation_accuracy(
                             "messages": [{"role": "user", "text": text}],
                         }
                     )
-                    await ingest_turn(
-                        turn,
-                        store=store,
-                        history=history,
-                        extractor=extractor,
-                        consolidator=consolidator,
-                        embedder=embedder,
-                        clock=clock,
-                    )
+                    await service.ingest(turn)
                     if progress is not None:
                         progress.advance()
-                page = await store.scan(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
+                page = await service.list(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
                 active = [r.memory for r in page.records]
                 hits = [e for e in user.expected_active if any(matches(e, a) for a in active)]
                 good = [a for a in active if any(matches(e, a) for e in user.expected_active)]
@@ -324,8 +310,7 @@ async def consolidation_accuracy(
                     }
                 )
         finally:
-            await store.close()
-            await history.close()
+            await service.close()
     if progress is not None:
         progress.finish()
     return {

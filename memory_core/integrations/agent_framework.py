@@ -60,8 +60,8 @@ from .memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
 from .outbox import TurnOutbox
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..pipeline import MemoryPipeline
     from ..ports import TurnPublisher
+    from ..service import MemoryService
 
 __all__ = [
     "DEFAULT_OUTBOX_PATH",
@@ -147,10 +147,10 @@ class MemoryContextProvider(ContextProvider):
     """Long-term memory for an Agent Framework agent.
 
     Build it with a :class:`~memory_core.integrations.memory_client.MemoryClient` or a
-    ``MemoryPipeline``, or with :meth:`local` / :meth:`remote`, which create (and then own) the client.
+    ``MemoryService``, or with :meth:`local` / :meth:`remote`, which create (and then own) the client.
 
     Keyword Args:
-        client: Where memory lives: a ``MemoryClient`` or a ``MemoryPipeline`` (not closed by the
+        client: Where memory lives: a ``MemoryClient`` or a ``MemoryService`` (not closed by the
             provider unless ``owns_client``).
         source_id: Attribution id of the injected messages and key of the provider's session state.
         user_id: The user whose memories are read and written (unless the session says otherwise).
@@ -165,6 +165,8 @@ class MemoryContextProvider(ContextProvider):
         include_archived: Also search archived memories.
         min_importance: Only memories at least this important (0..1).
         min_retention_score: Only memories whose retention is at least this (0..1).
+        vector_k: Nearest neighbours the vector leg takes (hybrid and vector modes).
+        vector_weight: Weight of the vector leg in hybrid fusion (the keyword leg has 1).
         min_score: Drop hits whose search score is below this (after ranking).
         injection_role: Role of the injected message: ``user`` (default), ``assistant`` or ``system``.
         recall: Count injected memories as recalled (reinforces them).
@@ -183,7 +185,7 @@ class MemoryContextProvider(ContextProvider):
     def __init__(
         self,
         *,
-        client: MemoryClient | MemoryPipeline,
+        client: MemoryClient | MemoryService,
         source_id: str = DEFAULT_SOURCE_ID,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -197,6 +199,8 @@ class MemoryContextProvider(ContextProvider):
         include_archived: bool = False,
         min_importance: float | None = None,
         min_retention_score: float | None = None,
+        vector_k: int | None = None,
+        vector_weight: float | None = None,
         min_score: float | None = None,
         injection_role: InjectionRole = "user",
         recall: bool = True,
@@ -220,8 +224,7 @@ class MemoryContextProvider(ContextProvider):
         self.agent_id = None if agent_id is None else validate_scope_id(agent_id, "agent_id")
         self.read_scope = _scope_from(read_scope, "read_scope")
         self.write_scope = _scope_from(write_scope, "write_scope")
-        self.options = parse_model(
-            MemorySearchOptions,
+        self.options = MemorySearchOptions.from_values(
             {
                 "mode": mode,
                 "ranking_profile": ranking_profile,
@@ -231,7 +234,9 @@ class MemoryContextProvider(ContextProvider):
                 "include_archived": include_archived,
                 "min_importance": min_importance,
                 "min_retention_score": min_retention_score,
-            },
+                "vector_k": vector_k,
+                "vector_weight": vector_weight,
+            }
         )
         if injection_role not in ("user", "assistant", "system"):
             raise ValidationError("injection_role", "must be 'user', 'assistant' or 'system'")
@@ -276,7 +281,7 @@ class MemoryContextProvider(ContextProvider):
         settings: Any | None = None,
         **kwargs: Any,
     ) -> MemoryContextProvider:
-        """A provider on the embedded store, in this process (the provider owns the pipeline).
+        """A provider on the embedded store, in this process (the provider owns the memory service).
 
         Keyword Args:
             sqlite_path: The embedded store file (default ``MEMORY_SQLITE_PATH``).

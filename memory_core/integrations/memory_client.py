@@ -1,8 +1,8 @@
 """How an agent reaches memory: one small client interface, two implementations.
 
-- :class:`LocalMemoryClient`: an in-process :class:`~memory_core.pipeline.MemoryPipeline` on the
-  embedded store. Turns go to the pipeline's publisher (the embedded durable queue), or are ingested
-  inline when the pipeline has none (scripts, tests).
+- :class:`LocalMemoryClient`: an in-process :class:`~memory_core.service.MemoryService` on the
+  embedded store. Turns go to the service's queue (the embedded durable queue), or are ingested
+  inline when it has none (scripts, tests).
 - :class:`RemoteMemoryClient`: the serverless deployment. Search goes over the HTTP API
   (``POST /api/memories/search``, function key in ``x-functions-key``); turns go to a
   :class:`~memory_core.ports.TurnPublisher` (Service Bus) when one is given, else to
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, PermanentError, TransientError, ValidationError
 from ..models import (
@@ -41,7 +41,12 @@ from ..models import (
     Turn,
     parse_model,
 )
-from ..ports import TurnPublisher
+from ..ports import Embedder, TurnPublisher
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters.sqlite_queue import SQLiteQueue
+    from ..config import Settings
+    from ..service import MemoryService
 
 __all__ = ["LocalMemoryClient", "MemoryClient", "RemoteMemoryClient", "search_request_body"]
 
@@ -85,22 +90,27 @@ class MemoryClient(ABC):
 
 
 class LocalMemoryClient(MemoryClient):
-    """Memory in this process: the embedded store, queue and service, through a ``MemoryPipeline``.
+    """Memory in this process: the embedded store, queue and service, through a ``MemoryService``.
 
     Args:
-        pipeline: The pipeline to use.
-        owns_pipeline: Close the pipeline with the client (set when the client built it).
-        queue: The embedded queue the pipeline publishes to, when a worker in this process should
+        service: The memory service to use.
+        owns_service: Close the service with the client (set when the client built it).
+        queue: The embedded queue the service publishes to, when a worker in this process should
             drain it (see ``worker``).
         worker: Run a queue worker in this process while the client is open (started on first use).
     """
 
     def __init__(
-        self, pipeline: Any, *, owns_pipeline: bool = False, queue: Any | None = None, worker: bool = False
+        self,
+        service: MemoryService,
+        *,
+        owns_service: bool = False,
+        queue: SQLiteQueue | None = None,
+        worker: bool = False,
     ) -> None:
-        self.pipeline = pipeline
+        self.service = service
         self.queue = queue
-        self._owns = owns_pipeline
+        self._owns = owns_service
         self._want_worker = worker and queue is not None
         self._worker_task: asyncio.Task[Any] | None = None
         self._stop: asyncio.Event | None = None
@@ -110,14 +120,14 @@ class LocalMemoryClient(MemoryClient):
         cls,
         *,
         sqlite_path: str | Path | None = None,
-        embedder: Any | None = None,
+        embedder: Embedder | None = None,
         publisher: TurnPublisher | None = None,
         queue: bool | str | Path = False,
         worker: bool = False,
-        settings: Any | None = None,
+        settings: Settings | None = None,
         **overrides: Any,
     ) -> LocalMemoryClient:
-        """Build an embedded pipeline from settings (environment plus overrides) and own it.
+        """Build an embedded memory service from settings (environment plus overrides) and own it.
 
         Args:
             sqlite_path: The embedded store file (default ``MEMORY_SQLITE_PATH``).
@@ -129,7 +139,7 @@ class LocalMemoryClient(MemoryClient):
             settings: Ready :class:`~memory_core.config.Settings` (overrides are then ignored).
             **overrides: Other settings fields (``embedder="hash"``, ``half_life_days=30``...).
         """
-        from ..bootstrap import build_pipeline, load_settings
+        from ..bootstrap import build_service, load_settings
 
         if settings is None:
             settings = load_settings(
@@ -142,10 +152,10 @@ class LocalMemoryClient(MemoryClient):
             path = default_queue_path(settings.sqlite_path) if queue is True else str(queue)
             sqlite_queue = SQLiteQueue(path)
             publisher = sqlite_queue
-        pipeline = build_pipeline(
+        service = build_service(
             settings, embedder=embedder, publisher=publisher, recall_via_queue=sqlite_queue is not None
         )
-        return cls(pipeline, owns_pipeline=True, queue=sqlite_queue, worker=worker)
+        return cls(service, owns_service=True, queue=sqlite_queue, worker=worker)
 
     def _ensure_worker(self) -> None:
         if not self._want_worker or self._worker_task is not None or self.queue is None:
@@ -153,7 +163,7 @@ class LocalMemoryClient(MemoryClient):
         from ..local.worker import QueueWorker
 
         self._stop = asyncio.Event()
-        worker = QueueWorker(self.queue, self.pipeline, name="provider-worker")
+        worker = QueueWorker(self.queue, self.service, name="provider-worker")
         self._worker_task = asyncio.ensure_future(worker.run(self._stop))
 
     async def drain(self) -> int:
@@ -162,22 +172,21 @@ class LocalMemoryClient(MemoryClient):
             return 0
         from ..local.worker import QueueWorker
 
-        handled: int = await QueueWorker(self.queue, self.pipeline, name="drain", renew_locks=False).drain()
+        handled: int = await QueueWorker(self.queue, self.service, name="drain", renew_locks=False).drain()
         return handled
 
     async def search(
         self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True
     ) -> SearchResult:
         self._ensure_worker()
-        result: SearchResult = await self.pipeline.service.search(scope, query, options, recall=recall)
-        return result
+        return await self.service.search(scope, query, options, recall=recall)
 
     async def publish_turn(self, turn: Turn) -> None:
         self._ensure_worker()
-        await self.pipeline.publish_turn(turn)
+        await self.service.publish_turn(turn)
 
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        await self.pipeline.service.record_recall(scope, list(memory_ids))
+        await self.service.record_recall(scope, list(memory_ids))
 
     async def close(self) -> None:
         try:
@@ -187,32 +196,21 @@ class LocalMemoryClient(MemoryClient):
                 self._worker_task = None
         finally:
             if self._owns:
-                await self.pipeline.close()
+                await self.service.close()
 
 
 def search_request_body(
     scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool
 ) -> dict[str, Any]:
-    """The JSON body of ``POST /api/memories/search`` (:class:`memory_core.api.SearchRequest`)."""
-    body: dict[str, Any] = {
+    """The JSON body of ``POST /api/memories/search`` (:class:`memory_core.api.SearchRequest`): the
+    scope, the query, ``recall`` and every search option that is set."""
+    return {
         "user_id": scope.user_id,
         "agent_id": scope.agent_id,
         "query": query,
-        "mode": options.mode.value,
-        "ranking_profile": options.ranking_profile.value,
-        "top": options.top,
-        "include_archived": options.include_archived,
         "recall": recall,
+        **options.model_dump(mode="json", exclude_none=True),
     }
-    if options.order_by is not None:
-        body["order_by"] = options.order_by.value
-    if options.category is not None:
-        body["category"] = options.category
-    if options.min_importance is not None:
-        body["min_importance"] = options.min_importance
-    if options.min_retention_score is not None:
-        body["min_retention_score"] = options.min_retention_score
-    return body
 
 
 def _search_result(data: Any) -> SearchResult:

@@ -1,14 +1,14 @@
 """``memory-core serve``: the HTTP API, queue workers and the forgetting scheduler in one process.
 
 Wiring: the embedded store and history (``MEMORY_SQLITE_PATH``), the durable SQLite queue beside it
-(``<store file>.queue``), and a pipeline that publishes turns *and* recall updates to that queue, so
-every write of a scope goes through one ordered path, exactly as in Azure.
+(``<store file>.queue``), and a memory service that publishes turns *and* recall updates to that
+queue, so every write of a scope goes through one ordered path, exactly as in Azure.
 
 Stopping: the first SIGINT/SIGTERM stops accepting requests, lets each worker finish the message in
 hand (up to ``grace_seconds``), then releases whatever is still in flight (abandon: delivered again
 at the next start); a second signal releases at once. Killing the process (SIGKILL, power loss)
 loses nothing either: in-flight messages stay locked until their lock expires and are then
-delivered again; the pipeline is idempotent, so the store ends up as if each message was processed
+delivered again; ingestion is idempotent, so the store ends up as if each message was processed
 once.
 """
 
@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from ..adapters.sqlite_queue import SQLiteQueue, default_queue_path
 from ..api import MemoryApi
 from ..config import Settings
+from ..service import MemoryService
 from .scheduler import ForgettingScheduler
 from .server import ApiServer
 from .worker import QueueWorker
@@ -87,7 +88,7 @@ class EmbeddedRuntime:
         self.queue: SQLiteQueue | None = None
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
-        self.pipeline: Any = None
+        self.service: MemoryService | None = None
 
     @property
     def queue_path(self) -> str:
@@ -95,7 +96,7 @@ class EmbeddedRuntime:
 
     async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
-        from ..bootstrap import build_pipeline
+        from ..bootstrap import build_service, configure_telemetry
 
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
@@ -107,39 +108,34 @@ class EmbeddedRuntime:
             max_deliveries=opts.max_deliveries,
         )
         self.queue = queue
-        from .. import telemetry
-
-        telemetry.configure_telemetry(self.settings)
-        pipeline = build_pipeline(self.settings, publisher=queue, recall_via_queue=True)
-        self.pipeline = pipeline
+        configure_telemetry(self.settings)
+        service = build_service(self.settings, publisher=queue, recall_via_queue=True)
+        self.service = service
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[None]] = []
         worker_stop = asyncio.Event()
         try:
             if opts.http:
-                api = MemoryApi(pipeline, health_details=lambda: {"queue": queue.stats().as_dict()})
+                api = MemoryApi(service, health_details=lambda: {"queue": queue.stats().as_dict()})
                 self.server = ApiServer(api, loop, host=opts.host, port=opts.port)
                 self.server.start()
                 self._say(
                     f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"
                 )
             self.workers = [
-                QueueWorker(queue, pipeline, name=f"worker-{i + 1}", idle_seconds=opts.idle_seconds)
+                QueueWorker(queue, service, name=f"worker-{i + 1}", idle_seconds=opts.idle_seconds)
                 for i in range(opts.workers)
             ]
             tasks = [asyncio.create_task(w.run(worker_stop), name=w.name) for w in self.workers]
             if opts.scheduler:
                 scheduler = ForgettingScheduler(
-                    pipeline.service,
-                    self.settings.forget_schedule,
-                    state=queue,
-                    page_size=opts.forget_page_size,
+                    service, self.settings.forget_schedule, page_size=opts.forget_page_size
                 )
                 tasks.append(asyncio.create_task(scheduler.run(worker_stop), name="scheduler"))
                 logger.info(
                     "forgetting scheduled at %r (UTC); next run %s",
                     self.settings.forget_schedule,
-                    scheduler.next_due(),
+                    await scheduler.next_due(),
                 )
             self._say(f"memory-core serve: {opts.workers} worker(s) on {self.queue_path}")
             await stop.wait()
@@ -149,7 +145,7 @@ class EmbeddedRuntime:
                 await asyncio.to_thread(self.server.stop)
             worker_stop.set()
             await self._finish(tasks, force)
-            await pipeline.close()
+            await service.close()
             self._say("memory-core serve: stopped")
 
     async def _finish(self, tasks: list[asyncio.Task[None]], force: asyncio.Event | None) -> None:

@@ -7,10 +7,12 @@ comma-separated lists of those; months and days of the week also take names (``J
 day-of-week runs 0-6 from Sunday (7 is Sunday too). When both day-of-month and day-of-week are
 restricted, a day must match both.
 
-The job calls ``apply_forgetting(dry_run=False)`` in bounded pages and logs the counts. It keeps a
-bookmark (the page cursor and the next due time) in the queue file, so a run that is stopped half-way
-resumes where it stopped when the runtime starts again, and a run that was due while the runtime was
-down is made at start (with a warning that it is past due).
+The job is the service's scheduled forgetting run (:meth:`MemoryService.run_forgetting
+<memory_core.service.MemoryService.run_forgetting>`: bounded pages, the cursor saved after each), the
+same one the Functions timer runs. The next due time is kept beside the cursor in the service's
+checkpoints (the store file's history tables), so a run that is stopped half-way resumes where it
+stopped when the runtime starts again, and a run that was due while the runtime was down is made at
+start (with a warning that it is past due).
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from .. import telemetry
 from ..errors import ConfigurationError
-from ..ports import ForgettingReport
+from ..service.forgetting import FORGET_CHECKPOINT, ForgettingRun
 
-__all__ = ["CronSchedule", "ForgettingRun", "ForgettingScheduler", "StateStore"]
+__all__ = ["CronSchedule", "ForgettingScheduler", "ScheduledForgetting"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,58 +143,27 @@ class CronSchedule:
         raise ConfigurationError(f"MEMORY_FORGET_SCHEDULE {self.expression!r} never fires")
 
 
-class StateStore(Protocol):
-    """Where the scheduler keeps its bookmark (the embedded queue implements it)."""
+class ScheduledForgetting(Protocol):
+    """What the scheduler needs of the memory service."""
 
-    def get_state(self, key: str) -> str | None: ...
+    async def run_forgetting(
+        self, *, page_size: int = 1000, should_stop: Callable[[], bool] | None = None
+    ) -> ForgettingRun: ...
 
-    def set_state(self, key: str, value: str | None) -> None: ...
+    async def get_checkpoint(self, name: str) -> str | None: ...
 
-
-class _Forgetter(Protocol):
-    async def apply_forgetting(
-        self, *, dry_run: bool = True, limit: int | None = None, cursor: str | None = None
-    ) -> ForgettingReport: ...
+    async def set_checkpoint(self, name: str, value: str | None) -> None: ...
 
 
-@dataclass(slots=True)
-class ForgettingRun:
-    """The totals of one scheduled run (over all its pages)."""
-
-    pages: int = 0
-    scanned: int = 0
-    archived: int = 0
-    expired: int = 0
-    reactivated: int = 0
-    rescored: int = 0
-    unchanged: int = 0
-    written: int = 0
-    complete: bool = False
-    resumed_from: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, report: ForgettingReport) -> None:
-        self.pages += 1
-        self.scanned += report.scanned
-        self.archived += report.archived
-        self.expired += report.expired
-        self.reactivated += report.reactivated
-        self.rescored += report.rescored
-        self.unchanged += report.unchanged
-        self.written += report.written
-
-
-_CURSOR_KEY = "forgetting.cursor"
 _DUE_KEY = "forgetting.next_due"
 
 
 class ForgettingScheduler:
-    """Runs ``apply_forgetting(dry_run=False)`` on a schedule, in bounded, resumable pages.
+    """Runs the service's forgetting job on a schedule, in bounded, resumable pages.
 
     Args:
-        service: The memory service (anything with ``apply_forgetting``).
+        service: The memory service.
         schedule: The NCRONTAB expression or a parsed :class:`CronSchedule`.
-        state: Where the bookmark is kept (``None``: in memory only, nothing resumes).
         page_size: Memories scanned per page (one store call per page).
         now: Source of the current UTC time.
         past_due_seconds: A run starting this much after its due time is logged as past due.
@@ -200,10 +171,9 @@ class ForgettingScheduler:
 
     def __init__(
         self,
-        service: _Forgetter,
+        service: ScheduledForgetting,
         schedule: str | CronSchedule,
         *,
-        state: StateStore | None = None,
         page_size: int = 1000,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         past_due_seconds: float = 60.0,
@@ -212,90 +182,34 @@ class ForgettingScheduler:
             raise ConfigurationError("the forgetting page size must be at least 1")
         self.service = service
         self.schedule = schedule if isinstance(schedule, CronSchedule) else CronSchedule.parse(schedule)
-        self.state = state
         self.page_size = page_size
         self.now = now
         self.past_due_seconds = past_due_seconds
-        self._memory: dict[str, str] = {}
 
-    def _get(self, key: str) -> str | None:
-        return self.state.get_state(key) if self.state is not None else self._memory.get(key)
-
-    def _set(self, key: str, value: str | None) -> None:
-        if self.state is not None:
-            self.state.set_state(key, value)
-        elif value is None:
-            self._memory.pop(key, None)
-        else:
-            self._memory[key] = value
-
-    def next_due(self) -> datetime:
+    async def next_due(self) -> datetime:
         """When the next run is due (the stored bookmark, else the schedule's next time)."""
-        stored = self._get(_DUE_KEY)
+        stored = await self.service.get_checkpoint(_DUE_KEY)
         if stored is not None:
             with contextlib.suppress(ValueError):
                 return datetime.fromisoformat(stored)
         return self.schedule.next_after(self.now())
 
     async def run_job(self, stop: asyncio.Event | None = None) -> ForgettingRun:
-        """One forgetting run, page by page, from the stored cursor; stops early when ``stop`` is set."""
-        cursor = self._get(_CURSOR_KEY)
-        totals = ForgettingRun(resumed_from=cursor)
-        if cursor is not None:
-            logger.info("forgetting: resuming an interrupted run from cursor %s", cursor)
+        """One forgetting run, page by page, from the saved cursor; stops early when ``stop`` is set."""
         started = time.perf_counter()
-        while True:
-            report = await self.service.apply_forgetting(dry_run=False, limit=self.page_size, cursor=cursor)
-            totals.add(report)
-            cursor = report.next_cursor
-            self._set(_CURSOR_KEY, cursor)
-            if cursor is None:
-                totals.complete = True
-                break
-            if stop is not None and stop.is_set():
-                logger.info(
-                    "forgetting: stopping after %s page(s); the next start resumes at %s",
-                    totals.pages,
-                    cursor,
-                )
-                break
-            await asyncio.sleep(0)  # let requests and workers in between pages
-        logger.info(
-            "forgetting %s: %s page(s), scanned %s, archived %s, expired %s, reactivated %s, rescored %s, "
-            "unchanged %s, written %s",
-            "done" if totals.complete else "interrupted",
-            totals.pages,
-            totals.scanned,
-            totals.archived,
-            totals.expired,
-            totals.reactivated,
-            totals.rescored,
-            totals.unchanged,
-            totals.written,
+        run = await self.service.run_forgetting(
+            page_size=self.page_size, should_stop=stop.is_set if stop is not None else None
         )
-        telemetry.record_forgetting(
-            {
-                "dry_run": False,
-                "scanned": totals.scanned,
-                "archived": totals.archived,
-                "expired": totals.expired,
-                "reactivated": totals.reactivated,
-                "rescored": totals.rescored,
-                "unchanged": totals.unchanged,
-                "written": totals.written,
-            },
-            time.perf_counter() - started,
-            pages=totals.pages,
-        )
-        return totals
+        telemetry.record_forgetting(run.as_dict(), time.perf_counter() - started, pages=run.pages)
+        return run
 
     async def run(self, stop: asyncio.Event) -> None:
         """Wait for each due time and run the job, until ``stop`` is set."""
-        if self._get(_CURSOR_KEY) is not None:
+        if await self.service.get_checkpoint(FORGET_CHECKPOINT) is not None:
             await self._run_guarded(stop)
         while not stop.is_set():
-            due = self.next_due()
-            self._set(_DUE_KEY, due.isoformat())
+            due = await self.next_due()
+            await self.service.set_checkpoint(_DUE_KEY, due.isoformat())
             while not stop.is_set():
                 remaining = (due - self.now()).total_seconds()
                 if remaining <= 0:
@@ -306,11 +220,9 @@ class ForgettingScheduler:
                 return
             late = (self.now() - due).total_seconds()
             if late > self.past_due_seconds:
-                logger.warning(
-                    "forgetting: the run due at %s is past due by %.0f seconds", due.isoformat(), late
-                )
+                logger.warning("forgetting: the run due at %s is past due by %.0f seconds", due.isoformat(), late)
             await self._run_guarded(stop)
-            self._set(_DUE_KEY, self.schedule.next_after(max(self.now(), due)).isoformat())
+            await self.service.set_checkpoint(_DUE_KEY, self.schedule.next_after(max(self.now(), due)).isoformat())
 
     async def _run_guarded(self, stop: asyncio.Event) -> None:
         try:

@@ -1,7 +1,7 @@
 """The embedded HTTP server: :class:`~memory_core.api.MemoryApi` at ``/api/...`` on 127.0.0.1.
 
 A stdlib :class:`http.server.ThreadingHTTPServer` reads each request on its own thread and hands it
-to the runtime's single asyncio loop (where the pipeline lives) with
+to the runtime's single asyncio loop (where the memory service lives) with
 :func:`asyncio.run_coroutine_threadsafe`, then writes the JSON response. No authentication: it
 binds to the loopback interface by default and is meant for one machine.
 

@@ -1,10 +1,10 @@
-"""The queue worker of the embedded runtime: drains the SQLite queue into the pipeline.
+"""The queue worker of the embedded runtime: drains the SQLite queue into the memory service.
 
-For each received message it calls :meth:`MemoryPipeline.process_message
-<memory_core.pipeline.MemoryPipeline.process_message>` and settles the message the way the Service
+For each received message it calls :meth:`MemoryService.process_message
+<memory_core.service.MemoryService.process_message>` and settles the message the way the Service
 Bus trigger does in Azure:
 
-- success: complete (only after the pipeline returned, so every write is durable first);
+- success: complete (only after the service returned, so every write is durable first);
 - :class:`~memory_core.errors.PermanentError` (a malformed message): dead-letter it with the error's
   name as the reason and its message as the description, and log a warning saying what was wrong;
 - anything else (a :class:`~memory_core.errors.TransientError`, a bug): abandon it for redelivery
@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from .. import telemetry
 from ..adapters.sqlite_queue import LockLostError, QueueMessage, SQLiteQueue
 from ..errors import PermanentError
+from ..service.ingest import ProcessOutcome
 
 __all__ = ["MessageProcessor", "QueueWorker", "WorkerStats", "default_backoff"]
 
@@ -35,9 +36,9 @@ logger = logging.getLogger(__name__)
 
 
 class MessageProcessor(Protocol):
-    """What the worker needs from the pipeline."""
+    """What the worker needs of the memory service."""
 
-    async def process_message(self, body: bytes | str | Mapping[str, Any]) -> Any: ...
+    async def process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome: ...
 
 
 def default_backoff(delivery_count: int) -> float:
@@ -64,11 +65,11 @@ class WorkerStats:
 
 
 class QueueWorker:
-    """Receives messages from a :class:`SQLiteQueue` and hands them to the pipeline.
+    """Receives messages from a :class:`SQLiteQueue` and hands them to the memory service.
 
     Args:
         queue: The queue to drain.
-        processor: The pipeline (anything with ``process_message``).
+        processor: The memory service (anything with ``process_message``).
         name: Shown in log lines.
         idle_seconds: How long to wait before polling again when nothing could be received.
         backoff: Delay before a failed message is delivered again, from its delivery count.
@@ -128,7 +129,7 @@ class QueueWorker:
             try:
                 with telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op:
                     outcome = await self.processor.process_message(message.body)
-                    if getattr(outcome, "ingest", None) is not None:
+                    if outcome.ingest is not None:
                         telemetry.record_ingest(outcome.ingest, op.elapsed)
             except asyncio.CancelledError:
                 self._settle(self.queue.abandon, message, error="processing was cancelled (shutdown)")
@@ -184,7 +185,7 @@ class QueueWorker:
         try:
             action(message, **kwargs)
         except LockLostError as exc:
-            # Another receiver has it now; the pipeline is idempotent, so the effect is the same.
+            # Another receiver has it now; ingestion is idempotent, so the effect is the same.
             self.stats.lock_lost += 1
             logger.warning("%s: %s", self.name, exc)
             return False

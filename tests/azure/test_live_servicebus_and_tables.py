@@ -34,7 +34,7 @@ def test_a_published_turn_arrives_on_its_session() -> None:
     from azure.identity.aio import DefaultAzureCredential
     from azure.servicebus.aio import ServiceBusClient
 
-    from memory_core.adapters.servicebus_queue import ServiceBusTurnPublisher
+    from memory_core.bootstrap import build_publisher
 
     settings = Settings.from_env(os.environ)
     user = f"live-{uuid.uuid4().hex[:12]}"
@@ -48,7 +48,7 @@ def test_a_published_turn_arrives_on_its_session() -> None:
     session = session_id_for(Scope.of(user, "a1"))
 
     async def body() -> None:
-        publisher = ServiceBusTurnPublisher.from_settings(settings)
+        publisher = build_publisher(settings)
         try:
             await publisher.publish_turn(turn)
         finally:

@@ -27,7 +27,8 @@ from memory_core.models import (
     SearchMode,
 )
 from memory_core.policy import HumanMemoryPolicy
-from memory_core.ports import FixedClock, MemoryStore
+from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
+from memory_core.service.forgetting import ForgettingReport, apply_forgetting
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(256)
@@ -100,6 +101,11 @@ async def ids_of(store: MemoryStore, scope: Scope, query: str, **kwargs: Any) ->
     vec = None if options.mode == SearchMode.KEYWORD else vector(query)
     result = await store.search(scope, query, vec, options)
     return [hit.record.id for hit in result.hits]
+
+
+async def forget(store: MemoryStore, clock: FixedClock, **kwargs: Any) -> ForgettingReport:
+    """The one forgetting algorithm over this store, at the clock's time."""
+    return await apply_forgetting(store, POLICY, clock.now(), **kwargs)
 
 
 async def all_ids(store: MemoryStore, scope: Scope, **kwargs: Any) -> list[str]:
@@ -487,14 +493,14 @@ class StoreContract:
                 ]
             )
             clock.advance(days=60)
-            dry = await store.apply_forgetting(POLICY, dry_run=True)
+            dry = await forget(store, clock, dry_run=True)
             assert dry.dry_run and dry.written == 0
             assert dry.scanned == 3
             assert {c.id for c in dry.changes} == {"weak", "plan"}
             assert {c.id for c in dry.changes if c.expired} == {"plan"}
             weak = await store.get(U1A1, "weak")
             assert weak is not None and weak.status == MemoryStatus.ACTIVE  # nothing written
-            applied = await store.apply_forgetting(POLICY, dry_run=False)
+            applied = await forget(store, clock, dry_run=False)
             assert applied.archived == 2 and applied.expired == 1
             assert applied.written == 3  # two archived, the strong one rescored (drifted)
             for memory_id, status in [
@@ -505,7 +511,7 @@ class StoreContract:
             ]:
                 got = await store.get(U1A1, memory_id)
                 assert got is not None and got.status == status, memory_id
-            again = await store.apply_forgetting(POLICY, dry_run=False)
+            again = await forget(store, clock, dry_run=False)
             assert again.written == 0 and again.unchanged == 3
             assert await ids_of(store, U1A1, "memory", mode=SearchMode.KEYWORD) == ["strong"]
 
@@ -519,7 +525,7 @@ class StoreContract:
             cursor = None
             calls = 0
             while True:
-                report = await store.apply_forgetting(POLICY, dry_run=False, limit=3, cursor=cursor)
+                report = await forget(store, clock, dry_run=False, limit=3, cursor=cursor)
                 calls += 1
                 assert report.scanned <= 3
                 archived += report.archived
@@ -530,6 +536,57 @@ class StoreContract:
             assert await all_ids(store, U1A1, statuses=[MemoryStatus.ARCHIVED]) == [
                 f"f{i:02d}" for i in range(7)
             ]
+
+        self.run(scenario)
+
+    def test_retention_scan_pages_every_scope_and_skips_deleted(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [make(f"a {i}", id=f"a{i}") for i in range(4)]
+                + [make(f"b {i}", U2A1, id=f"b{i}") for i in range(3)]
+                + [make("gone", id="gone", status=MemoryStatus.DELETED)]
+            )
+            seen: list[str] = []
+            scopes: set[tuple[str, str]] = set()
+            cursor = None
+            while True:
+                page = await store.scan_retention(after=cursor, limit=3)
+                assert len(page) <= 3
+                seen += await store.memory_ids(list(page.keys))
+                scopes |= set(zip(page.user_ids, page.agent_ids, strict=True))
+                assert page.active.all() and (page.importance == 0.5).all()
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert sorted(seen) == sorted([f"a{i}" for i in range(4)] + [f"b{i}" for i in range(3)])
+            assert scopes == {(U1A1.user_id, U1A1.agent_id), (U2A1.user_id, U2A1.agent_id)}
+            with pytest.raises(ValidationError) as caught:
+                await store.scan_retention(after="' or 1=1 --", limit=3)
+            assert caught.value.field == "cursor"
+
+        self.run(scenario)
+
+    def test_retention_write_changes_only_status_and_retention(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("keep me", id="k1", importance=0.9), make("fade", id="k2")])
+            page = await store.scan_retention(limit=10)
+            ids = await store.memory_ids(list(page.keys))
+            await store.mark_status(U1A1, "k2", MemoryStatus.DELETED, reason="deleted meanwhile")
+            import numpy as np
+
+            written = await store.write_retention(
+                RetentionWrite(
+                    page=page,
+                    rows=np.arange(len(page)),
+                    active=np.array([i != "k1" for i in ids]),
+                    retention=np.array([0.123 if i == "k1" else 0.5 for i in ids]),
+                )
+            )
+            assert written >= 1
+            k1, k2 = await store.get(U1A1, "k1"), await store.get(U1A1, "k2")
+            assert k1 is not None and (k1.status, k1.retention_score) == (MemoryStatus.ARCHIVED, 0.123)
+            assert k1.memory == "keep me" and k1.importance == 0.9 and k1.embedding is not None
+            assert k2 is not None and k2.status == MemoryStatus.DELETED  # a deleted memory is never revived
 
         self.run(scenario)
 

@@ -1,4 +1,4 @@
-"""A wired pipeline for the Functions tests: embedded store, history on a fake Table service, capturing publisher."""
+"""A wired memory service for the Functions tests: embedded store, history on a fake Table service, capturing publisher."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from fake_table_service import FakeTableService
 
 from memory_core.adapters.azure_retry import RetrySettings
 from memory_core.adapters.azure_table_history import AzureTableHistoryStore
-from memory_core.bootstrap import build_pipeline
+from memory_core.bootstrap import build_service
 from memory_core.config import Settings
 from memory_core.models import RecallUpdate, Turn
-from memory_core.pipeline import MemoryPipeline
-from memory_core.ports import FixedClock
+from memory_core.ports import Embedder, FixedClock, TurnPublisher
+from memory_core.service import MemoryService
 
 __all__ = ["NOW", "CapturingPublisher", "Env", "functions_env", "history_store", "table_client", "turn_body"]
 
@@ -36,7 +36,7 @@ class Recorder:
 
 
 @dataclass
-class CapturingPublisher:
+class CapturingPublisher(TurnPublisher):
     """A TurnPublisher that keeps what it was asked to send."""
 
     turns: list[Turn] = field(default_factory=list)
@@ -75,7 +75,7 @@ def history_store(
 
 @dataclass
 class Env:
-    pipeline: MemoryPipeline
+    service: MemoryService
     tables: FakeTableService
     history: AzureTableHistoryStore
     publisher: CapturingPublisher
@@ -83,18 +83,33 @@ class Env:
 
 
 @asynccontextmanager
-async def functions_env(tmp_path: Path, *, publisher: Any | None = None) -> AsyncIterator[Env]:
-    """The pipeline the functions would build in Azure, with local stand-ins for the services."""
+async def functions_env(
+    tmp_path: Path,
+    *,
+    publisher: Any | None = None,
+    embedder: Embedder | None = None,
+    dead_letters: bool = True,
+) -> AsyncIterator[Env]:
+    """The service the functions would build in Azure, with local stand-ins for the services."""
     tables = FakeTableService()
     history = history_store(tables)
     clock = FixedClock(NOW)
     settings = Settings(store="sqlite", sqlite_path=str(tmp_path / "memory.db"), embedder="hash")
     pub = publisher if publisher is not None else CapturingPublisher()
-    pipeline = build_pipeline(settings, clock=clock, history=history, publisher=pub, recall_via_queue=True)
+    service = build_service(
+        settings,
+        clock=clock,
+        history=history,
+        publisher=pub,
+        recall_via_queue=True,
+        embedder=embedder,
+        checkpoints=history,
+        dead_letters=history if dead_letters else None,
+    )
     try:
-        yield Env(pipeline, tables, history, pub, clock)
+        yield Env(service, tables, history, pub, clock)
     finally:
-        await pipeline.close()
+        await service.close()
 
 
 def turn_body(

@@ -12,9 +12,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from azure.core.credentials import AzureKeyCredential
 from azure.core.exceptions import ServiceRequestError, ServiceResponseTimeoutError
 from azure_fixtures import (
     DIMENSIONS,
+    ENDPOINT,
     INDEX,
     NOW,
     SleepRecorder,
@@ -40,8 +42,10 @@ from memory_core.adapters.azure_search_index import (
     ensure_index_definition,
     render_scoring_profile,
     search_credential,
+    vectorizer_config,
 )
 from memory_core.adapters.azure_search_store import (
+    RETENTION_FIELDS,
     AzureSearchMemoryStore,
     PartialWriteError,
     RetryablePartialWriteError,
@@ -60,7 +64,9 @@ from memory_core.models import (
     parse_model,
 )
 from memory_core.policy import HumanMemoryPolicy
+from memory_core.ports import MemoryStore
 from memory_core.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
+from memory_core.service.forgetting import ForgettingReport, apply_forgetting
 
 SEARCH = "/indexes('{indexName}')/docs/search.post.search"
 INDEX_DOCS = "/indexes('{indexName}')/docs/search.index"
@@ -74,6 +80,15 @@ BASE_FILTER = (
     f"(expires_at eq null or expires_at gt {NOW_LITERAL})"
 )
 SELECT = ",".join(SELECT_FIELDS)
+
+
+def admin_key() -> AzureKeyCredential:
+    return AzureKeyCredential("test-admin-key")
+
+
+async def forget(store: MemoryStore, policy: HumanMemoryPolicy, **kwargs: Any) -> ForgettingReport:
+    """The one forgetting algorithm over the Azure store, at the fixtures' time."""
+    return await apply_forgetting(store, policy, NOW, **kwargs)
 
 
 def settings(**overrides: Any) -> Settings:
@@ -375,7 +390,7 @@ def test_index_definition_is_created_when_missing() -> None:
     transport.add(lambda captured: json_response(201, service_echo(captured.body)))
     outcome = run(
         ensure_index(
-            settings(), search_credential(settings(), None), dimensions=DIMENSIONS, transport=transport
+            ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport
         )
     )
     assert outcome == "created"
@@ -407,15 +422,11 @@ def test_scoring_profiles_are_rendered_from_ranking() -> None:
 def test_index_with_azure_openai_vectorizer() -> None:
     transport = CapturingTransport([json_response(404, {"error": {"code": "x", "message": "missing"}})])
     transport.add(lambda captured: json_response(201, service_echo(captured.body)))
-    configured = settings(
-        embedder="azure_openai",
-        azure_openai_endpoint="https://aoai.openai.azure.com/",
-        azure_openai_embedding_deployment="text-embedding-3-small",
-    )
+    vectorizer = vectorizer_config("https://aoai.openai.azure.com/", "text-embedding-3-small")
     assert (
         run(
             ensure_index(
-                configured, search_credential(configured, None), dimensions=DIMENSIONS, transport=transport
+                ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, vectorizer=vectorizer, transport=transport
             )
         )
         == "created"
@@ -441,7 +452,7 @@ def test_ensure_index_is_unchanged_when_the_service_already_has_it() -> None:
     transport = CapturingTransport([json_response(200, service_echo(wanted))])
     outcome = run(
         ensure_index(
-            settings(), search_credential(settings(), None), dimensions=DIMENSIONS, transport=transport
+            ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport
         )
     )
     assert outcome == "unchanged"
@@ -455,7 +466,7 @@ def test_ensure_index_updates_with_the_etag() -> None:
     transport.add(lambda captured: json_response(200, service_echo(captured.body, etag='"0xNEW"')))
     outcome = run(
         ensure_index(
-            settings(), search_credential(settings(), None), dimensions=DIMENSIONS, transport=transport
+            ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport
         )
     )
     assert outcome == "updated"
@@ -479,7 +490,7 @@ def test_ensure_index_rereads_after_a_concurrent_change() -> None:
     )
     outcome = run(
         ensure_index(
-            settings(), search_credential(settings(), None), dimensions=DIMENSIONS, transport=transport
+            ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport
         )
     )
     assert outcome == "unchanged"
@@ -507,7 +518,7 @@ def test_ensure_index_reports_an_incompatible_definition() -> None:
     with pytest.raises(PermanentError, match="cannot be changed"):
         run(
             ensure_index(
-                settings(), search_credential(settings(), None), dimensions=DIMENSIONS, transport=transport
+                ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport
             )
         )
 
@@ -522,8 +533,8 @@ def test_ensure_index_definition_gives_up_after_repeated_conflicts() -> None:
 
     async def go() -> None:
         client = SearchIndexClient(
-            settings().azure_search_endpoint,
-            search_credential(settings(), None),
+            ENDPOINT,
+            admin_key(),
             transport=transport,
             retry_total=0,
         )
@@ -769,7 +780,7 @@ def test_hostile_memory_ids_and_cursors_are_rejected(value: str) -> None:
     with pytest.raises(ValidationError):
         run(store.recall(SCOPE, [value], HumanMemoryPolicy()))
     with pytest.raises(ValidationError):
-        run(store.apply_forgetting(HumanMemoryPolicy(), cursor=value))
+        run(forget(store, HumanMemoryPolicy(), cursor=value))
     assert transport.requests == []
 
 
@@ -1161,17 +1172,27 @@ def test_forgetting_writes_only_what_changed() -> None:
     policy = HumanMemoryPolicy()
     records = forgetting_records()
     transport = CapturingTransport(
-        [search_response(*records), index_result(*[(r.id, 200) for r in records[1:]])]
+        [
+            search_response(*records),
+            search_response(*records[1:]),
+            index_result(*[(r.id, 200) for r in records[1:]]),
+        ]
     )
-    report = run(make_store(transport).apply_forgetting(policy, dry_run=False))
+    report = run(forget(make_store(transport), policy, dry_run=False))
     scan = check_request(transport.requests[0], "POST", SEARCH)
     assert scan == {
         "filter": "(status eq 'active' or status eq 'archived')",
         "orderby": "id asc",
-        "select": SELECT,
+        "select": ",".join(RETENTION_FIELDS),
         "top": 1000,
     }
-    write = check_request(transport.requests[1], "POST", INDEX_DOCS)
+    recheck = check_request(transport.requests[1], "POST", SEARCH)
+    assert recheck == {
+        "filter": "search.in(id, 'f2,f3,f4,f5', ',') and (status eq 'active' or status eq 'archived')",
+        "select": "id",
+        "top": 4,
+    }
+    write = check_request(transport.requests[2], "POST", INDEX_DOCS)
     assert_documents_fit_index(write)
     assert [a["id"] for a in write["value"]] == ["f2", "f3", "f4", "f5"]
     assert [a["status"] for a in write["value"]] == ["archived", "archived", "active", "active"]
@@ -1197,12 +1218,28 @@ def test_forgetting_skips_documents_purged_meanwhile() -> None:
     transport = CapturingTransport(
         [
             search_response(*records),
+            search_response(*records[1:]),
             index_result(("f2", 404, "Document not found."), ("f3", 200), ("f4", 200), ("f5", 200)),
         ]
     )
-    report = run(make_store(transport).apply_forgetting(HumanMemoryPolicy(), dry_run=False))
+    report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=False))
     assert report.written == 3
-    assert len(transport.requests) == 2  # a missing document is not retried
+    assert len(transport.requests) == 3  # a missing document is not retried
+
+
+def test_forgetting_never_revives_a_memory_deleted_since_the_scan() -> None:
+    records = forgetting_records()
+    transport = CapturingTransport(
+        [
+            search_response(*records),
+            search_response(records[2], records[3], records[4]),  # f2 was deleted meanwhile
+            index_result(("f3", 200), ("f4", 200), ("f5", 200)),
+        ]
+    )
+    report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=False))
+    write = check_request(transport.requests[2], "POST", INDEX_DOCS)
+    assert [a["id"] for a in write["value"]] == ["f3", "f4", "f5"]
+    assert report.written == 3
 
 
 def test_merge_into_a_missing_document_is_reported() -> None:
@@ -1216,9 +1253,7 @@ def test_merge_into_a_missing_document_is_reported() -> None:
 def test_forgetting_dry_run_writes_nothing_and_resumes_from_a_cursor() -> None:
     records = forgetting_records()
     transport = CapturingTransport([search_response(*records[:2])])
-    report = run(
-        make_store(transport).apply_forgetting(HumanMemoryPolicy(), dry_run=True, limit=2, cursor="f0")
-    )
+    report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=True, limit=2, cursor="f0"))
     scan = check_request(transport.requests[0], "POST", SEARCH)
     assert scan["filter"] == "(status eq 'active' or status eq 'archived') and id gt 'f0'"
     assert scan["top"] == 2
@@ -1364,40 +1399,44 @@ def test_store_needs_an_endpoint_and_credential() -> None:
     with pytest.raises(ConfigurationError):
         AzureSearchMemoryStore("", INDEX, None)
     with pytest.raises(ConfigurationError):
-        search_credential(settings(azure_search_api_key=""), None)
+        search_credential("", None)
+    assert isinstance(search_credential("test-admin-key", None), AzureKeyCredential)
 
 
-def test_from_settings_builds_and_closes_its_own_credential() -> None:
-    transport = CapturingTransport([search_response(make_record())])
-    keyed = AzureSearchMemoryStore.from_settings(settings(), dimensions=DIMENSIONS, transport=transport)
-    run(keyed.search(SCOPE, "coffee", None, KEYWORD))
-    assert transport.requests[0].headers["api-key"] == "test-admin-key"
-    run(keyed.close())
-    assert transport.closed
-
-    closed: list[bool] = []
+def test_store_closes_a_credential_only_when_it_owns_it() -> None:
+    closed: list[str] = []
 
     class Token:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
         async def get_token(self, *scopes: str, **kwargs: Any) -> Any:
             raise AssertionError("not used")
 
         async def close(self) -> None:
-            closed.append(True)
+            closed.append(self.name)
 
-    store = AzureSearchMemoryStore.from_settings(
-        settings(azure_search_api_key=""),
-        Token(),
-        transport=CapturingTransport(),  # type: ignore[arg-type]
+    shared = AzureSearchMemoryStore(ENDPOINT, INDEX, Token("shared"), transport=CapturingTransport())  # type: ignore[arg-type]
+    run(shared.close())
+    owned = AzureSearchMemoryStore(
+        ENDPOINT, INDEX, Token("owned"), transport=CapturingTransport(), owns_credential=True  # type: ignore[arg-type]
     )
-    run(store.close())
-    assert closed == []  # a credential passed in belongs to the caller
+    run(owned.close())
+    run(owned.close())
+    assert closed == ["owned"]  # a credential passed in belongs to the caller; an owned one closes once
 
 
-def test_from_settings_without_a_key_uses_the_default_azure_credential() -> None:
+def test_bootstrap_builds_the_store_with_the_admin_key_or_microsoft_entra_id() -> None:
+    from memory_core import bootstrap
+    from memory_core.ports import FixedClock
+
+    keyed = bootstrap.build_store(settings(), clock=FixedClock(NOW))
+    assert isinstance(keyed, AzureSearchMemoryStore)
+    assert isinstance(keyed._owned_credential, AzureKeyCredential)
+    run(keyed.close())
     pytest.importorskip("aiohttp", reason="the async Azure credential needs aiohttp")
-    entra = AzureSearchMemoryStore.from_settings(
-        settings(azure_search_api_key=""), transport=CapturingTransport()
-    )
+    entra = bootstrap.build_store(settings(azure_search_api_key=""), clock=FixedClock(NOW))
+    assert isinstance(entra, AzureSearchMemoryStore)
     assert type(entra._owned_credential).__name__ == "DefaultAzureCredential"
     run(entra.close())
     assert entra._owned_credential is None

@@ -19,7 +19,6 @@ from fake_search_service import FakeSearchService, parse_filter
 
 from memory_core.adapters.azure_search_index import ensure_index
 from memory_core.adapters.azure_search_store import AzureSearchMemoryStore
-from memory_core.config import Settings
 from memory_core.ports import FixedClock, MemoryStore
 
 ENDPOINT = "https://memtest.search.windows.net"
@@ -30,12 +29,9 @@ class TestAzureSearchStoreContractOffline(StoreContract):
         async def factory() -> MemoryStore:
             service = FakeSearchService(now=lambda: clock.now().timestamp())
             transport = CapturingTransport(fallback=service)
-            settings = Settings(
-                store="azure_search", azure_search_endpoint=ENDPOINT, azure_search_index_name="m"
-            )
             credential = AzureKeyCredential("test-admin-key")
             assert await ensure_index(
-                settings, credential, dimensions=EMBEDDER.dimensions, transport=transport
+                ENDPOINT, "m", credential, dimensions=EMBEDDER.dimensions, transport=transport
             ) == ("created")
             return AzureSearchMemoryStore(
                 ENDPOINT, "m", credential, dimensions=EMBEDDER.dimensions, clock=clock, transport=transport

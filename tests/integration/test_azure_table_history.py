@@ -24,6 +24,7 @@ from memory_core.adapters.sqlite_history import SQLiteHistoryStore
 from memory_core.config import Settings
 from memory_core.errors import ConfigurationError, TransientError
 from memory_core.models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope
+from memory_core.ports import DeadLetter
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 S1 = Scope.of("u1", "a1")
@@ -304,14 +305,16 @@ def test_dead_letters_and_checkpoints() -> None:
         store = history_store(FakeTableService())
         for _ in range(2):  # recording twice keeps one
             await store.record_dead_letter(
-                message_id="bad/id#1",
-                reason="ValidationError",
-                description="user_id: must match ...",
-                body=b'{"schema": "x"}',
-                session_id="u1|a1",
-                delivery_count=1,
-                enqueued_time=T0,
-                at=T0,
+                DeadLetter(
+                    message_id="bad/id#1",
+                    reason="ValidationError",
+                    description="user_id: must match ...",
+                    body=b'{"schema": "x"}',
+                    session_id="u1|a1",
+                    delivery_count=1,
+                    enqueued_time=T0,
+                    at=T0,
+                )
             )
         (letter,) = await store.dead_letters()
         assert letter["message_id"] == "bad/id#1" and letter["reason"] == "ValidationError"
@@ -323,15 +326,17 @@ def test_dead_letters_and_checkpoints() -> None:
         assert await store.get_checkpoint("forgetting-cursor") is None
         # Purging a user removes their set-aside messages too (found by session), nobody else's.
         await store.record_dead_letter(
-            message_id="other",
-            reason="ValidationError",
-            description="...",
-            body=b"{}",
-            session_id="u2|a1",
-            at=T0,
+            DeadLetter(
+                message_id="other",
+                reason="ValidationError",
+                description="...",
+                body=b"{}",
+                session_id="u2|a1",
+                at=T0,
+            )
         )
         await store.record_dead_letter(
-            message_id="anon", reason="ValidationError", description="...", body=b"", at=T0
+            DeadLetter(message_id="anon", reason="ValidationError", description="...", body=b"", at=T0)
         )
         assert await store.purge("u1") == 0
         assert sorted(d["message_id"] for d in await store.dead_letters()) == ["anon", "other"]
@@ -356,11 +361,12 @@ def test_the_table_is_created_on_first_use_once() -> None:
     run(body())
 
 
-def test_construction_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_construction_by_the_composition_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core import bootstrap
+
+    assert bootstrap.build_history(Settings(store="azure_search", azure_search_endpoint="https://s.example")) is None
     with pytest.raises(ConfigurationError, match="MEMORY_HISTORY_TABLE_ENDPOINT"):
-        AzureTableHistoryStore.from_settings(
-            Settings(store="azure_search", azure_search_endpoint="https://s.example")
-        )
+        AzureTableHistoryStore.create("")
     with pytest.raises(ConfigurationError, match="neither"):
         AzureTableHistoryStore.create("ftp://nope")
 
@@ -388,7 +394,8 @@ def test_construction_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         history_table_endpoint="https://acct.table.core.windows.net",
         azure_client_id="client-123",
     )
-    store = AzureTableHistoryStore.from_settings(settings)
+    store = bootstrap.build_history(settings)
+    assert isinstance(store, AzureTableHistoryStore)
     assert created == [{"managed_identity_client_id": "client-123"}]
     assert store._client.url.startswith("https://acct.table.core.windows.net")
     credential = store._owned[-1]

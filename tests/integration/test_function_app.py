@@ -26,9 +26,11 @@ from azure.functions.timer import TimerRequest
 from functions_env import NOW, Env, functions_env, turn_body
 
 import function_app
+from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.config import Settings
 from memory_core.errors import PermanentError, TransientError
-from memory_core.models import Scope, session_id_for
+from memory_core.models import MemoryStatus, Scope, session_id_for
+from memory_core.service.forgetting import FORGET_CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -167,7 +169,7 @@ def test_every_function_is_async() -> None:
 def test_import_builds_nothing() -> None:
     code = (
         "import function_app, sys\n"
-        "assert function_app.runtime._pipeline is None\n"
+        "assert function_app.runtime._service is None\n"
         "assert 'memory_core.bootstrap' not in sys.modules\n"
         "assert not any(m.startswith(('azure.servicebus', 'azure.data.tables', 'azure.search')) for m in sys.modules)\n"
         "print('ok')\n"
@@ -194,18 +196,18 @@ async def _ingest(env: Env, body: bytes | dict[str, Any], message_id: str, deliv
 def test_a_turn_is_ingested_once_even_when_redelivered(tmp_path: Path) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             turn = turn_body("turn-1", "I love green tea. I am allergic to peanuts.")
             await _ingest(env, turn, "turn-1")
             scope = Scope.of("u1", "a1")
-            page = await env.pipeline.service.list(scope)
+            page = await env.service.list(scope)
             assert sorted(r.memory for r in page.records) == ["I am allergic to peanuts", "I love green tea"]
             assert await env.history.turn_processed(scope, "turn-1")
             rows_before = env.tables.snapshot()
-            store_before = [r.model_dump() for r in (await env.pipeline.service.list(scope)).records]
+            store_before = [r.model_dump() for r in (await env.service.list(scope)).records]
             await _ingest(env, turn, "turn-1", delivery=2)  # at-least-once: the same message again
             assert env.tables.snapshot() == rows_before
-            assert [r.model_dump() for r in (await env.pipeline.service.list(scope)).records] == store_before
+            assert [r.model_dump() for r in (await env.service.list(scope)).records] == store_before
 
     asyncio.run(body())
 
@@ -213,10 +215,10 @@ def test_a_turn_is_ingested_once_even_when_redelivered(tmp_path: Path) -> None:
 def test_a_recall_update_on_the_session_reinforces_once(tmp_path: Path) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             await _ingest(env, turn_body("turn-1", "I love green tea."), "turn-1")
             scope = Scope.of("u1", "a1")
-            (record,) = (await env.pipeline.service.list(scope)).records
+            (record,) = (await env.service.list(scope)).records
             recall = {
                 "schema": "memory-core.recall.v1",
                 "recall_id": "recall-1",
@@ -227,7 +229,7 @@ def test_a_recall_update_on_the_session_reinforces_once(tmp_path: Path) -> None:
             }
             await _ingest(env, recall, "recall-1")
             await _ingest(env, recall, "recall-1", delivery=2)
-            after = await env.pipeline.service.get(scope, record.id)
+            after = await env.service.get(scope, record.id)
             assert after.access_count == record.access_count + 1
 
     asyncio.run(body())
@@ -238,7 +240,7 @@ def test_a_poison_message_is_set_aside_with_its_reason(
 ) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             caplog.set_level(logging.ERROR, logger="memory_core.functions")
             bad = turn_body("turn-9", "hello")
             bad["user_id"] = "no spaces allowed"
@@ -254,18 +256,15 @@ def test_a_poison_message_is_set_aside_with_its_reason(
             assert "not UTF-8 JSON" in letters["msg-garbage"]["description"]
             lines = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
             assert any("turn-9" in line and "ValidationError" in line and "user_id" in line for line in lines)
-            assert (await env.pipeline.service.list(Scope.of("u1", "a1"))).records == []
+            assert (await env.service.list(Scope.of("u1", "a1"))).records == []
 
     asyncio.run(body())
 
 
 def test_without_a_dead_letter_store_a_poison_message_is_left_to_service_bus(tmp_path: Path) -> None:
     async def body() -> None:
-        async with functions_env(tmp_path) as env:
-            from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-
-            env.pipeline.history = SQLiteHistoryStore(tmp_path / "history.db")
-            function_app.runtime.use(env.pipeline)
+        async with functions_env(tmp_path, dead_letters=False) as env:
+            function_app.runtime.use(env.service)
             with pytest.raises(PermanentError, match="left to Service Bus"):
                 await _ingest(env, b"[]", "msg-1")
 
@@ -282,14 +281,13 @@ def test_a_transient_failure_is_raised_for_redelivery(
 
     monkeypatch.setattr(function_app, "_sleep", record)
 
+    class Throttled(HashingEmbedder):
+        async def embed_passages(self, texts: Any) -> Any:
+            raise TransientError("embedding service throttled (HTTP 429)")
+
     async def body() -> None:
-        async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
-
-            async def unavailable(texts: Any) -> Any:
-                raise TransientError("embedding service throttled (HTTP 429)")
-
-            env.pipeline.service.embedder.embed_passages = unavailable  # type: ignore[method-assign]
+        async with functions_env(tmp_path, embedder=Throttled()) as env:
+            function_app.runtime.use(env.service)
             with pytest.raises(TransientError, match="429"):
                 await _ingest(env, turn_body("turn-2", "I love green tea."), "turn-2")
             with pytest.raises(TransientError):
@@ -311,52 +309,55 @@ def test_nightly_forgetting_archives_decayed_memories_and_warns_when_late(
 ) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             old = NOW - timedelta(days=400)
             await _ingest(env, turn_body("turn-old", "I love green tea.", at=old), "turn-old")
             await _ingest(env, turn_body("turn-new", "I am allergic to peanuts."), "turn-new")
-            caplog.set_level(logging.INFO, logger="memory_core.functions")
+            caplog.set_level(logging.INFO, logger="memory_core")
             await function_app.nightly_forgetting(TimerRequest(past_due=True))
             statuses = {
                 r.memory: r.status.value
-                for r in (await env.pipeline.service.list(Scope.of("u1", "a1"))).records
+                for r in (await env.service.list(Scope.of("u1", "a1"))).records
             }
             assert statuses == {"I love green tea": "archived", "I am allergic to peanuts": "active"}
             messages = [r.getMessage() for r in caplog.records]
             assert any("past due" in m for m in messages if "late" in m)
-            (summary,) = [m for m in messages if m.startswith("nightly forgetting:")]
-            assert "scanned 2" in summary and "archived 1" in summary and "complete" in summary
-            assert await env.history.get_checkpoint(function_app.FORGET_CHECKPOINT) is None
+            (summary,) = [m for m in messages if m.startswith("forgetting done:")]
+            assert "scanned 2" in summary and "archived 1" in summary
+            assert await env.history.get_checkpoint(FORGET_CHECKPOINT) is None
 
     asyncio.run(body())
 
 
-def test_forgetting_stops_at_its_budget_and_the_next_run_resumes(tmp_path: Path) -> None:
+def test_forgetting_stops_at_its_budget_and_the_next_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = iter(range(1000))
+    monkeypatch.setattr(function_app, "_monotonic", lambda: float(next(ticks)) * 10)
+    monkeypatch.setattr(function_app, "FORGET_TIME_BUDGET_SECONDS", 15.0)
+    monkeypatch.setattr(function_app, "FORGET_PAGE_SIZE", 1)
+
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             old = NOW - timedelta(days=400)
             for i, text in enumerate(
                 ["I love green tea.", "I like jazz.", "I live in Osaka.", "I work at night."]
             ):
                 await _ingest(env, turn_body(f"turn-{i}", text, at=old), f"turn-{i}")
-            ticks = iter(range(100))
+            scope = Scope.of("u1", "a1")
 
-            def clock() -> float:
-                return float(next(ticks)) * 10
+            async def archived() -> int:
+                return len((await env.service.list(scope, statuses=[MemoryStatus.ARCHIVED])).records)
 
-            first = await function_app.run_forgetting(
-                env.pipeline, page_size=1, budget_seconds=15, clock=clock
-            )
-            assert not first.complete and first.pages == 2 and first.cursor is not None
-            assert await env.history.get_checkpoint(function_app.FORGET_CHECKPOINT) == first.cursor
-            second = await function_app.run_forgetting(
-                env.pipeline, page_size=100, budget_seconds=15, clock=clock
-            )
-            assert second.resumed and second.complete
-            assert first.scanned + second.scanned == 4
-            assert first.archived + second.archived == 4
-            assert await env.history.get_checkpoint(function_app.FORGET_CHECKPOINT) is None
+            await function_app.nightly_forgetting(TimerRequest(past_due=False))
+            # started at t=0; after page 1 t=10 (< 15, go on), after page 2 t=20: out of budget
+            cursor = await env.history.get_checkpoint(FORGET_CHECKPOINT)
+            assert cursor is not None and await archived() == 2
+            monkeypatch.setattr(function_app, "FORGET_PAGE_SIZE", 100)
+            await function_app.nightly_forgetting(TimerRequest(past_due=False))  # resumes at the cursor
+            assert await archived() == 4
+            assert await env.history.get_checkpoint(FORGET_CHECKPOINT) is None
 
     asyncio.run(body())
 
@@ -369,7 +370,7 @@ def test_forgetting_stops_at_its_budget_and_the_next_run_resumes(tmp_path: Path)
 def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             await _ingest(env, turn_body("turn-1", "I love green tea. I am allergic to peanuts."), "turn-1")
 
             health = await function_app.health(http("GET", "health"))
@@ -425,7 +426,7 @@ def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
                 http("DELETE", "users/u1", params={"confirm": "true"}, user_id="u1")
             )
             assert purged.status_code == 200
-            assert (await env.pipeline.service.list(Scope.of("u1", "a1"))).records == []
+            assert (await env.service.list(Scope.of("u1", "a1"))).records == []
 
             doc = await function_app.openapi_document(http("GET", "openapi.json"))
             assert doc.status_code == 200 and "/memories/search" in json.dumps(payload(doc)["paths"])
@@ -436,7 +437,7 @@ def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
 def test_bad_requests_get_4xx_with_a_message(tmp_path: Path) -> None:
     async def body() -> None:
         async with functions_env(tmp_path) as env:
-            function_app.runtime.use(env.pipeline)
+            function_app.runtime.use(env.service)
             not_json = await function_app.search_memories(http("POST", "memories/search", body=b"{oops"))
             assert not_json.status_code == 400 and payload(not_json)["error"]["message"]
             bad_scope = await function_app.search_memories(

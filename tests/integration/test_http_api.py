@@ -258,7 +258,7 @@ def test_body_too_large_is_413(rt: RunningRuntime) -> None:
     big = b'{"query": "' + b"x" * MAX_BODY_BYTES + b'"}'
     _error(rt.client.post("/api/memories/search", raw=big), 413, "payload_too_large")
     # the framework-neutral handler enforces the same limit (Azure Functions hands it the body)
-    api = MemoryApi(rt.runtime.pipeline, max_body_bytes=10)
+    api = MemoryApi(rt.runtime.service, max_body_bytes=10)
     reply = rt.call(api.handle(ApiRequest("POST", "/turns", {}, b"x" * 11)))
     assert reply.status == 413 and reply.body["error"]["code"] == "payload_too_large"
 
@@ -316,7 +316,7 @@ def test_transient_failures_are_503_with_retry_after(
     async def unavailable(*args: Any, **kwargs: Any) -> Any:
         raise TransientError("the search service is throttling")
 
-    monkeypatch.setattr(rt.runtime.pipeline.service, "search", unavailable)
+    monkeypatch.setattr(rt.runtime.service, "search", unavailable)
     reply = rt.client.post("/api/memories/search", {"user_id": "u1", "agent_id": "a1", "query": "tea"})
     _error(reply, 503, "unavailable")
     assert int(reply.headers["retry-after"]) > 0
@@ -337,7 +337,7 @@ def test_purge_needs_confirmation_and_removes_memories_and_history(tmp_path: Pat
         assert reply.body == {"user_id": "gone", "agent_id": None, "purged_memories": 1, "purged_history": 1}
         assert _memories(rt, "user_id=gone&agent_id=a1") == []
         _error(client.get(f"/api/memories/{memory['id']}?user_id=gone&agent_id=a1"), 404, "not_found")
-        history = rt.call(rt.runtime.pipeline.history.for_memory(_scope("gone", "a1"), memory["id"]))
+        history = rt.call(rt.runtime.service.history_of(_scope("gone", "a1"), memory["id"]))
         assert history == []
         assert len(_memories(rt, "user_id=stays&agent_id=a1")) == 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,12 +18,13 @@ from pipeline import SCOPE, Pipeline, make_turn
 from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite_history import SQLiteHistoryStore
 from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.cli import main
 from memory_core.consolidation import MemoryConsolidator
 from memory_core.errors import TransientError, ValidationError
-from memory_core.ingestion import ingest_file, memory_id_for
 from memory_core.models import HistoryEntry, MemoryEvent, MemoryRecord, MemoryStatus, Scope
 from memory_core.ports import ChatModel, SchemaT
 from memory_core.prompts.consolidation import ConsolidationDecision
+from memory_core.service.ingest import memory_id_for
 
 CONVERSATION: list[Any] = [
     "来週京都に旅行する予定です。旅館が好きです。",
@@ -176,42 +178,33 @@ def test_scopes_do_not_meet(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
-def test_ingest_file_prints_each_decision(tmp_path: Path) -> None:
-    async def run() -> None:
-        path = tmp_path / "turns.jsonl"
-        lines = [make_turn(i, t).model_dump_json(by_alias=True) for i, t in enumerate(CONVERSATION)]
-        path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
-        pipeline = Pipeline.open(tmp_path / "f.db", HashingEmbedder())
-        printed: list[str] = []
-        try:
-            results = await ingest_file(
-                path, store=pipeline.store, history=pipeline.history, extractor=pipeline.extractor,
-                consolidator=pipeline.consolidator, embedder=pipeline.embedder, clock=pipeline.clock,
-                out=printed.append,
-            )
-            assert [len(r.steps) for r in results] == [2, 2, 1, 1, 1]
-            text = "\n".join(printed)
-            assert "ADD" in text and "NONE" in text and "UPDATE" in text and "DELETE" in text
-            assert "紅茶が好きです → 最近は紅茶よりコーヒーが好きです" in text
-            again: list[str] = []
-            await ingest_file(
-                path, store=pipeline.store, history=pipeline.history, extractor=pipeline.extractor,
-                consolidator=pipeline.consolidator, embedder=pipeline.embedder, clock=pipeline.clock,
-                out=again.append, json_output=True,
-            )
-            assert all('"status": "duplicate"' in line for line in again)
-            bad = tmp_path / "bad.jsonl"
-            bad.write_text(lines[0] + "\n{\"schema\": \"memory-core.turn.v1\"}\n", encoding="utf-8")
-            with pytest.raises(ValidationError, match="line 2"):
-                await ingest_file(
-                    bad, store=pipeline.store, history=pipeline.history, extractor=pipeline.extractor,
-                    consolidator=pipeline.consolidator, embedder=pipeline.embedder, clock=pipeline.clock,
-                    out=None,
-                )
-        finally:
-            await pipeline.close()
+def test_memory_core_ingest_prints_each_decision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hash")
+    path = tmp_path / "turns.jsonl"
+    lines = [make_turn(i, t).model_dump_json(by_alias=True) for i, t in enumerate(CONVERSATION)]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    db = str(tmp_path / "f.db")
 
-    asyncio.run(run())
+    def ingest(*args: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = main(["--db", db, *args], out=out)
+        return code, out.getvalue()
+
+    code, text = ingest("ingest", str(path))
+    assert code == 0
+    headers = [line for line in text.splitlines() if line.startswith("turn ")]
+    assert [h.split(" ")[1] for h in headers] == ["t0", "t1", "t2", "t3", "t4"]
+    assert all(h.endswith("decision(s)") for h in headers)
+    assert "ADD" in text and "NONE" in text and "UPDATE" in text and "DELETE" in text
+    assert "紅茶が好きです → 最近は紅茶よりコーヒーが好きです" in text
+    code, again = ingest("--json", "ingest", str(path))
+    assert code == 0 and all('"status": "duplicate"' in line for line in again.splitlines())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(lines[0] + "\n{\"schema\": \"memory-core.turn.v1\"}\n", encoding="utf-8")
+    before = ingest("--json", "list", "--user", SCOPE.user_id, "--agent", SCOPE.agent_id)[1]
+    code, _ = ingest("ingest", str(bad))
+    assert code == 2  # bad input, named by line; nothing of the file was ingested
+    assert ingest("--json", "list", "--user", SCOPE.user_id, "--agent", SCOPE.agent_id)[1] == before
 
 
 # -- the LLM path ---------------------------------------------------------------------------------

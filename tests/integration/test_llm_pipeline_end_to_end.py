@@ -16,7 +16,8 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.adapters.openai_models import OpenAIChatModel
-from memory_core.bootstrap import build_pipeline, load_settings
+from memory_core.adapters.sqlite_history import SQLiteHistoryStore
+from memory_core.bootstrap import build_service, load_settings
 from memory_core.models import MemoryStatus, Scope
 from memory_core.ports import FixedClock
 
@@ -50,15 +51,17 @@ def fact(memory: str, evidence: str, importance: float = 0.8) -> dict[str, Any]:
     }
 
 
-def test_llm_answers_retries_and_fallbacks_through_the_pipeline(tmp_path: Path) -> None:
+def test_llm_answers_retries_and_fallbacks_through_the_service(tmp_path: Path) -> None:
     async def scenario(server: FakeOpenAIServer) -> None:
         model = OpenAIChatModel.openai_compatible(
             base_url=server.base_url, model="test-model", timeout=0.5, max_retries=1
         )
-        pipeline = build_pipeline(
+        history = SQLiteHistoryStore(tmp_path / "m.db")
+        service = build_service(
             load_settings({"MEMORY_EMBEDDER": "hash"}, sqlite_path=str(tmp_path / "m.db")),
             clock=FixedClock(datetime(2026, 11, 5, tzinfo=UTC)),
             embedder=HashingEmbedder(),
+            history=history,
             chat_model=model,
         )
         try:
@@ -69,7 +72,7 @@ def test_llm_answers_retries_and_fallbacks_through_the_pipeline(tmp_path: Path) 
                     {"event": "ADD", "target_id": None, "memory": "紅茶が好き", "reason": "new preference"}
                 ),
             )
-            first = await pipeline.process_message(turn("t1", "紅茶が好きです。", 1))
+            first = await service.process_message(turn("t1", "紅茶が好きです。", 1))
             assert first.ingest is not None and first.ingest.extraction_path == "llm"
             (step,) = first.ingest.steps
             assert step.decision.event.value == "ADD" and step.path == "llm"
@@ -82,7 +85,7 @@ def test_llm_answers_retries_and_fallbacks_through_the_pipeline(tmp_path: Path) 
                 Reply.json(fact("最近はコーヒーの方が好き", "最近はコーヒーの方が好きです。")),
                 Reply.json({"event": "UPDATE", "target_id": "m7", "memory": "コーヒーが好き", "reason": "x"}),
             )
-            second = await pipeline.process_message(turn("t2", "最近はコーヒーの方が好きです。", 2))
+            second = await service.process_message(turn("t2", "最近はコーヒーの方が好きです。", 2))
             assert second.ingest is not None and second.ingest.extraction_path == "llm"
             (step,) = second.ingest.steps
             assert step.path == "rules-fallback"
@@ -102,7 +105,7 @@ def test_llm_answers_retries_and_fallbacks_through_the_pipeline(tmp_path: Path) 
                     delay=2.0,
                 ),
             )
-            third = await pipeline.process_message(turn("t3", "辛い料理が苦手です。", 3))
+            third = await service.process_message(turn("t3", "辛い料理が苦手です。", 3))
             assert third.ingest is not None and third.ingest.extraction_path == "rules"
             assert third.ingest.fallback_reason
             (step,) = third.ingest.steps
@@ -110,18 +113,19 @@ def test_llm_answers_retries_and_fallbacks_through_the_pipeline(tmp_path: Path) 
             assert step.decision.event.value == "ADD"
 
             active = [
-                r.memory for r in (await pipeline.service.list(SCOPE, statuses=[MemoryStatus.ACTIVE])).records
+                r.memory for r in (await service.list(SCOPE, statuses=[MemoryStatus.ACTIVE])).records
             ]
             assert sorted(active) == sorted(["最近はコーヒーの方が好き", "辛い料理が苦手です"])
-            history = await pipeline.history.for_turn(SCOPE, "t2")
-            assert "invented id" in history[0].reason
+            entries = await history.for_turn(SCOPE, "t2")
+            assert "invented id" in entries[0].reason
 
             # Every chat request carried the structured-output schema and the user's words.
             chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
             assert all(r.body.get("response_format", {}).get("type") == "json_schema" for r in chats)
             assert any("紅茶が好きです" in str(r.messages()) for r in chats)
         finally:
-            await pipeline.close()
+            await service.close()
+            await model.close()
 
     with FakeOpenAIServer() as server:
         asyncio.run(scenario(server))

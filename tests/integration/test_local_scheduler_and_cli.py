@@ -6,16 +6,21 @@ import asyncio
 import io
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
+from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli import main
 from memory_core.errors import ConfigurationError
 from memory_core.local.scheduler import CronSchedule, ForgettingScheduler
-from memory_core.ports import ForgettingReport
+from memory_core.models import MemoryStatus, Scope
+from memory_core.ports import FixedClock
+from memory_core.service import MemoryService
+from memory_core.service.forgetting import FORGET_CHECKPOINT
 
 NOW = datetime(2026, 11, 29, 19, 0, 0, tzinfo=UTC)  # a Sunday
 
@@ -46,66 +51,82 @@ def test_bad_schedules_are_configuration_errors(expression: str) -> None:
         CronSchedule.parse(expression).next_after(NOW)
 
 
-class FakeForgetter:
-    """Three pages of 10 memories; records the cursors it was called with."""
+FADED = datetime(2026, 6, 1, tzinfo=UTC)  # half a year before NOW: unimportant memories have faded
 
-    def __init__(self) -> None:
-        self.calls: list[str | None] = []
 
-    async def apply_forgetting(
-        self, *, dry_run: bool = True, limit: int | None = None, cursor: str | None = None
-    ) -> ForgettingReport:
-        assert dry_run is False and limit == 10
-        self.calls.append(cursor)
-        start = int(cursor or 0)
-        nxt = start + 10
-        return ForgettingReport(
-            dry_run=False,
-            scanned=10,
-            archived=1,
-            unchanged=9,
-            written=1,
-            next_cursor=None if nxt >= 30 else str(nxt),
-        )
+def faded_service(db: Path, now: Callable[[], datetime] = lambda: NOW) -> MemoryService:
+    """A real embedded service on ``db`` whose clock stands at ``NOW``."""
+    return build_service(load_settings(environ={}, sqlite_path=str(db), embedder="hash"), clock=FixedClock(now()))
+
+
+async def fill(service: MemoryService, count: int = 25) -> None:
+    rows = [
+        {"user_id": f"u{i % 3}", "agent_id": "a", "memory": f"faded memory {i}", "importance": 0.0,
+         "updated_at": FADED, "retention_score": 0.9, "status": "active"}
+        for i in range(count)
+    ]
+    await service.import_records(rows)
+
+
+async def archived(service: MemoryService) -> int:
+    total = 0
+    for user in ("u0", "u1", "u2"):
+        page = await service.list(Scope.of(user, "a"), statuses=[MemoryStatus.ARCHIVED], limit=1000)
+        total += len(page.records)
+    return total
 
 
 def test_a_stopped_run_resumes_from_its_bookmark(tmp_path: Path) -> None:
-    state = SQLiteQueue(tmp_path / "q.db")
-    forgetter = FakeForgetter()
-    stop = asyncio.Event()
-    stop.set()  # stop after the first page
-    first = asyncio.run(
-        ForgettingScheduler(forgetter, "0 30 3 * * *", state=state, page_size=10).run_job(stop)
-    )
-    assert (first.pages, first.complete, state.get_state("forgetting.cursor")) == (1, False, "10")
-    again = ForgettingScheduler(forgetter, "0 30 3 * * *", state=SQLiteQueue(tmp_path / "q.db"), page_size=10)
-    second = asyncio.run(again.run_job())
-    assert second.resumed_from == "10" and second.complete and second.pages == 2
-    assert (second.scanned, second.archived, second.unchanged) == (20, 2, 18)
-    assert forgetter.calls == [None, "10", "20"] and state.get_state("forgetting.cursor") is None
+    db = tmp_path / "memory.db"
+
+    async def first_process() -> None:
+        async with faded_service(db) as service:
+            await fill(service)
+            stop = asyncio.Event()
+            stop.set()  # stop after the first page
+            run = await ForgettingScheduler(service, "0 30 3 * * *", page_size=10).run_job(stop)
+            assert (run.pages, run.complete, run.scanned, run.archived) == (1, False, 10, 10)
+            assert await service.get_checkpoint(FORGET_CHECKPOINT) == run.cursor is not None
+            assert await archived(service) == 10
+
+    async def second_process() -> None:
+        async with faded_service(db) as service:  # a restart: the bookmark is in the store file
+            run = await ForgettingScheduler(service, "0 30 3 * * *", page_size=10).run_job()
+            assert run.resumed and run.complete and run.pages == 2
+            assert (run.scanned, run.archived) == (15, 15)
+            assert await service.get_checkpoint(FORGET_CHECKPOINT) is None
+            assert await archived(service) == 25
+
+    asyncio.run(first_process())
+    asyncio.run(second_process())
 
 
 def test_a_past_due_run_happens_at_start_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    state = SQLiteQueue(tmp_path / "q.db")
-    state.set_state("forgetting.next_due", datetime(2026, 11, 29, 3, 30, tzinfo=UTC).isoformat())
-    forgetter = FakeForgetter()
+    db = tmp_path / "memory.db"
 
     async def run() -> None:
-        stop = asyncio.Event()
-        scheduler = ForgettingScheduler(forgetter, "0 30 3 * * *", state=state, page_size=10, now=lambda: NOW)
-        task = asyncio.create_task(scheduler.run(stop))
-        while len(forgetter.calls) < 3:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
-        stop.set()
-        await task
+        async with faded_service(db) as service:
+            await fill(service)
+            await service.set_checkpoint("forgetting.next_due", datetime(2026, 11, 29, 3, 30, tzinfo=UTC).isoformat())
+            stop = asyncio.Event()
+            scheduler = ForgettingScheduler(service, "0 30 3 * * *", page_size=10, now=lambda: NOW)
+            task = asyncio.create_task(scheduler.run(stop))
+            for _ in range(500):
+                if await archived(service) == 25:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+            stop.set()
+            await task
+            assert await service.get_checkpoint("forgetting.next_due") == datetime(
+                2026, 11, 30, 3, 30, tzinfo=UTC
+            ).isoformat()
 
-    with caplog.at_level(logging.INFO, logger="memory_core.local.scheduler"):
+    with caplog.at_level(logging.INFO, logger="memory_core"):
         asyncio.run(run())
-    assert "past due" in caplog.text and "scanned 30, archived 3" in caplog.text
-    assert state.get_state("forgetting.next_due") == datetime(2026, 11, 30, 3, 30, tzinfo=UTC).isoformat()
+    assert "past due" in caplog.text and "scanned 25, archived 25" in caplog.text
 
 
 def test_queue_commands(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from runtime_helpers import running, turn_body
 
 from memory_core import telemetry
+from memory_core.bootstrap import configure_telemetry
 from memory_core.config import Settings
 
 SECRET = "My locker code is 8812 and I love green tea."
@@ -31,7 +32,7 @@ def sinks() -> Iterator[tuple[InMemorySpanExporter, InMemoryMetricReader]]:
     reader = InMemoryMetricReader()
     # Configure first (once per process, as the runtime would), then record into in-memory sinks.
     telemetry.reset_telemetry()
-    telemetry.configure_telemetry(Settings())
+    configure_telemetry(Settings())
     telemetry.use_providers(tracer_provider, MeterProvider(metric_readers=[reader]), content=False)
     yield spans, reader
     telemetry.reset_telemetry()

@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
+from memory_core.adapters.sqlite_history import SQLiteHistoryStore
 from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
-from memory_core.bootstrap import build_pipeline, load_settings
+from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.bootstrap import build_service, load_settings
 from memory_core.models import Scope, session_id_for
 
 SEED = 20261129
@@ -90,29 +92,30 @@ def _settings(db: Path) -> Any:
 
 async def _snapshot(db: Path, users: list[str]) -> dict[str, Any]:
     """Every record (all statuses, with embeddings) and every history entry, per scope."""
-    pipeline = build_pipeline(_settings(db))
+    store, history = SQLiteMemoryStore(db), SQLiteHistoryStore(db)
     try:
         out: dict[str, Any] = {}
         for user in users:
             scope = Scope.of(user, "agent")
-            page = await pipeline.service.store.scan(scope, limit=10_000, with_embedding=True)
-            history = await pipeline.history.for_scope(scope)
+            page = await store.scan(scope, limit=10_000, with_embedding=True)
+            entries = await history.for_scope(scope)
             out[user] = {
                 "records": [r.to_json_dict() for r in page.records],
-                "history": [e.model_dump(mode="json") for e in history],
+                "history": [e.model_dump(mode="json") for e in entries],
             }
         return out
     finally:
-        await pipeline.close()
+        await store.close()
+        await history.close()
 
 
 async def _clean_run(db: Path, turns: list[dict[str, Any]]) -> None:
-    pipeline = build_pipeline(_settings(db))
+    service = build_service(_settings(db))
     try:
         for turn in turns:
-            await pipeline.process_message(json.dumps(turn))
+            await service.process_message(json.dumps(turn))
     finally:
-        await pipeline.close()
+        await service.close()
 
 
 class ServeProcess:
@@ -188,7 +191,7 @@ def test_sigkilled_workers_lose_nothing_and_apply_each_turn_once(tmp_path: Path)
     expected = asyncio.run(_snapshot(tmp_path / "clean.db", users))
 
     db = tmp_path / "faulty.db"
-    build_pipeline(_settings(db))  # create the store file with its embedder recorded
+    asyncio.run(build_service(_settings(db)).close())  # create the store file with its embedder recorded
     queue = SQLiteQueue(default_queue_path(db))
     poison = poison_messages()
     for i, turn in enumerate(turns):
@@ -238,15 +241,15 @@ def test_sigkilled_workers_lose_nothing_and_apply_each_turn_once(tmp_path: Path)
         assert actual[user]["history"] == expected[user]["history"], user
 
     async def processed() -> list[str]:
-        pipeline = build_pipeline(_settings(db))
+        history = SQLiteHistoryStore(db)
         try:
             return [
                 t["turn_id"]
                 for t in turns
-                if not await pipeline.history.turn_processed(Scope.of(t["user_id"], "agent"), t["turn_id"])
+                if not await history.turn_processed(Scope.of(t["user_id"], "agent"), t["turn_id"])
             ]
         finally:
-            await pipeline.close()
+            await history.close()
 
     assert asyncio.run(processed()) == []
     queue.close_sync()
@@ -295,14 +298,15 @@ def test_stopping_finishes_or_releases_in_flight_work(
 ) -> None:
     db = tmp_path / "stop.db"
     rt = RunningRuntime(db, workers=1, grace_seconds=grace_seconds).start()
-    pipeline = rt.runtime.pipeline
-    original = pipeline.process_message
+    service = rt.runtime.service
+    assert service is not None
+    original = service.process_message
 
     async def slow(body: Any) -> Any:
         await asyncio.sleep(work_seconds)
         return await original(body)
 
-    pipeline.process_message = slow
+    service.process_message = slow  # type: ignore[method-assign]
     assert rt.client.post("/api/turns", turn_body(0, "I like green tea.")).status == 202
     queue = rt.runtime.queue
     assert queue is not None

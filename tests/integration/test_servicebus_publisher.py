@@ -30,7 +30,7 @@ from memory_core.adapters.servicebus_queue import (
     build_message,
     map_servicebus_error,
 )
-from memory_core.bootstrap import build_pipeline
+from memory_core.bootstrap import build_publisher, build_service
 from memory_core.config import Settings
 from memory_core.errors import ConfigurationError, PermanentError, TransientError
 from memory_core.models import RecallUpdate, Scope, Turn, session_id_for
@@ -212,11 +212,11 @@ def test_a_hanging_send_is_cut_by_the_overall_timeout() -> None:
     asyncio.run(body())
 
 
-def test_from_settings_uses_the_managed_identity_and_closes_what_it_created(
+def test_the_composition_root_builds_it_on_the_managed_identity_and_it_closes_what_it_owns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with pytest.raises(ConfigurationError, match="fullyQualifiedNamespace"):
-        ServiceBusTurnPublisher.from_settings(Settings())
+        build_publisher(Settings())
 
     created: list[Any] = []
 
@@ -235,7 +235,7 @@ def test_from_settings_uses_the_managed_identity_and_closes_what_it_created(
     settings = Settings(
         servicebus_namespace="ns.servicebus.windows.net", turns_queue="turns-x", azure_client_id="cid"
     )
-    publisher = ServiceBusTurnPublisher.from_settings(settings)
+    publisher = build_publisher(settings)
     assert publisher.namespace == "ns.servicebus.windows.net" and publisher.queue_name == "turns-x"
     (credential,) = created
     assert credential.kwargs == {"managed_identity_client_id": "cid"}
@@ -243,20 +243,20 @@ def test_from_settings_uses_the_managed_identity_and_closes_what_it_created(
     assert credential.closed
 
     given = Credential()
-    publisher = ServiceBusTurnPublisher.from_settings(settings, given)  # type: ignore[arg-type]
+    publisher = ServiceBusTurnPublisher("ns.servicebus.windows.net", "turns-x", given)  # type: ignore[arg-type]
     asyncio.run(publisher.close())
     assert not given.closed
 
 
-def test_the_pipeline_publishes_turns_and_recalls_through_it(tmp_path: Any) -> None:
+def test_the_service_publishes_turns_and_recalls_through_it(tmp_path: Any) -> None:
     async def body() -> None:
         client = FakeClient()
         publisher = ServiceBusTurnPublisher("ns", "memory-turns", client=client)
         settings = Settings(store="sqlite", sqlite_path=str(tmp_path / "m.db"), embedder="hash")
-        pipeline = build_pipeline(settings, publisher=publisher, recall_via_queue=True)
-        await pipeline.publish_turn(turn("turn-5"))
-        await pipeline.queue_recall(Scope.of("u1", "a1"), ["m1"])
-        await pipeline.close()
+        service = build_service(settings, publisher=publisher, recall_via_queue=True)
+        assert await service.publish_turn(turn("turn-5")) == "queued"
+        await service.record_recall(Scope.of("u1", "a1"), ["m1"])
+        await service.close()
         sent = [m for m, _ in client.sender.sent]
         assert [m.subject for m in sent] == ["memory-core.turn.v1", "memory-core.recall.v1"]
         assert {m.session_id for m in sent} == {"u1|a1"}

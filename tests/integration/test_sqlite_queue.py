@@ -15,8 +15,9 @@ import pytest
 
 from memory_core.adapters.sqlite_queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
 from memory_core.errors import TransientError, ValidationError
-from memory_core.local.worker import QueueWorker
+from memory_core.local.worker import MessageProcessor, QueueWorker
 from memory_core.models import RecallUpdate, Scope, Turn, session_id_for
+from memory_core.service import ProcessOutcome
 
 
 class FakeTime:
@@ -217,8 +218,9 @@ def test_concurrent_receivers_never_overlap_a_session_and_run_sessions_in_parall
 
 
 # -- the worker ---------------------------------------------------------------------------------
-class FakePipeline:
-    """Records what it processed; scripted failures; async sleeps to make overlap visible."""
+class FakeProcessor(MessageProcessor):
+    """The memory service as the worker sees it: records what it processed; scripted failures;
+    async sleeps to make overlap visible."""
 
     def __init__(self, fail: dict[str, list[BaseException]] | None = None, delay: float = 0.0) -> None:
         self.fail = fail or {}
@@ -229,7 +231,7 @@ class FakePipeline:
         self.max_parallel = 0
         self._running = 0
 
-    async def process_message(self, body: Any) -> None:
+    async def process_message(self, body: Any) -> ProcessOutcome:
         data = json.loads(body)
         if data.get("schema") != "memory-core.turn.v1":
             raise ValidationError(
@@ -247,6 +249,7 @@ class FakePipeline:
         self._running -= 1
         self.active[session] -= 1
         self.log.append((session, key, start, time.monotonic()))
+        return ProcessOutcome("turn", key, "ingested")
 
 
 def _send_turn(queue: SQLiteQueue, user: str, turn_id: str) -> None:
@@ -259,14 +262,14 @@ def test_worker_completes_dead_letters_permanent_errors_and_retries_transient_on
     _send_turn(queue, "u1", "t1")
     _send_turn(queue, "u1", "t2")
     queue.send(b'{"schema": "memory-core.unknown"}', message_id="poison", session_id="u2")
-    pipeline = FakePipeline(fail={"t1": [TransientError("throttled"), TransientError("throttled")]})
-    worker = QueueWorker(queue, pipeline, backoff=lambda n: 0.0)
+    processor = FakeProcessor(fail={"t1": [TransientError("throttled"), TransientError("throttled")]})
+    worker = QueueWorker(queue, processor, backoff=lambda n: 0.0)
 
     async def run() -> None:
         await worker.drain()
 
     asyncio.run(run())
-    assert [key for _, key, _, _ in pipeline.log] == ["t1", "t2"]  # t2 waited for t1's retries
+    assert [key for _, key, _, _ in processor.log] == ["t1", "t2"]  # t2 waited for t1's retries
     [dead] = queue.dead_letters()
     assert dead.message_id == "poison" and dead.dead_letter_reason == "ValidationError"
     assert "memory-core.unknown" in (dead.dead_letter_description or "")
@@ -276,8 +279,8 @@ def test_worker_completes_dead_letters_permanent_errors_and_retries_transient_on
 def test_worker_gives_up_after_max_deliveries(tmp_path: Path) -> None:
     queue = SQLiteQueue(tmp_path / "q.db", max_deliveries=3)
     _send_turn(queue, "u1", "t1")
-    pipeline = FakePipeline(fail={"t1": [RuntimeError("bug") for _ in range(10)]})
-    asyncio.run(QueueWorker(queue, pipeline, backoff=lambda n: 0.0).drain())
+    processor = FakeProcessor(fail={"t1": [RuntimeError("bug") for _ in range(10)]})
+    asyncio.run(QueueWorker(queue, processor, backoff=lambda n: 0.0).drain())
     [dead] = queue.dead_letters()
     assert dead.dead_letter_reason == MAX_DELIVERY_REASON and "RuntimeError: bug" in (
         dead.dead_letter_description or ""
@@ -290,11 +293,11 @@ def test_several_workers_keep_each_scope_in_order_and_scopes_in_parallel(tmp_pat
     for n in range(6):
         for user in users:
             _send_turn(queue, user, f"{user}-t{n}")
-    pipeline = FakePipeline(delay=0.01)
+    processor = FakeProcessor(delay=0.01)
 
     async def run() -> None:
         stop = asyncio.Event()
-        workers = [QueueWorker(queue, pipeline, name=f"w{i}", idle_seconds=0.01) for i in range(4)]
+        workers = [QueueWorker(queue, processor, name=f"w{i}", idle_seconds=0.01) for i in range(4)]
         tasks = [asyncio.create_task(w.run(stop)) for w in workers]
         while queue.stats().active:
             await asyncio.sleep(0.01)
@@ -303,20 +306,20 @@ def test_several_workers_keep_each_scope_in_order_and_scopes_in_parallel(tmp_pat
 
     asyncio.run(run())
     for user in users:
-        assert [key for session, key, _, _ in pipeline.log if session == user] == [
+        assert [key for session, key, _, _ in processor.log if session == user] == [
             f"{user}-t{n}" for n in range(6)
         ]
-    assert not pipeline.overlap_in_session
-    assert pipeline.max_parallel >= 2  # different scopes progressed at the same time
+    assert not processor.overlap_in_session
+    assert processor.max_parallel >= 2  # different scopes progressed at the same time
 
 
 def test_a_cancelled_worker_releases_its_message(tmp_path: Path) -> None:
     queue = SQLiteQueue(tmp_path / "q.db")
     _send_turn(queue, "u1", "t1")
-    pipeline = FakePipeline(delay=5)
+    processor = FakeProcessor(delay=5)
 
     async def run() -> None:
-        task = asyncio.create_task(QueueWorker(queue, pipeline).run_once())
+        task = asyncio.create_task(QueueWorker(queue, processor).run_once())
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

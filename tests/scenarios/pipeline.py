@@ -1,4 +1,5 @@
-"""The local rule pipeline the scenario tests run: rule extraction, rule consolidation, SQLite."""
+"""The ingest use case the scenario tests run: rule extraction, rule consolidation, SQLite (each part
+replaceable, so the tests can crash a store or script a chat model)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from memory_core.adapters.sqlite_history import SQLiteHistoryStore
 from memory_core.adapters.sqlite_store import SQLiteMemoryStore
 from memory_core.consolidation import MemoryConsolidator
 from memory_core.extraction import MemoryExtractor
-from memory_core.ingestion import IngestResult, ingest_turn
 from memory_core.models import MemoryStatus, Scope, Turn
 from memory_core.ports import Embedder, FixedClock
+from memory_core.service.ingest import IngestResult, ingest_turn
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SCOPE = Scope.of("user-1", "travel-agent")

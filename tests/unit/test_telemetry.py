@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from memory_core import telemetry
+from memory_core.bootstrap import configure_telemetry
 from memory_core.config import Settings
-from memory_core.ingestion import IngestResult, StepResult
 from memory_core.models import Decision, MemoryCandidate, MemoryEvent, MemoryRecord, Scope
-from memory_core.ports import ForgettingReport
+from memory_core.service import ForgettingReport, IngestResult, StepResult
 
 SECRET_MEMORY = "My bank PIN is 4321 and I love green tea"
 SECRET_QUERY = "what is my bank PIN"
@@ -203,9 +203,9 @@ def test_recording_never_raises(sinks: Sinks) -> None:
 def test_configure_without_exporters_is_a_no_op_and_runs_once() -> None:
     telemetry.reset_telemetry()
     try:
-        status = telemetry.configure_telemetry(Settings())
+        status = configure_telemetry(Settings())
         assert status == telemetry.TelemetryStatus(exporter="none", content=False)
-        again = telemetry.configure_telemetry(Settings(telemetry_content=True))
+        again = configure_telemetry(Settings(telemetry_content=True))
         assert again is status
     finally:
         telemetry.reset_telemetry()
@@ -232,7 +232,7 @@ def test_application_insights_gets_the_managed_identity_and_no_log_export(
             applicationinsights_connection_string="InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://x.example/",
             azure_client_id="client-1",
         )
-        status = telemetry.configure_telemetry(settings)
+        status = configure_telemetry(settings)
         assert status.exporter == "azure_monitor"
         (call,) = calls
         assert call["connection_string"] == settings.applicationinsights_connection_string
@@ -244,17 +244,17 @@ def test_application_insights_gets_the_managed_identity_and_no_log_export(
 
 
 def test_a_failing_exporter_leaves_telemetry_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import azure.identity
     import azure.monitor.opentelemetry
 
     def broken(**kwargs: Any) -> None:
         raise ValueError("bad connection string")
 
     monkeypatch.setattr(azure.monitor.opentelemetry, "configure_azure_monitor", broken)
+    monkeypatch.setattr(azure.identity, "DefaultAzureCredential", lambda **kwargs: object())
     telemetry.reset_telemetry()
     try:
-        status = telemetry.configure_telemetry(
-            Settings(applicationinsights_connection_string="x"), credential=object()
-        )
+        status = configure_telemetry(Settings(applicationinsights_connection_string="x"))
         assert status.exporter == "none"
     finally:
         telemetry.reset_telemetry()

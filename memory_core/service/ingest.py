@@ -1,5 +1,8 @@
 """Ingestion: one turn through extraction, consolidation and the store, in one scope, in order.
 
+Also the queue side of it: :func:`decode_message` validates a queue body (a ``turn.v1`` or a
+``recall.v1``) and :class:`ProcessOutcome` says what processing one message did.
+
 Delivery is at least once, so :func:`ingest_turn` is idempotent and crash-safe:
 
 * A turn already marked processed is skipped (nothing is extracted or written again).
@@ -13,7 +16,7 @@ Delivery is at least once, so :func:`ingest_turn` is idempotent and crash-safe:
 * The turn is marked processed only after all its writes returned (are durable).
 
 Scopes must be ingested one turn at a time, in order (the queue's sessions guarantee it in Azure; the
-local worker and :func:`ingest_file` do it by construction).
+local worker and ``memory-core ingest`` do it by construction).
 """
 
 from __future__ import annotations
@@ -22,35 +25,39 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from .consolidation import Consolidation, MemoryConsolidator
-from .errors import ValidationError
-from .models import (
+from ..consolidation import Consolidation, MemoryConsolidator
+from ..errors import ValidationError
+from ..models import (
+    RECALL_SCHEMA,
+    TURN_SCHEMA,
     Decision,
     HistoryEntry,
     MemoryCandidate,
     MemoryEvent,
     MemoryRecord,
+    RecallUpdate,
     Scope,
     Turn,
     parse_model,
 )
-from .policy import HumanMemoryPolicy
-from .ports import Clock, Embedder, HistoryStore, MemoryStore
+from ..ports import Clock, Embedder, HistoryStore, MemoryStore
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "CandidateExtractor",
     "IngestResult",
+    "ProcessOutcome",
     "StepResult",
     "decision_as_dict",
+    "decode_message",
     "format_decision",
-    "ingest_file",
     "ingest_turn",
     "memory_id_for",
     "read_turns",
@@ -59,6 +66,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NAMESPACE = uuid.UUID("6f1d3c2a-9b8e-5f47-a0d1-2c3b4e5f6a7b")
+
+#: Largest queue message body accepted (the Service Bus standard-tier limit).
+MAX_MESSAGE_BYTES = 256 * 1024
 
 
 class _Extraction(Protocol):
@@ -171,6 +181,9 @@ class _TimedEmbedder:
         finally:
             self.seconds += time.perf_counter() - started
 
+    async def close(self) -> None:
+        """The wrapped embedder belongs to the caller."""
+
 
 def _entry(decision: Decision, scope: Scope, turn: Turn, path: str) -> HistoryEntry:
     reason = decision.reason if path in ("rules", "recorded") else f"[{path}] {decision.reason}"
@@ -238,7 +251,6 @@ async def ingest_turn(
     extractor: CandidateExtractor,
     consolidator: MemoryConsolidator,
     embedder: Embedder,
-    policy: HumanMemoryPolicy | None = None,
     clock: Clock,
 ) -> IngestResult:
     """Extract, consolidate and apply one turn (idempotent; see the module docstring).
@@ -250,7 +262,6 @@ async def ingest_turn(
         extractor: Turns the turn into candidates.
         consolidator: Decides for each candidate.
         embedder: Embeds candidates (and stored text).
-        policy: Unused beyond the consolidator's; accepted so callers can pass their wiring as is.
         clock: Stamps when a turn was begun and completed (records use the turn's own time).
 
     Returns:
@@ -260,7 +271,6 @@ async def ingest_turn(
         ValidationError: The turn is malformed (permanent; dead-letter it).
         TransientError: A dependency is unavailable (retry; the replay converges).
     """
-    del policy  # the consolidator owns the policy; kept in the signature for wiring symmetry
     started = time.perf_counter()
     turn = parse_model(Turn, turn)
     scope = turn.scope
@@ -270,7 +280,11 @@ async def ingest_turn(
         recorded = await history.for_turn(scope, turn.turn_id)
         candidates = list(journal.candidates) if journal else []
         steps = [
-            StepResult(i, _decision_from_entry(e, candidates[i] if i < len(candidates) else _placeholder(e)), "recorded")
+            StepResult(
+                i,
+                _decision_from_entry(e, candidates[i] if i < len(candidates) else _placeholder(e)),
+                "recorded",
+            )
             for i, e in enumerate(recorded)
         ]
         logger.info("turn %s was already ingested; nothing to do", turn.turn_id)
@@ -308,7 +322,9 @@ async def ingest_turn(
         recorded = await history.for_turn(scope, turn.turn_id)
         await _reapply(store, timed, scope, recorded)
         for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False):
-            result.steps.append(StepResult(step, _decision_from_entry(entry, journal.candidates[step]), "recorded"))
+            result.steps.append(
+                StepResult(step, _decision_from_entry(entry, journal.candidates[step]), "recorded")
+            )
 
     pending = [step for step in range(len(journal.candidates)) if step not in journal.completed_steps]
     vectors: dict[int, np.ndarray] = {}
@@ -411,69 +427,52 @@ def read_turns(path: str | Path) -> list[Turn]:
     return turns
 
 
-async def ingest_file(
-    path: str | Path,
-    *,
-    store: MemoryStore,
-    history: HistoryStore,
-    extractor: CandidateExtractor,
-    consolidator: MemoryConsolidator,
-    embedder: Embedder,
-    clock: Clock,
-    policy: HumanMemoryPolicy | None = None,
-    out: Callable[[str], object] | None = print,
-    json_output: bool = False,
-    on_result: Callable[[IngestResult], Awaitable[None] | None] | None = None,
-) -> list[IngestResult]:
-    """Ingest a ``TURNS.jsonl`` file in order, printing each decision.
+# --------------------------------------------------------------------------------------------
+# Queue messages
+# --------------------------------------------------------------------------------------------
 
-    Args:
-        path: One ``memory-core.turn.v1`` JSON object per line.
-        store: Where memories live.
-        history: The decision history and turn journal.
-        extractor: Turns each turn into candidates.
-        consolidator: Decides for each candidate.
-        embedder: Embeds candidates.
-        clock: Stamps turn processing.
-        policy: Passed through to :func:`ingest_turn`.
-        out: Where lines go (``None``: silent).
-        json_output: Print one JSON object per turn (``IngestResult.as_dict``) instead of text.
-        on_result: Called after each turn.
 
-    Returns:
-        One result per turn.
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """What processing one queue message did."""
 
-    Raises:
-        ValidationError: A line is malformed (nothing is ingested then).
-    """
-    turns = read_turns(path)
-    results: list[IngestResult] = []
-    for turn in turns:
-        result = await ingest_turn(
-            turn,
-            store=store,
-            history=history,
-            extractor=extractor,
-            consolidator=consolidator,
-            embedder=embedder,
-            policy=policy,
-            clock=clock,
-        )
-        results.append(result)
-        if out is not None:
-            if json_output:
-                out(json.dumps(result.as_dict(), ensure_ascii=False))
-            else:
-                header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
-                if result.status == "duplicate":
-                    out(f"{header}: already ingested, skipped")
-                else:
-                    note = f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
-                    out(f"{header}: {len(result.steps)} decision(s){note}")
-                    for step in result.steps:
-                        out("  " + format_decision(step))
-        if on_result is not None:
-            maybe = on_result(result)
-            if maybe is not None:
-                await maybe
-    return results
+    kind: str
+    message_id: str
+    status: str
+    ingest: IngestResult | None = None
+    recalled: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "message_id": self.message_id,
+            "status": self.status,
+            "recalled": self.recalled,
+        }
+        if self.ingest is not None:
+            data["ingest"] = self.ingest.as_dict()
+        return data
+
+
+def decode_message(body: bytes | str | Mapping[str, Any]) -> Turn | RecallUpdate:
+    """Parse and validate a queue message body; raises :class:`ValidationError` saying what is wrong."""
+    if isinstance(body, Mapping):
+        data: Any = dict(body)
+    else:
+        raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        if len(raw) > MAX_MESSAGE_BYTES:
+            raise ValidationError("body", f"is {len(raw)} bytes; the maximum is {MAX_MESSAGE_BYTES}")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValidationError("body", f"is not UTF-8 JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValidationError("body", "must be a JSON object")
+    schema = data.get("schema")
+    if schema == TURN_SCHEMA:
+        return parse_model(Turn, data)
+    if schema == RECALL_SCHEMA:
+        return parse_model(RecallUpdate, data)
+    raise ValidationError(
+        "schema", f"{schema!r} is not a message this pipeline understands ({TURN_SCHEMA}, {RECALL_SCHEMA})"
+    )

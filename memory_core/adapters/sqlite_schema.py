@@ -1,0 +1,365 @@
+"""The embedded store's file format: columns derived from :class:`~memory_core.models.MemoryRecord`,
+the schema version, and the in-place migrations between versions.
+
+One list of columns, built from the model's fields, gives the table definition, the ``SELECT`` list,
+the ``INSERT``/``UPDATE`` statements, the fields a merge may change and the row <-> record
+conversion, so adding a field to ``MemoryRecord`` needs no list edited here: a store file opened by
+a version with more fields gets the new columns (``ALTER TABLE ... ADD COLUMN`` with the field's
+default) when it is opened.
+
+Versions (``meta.schema_version``):
+
+1. The first format.
+2. The file is marked as a memory-core store (``PRAGMA application_id``), so a store never writes
+   its tables into another program's database (a mistyped ``--db``).
+
+Opening a file upgrades it in place, in one transaction, from its version to :data:`SCHEMA_VERSION`;
+a file written by a newer memory-core is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConflictError
+from ..models import IMMUTABLE_FIELDS, MemoryRecord
+
+__all__ = [
+    "APPLICATION_ID",
+    "AT",
+    "COLUMNS",
+    "MERGEABLE",
+    "RECORD_COLUMNS",
+    "SCHEMA_VERSION",
+    "SELECT_LIST",
+    "Column",
+    "insert_sql",
+    "prepare_schema",
+    "row_to_record",
+    "update_sql",
+]
+
+#: The current file format.
+SCHEMA_VERSION = 2
+#: ``PRAGMA application_id`` of a memory-core store file ("memc").
+APPLICATION_ID = 0x6D656D63
+
+#: Tables memory-core puts into a store file (memories and, beside them, the decision history).
+KNOWN_TABLES = frozenset(
+    {
+        "meta",
+        "memories",
+        "scope_versions",
+        "term_stats",
+        "field_stats",
+        "history_entries",
+        "history_steps",
+        "turns_journal",
+        "history_meta",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the ``memories`` table that holds a :class:`MemoryRecord` field.
+
+    Attributes:
+        name: The field (and column) name.
+        kind: How the value is stored: ``text``, ``real``, ``integer``, ``time`` (epoch seconds as
+            REAL), ``enum`` (its value as TEXT), ``json`` (TEXT) or ``vector`` (float32 BLOB).
+        nullable: The field may be ``None``.
+        default: The field's default (used when the column is added to an existing file).
+    """
+
+    name: str
+    kind: str
+    nullable: bool
+    default: Any
+
+    @property
+    def sql_type(self) -> str:
+        return {
+            "text": "TEXT",
+            "enum": "TEXT",
+            "json": "TEXT",
+            "real": "REAL",
+            "time": "REAL",
+            "integer": "INTEGER",
+            "vector": "BLOB",
+        }[self.kind]
+
+    def ddl(self) -> str:
+        if self.name == "id":
+            return "id TEXT NOT NULL UNIQUE"
+        return f"{self.name} {self.sql_type}" + ("" if self.nullable else " NOT NULL")
+
+    def add_column_ddl(self) -> str:
+        """``ALTER TABLE ... ADD COLUMN`` clause: a NOT NULL column needs a constant default."""
+        if self.nullable:
+            return f"{self.name} {self.sql_type}"
+        default = self.encode(self.default)
+        if default is None:
+            raise ConflictError(f"cannot add the required column {self.name!r} to an existing store")
+        return f"{self.name} {self.sql_type} NOT NULL DEFAULT {_sql_literal(default)}"
+
+    def encode(self, value: Any) -> Any:
+        """The stored form of a field value (the vector's normalisation is the store's business)."""
+        if value is None:
+            return None
+        if self.kind == "time":
+            return value.timestamp()
+        if self.kind == "enum":
+            return value.value if isinstance(value, Enum) else str(value)
+        if self.kind == "json":
+            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if self.kind == "vector":
+            return np.asarray(value, dtype=np.float32).tobytes()
+        return value
+
+    def decode(self, value: Any) -> Any:
+        """The field value of a stored one."""
+        if value is None:
+            return None
+        if self.kind == "time":
+            return datetime.fromtimestamp(value, tz=UTC)
+        if self.kind == "enum":
+            return self._enum(value)
+        if self.kind == "json":
+            return json.loads(value)
+        if self.kind == "vector":
+            return np.frombuffer(value, dtype=np.float32).tolist()
+        return value
+
+    @property
+    def _enum(self) -> Callable[[Any], Any]:
+        annotation = MemoryRecord.model_fields[self.name].annotation
+        return _strip_optional(annotation)  # type: ignore[no-any-return]
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float):
+        return repr(value)
+    raise ConflictError(f"no SQL literal for {value!r}")
+
+
+def _is_optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(
+        annotation
+    )
+
+
+def _strip_optional(annotation: Any) -> Any:
+    """The value type of a field annotation: without ``| None`` and without ``Annotated`` metadata."""
+    if _is_optional(annotation):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            annotation = args[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def _kind(name: str, annotation: Any) -> str:
+    base = _strip_optional(annotation)
+    origin = typing.get_origin(base)
+    if base is datetime:
+        return "time"
+    if isinstance(base, type) and issubclass(base, Enum):
+        return "enum"
+    if base is str:
+        return "text"
+    if base is float:
+        return "real"
+    if base is int or base is bool:
+        return "integer"
+    if origin is dict:
+        return "json"
+    if origin is list and typing.get_args(base) == (float,):
+        return "vector"
+    raise TypeError(
+        f"MemoryRecord.{name}: no SQLite column kind for {annotation!r}; add one in sqlite_schema"
+    )
+
+
+def _columns() -> tuple[Column, ...]:
+    result = []
+    for name, info in MemoryRecord.model_fields.items():
+        annotation = info.annotation
+        nullable = _is_optional(annotation)
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
+        if name == "id":
+            default = None
+        result.append(Column(name, _kind(name, annotation), nullable, default))
+    return tuple(result)
+
+
+#: One column per :class:`MemoryRecord` field, in the model's order.
+RECORD_COLUMNS: tuple[Column, ...] = _columns()
+#: Every column a store query selects: the row key, the record's fields, then the index terms
+#: (per-field term counts, JSON) and the change sequence.
+COLUMNS: tuple[str, ...] = ("pk", *(c.name for c in RECORD_COLUMNS), "terms", "seq")
+#: Position of each column in a selected row.
+AT: dict[str, int] = {name: i for i, name in enumerate(COLUMNS)}
+#: The ``SELECT`` list for :data:`COLUMNS`.
+SELECT_LIST = ", ".join(COLUMNS)
+#: Fields a partial update (merge) may change.
+MERGEABLE = frozenset(c.name for c in RECORD_COLUMNS) - IMMUTABLE_FIELDS
+
+_WRITTEN = (*(c.name for c in RECORD_COLUMNS), "terms", "seq")
+
+
+def insert_sql() -> str:
+    """``INSERT`` of one row: the record's columns, then ``terms`` and ``seq``."""
+    return f"INSERT INTO memories ({', '.join(_WRITTEN)}) VALUES ({', '.join('?' * len(_WRITTEN))})"  # noqa: S608
+
+
+def update_sql() -> str:
+    """``UPDATE`` of one whole row by ``pk`` (parameters as :func:`insert_sql`, then the pk)."""
+    return f"UPDATE memories SET {', '.join(f'{n} = ?' for n in _WRITTEN)} WHERE pk = ?"  # noqa: S608
+
+
+def row_to_record(row: Sequence[Any], *, with_embedding: bool) -> MemoryRecord:
+    """The record held by a selected row (see :data:`COLUMNS`); the row is trusted (written validated)."""
+    values: dict[str, Any] = {}
+    for column in RECORD_COLUMNS:
+        if column.kind == "vector" and not with_embedding:
+            values[column.name] = None
+        else:
+            values[column.name] = column.decode(row[AT[column.name]])
+    return MemoryRecord.model_construct(**values)
+
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memories (
+    pk INTEGER PRIMARY KEY,
+    {columns},
+    terms TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_scope_id ON memories (user_id, agent_id, id);
+CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories (user_id, agent_id, seq);
+-- Covers the forgetting scan, so the nightly job never reads the wide rows (texts, embeddings).
+CREATE INDEX IF NOT EXISTS memories_forget ON memories (
+    pk, status, retention_score, importance, access_count, updated_at, last_accessed_at, expires_at,
+    user_id, agent_id
+);
+CREATE TABLE IF NOT EXISTS scope_versions (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_stats (
+    field TEXT NOT NULL,
+    term TEXT NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (field, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS field_stats (
+    field TEXT PRIMARY KEY,
+    doc_count INTEGER NOT NULL,
+    total_length INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def _v2_application_id(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+#: In-place upgrades: ``MIGRATIONS[v]`` turns a version ``v - 1`` file into a version ``v`` one.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _v2_application_id}
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(r[0]) for r in rows if not str(r[0]).startswith("sqlite_")}
+
+
+def check_ownership(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a database that belongs to another program (before anything is written to it)."""
+    application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if application_id == APPLICATION_ID:
+        return
+    if application_id != 0:
+        raise ConflictError(
+            f"{path} is not a memory-core store (its SQLite application id is {application_id:#x}); "
+            "pick another MEMORY_SQLITE_PATH / --db"
+        )
+    foreign = sorted(_tables(conn) - KNOWN_TABLES)
+    if foreign:
+        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise ConflictError(
+            f"{path} is not a memory-core store (it holds other tables: {listed}); "
+            "pick another MEMORY_SQLITE_PATH / --db"
+        )
+
+
+def prepare_schema(conn: sqlite3.Connection, path: str) -> int:
+    """Create or upgrade the store schema in place (inside the caller's transaction).
+
+    Returns:
+        The version the file had before (0 for a new file).
+
+    Raises:
+        ConflictError: The file is another program's database, or was written by a newer version.
+    """
+    check_ownership(conn, path)
+    fresh = "memories" not in _tables(conn)
+    for statement in _split(_TABLES.format(columns=",\n    ".join(c.ddl() for c in RECORD_COLUMNS))):
+        conn.execute(statement)
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        if not fresh:
+            raise ConflictError(
+                f"{path} holds a memories table but no schema version; it is not a memory-core store"
+            )
+        conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1'), ('seq', '0')")
+        found = 0
+    else:
+        found = int(row[0])
+    current = max(found, 1)
+    if current > SCHEMA_VERSION:
+        raise ConflictError(
+            f"{path} has store schema {current}, written by a newer memory-core; this version reads up to "
+            f"{SCHEMA_VERSION} (upgrade memory-core)"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[version](conn)
+    _add_missing_columns(conn)
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+        (str(SCHEMA_VERSION),),
+    )
+    return found
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add a column for every ``MemoryRecord`` field the table lacks (a field added since)."""
+    have = {str(r[1]) for r in conn.execute("PRAGMA table_info(memories)").fetchall()}
+    for column in RECORD_COLUMNS:
+        if column.name not in have:
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {column.add_column_ddl()}")
+
+
+def _split(script: str) -> list[str]:
+    """The statements of a DDL script (no string literals contain ';')."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,355 @@
+"""Forgetting, written once: the policy applied to pages of retention inputs, for every store.
+
+A store only reads retention inputs in keyset pages (:meth:`~memory_core.ports.MemoryStore.scan_retention`)
+and writes a batch of new values (:meth:`~memory_core.ports.MemoryStore.write_retention`). Everything
+else lives here: the policy (vectorised over a page), what counts as a change (a status change, or a
+retention drift past ``tolerance``), the counters, the listed changes, paging with ``limit`` and
+``cursor``, and the nightly run that saves where it stopped (:func:`run_forgetting`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..models import MemoryStatus
+from ..policy import HumanMemoryPolicy
+from ..ports import CheckpointStore, MemoryStore, RetentionPage, RetentionWrite
+
+__all__ = [
+    "COUNTERS",
+    "FORGET_CHECKPOINT",
+    "FORGET_PAGE_SIZE",
+    "ForgettingChange",
+    "ForgettingCounts",
+    "ForgettingReport",
+    "ForgettingRun",
+    "apply_forgetting",
+    "assess_page",
+    "run_forgetting",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Rows one store call reads at most (a store may read fewer: Azure AI Search pages hold 1,000).
+FORGET_PAGE_SIZE = 20_000
+#: Name of the saved cursor of the scheduled run.
+FORGET_CHECKPOINT = "forgetting.cursor"
+
+
+@dataclass(slots=True)
+class ForgettingCounts:
+    """What forgetting saw and did, counted.
+
+    Attributes:
+        scanned: Memories read (not deleted).
+        archived: Active memories that became archived.
+        expired: Of those, the ones archived because they expired.
+        reactivated: Archived memories whose retention rose above the threshold again.
+        rescored: Memories whose status stays but whose stored retention drifted past the tolerance.
+        unchanged: Memories left as they are.
+        written: Memories stored (status changes plus rescored ones; 0 in a dry run).
+    """
+
+    scanned: int = 0
+    archived: int = 0
+    expired: int = 0
+    reactivated: int = 0
+    rescored: int = 0
+    unchanged: int = 0
+    written: int = 0
+
+    def add(self, other: ForgettingCounts) -> None:
+        """Add another run's or page's counts to these."""
+        for name in COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def counts(self) -> dict[str, int]:
+        return {name: int(getattr(self, name)) for name in COUNTERS}
+
+    def summary(self) -> str:
+        """The counts as one log-friendly line."""
+        return ", ".join(f"{name} {getattr(self, name)}" for name in COUNTERS)
+
+
+#: The counter names, in report order (one list for reports, runs, telemetry and the CLI).
+COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(ForgettingCounts))
+
+
+@dataclass(frozen=True, slots=True)
+class ForgettingChange:
+    """One memory whose status the forgetting job changes (or would change)."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    old_status: MemoryStatus
+    new_status: MemoryStatus
+    old_retention: float
+    new_retention: float
+    expired: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "old_status": self.old_status.value,
+            "new_status": self.new_status.value,
+            "old_retention": round(self.old_retention, 6),
+            "new_retention": round(self.new_retention, 6),
+            "expired": self.expired,
+        }
+
+
+@dataclass(slots=True)
+class ForgettingReport(ForgettingCounts):
+    """What one forgetting call saw and did.
+
+    ``changes`` lists status changes (at most ``max_listed``); ``next_cursor`` resumes a call that
+    stopped at its ``limit``.
+    """
+
+    dry_run: bool = True
+    changes: list[ForgettingChange] = field(default_factory=list)
+    next_cursor: str | None = None
+    max_listed: int = 1000
+
+    @property
+    def complete(self) -> bool:
+        return self.next_cursor is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            **self.counts(),
+            "complete": self.complete,
+            "next_cursor": self.next_cursor,
+            "changes": [c.as_dict() for c in self.changes],
+        }
+
+
+@dataclass(slots=True)
+class ForgettingRun(ForgettingCounts):
+    """The totals of one scheduled run over all its pages (never a dry run)."""
+
+    pages: int = 0
+    complete: bool = False
+    resumed_from: str | None = None
+    cursor: str | None = None
+
+    @property
+    def resumed(self) -> bool:
+        return self.resumed_from is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": False,
+            "pages": self.pages,
+            **self.counts(),
+            "complete": self.complete,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PageAssessment:
+    """The policy's verdict on one page: new values and what changes."""
+
+    retention: np.ndarray
+    now_active: np.ndarray
+    expired: np.ndarray
+    status_changed: np.ndarray
+    drifted: np.ndarray
+
+    @property
+    def write(self) -> np.ndarray:
+        """Rows to store: a status change, or a retention drift past the tolerance."""
+        result: np.ndarray = self.status_changed | self.drifted
+        return result
+
+
+def assess_page(
+    page: RetentionPage, policy: HumanMemoryPolicy, now_epoch: float, tolerance: float
+) -> PageAssessment:
+    """Apply the policy to every row of ``page`` at ``now_epoch`` (vectorised; DESIGN section 5)."""
+    retention = policy.retention_array(
+        now_epoch=now_epoch,
+        updated_at=page.updated_at,
+        last_accessed_at=page.last_accessed_at,
+        expires_at=page.expires_at,
+        importance=page.importance,
+        access_count=page.access_count,
+    )
+    expired = ~np.isnan(page.expires_at) & (page.expires_at <= now_epoch)
+    now_active = retention > policy.archive_threshold
+    return PageAssessment(
+        retention=retention,
+        now_active=now_active,
+        expired=expired,
+        status_changed=page.active != now_active,
+        drifted=np.abs(retention - page.retention) > tolerance,
+    )
+
+
+def _count(report: ForgettingReport, verdict: PageAssessment, was_active: np.ndarray) -> None:
+    changed, drifted = verdict.status_changed, verdict.drifted
+    report.archived += int(np.count_nonzero(changed & was_active))
+    report.reactivated += int(np.count_nonzero(changed & ~was_active))
+    report.expired += int(np.count_nonzero(changed & was_active & verdict.expired))
+    report.rescored += int(np.count_nonzero(drifted & ~changed))
+    report.unchanged += int(np.count_nonzero(~verdict.write))
+
+
+async def _list_changes(
+    store: MemoryStore, page: RetentionPage, verdict: PageAssessment, report: ForgettingReport
+) -> None:
+    room = max(report.max_listed - len(report.changes), 0)
+    listed = np.flatnonzero(verdict.status_changed)[:room]
+    if not len(listed):
+        return
+    ids = await store.memory_ids([page.keys[int(at)] for at in listed])
+    active, archived = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED
+    for memory_id, at in zip(ids, listed, strict=True):
+        row = int(at)
+        report.changes.append(
+            ForgettingChange(
+                id=memory_id,
+                user_id=page.user_ids[row],
+                agent_id=page.agent_ids[row],
+                old_status=active if page.active[row] else archived,
+                new_status=active if verdict.now_active[row] else archived,
+                old_retention=float(page.retention[row]),
+                new_retention=float(verdict.retention[row]),
+                expired=bool(verdict.expired[row]),
+            )
+        )
+
+
+def _check(limit: int | None, tolerance: float, page_size: int) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValidationError("limit", "must be a positive integer")
+    if not (isinstance(tolerance, int | float) and np.isfinite(tolerance) and 0 <= tolerance < 1):
+        raise ValidationError("tolerance", "must be in [0, 1)")
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValidationError("page_size", "must be a positive integer")
+
+
+async def apply_forgetting(
+    store: MemoryStore,
+    policy: HumanMemoryPolicy,
+    now: datetime,
+    *,
+    dry_run: bool = True,
+    limit: int | None = None,
+    cursor: str | None = None,
+    tolerance: float = 0.01,
+    page_size: int = FORGET_PAGE_SIZE,
+) -> ForgettingReport:
+    """Bring retention and status up to date for every memory not deleted, writing only changes.
+
+    Reads keyset pages of at most ``page_size`` rows; in each, rows whose status changes or whose
+    stored retention is off by more than ``tolerance`` are written (one store call per page) unless
+    ``dry_run``. ``limit`` bounds the rows read in this call; the report's ``next_cursor`` resumes.
+
+    Args:
+        store: The memory store.
+        policy: The forgetting policy.
+        now: The moment the policy is applied at.
+        dry_run: Report only.
+        limit: Most memories read in this call.
+        cursor: Resume after this cursor (a ``next_cursor`` this store issued).
+        tolerance: Retention drift below which an unchanged-status memory is not rewritten.
+        page_size: Rows per store call.
+
+    Raises:
+        ValidationError: A bad ``limit``, ``tolerance`` or ``cursor``.
+    """
+    _check(limit, tolerance, page_size)
+    now_epoch = now.timestamp()
+    report = ForgettingReport(dry_run=dry_run)
+    after = cursor
+    while True:
+        size = page_size if limit is None else min(page_size, limit - report.scanned)
+        if size <= 0:
+            report.next_cursor = after
+            break
+        page = await store.scan_retention(after=after, limit=size)
+        report.scanned += len(page)
+        if len(page):
+            verdict = assess_page(page, policy, now_epoch, tolerance)
+            _count(report, verdict, page.active)
+            await _list_changes(store, page, verdict, report)
+            rows = np.flatnonzero(verdict.write)
+            if not dry_run and len(rows):
+                report.written += await store.write_retention(
+                    RetentionWrite(
+                        page=page,
+                        rows=rows,
+                        active=verdict.now_active[rows],
+                        retention=verdict.retention[rows],
+                    )
+                )
+        if page.next_cursor is None:
+            break
+        after = page.next_cursor
+    return report
+
+
+async def run_forgetting(
+    forget: Callable[..., Any],
+    checkpoints: CheckpointStore | None,
+    *,
+    page_size: int = 1000,
+    should_stop: Callable[[], bool] = lambda: False,
+    checkpoint: str = FORGET_CHECKPOINT,
+) -> ForgettingRun:
+    """Apply forgetting page by page from the saved cursor until done or told to stop.
+
+    The cursor is saved after every page (and cleared when the run completes), so a run stopped by
+    ``should_stop``, a time budget or a crash resumes where it stopped; pages already up to date write
+    nothing, so without ``checkpoints`` every run simply starts from the beginning.
+
+    Args:
+        forget: ``apply_forgetting(dry_run=False, limit=..., cursor=...)`` of the service.
+        checkpoints: Where the cursor is kept (``None``: nowhere).
+        page_size: Memories per page.
+        should_stop: Asked after each page; ``True`` stops the run (the cursor is kept).
+        checkpoint: Name of the saved cursor.
+    """
+    cursor = await checkpoints.get_checkpoint(checkpoint) if checkpoints is not None else None
+    run = ForgettingRun(resumed_from=cursor)
+    if cursor is not None:
+        logger.info("forgetting: resuming an interrupted run from cursor %s", cursor)
+    while True:
+        report: ForgettingReport = await forget(dry_run=False, limit=page_size, cursor=cursor)
+        run.pages += 1
+        run.add(report)
+        cursor = report.next_cursor
+        if checkpoints is not None:
+            await checkpoints.set_checkpoint(checkpoint, cursor)
+        if cursor is None:
+            run.complete = True
+            break
+        if should_stop():
+            logger.info(
+                "forgetting: stopping after %s page(s); the next run resumes at %s", run.pages, cursor
+            )
+            break
+        await asyncio.sleep(0)  # let requests and queue work in between pages
+    run.cursor = cursor
+    logger.info(
+        "forgetting %s: %s page(s)%s, %s",
+        "done" if run.complete else "interrupted",
+        run.pages,
+        " (resumed)" if run.resumed else "",
+        run.summary(),
+    )
+    return run

@@ -1,0 +1,372 @@
+"""The one object every entry point holds: :class:`MemoryService`.
+
+It is built once, by :mod:`memory_core.bootstrap`, from the ports it needs; the Functions app, the
+HTTP contract, the embedded runtime, the CLI and the agent integrations call its methods and never
+reach into its store, history or clock. Each method is a thin call to a use case in this package
+(:mod:`.search`, :mod:`.ingest`, :mod:`.forgetting`, :mod:`.admin`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from ..consolidation import MemoryConsolidator
+from ..errors import ConfigurationError, NotFoundError, PermanentError
+from ..models import (
+    HistoryEntry,
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    RecallUpdate,
+    Scope,
+    SearchResult,
+    Turn,
+    parse_model,
+    validate_scope_id,
+)
+from ..policy import HumanMemoryPolicy
+from ..ports import (
+    CheckpointStore,
+    Clock,
+    Closeable,
+    DeadLetter,
+    DeadLetterStore,
+    Embedder,
+    HistoryStore,
+    MemoryStore,
+    Page,
+    TurnPublisher,
+)
+from . import admin, forgetting
+from . import search as search_use_case
+from .admin import ImportReport, PurgeReport
+from .forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun
+from .ingest import CandidateExtractor, IngestResult, ProcessOutcome, decode_message, ingest_turn
+
+__all__ = ["MemoryService", "TurnStatus"]
+
+logger = logging.getLogger(__name__)
+
+_List = list  # ``list`` is also a method name of the service
+
+#: What happened to a posted turn: sent to the ordered queue, or ingested at once (no queue).
+TurnStatus = Literal["queued", "ingested"]
+
+
+class MemoryService:
+    """The memory use cases, independent of where memories are stored and how callers reach them.
+
+    Keyword Args:
+        store: The memory store.
+        embedder: Embeds queries and stored text.
+        policy: Forgetting policy (retention, archiving, recall reinforcement).
+        clock: Source of "now".
+        history: Decision history and turn journal (``None``: operations that need it raise
+            :class:`~memory_core.errors.ConfigurationError`).
+        extractor: Finds memory candidates in a turn.
+        consolidator: Decides ADD / UPDATE / DELETE / NONE for each candidate.
+        publisher: The ordered per-scope queue turns go to (``None``: turns are ingested at once).
+        recall_via_queue: Send recall updates through ``publisher`` instead of applying them at once.
+        checkpoints: Where the scheduled forgetting run keeps its cursor (``None``: nowhere).
+        dead_letters: Where a host that cannot dead-letter a message sets it aside (``None``: none).
+        forget_tolerance: Forgetting rewrites an unchanged-status memory only past this drift.
+        owned: Extra resources closed with the service (clients the composition root created).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: MemoryStore,
+        embedder: Embedder,
+        policy: HumanMemoryPolicy,
+        clock: Clock,
+        history: HistoryStore | None = None,
+        extractor: CandidateExtractor | None = None,
+        consolidator: MemoryConsolidator | None = None,
+        publisher: TurnPublisher | None = None,
+        recall_via_queue: bool = False,
+        checkpoints: CheckpointStore | None = None,
+        dead_letters: DeadLetterStore | None = None,
+        forget_tolerance: float = 0.01,
+        owned: Sequence[Closeable] = (),
+    ) -> None:
+        if recall_via_queue and publisher is None:
+            raise ConfigurationError("recall updates can only go through the queue when there is a publisher")
+        self._store = store
+        self._embedder = embedder
+        self._policy = policy
+        self._clock = clock
+        self._history = history
+        self._extractor = extractor
+        self._consolidator = consolidator
+        self._publisher = publisher
+        self._recall_via_queue = recall_via_queue
+        self._checkpoints = checkpoints
+        self._dead_letters = dead_letters
+        self._forget_tolerance = forget_tolerance
+        self._owned = list(owned)
+
+    # -- what callers may know --------------------------------------------------------------------
+    @property
+    def embedder_name(self) -> str:
+        """The embedder's name (recorded with stored vectors)."""
+        return self._embedder.name
+
+    @property
+    def queued(self) -> bool:
+        """Whether turns go to a queue (``True``) or are ingested at once."""
+        return self._publisher is not None
+
+    def now(self) -> datetime:
+        """The service's "now" (the clock it was built with)."""
+        return self._clock.now()
+
+    def _need_history(self) -> HistoryStore:
+        if self._history is None:
+            raise ConfigurationError(
+                "this operation needs the decision history (MEMORY_HISTORY_TABLE_ENDPOINT with MEMORY_STORE=azure_search)"
+            )
+        return self._history
+
+    # -- search and recall ------------------------------------------------------------------------
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        options: MemorySearchOptions | Mapping[str, Any] | None = None,
+        *,
+        recall: bool = True,
+    ) -> SearchResult:
+        """Ranked memories for ``query``; the returned memories count as recalled unless ``recall`` is off.
+
+        An empty query is a keyword match-all (every memory the filters allow).
+        """
+        result = await search_use_case.search(self._store, self._embedder, scope, query, options)
+        if recall and result.hits:
+            await self.record_recall(scope, [hit.record.id for hit in result.hits])
+        return result
+
+    async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
+        """Reinforce memories that were returned to an agent (on the ordered queue path when configured)."""
+        if not memory_ids:
+            return
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        if self._recall_via_queue and self._publisher is not None:
+            await self._publisher.publish_recall(search_use_case.recall_update(scope, memory_ids, self.now()))
+        else:
+            await self._store.recall(scope, memory_ids, self._policy)
+
+    async def apply_recall(self, update: RecallUpdate) -> int:
+        """Reinforce the memories of one recall update once; returns how many were touched."""
+        return await search_use_case.apply_recall(
+            self._store, self._need_history(), self._policy, update, self.now()
+        )
+
+    # -- ingestion ---------------------------------------------------------------------------------
+    async def ingest(self, turn: Turn | Mapping[str, Any]) -> IngestResult:
+        """Extract, consolidate and apply one turn now (idempotent per ``turn_id``)."""
+        if self._extractor is None or self._consolidator is None:
+            raise ConfigurationError("this service was built without an extractor and a consolidator")
+        return await ingest_turn(
+            dict(turn) if isinstance(turn, Mapping) else turn,
+            store=self._store,
+            history=self._need_history(),
+            extractor=self._extractor,
+            consolidator=self._consolidator,
+            embedder=self._embedder,
+            clock=self._clock,
+        )
+
+    async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
+        """Queue a turn for ingestion, or ingest it now when there is no queue."""
+        parsed = parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn)
+        if self._publisher is None:
+            await self.ingest(parsed)
+            return "ingested"
+        await self._publisher.publish_turn(parsed)
+        return "queued"
+
+    async def process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome:
+        """Handle one queue message (a turn or a recall update).
+
+        Raises:
+            PermanentError: The message can never be processed (dead-letter it).
+            TransientError: A dependency is unavailable (let the queue redeliver it).
+        """
+        message = decode_message(body)
+        if isinstance(message, Turn):
+            result = await self.ingest(message)
+            logger.info(
+                "turn %s: %s via %s, %s decision(s)",
+                message.turn_id,
+                result.status,
+                result.extraction_path,
+                len(result.steps),
+            )
+            return ProcessOutcome("turn", message.turn_id, result.status, ingest=result)
+        touched = await self.apply_recall(message)
+        return ProcessOutcome(
+            "recall", message.recall_id, "applied" if touched else "duplicate", recalled=touched
+        )
+
+    async def set_aside(
+        self,
+        *,
+        message_id: str,
+        reason: str,
+        description: str,
+        body: bytes,
+        session_id: str | None = None,
+        delivery_count: int | None = None,
+        enqueued_time: datetime | None = None,
+    ) -> bool:
+        """Keep a message that can never be processed, with its reason.
+
+        Returns:
+            ``False`` when this deployment has no dead-letter store (the caller leaves the message to
+            its queue), ``True`` once it is kept.
+        """
+        if self._dead_letters is None:
+            return False
+        await self._dead_letters.record_dead_letter(
+            DeadLetter(
+                message_id=message_id,
+                reason=reason,
+                description=description,
+                body=body,
+                at=self.now(),
+                session_id=session_id,
+                delivery_count=delivery_count,
+                enqueued_time=enqueued_time,
+            )
+        )
+        return True
+
+    # -- inspection ---------------------------------------------------------------------------------
+    async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        """One memory of any status (with its embedding).
+
+        Raises:
+            NotFoundError: No such memory in ``scope``.
+        """
+        record = await self._store.get(Scope.of(scope.user_id, scope.agent_id), memory_id)
+        if record is None:
+            raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+        return record
+
+    async def history_of(self, scope: Scope, memory_id: str) -> _List[HistoryEntry]:
+        """Every recorded change to one memory, oldest first (empty without a history)."""
+        if self._history is None:
+            return []
+        return await self._history.for_memory(Scope.of(scope.user_id, scope.agent_id), memory_id)
+
+    async def list(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> Page:
+        """One page of a scope's memories, by id."""
+        return await self._store.scan(
+            Scope.of(scope.user_id, scope.agent_id), statuses=statuses, after=cursor, limit=limit
+        )
+
+    async def agents(self, user_id: str) -> _List[str]:
+        """The agents that hold memories of ``user_id``."""
+        return await self._store.agents(validate_scope_id(user_id, "user_id"))
+
+    # -- administration -----------------------------------------------------------------------------
+    async def delete(
+        self, scope: Scope, memory_id: str, *, reason: str = "deleted on request"
+    ) -> MemoryRecord:
+        """Soft delete, recorded in the memory's history; never returned by search again."""
+        return await admin.delete_memory(
+            self._store, self._history, scope, memory_id, reason=reason, now=self.now()
+        )
+
+    def prepare_record(self, data: Mapping[str, Any]) -> MemoryRecord:
+        """Validate one record for import (fills timestamps and, if absent, retention and status)."""
+        return admin.prepare_record(data, self._policy, self.now())
+
+    async def import_records(self, rows: Iterable[Mapping[str, Any]]) -> ImportReport:
+        """Validate every row first (errors name the row), then write in batches, embedding as needed."""
+        return await admin.import_records(self._store, self._embedder, self._policy, self.now(), rows)
+
+    def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every record of a user (one agent, or all), every field, every status."""
+        return admin.export_records(self._store, user_id, agent_id)
+
+    async def purge(self, user_id: str, agent_id: str | None = None) -> PurgeReport:
+        """Physically remove a user's memories and history (one agent's, or all)."""
+        return await admin.purge_user(self._store, self._history, user_id, agent_id)
+
+    # -- forgetting ---------------------------------------------------------------------------------
+    async def apply_forgetting(
+        self,
+        *,
+        dry_run: bool = True,
+        limit: int | None = None,
+        cursor: str | None = None,
+        page_size: int = FORGET_PAGE_SIZE,
+    ) -> ForgettingReport:
+        """Bring retention and status up to date (a dry run by default), writing only what changed."""
+        report = await forgetting.apply_forgetting(
+            self._store,
+            self._policy,
+            self.now(),
+            dry_run=dry_run,
+            limit=limit,
+            cursor=cursor,
+            tolerance=self._forget_tolerance,
+            page_size=page_size,
+        )
+        logger.info("forgetting (dry_run=%s): %s", dry_run, report.summary())
+        return report
+
+    async def run_forgetting(
+        self, *, page_size: int = 1000, should_stop: Callable[[], bool] | None = None
+    ) -> ForgettingRun:
+        """The scheduled run: pages from the saved cursor until done or ``should_stop()`` says so."""
+        return await forgetting.run_forgetting(
+            self.apply_forgetting,
+            self._checkpoints,
+            page_size=page_size,
+            should_stop=should_stop or (lambda: False),
+        )
+
+    async def get_checkpoint(self, name: str) -> str | None:
+        """A saved bookmark (``None`` without a checkpoint store)."""
+        return None if self._checkpoints is None else await self._checkpoints.get_checkpoint(name)
+
+    async def set_checkpoint(self, name: str, value: str | None) -> None:
+        """Save a bookmark (nothing without a checkpoint store)."""
+        if self._checkpoints is not None:
+            await self._checkpoints.set_checkpoint(name, value)
+
+    # -- lifetime -----------------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the store, history, publisher and whatever the composition root handed over."""
+        errors: list[BaseException] = []
+        closers: list[Closeable | None] = [self._store, self._history, self._publisher, *self._owned]
+        seen: set[int] = set()
+        for resource in closers:
+            if resource is None or id(resource) in seen:
+                continue
+            seen.add(id(resource))
+            try:
+                await resource.close()
+            except Exception as exc:  # close everything even if one fails
+                errors.append(exc)
+        if errors:
+            raise PermanentError(f"closing the memory service failed: {errors[0]}") from errors[0]
+
+    async def __aenter__(self) -> MemoryService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

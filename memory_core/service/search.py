@@ -1,0 +1,67 @@
+"""Search and recall: ranked memories for a query, and the reinforcement of what was returned."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..errors import ValidationError
+from ..models import MemorySearchOptions, RecallUpdate, Scope, SearchMode, SearchResult, parse_model
+from ..policy import HumanMemoryPolicy
+from ..ports import Embedder, HistoryStore, MemoryStore
+
+__all__ = ["MAX_QUERY_CHARS", "apply_recall", "recall_update", "search"]
+
+#: Longest query text accepted.
+MAX_QUERY_CHARS = 4000
+
+
+async def search(
+    store: MemoryStore,
+    embedder: Embedder,
+    scope: Scope,
+    query: str,
+    options: MemorySearchOptions | Mapping[str, Any] | None = None,
+) -> SearchResult:
+    """Ranked memories of ``scope`` for ``query`` (no recall is recorded here).
+
+    An empty query is a keyword match-all (every memory the filters allow); otherwise the query is
+    embedded unless the mode is ``keyword``.
+
+    Raises:
+        ValidationError: A bad scope, query or option (names the field).
+    """
+    scope = Scope.of(scope.user_id, scope.agent_id)
+    opts = parse_model(MemorySearchOptions, options or {})
+    if not isinstance(query, str):
+        raise ValidationError("query", "must be a string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError("query", f"is {len(query)} characters; the maximum is {MAX_QUERY_CHARS}")
+    vector = None
+    if not query.strip():
+        opts = opts.model_copy(update={"mode": SearchMode.KEYWORD})
+    elif opts.mode != SearchMode.KEYWORD:
+        vector = (await embedder.embed_query(query)).tolist()
+    return await store.search(scope, query, vector, opts)
+
+
+def recall_update(scope: Scope, memory_ids: Sequence[str], at: datetime) -> RecallUpdate:
+    """The ``recall.v1`` message that reinforces ``memory_ids`` once."""
+    return RecallUpdate(user_id=scope.user_id, agent_id=scope.agent_id, memory_ids=list(memory_ids), at=at)
+
+
+async def apply_recall(
+    store: MemoryStore, history: HistoryStore, policy: HumanMemoryPolicy, update: RecallUpdate, now: datetime
+) -> int:
+    """Reinforce the memories of one recall update once (idempotent per ``recall_id``).
+
+    Returns:
+        How many memories were touched (0 for a redelivered update).
+    """
+    scope = update.scope
+    if await history.turn_processed(scope, update.recall_id):
+        return 0
+    touched = await store.recall(scope, update.memory_ids, policy)
+    await history.mark_turn_processed(scope, update.recall_id, now)
+    return len(touched)
