@@ -31,17 +31,20 @@ from .service import MemoryService
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters.servicebus_queue import ServiceBusTurnPublisher
+    from .adapters.sqlite_queue import SQLiteQueue
 
 __all__ = [
     "build_chat_model",
     "build_embedder",
     "build_history",
+    "build_local_queue",
     "build_publisher",
     "build_service",
     "build_store",
     "configure_telemetry",
     "ensure_search_index",
     "load_settings",
+    "local_queue_path",
 ]
 
 
@@ -160,6 +163,28 @@ def build_publisher(settings: Settings) -> ServiceBusTurnPublisher:
     credential = DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
     return ServiceBusTurnPublisher(
         settings.servicebus_namespace, settings.turns_queue, credential, owns_credential=True
+    )
+
+
+def local_queue_path(settings: Settings) -> str:
+    """The embedded queue file of the store: ``<MEMORY_SQLITE_PATH>.queue``."""
+    from .adapters.sqlite_queue import default_queue_path
+
+    return default_queue_path(settings.sqlite_path)
+
+
+def build_local_queue(
+    settings: Settings, *, path: str | None = None, lock_seconds: float = 60.0, max_deliveries: int = 10
+) -> SQLiteQueue:
+    """The embedded durable queue (``MEMORY_TURNS_QUEUE`` in ``<store file>.queue`` unless ``path``):
+    what ``memory-core serve`` drains and what the in-process provider publishes to."""
+    from .adapters.sqlite_queue import SQLiteQueue
+
+    return SQLiteQueue(
+        path or local_queue_path(settings),
+        queue=settings.turns_queue,
+        lock_seconds=lock_seconds,
+        max_deliveries=max_deliveries,
     )
 
 

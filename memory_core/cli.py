@@ -274,10 +274,9 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_queue(args: argparse.Namespace, out: TextIO) -> int:
-    from .adapters.sqlite_queue import SQLiteQueue, default_queue_path
+    from .bootstrap import build_local_queue
 
-    settings = _settings(args)
-    queue = SQLiteQueue(default_queue_path(settings.sqlite_path), queue=settings.turns_queue)
+    queue = build_local_queue(_settings(args))
     try:
         if args.queue_command == "list":
             messages = queue.peek(limit=args.limit)

@@ -43,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SELECT_LIST",
     "Column",
+    "check_file",
     "insert_sql",
     "prepare_schema",
     "row_to_record",
@@ -309,6 +310,19 @@ def check_ownership(conn: sqlite3.Connection, path: str) -> None:
         raise ConflictError(
             f"{path} is not a memory-core store (it holds other tables: {listed}); "
             "pick another MEMORY_SQLITE_PATH / --db"
+        )
+
+
+def check_file(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse, before anything is written, a file that is not ours or that a newer version wrote."""
+    check_ownership(conn, path)
+    if "meta" not in _tables(conn):
+        return
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is not None and int(row[0]) > SCHEMA_VERSION:
+        raise ConflictError(
+            f"{path} has store schema {row[0]}, written by a newer memory-core; this version reads up to "
+            f"{SCHEMA_VERSION} (upgrade memory-core)"
         )
 
 

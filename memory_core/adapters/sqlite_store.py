@@ -64,6 +64,7 @@ from .sqlite_schema import (
     SCHEMA_VERSION,
     SELECT_LIST,
     Column,
+    check_file,
     insert_sql,
     prepare_schema,
     row_to_record,
@@ -209,11 +210,12 @@ class SQLiteMemoryStore:
         self._lock = threading.RLock()
         self._own_commits = 0
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout = 10000")
-        if self._path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         try:
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            check_file(self._conn, self._path)  # before the first write, even of a pragma
+            if self._path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             with self._transaction():
                 found = prepare_schema(self._conn, self._path)
                 self._reindex_if_needed()

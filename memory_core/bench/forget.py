@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from ..evaluation.common import MATPLOTLIB_HINT, Progress, markdown_table, pyplot
 from . import machine_context, write_json
 
-__all__ = ["forgetting_figures", "main", "run_forgetting"]
+__all__ = ["forgetting_figures", "main", "measure_job"]
 
 _BUILD_AT = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
 
@@ -64,7 +64,7 @@ def _peak_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
-def run_forgetting(
+def measure_job(
     path: str,
     at: str,
     *,
@@ -103,7 +103,7 @@ async def forgetting_figures(
     progress: bool,
     tracemalloc_on: bool = False,
 ) -> dict[str, Any]:
-    """The figures of one forgetting job (see :func:`run_forgetting`), in the running event loop."""
+    """The figures of one forgetting job (see :func:`measure_job`), in the running event loop."""
     from ..adapters.sqlite_store import SQLiteMemoryStore
     from ..policy import HumanMemoryPolicy
     from ..ports import FixedClock
@@ -163,7 +163,7 @@ async def forgetting_figures(
 
 
 def _in_child(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return run_forgetting(**kwargs)
+    return measure_job(**kwargs)
 
 
 async def main(args: argparse.Namespace, out: TextIO) -> int:

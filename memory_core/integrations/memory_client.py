@@ -139,7 +139,7 @@ class LocalMemoryClient(MemoryClient):
             settings: Ready :class:`~memory_core.config.Settings` (overrides are then ignored).
             **overrides: Other settings fields (``embedder="hash"``, ``half_life_days=30``...).
         """
-        from ..bootstrap import build_service, load_settings
+        from ..bootstrap import build_local_queue, build_service, load_settings
 
         if settings is None:
             settings = load_settings(
@@ -147,10 +147,7 @@ class LocalMemoryClient(MemoryClient):
             )
         sqlite_queue = None
         if queue and publisher is None:
-            from ..adapters.sqlite_queue import SQLiteQueue, default_queue_path
-
-            path = default_queue_path(settings.sqlite_path) if queue is True else str(queue)
-            sqlite_queue = SQLiteQueue(path)
+            sqlite_queue = build_local_queue(settings, path=None if queue is True else str(queue))
             publisher = sqlite_queue
         service = build_service(
             settings, embedder=embedder, publisher=publisher, recall_via_queue=sqlite_queue is not None

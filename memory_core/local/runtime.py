@@ -22,15 +22,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..adapters.sqlite_queue import SQLiteQueue, default_queue_path
 from ..api import MemoryApi
 from ..config import Settings
 from ..service import MemoryService
 from .scheduler import ForgettingScheduler
 from .server import ApiServer
 from .worker import QueueWorker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..adapters.sqlite_queue import SQLiteQueue
 
 __all__ = ["EmbeddedRuntime", "RuntimeOptions", "serve", "serve_async"]
 
@@ -92,20 +94,19 @@ class EmbeddedRuntime:
 
     @property
     def queue_path(self) -> str:
-        return self.options.queue_path or default_queue_path(self.settings.sqlite_path)
+        from ..bootstrap import local_queue_path
+
+        return self.options.queue_path or local_queue_path(self.settings)
 
     async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
-        from ..bootstrap import build_service, configure_telemetry
+        from ..bootstrap import build_local_queue, build_service, configure_telemetry
 
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
             Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
-        queue = SQLiteQueue(
-            self.queue_path,
-            queue=self.settings.turns_queue,
-            lock_seconds=opts.lock_seconds,
-            max_deliveries=opts.max_deliveries,
+        queue = build_local_queue(
+            self.settings, path=self.queue_path, lock_seconds=opts.lock_seconds, max_deliveries=opts.max_deliveries
         )
         self.queue = queue
         configure_telemetry(self.settings)

@@ -1,0 +1,203 @@
+"""Every search option reaches the store, whichever entry point sends it.
+
+HTTP (``POST /api/memories/search`` over a real socket), the command line (``memory-core search``),
+and the agent provider (in-process, and remote through the HTTP API) all produce
+:class:`MemorySearchOptions` through one converter. The store records what it was asked; each entry
+point must deliver every option unchanged. ``CHANGED`` names a non-default value for *every* option,
+so adding an option without carrying it through an entry point fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from runtime_helpers import Client
+
+from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.api import MemoryApi, SearchRequest
+from memory_core.bootstrap import build_service, load_settings
+from memory_core.cli import SEARCH_FLAGS, main
+from memory_core.local.server import ApiServer
+from memory_core.models import MemorySearchOptions, OrderBy, RankingProfile, Scope, SearchMode, SearchResult
+from memory_core.service import MemoryService
+
+SCOPE = Scope.of("u1", "a1")
+
+#: A value other than the default for every search option.
+CHANGED: dict[str, Any] = {
+    "mode": SearchMode.SEMANTIC,
+    "ranking_profile": RankingProfile.RECENT,
+    "top": 7,
+    "order_by": OrderBy.IMPORTANCE_DESC,
+    "category": "travel",
+    "include_archived": True,
+    "min_importance": 0.25,
+    "min_retention_score": 0.125,
+    "vector_k": 17,
+    "vector_weight": 2.5,
+}
+EXPECTED = MemorySearchOptions(**CHANGED)
+
+
+def test_the_changed_values_cover_every_option_and_differ_from_the_defaults() -> None:
+    assert set(CHANGED) == set(MemorySearchOptions.model_fields)
+    defaults = MemorySearchOptions()
+    for name, value in CHANGED.items():
+        assert getattr(defaults, name) != value, name
+    assert set(SEARCH_FLAGS) == set(MemorySearchOptions.model_fields)
+    assert set(MemorySearchOptions.model_fields) <= set(SearchRequest.model_fields)
+
+
+class RecordingStore(SQLiteMemoryStore):
+    """The real embedded store, remembering the options of every search it was asked for."""
+
+    received: ClassVar[list[MemorySearchOptions]] = []
+
+    async def search(
+        self, scope: Scope, query: str, vector: Sequence[float] | None, options: MemorySearchOptions
+    ) -> SearchResult:
+        type(self).received.append(options)
+        return await super().search(scope, query, vector, options)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[MemorySearchOptions]]:
+    received: ClassVar[list[MemorySearchOptions]] = []
+    monkeypatch.setattr(RecordingStore, "received", received)
+    yield received
+
+
+def service_on(db: Path) -> MemoryService:
+    settings = load_settings(environ={}, sqlite_path=str(db), embedder="hash")
+    return build_service(settings, store=RecordingStore(db), embedder=HashingEmbedder())
+
+
+def test_over_http(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
+    async def scenario() -> None:
+        service = service_on(tmp_path / "m.db")
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        try:
+            body = {"user_id": "u1", "agent_id": "a1", "query": "tea", **json.loads(EXPECTED.model_dump_json())}
+            reply = await asyncio.to_thread(Client(server.host, server.port).post, "/api/memories/search", body)
+            assert reply.status == 200, reply.body
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+
+    asyncio.run(scenario())
+    assert recorded == [EXPECTED]
+
+
+def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOptions], monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_core.bootstrap as bootstrap
+
+    db = tmp_path / "m.db"
+    monkeypatch.setattr(
+        bootstrap, "build_store", lambda settings, **kw: RecordingStore(settings.sqlite_path, clock=kw["clock"])
+    )
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hash")
+    argv = ["--db", str(db), "--json", "search", "tea", "--user", "u1", "--agent", "a1"]
+    for name, value in CHANGED.items():
+        flag, options = SEARCH_FLAGS[name]
+        if options.get("action") == "store_true":
+            argv.append(flag)
+        else:
+            argv += [flag, str(getattr(value, "value", value))]
+    out = io.StringIO()
+    assert main(argv, out=out) == 0, out.getvalue()
+    assert recorded == [EXPECTED]
+
+
+def test_through_the_agent_provider_in_process_and_remote(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
+    pytest.importorskip("agent_framework")
+    from memory_core.integrations.agent_framework import MemoryContextProvider
+    from memory_core.integrations.memory_client import LocalMemoryClient
+
+    async def scenario() -> None:
+        service = service_on(tmp_path / "m.db")
+        local = MemoryContextProvider(
+            client=LocalMemoryClient(service), user_id="u1", agent_id="a1", outbox_path=None, **CHANGED
+        )
+        await local.search_memories("tea")
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        try:
+            async with MemoryContextProvider.remote(
+                base_url=f"http://{server.host}:{server.port}",
+                user_id="u1",
+                agent_id="a1",
+                outbox_path=None,
+                flush_interval=None,
+                **CHANGED,
+            ) as remote:
+                await remote.search_memories("tea")
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+
+    asyncio.run(scenario())
+    assert recorded == [EXPECTED, EXPECTED]
+
+
+def test_vector_weight_over_http_changes_the_ranking(tmp_path: Path) -> None:
+    """A wins the keyword leg and is second in the vector leg; B the other way round. With equal
+    weights they tie; a vector weight below 1 puts A first, above 1 puts B first."""
+    embedder = HashingEmbedder()
+    query = "green tea"
+    close_to_query = embedder.embed_sync(query).tolist()
+    elsewhere = embedder.embed_sync("quantum chromodynamics lecture").tolist()
+
+    async def scenario() -> list[tuple[float, list[str], list[dict[str, Any]]]]:
+        db = tmp_path / "w.db"
+        service = build_service(
+            load_settings(environ={}, sqlite_path=str(db), embedder="hash"), embedder=embedder
+        )
+        await service.import_records(
+            [
+                {"id": "A", "user_id": "u1", "agent_id": "a1", "memory": "green tea, green tea", "embedding": elsewhere},
+                {
+                    "id": "B",
+                    "user_id": "u1",
+                    "agent_id": "a1",
+                    "memory": "in the evening I sometimes have green tea with my family after dinner",
+                    "embedding": close_to_query,
+                },
+            ]
+        )
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        client = Client(server.host, server.port)
+        results = []
+        try:
+            for weight in (0.5, 2.0):
+                body = {
+                    "user_id": "u1",
+                    "agent_id": "a1",
+                    "query": query,
+                    "ranking_profile": "none",
+                    "vector_weight": weight,
+                    "recall": False,
+                }
+                reply = await asyncio.to_thread(client.post, "/api/memories/search", body)
+                assert reply.status == 200, reply.body
+                hits = reply.body["hits"]
+                results.append((weight, [h["memory"]["id"] for h in hits], [h["breakdown"] for h in hits]))
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+        return results
+
+    (low, low_order, low_breakdown), (high, high_order, high_breakdown) = asyncio.run(scenario())
+    assert low_order == ["A", "B"] and high_order == ["B", "A"]
+    for weight, breakdown in ((low, low_breakdown), (high, high_breakdown)):
+        for leg in breakdown:
+            expected = 1 / (60 + leg["keyword_rank"]) + weight / (60 + leg["vector_rank"])
+            assert leg["relevance"] == pytest.approx(expected)
