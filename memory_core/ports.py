@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -36,6 +36,7 @@ __all__ = [
     "Embedder",
     "FixedClock",
     "HistoryStore",
+    "MemoryRef",
     "MemoryStore",
     "Page",
     "RetentionPage",
@@ -121,14 +122,13 @@ class Page:
 class RetentionPage:
     """The retention inputs of one keyset page of memories that are not deleted, as columns.
 
-    What the forgetting job reads (:meth:`MemoryStore.scan_retention`): never texts or embeddings.
-    Times are epoch seconds (NaN when missing); ``keys`` are the store's own row keys, handed back to
-    :meth:`MemoryStore.write_retention` and :meth:`MemoryStore.memory_ids`.
+    What the forgetting job reads (:meth:`MemoryStore.scan_retention`): never texts, embeddings or
+    even ids, so a page of 20,000 costs little more than its numbers. Times are epoch seconds (NaN when
+    missing); ``keys`` are the store's own row keys, handed back to :meth:`MemoryStore.write_retention`
+    and :meth:`MemoryStore.memory_refs`.
 
     Attributes:
         keys: The store's key of each row (a row number in SQLite, the memory id in Azure).
-        user_ids: Owner of each row.
-        agent_ids: Agent of each row.
         active: ``True`` where the stored status is ``active`` (else ``archived``).
         retention: Stored ``retention_score``.
         importance: ``importance``.
@@ -140,8 +140,6 @@ class RetentionPage:
     """
 
     keys: Sequence[Any]
-    user_ids: Sequence[str]
-    agent_ids: Sequence[str]
     active: np.ndarray
     retention: np.ndarray
     importance: np.ndarray
@@ -153,6 +151,14 @@ class RetentionPage:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+
+class MemoryRef(NamedTuple):
+    """Which memory a row of a :class:`RetentionPage` is."""
+
+    id: str
+    user_id: str
+    agent_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +265,9 @@ class MemoryStore(Protocol):
         """
         ...
 
-    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
-        """The memory ids of rows of a :class:`RetentionPage`, in the order of ``keys``."""
+    async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
+        """Id and scope of rows of a :class:`RetentionPage`, in the order of ``keys`` (``None`` for a
+        row purged since the scan)."""
         ...
 
     async def write_retention(self, write: RetentionWrite) -> int:

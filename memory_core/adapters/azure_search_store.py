@@ -57,7 +57,7 @@ from ..models import (
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, Page, RetentionPage, RetentionWrite, SystemClock
+from ..ports import Clock, MemoryRef, Page, RetentionPage, RetentionWrite, SystemClock
 from ..ranking import profile_for
 from . import odata
 from .azure_retry import RetrySettings, Sleep, call_with_retries
@@ -98,8 +98,6 @@ _RECORD_FIELDS = frozenset(MemoryRecord.model_fields)
 #: What the forgetting scan reads of each document.
 RETENTION_FIELDS: tuple[str, ...] = (
     "id",
-    "user_id",
-    "agent_id",
     "status",
     "retention_score",
     "importance",
@@ -742,8 +740,6 @@ class AzureSearchMemoryStore:
         ids = [str(d["id"]) for d in documents]
         return RetentionPage(
             keys=ids,
-            user_ids=[str(d["user_id"]) for d in documents],
-            agent_ids=[str(d["agent_id"]) for d in documents],
             active=np.array([d.get("status") == MemoryStatus.ACTIVE.value for d in documents], dtype=bool),
             retention=floats("retention_score"),
             importance=floats("importance"),
@@ -754,9 +750,22 @@ class AzureSearchMemoryStore:
             next_cursor=ids[-1] if more and ids else None,
         )
 
-    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
-        """The keys of a retention page are the memory ids."""
-        return [str(k) for k in keys]
+    async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
+        """Id and scope of rows of a retention page (their keys are the ids): one query per 1,000."""
+        ids = [str(k) for k in keys]
+        found: dict[str, MemoryRef] = {}
+        for start in range(0, len(ids), MAX_PAGE):
+            chunk = ids[start : start + MAX_PAGE]
+            documents = await self._query(
+                "forgetting refs",
+                search_text=None,
+                filter=odata.id_in(chunk),
+                select=["id", "user_id", "agent_id"],
+                top=len(chunk),
+            )
+            for d in documents:
+                found[str(d["id"])] = MemoryRef(str(d["id"]), str(d["user_id"]), str(d["agent_id"]))
+        return [found.get(i) for i in ids]  # None: purged since the scan
 
     async def write_retention(self, write: RetentionWrite) -> int:
         """Merge ``status`` and ``retention_score`` into the given rows.

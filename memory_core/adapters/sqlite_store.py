@@ -54,7 +54,7 @@ from ..models import (
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, Page, RetentionPage, RetentionWrite, SystemClock
+from ..ports import Clock, MemoryRef, Page, RetentionPage, RetentionWrite, SystemClock
 from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
 from .sqlite_schema import (
@@ -84,6 +84,8 @@ SEMANTIC_NOTE = (
     "semantic ranker is not available in the embedded store; results are hybrid (BM25 + vector, RRF)"
 )
 
+#: Row keys per ``IN (...)`` list (SQLite's default limit on parameters is 999 in old builds).
+_IN_CHUNK = 900
 _TEXT_MODES = (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _VECTOR_MODES = (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.DELETED: 2}
@@ -936,7 +938,9 @@ class SQLiteMemoryStore:
     async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
         """Retention inputs of up to ``limit`` memories that are not deleted, by row key (``pk``).
 
-        Answered from the covering index ``memories_forget`` alone: texts and embeddings are never read.
+        Answered from the covering index ``memories_forget`` alone, and only numbers come back (the
+        status as 1/0): no texts, embeddings, ids or scope strings, which would cost a Python object per
+        row each.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit", "must be a positive integer")
@@ -946,21 +950,19 @@ class SQLiteMemoryStore:
             raise ValidationError("cursor", "is not a cursor this store returned") from None
         with self._lock:
             rows = self._conn.execute(
-                "SELECT pk, status, retention_score, importance, access_count, updated_at, "
-                "last_accessed_at, expires_at, user_id, agent_id FROM memories "
+                "SELECT pk, status = ?, retention_score, importance, access_count, updated_at, "
+                "last_accessed_at, expires_at FROM memories "
                 "WHERE pk > ? AND status != ? ORDER BY pk LIMIT ?",
-                (last_pk, MemoryStatus.DELETED.value, limit),
+                (MemoryStatus.ACTIVE.value, last_pk, MemoryStatus.DELETED.value, limit),
             ).fetchall()
-        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * 10
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * 8
 
         def floats(i: int) -> np.ndarray:
             return np.array(columns[i], dtype=np.float64)  # None becomes NaN
 
         return RetentionPage(
             keys=columns[0],
-            user_ids=columns[8],
-            agent_ids=columns[9],
-            active=np.array(columns[1], dtype=object) == MemoryStatus.ACTIVE.value,
+            active=np.array(columns[1], dtype=bool),
             retention=floats(2),
             importance=floats(3),
             access_count=floats(4),
@@ -970,18 +972,23 @@ class SQLiteMemoryStore:
             next_cursor=str(rows[-1][0]) if len(rows) == limit else None,
         )
 
-    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
-        """The memory ids of scanned rows (by ``pk``), in the order of ``keys``."""
+    def _rows_by_pk(self, sql: str, keys: Sequence[Any]) -> list[Any]:
+        """``sql`` (with one ``IN ({})`` placeholder list) over ``keys`` in chunks SQLite accepts."""
+        found: list[Any] = []
+        pks = [int(k) for k in keys]
+        for start in range(0, len(pks), _IN_CHUNK):
+            chunk = pks[start : start + _IN_CHUNK]
+            found += self._conn.execute(sql.format(", ".join("?" * len(chunk))), chunk).fetchall()
+        return found
+
+    async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
+        """Id and scope of scanned rows (by ``pk``), in the order of ``keys`` (``None``: purged since)."""
         if not keys:
             return []
         with self._lock:
-            found = dict(
-                self._conn.execute(
-                    f"SELECT pk, id FROM memories WHERE pk IN ({', '.join('?' * len(keys))})",  # noqa: S608
-                    [int(k) for k in keys],
-                ).fetchall()
-            )
-        return [str(found[int(k)]) for k in keys]
+            rows = self._rows_by_pk("SELECT pk, id, user_id, agent_id FROM memories WHERE pk IN ({})", keys)
+        found = {int(pk): MemoryRef(str(i), str(u), str(a)) for pk, i, u, a in rows}
+        return [found.get(int(k)) for k in keys]
 
     async def write_retention(self, write: RetentionWrite) -> int:
         """New retention and status for scanned rows, in one transaction (deleted rows are left alone)."""
@@ -989,24 +996,19 @@ class SQLiteMemoryStore:
             return 0
         page = write.page
         active, archived = MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value
-        rows = [int(at) for at in write.rows]
+        keys = [page.keys[int(at)] for at in write.rows]
         with self._transaction():
             seq = self._next_seq()
             self._conn.executemany(
                 "UPDATE memories SET retention_score = ?, status = ?, seq = ? WHERE pk = ? AND status != ?",
                 [
-                    (
-                        float(retention),
-                        active if now_active else archived,
-                        seq,
-                        page.keys[at],
-                        MemoryStatus.DELETED.value,
-                    )
-                    for at, now_active, retention in zip(rows, write.active, write.retention, strict=True)
+                    (float(retention), active if now_active else archived, seq, key, MemoryStatus.DELETED.value)
+                    for key, now_active, retention in zip(keys, write.active, write.retention, strict=True)
                 ],
             )
-            self._bump_scopes(((page.user_ids[at], page.agent_ids[at]) for at in rows), seq)
-        return len(rows)
+            scopes = self._rows_by_pk("SELECT DISTINCT user_id, agent_id FROM memories WHERE pk IN ({})", keys)
+            self._bump_scopes(((str(u), str(a)) for u, a in scopes), seq)
+        return len(keys)
 
     def close_sync(self) -> None:
         """Close the connection (synchronous callers)."""

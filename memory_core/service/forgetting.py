@@ -215,15 +215,17 @@ async def _list_changes(
     listed = np.flatnonzero(verdict.status_changed)[:room]
     if not len(listed):
         return
-    ids = await store.memory_ids([page.keys[int(at)] for at in listed])
+    refs = await store.memory_refs([page.keys[int(at)] for at in listed])
     active, archived = MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED
-    for memory_id, at in zip(ids, listed, strict=True):
+    for ref, at in zip(refs, listed, strict=True):
+        if ref is None:  # purged since the scan: nothing to report about it
+            continue
         row = int(at)
         report.changes.append(
             ForgettingChange(
-                id=memory_id,
-                user_id=page.user_ids[row],
-                agent_id=page.agent_ids[row],
+                id=ref.id,
+                user_id=ref.user_id,
+                agent_id=ref.agent_id,
                 old_status=active if page.active[row] else archived,
                 new_status=active if verdict.now_active[row] else archived,
                 old_retention=float(page.retention[row]),

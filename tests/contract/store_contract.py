@@ -552,8 +552,10 @@ class StoreContract:
             while True:
                 page = await store.scan_retention(after=cursor, limit=3)
                 assert len(page) <= 3
-                seen += await store.memory_ids(list(page.keys))
-                scopes |= set(zip(page.user_ids, page.agent_ids, strict=True))
+                refs = await store.memory_refs(list(page.keys))
+                assert all(ref is not None for ref in refs)
+                seen += [ref.id for ref in refs if ref is not None]
+                scopes |= {(ref.user_id, ref.agent_id) for ref in refs if ref is not None}
                 assert page.active.all() and (page.importance == 0.5).all()
                 if page.next_cursor is None:
                     break
@@ -570,7 +572,7 @@ class StoreContract:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             await store.upsert([make("keep me", id="k1", importance=0.9), make("fade", id="k2")])
             page = await store.scan_retention(limit=10)
-            ids = await store.memory_ids(list(page.keys))
+            ids = [ref.id for ref in await store.memory_refs(list(page.keys)) if ref is not None]
             await store.mark_status(U1A1, "k2", MemoryStatus.DELETED, reason="deleted meanwhile")
             import numpy as np
 
@@ -587,6 +589,17 @@ class StoreContract:
             assert k1 is not None and (k1.status, k1.retention_score) == (MemoryStatus.ARCHIVED, 0.123)
             assert k1.memory == "keep me" and k1.importance == 0.9 and k1.embedding is not None
             assert k2 is not None and k2.status == MemoryStatus.DELETED  # a deleted memory is never revived
+
+        self.run(scenario)
+
+    def test_retention_refs_skip_a_memory_purged_since_the_scan(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("mine", id="p1"), make("theirs", U2A1, id="p2")])
+            page = await store.scan_retention(limit=10)
+            await store.purge(U2A1.user_id)
+            refs = await store.memory_refs(list(page.keys))
+            assert sorted((r.id, r.user_id) for r in refs if r is not None) == [("p1", U1A1.user_id)]
+            assert sum(r is None for r in refs) == 1
 
         self.run(scenario)
 

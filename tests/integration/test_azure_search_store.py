@@ -1174,6 +1174,7 @@ def test_forgetting_writes_only_what_changed() -> None:
     transport = CapturingTransport(
         [
             search_response(*records),
+            search_response(records[1], records[2], records[4]),  # ids and scopes of the listed changes
             search_response(*records[1:]),
             index_result(*[(r.id, 200) for r in records[1:]]),
         ]
@@ -1186,13 +1187,15 @@ def test_forgetting_writes_only_what_changed() -> None:
         "select": ",".join(RETENTION_FIELDS),
         "top": 1000,
     }
-    recheck = check_request(transport.requests[1], "POST", SEARCH)
+    refs = check_request(transport.requests[1], "POST", SEARCH)
+    assert refs == {"filter": "search.in(id, 'f2,f3,f5', ',')", "select": "id,user_id,agent_id", "top": 3}
+    recheck = check_request(transport.requests[2], "POST", SEARCH)
     assert recheck == {
         "filter": "search.in(id, 'f2,f3,f4,f5', ',') and (status eq 'active' or status eq 'archived')",
         "select": "id",
         "top": 4,
     }
-    write = check_request(transport.requests[2], "POST", INDEX_DOCS)
+    write = check_request(transport.requests[3], "POST", INDEX_DOCS)
     assert_documents_fit_index(write)
     assert [a["id"] for a in write["value"]] == ["f2", "f3", "f4", "f5"]
     assert [a["status"] for a in write["value"]] == ["archived", "archived", "active", "active"]
@@ -1218,13 +1221,14 @@ def test_forgetting_skips_documents_purged_meanwhile() -> None:
     transport = CapturingTransport(
         [
             search_response(*records),
+            search_response(records[1], records[2], records[4]),
             search_response(*records[1:]),
             index_result(("f2", 404, "Document not found."), ("f3", 200), ("f4", 200), ("f5", 200)),
         ]
     )
     report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=False))
     assert report.written == 3
-    assert len(transport.requests) == 3  # a missing document is not retried
+    assert len(transport.requests) == 4  # a missing document is not retried
 
 
 def test_forgetting_never_revives_a_memory_deleted_since_the_scan() -> None:
@@ -1232,12 +1236,13 @@ def test_forgetting_never_revives_a_memory_deleted_since_the_scan() -> None:
     transport = CapturingTransport(
         [
             search_response(*records),
+            search_response(records[1], records[2], records[4]),
             search_response(records[2], records[3], records[4]),  # f2 was deleted meanwhile
             index_result(("f3", 200), ("f4", 200), ("f5", 200)),
         ]
     )
     report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=False))
-    write = check_request(transport.requests[2], "POST", INDEX_DOCS)
+    write = check_request(transport.requests[3], "POST", INDEX_DOCS)
     assert [a["id"] for a in write["value"]] == ["f3", "f4", "f5"]
     assert report.written == 3
 
@@ -1252,12 +1257,13 @@ def test_merge_into_a_missing_document_is_reported() -> None:
 
 def test_forgetting_dry_run_writes_nothing_and_resumes_from_a_cursor() -> None:
     records = forgetting_records()
-    transport = CapturingTransport([search_response(*records[:2])])
+    transport = CapturingTransport([search_response(*records[:2]), search_response(records[1])])
     report = run(forget(make_store(transport), HumanMemoryPolicy(), dry_run=True, limit=2, cursor="f0"))
     scan = check_request(transport.requests[0], "POST", SEARCH)
     assert scan["filter"] == "(status eq 'active' or status eq 'archived') and id gt 'f0'"
     assert scan["top"] == 2
-    assert len(transport.requests) == 1
+    assert len(transport.requests) == 2  # the scan, and the ids and scopes of the listed change; no write
+    assert [(c.id, c.user_id, c.agent_id) for c in report.changes] == [("f2", "u1", "a1")]
     assert (report.scanned, report.written, report.next_cursor) == (2, 0, "f2")
     assert report.dry_run and not report.complete
 

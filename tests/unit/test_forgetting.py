@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from memory_core.errors import ValidationError
 from memory_core.models import MemoryRecord, MemoryStatus
 from memory_core.policy import HumanMemoryPolicy
-from memory_core.ports import MemoryStore, RetentionPage, RetentionWrite
+from memory_core.ports import MemoryRef, MemoryStore, RetentionPage, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting, assess_page, run_forgetting
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -46,8 +46,6 @@ class ListStore(MemoryStore):
         picked = [self.records[i] for i in rows]
         return RetentionPage(
             keys=rows,
-            user_ids=[r.user_id for r in picked],
-            agent_ids=[r.agent_id for r in picked],
             active=np.array([r.status == MemoryStatus.ACTIVE for r in picked], dtype=bool),
             retention=np.array([r.retention_score for r in picked], dtype=np.float64),
             importance=np.array([r.importance for r in picked], dtype=np.float64),
@@ -58,8 +56,8 @@ class ListStore(MemoryStore):
             next_cursor=str(rows[-1]) if len(rows) == min(limit, self.max_page) and rows else None,
         )
 
-    async def memory_ids(self, keys: Sequence[Any]) -> list[str]:
-        return [self.records[int(k)].id for k in keys]
+    async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
+        return [MemoryRef(r.id, r.user_id, r.agent_id) for r in (self.records[int(k)] for k in keys)]
 
     async def write_retention(self, write: RetentionWrite) -> int:
         written = []
