@@ -124,6 +124,12 @@ param memoryAccessBoostCap string = '0.35'
 @description('Retention drift that makes forgetting rewrite an unchanged memory (MEMORY_FORGET_TOLERANCE).')
 param memoryForgetTolerance string = '0.01'
 
+@description('Keep each user message as an episodic memory beside the extracted facts (MEMORY_EPISODES).')
+param memoryEpisodes string = 'true'
+
+@description('Importance of an episodic memory (MEMORY_EPISODE_IMPORTANCE).')
+param memoryEpisodeImportance string = '0.3'
+
 // ---- Names -----------------------------------------------------------------------------------
 
 var abbrs = loadJsonContent('abbreviations.json')
@@ -257,6 +263,8 @@ var memoryAppSettings = {
   MEMORY_ACCESS_BOOST: memoryAccessBoost
   MEMORY_ACCESS_BOOST_CAP: memoryAccessBoostCap
   MEMORY_FORGET_TOLERANCE: memoryForgetTolerance
+  MEMORY_EPISODES: memoryEpisodes
+  MEMORY_EPISODE_IMPORTANCE: memoryEpisodeImportance
   MEMORY_FORGET_SCHEDULE: forgetSchedule
   MEMORY_TURNS_QUEUE: serviceBus.outputs.queueName
   ServiceBusConnection__fullyQualifiedNamespace: serviceBus.outputs.fullyQualifiedNamespace
@@ -350,6 +358,8 @@ output MEMORY_ARCHIVE_THRESHOLD string = memoryAppSettings.MEMORY_ARCHIVE_THRESH
 output MEMORY_ACCESS_BOOST string = memoryAppSettings.MEMORY_ACCESS_BOOST
 output MEMORY_ACCESS_BOOST_CAP string = memoryAppSettings.MEMORY_ACCESS_BOOST_CAP
 output MEMORY_FORGET_TOLERANCE string = memoryAppSettings.MEMORY_FORGET_TOLERANCE
+output MEMORY_EPISODES string = memoryAppSettings.MEMORY_EPISODES
+output MEMORY_EPISODE_IMPORTANCE string = memoryAppSettings.MEMORY_EPISODE_IMPORTANCE
 output MEMORY_FORGET_SCHEDULE string = memoryAppSettings.MEMORY_FORGET_SCHEDULE
 output MEMORY_TURNS_QUEUE string = memoryAppSettings.MEMORY_TURNS_QUEUE
 // ServiceBusConnection__fullyQualifiedNamespace (azd environment names are UPPER_SNAKE).

@@ -32,9 +32,11 @@ from .models import (
     TURN_ID_PATTERN,
     AgentId,
     HistoryEntry,
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    Provenance,
     RankingProfile,
     Scope,
     ScoreBreakdown,
@@ -104,6 +106,7 @@ class MemoryView(BaseModel):
     confidence: float
     status: MemoryStatus
     source: str
+    kind: MemoryKind
     retention_score: float
     access_count: int
     created_at: str
@@ -111,6 +114,7 @@ class MemoryView(BaseModel):
     last_accessed_at: str | None
     expires_at: str | None
     metadata: dict[str, Any]
+    provenance: list[Provenance]
 
 
 class SearchHitView(BaseModel):

@@ -28,6 +28,7 @@ from .ports import (
     TurnPublisher,
 )
 from .service import MemoryService
+from .service.ingest import EpisodePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters.servicebus_queue import ServiceBusTurnPublisher
@@ -254,6 +255,7 @@ def build_service(
         checkpoints=checkpoints,
         dead_letters=dead_letters,
         forget_tolerance=settings.forget_tolerance,
+        episodes=EpisodePolicy(enabled=settings.episodes, importance=settings.episode_importance),
         owned=owned,
     )
 

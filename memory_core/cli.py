@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from . import __version__
 from .api import forgetting_response, memory_detail, memory_list_response, purge_response, search_response
 from .errors import MemoryCoreError, NotFoundError, PermanentError
-from .models import MemorySearchOptions, MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
+from .models import MemoryKind, MemorySearchOptions, MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
@@ -81,6 +81,7 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "include_archived": ("--include-archived", {"action": "store_true"}),
     "min_importance": ("--min-importance", {"type": float}),
     "min_retention_score": ("--min-retention", {"type": float}),
+    "kind": ("--kind", {"choices": [k.value for k in MemoryKind], "help": "only facts or only episodes"}),
     "vector_k": ("--vector-k", {"type": int, "help": "nearest neighbours of the vector leg (default 50)"}),
     "vector_weight": (
         "--vector-weight",

@@ -50,6 +50,15 @@ class Settings:
         "Forgetting rewrites a memory whose status is unchanged only when its stored retention is "
         "off by more than this.",
     )
+    episodes: bool = _env(
+        "MEMORY_EPISODES",
+        True,
+        "Keep each user message as an episodic memory (the user's own words, dated, with the speaker) "
+        "beside the facts extracted from it.",
+    )
+    episode_importance: float = _env(
+        "MEMORY_EPISODE_IMPORTANCE", 0.3, "Importance of an episode (below a fact's, so episodes fade sooner)."
+    )
     azure_search_endpoint: str = _env(
         "AZURE_SEARCH_ENDPOINT", "", "Azure AI Search endpoint (`https://NAME.search.windows.net`)."
     )
@@ -127,6 +136,8 @@ class Settings:
             raise ConfigurationError(f"invalid memory policy setting: {exc}") from exc
         if not (math.isfinite(self.forget_tolerance) and 0 <= self.forget_tolerance < 1):
             raise ConfigurationError("MEMORY_FORGET_TOLERANCE must be in [0, 1)")
+        if not (math.isfinite(self.episode_importance) and 0 <= self.episode_importance <= 1):
+            raise ConfigurationError("MEMORY_EPISODE_IMPORTANCE must be in [0, 1]")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> Settings:

@@ -55,13 +55,16 @@ import numpy as np
 
 from .errors import PermanentError, TransientError, ValidationError
 from .models import (
+    MAX_PROVENANCE,
     CandidateKind,
     Decision,
     MemoryCandidate,
     MemoryEvent,
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    Provenance,
     RankingProfile,
     Scope,
     SearchMode,
@@ -922,6 +925,12 @@ def _decide_forget(
 # --------------------------------------------------------------------------------------------
 
 
+def _with_sources(known: Sequence[Provenance], new: Sequence[Provenance]) -> list[Provenance]:
+    """``known`` plus ``new`` (a turn counted once, at its latest place), the most recent last, capped."""
+    merged = [p for p in known if all(p.turn_id != n.turn_id for n in new)] + list(new)
+    return merged[-MAX_PROVENANCE:]
+
+
 @dataclass(frozen=True, slots=True)
 class Consolidation:
     """One candidate's decision and how it was reached.
@@ -1002,6 +1011,7 @@ class MemoryConsolidator:
             top=self._k,
             vector_k=max(self._k, 50),
             include_archived=include_archived,
+            kind=MemoryKind.FACT,  # a fact is consolidated with facts; episodes are events, never merged
         )
         allowed = {MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED} if include_archived else {MemoryStatus.ACTIVE}
         result = await store.search(scope, text, [float(x) for x in vector], options)
@@ -1034,8 +1044,11 @@ class MemoryConsolidator:
         new_memory_id: str,
         turn_id: str | None = None,
         vector: np.ndarray | None = None,
+        provenance: Provenance | None = None,
     ) -> Consolidation:
         """Decide for one candidate and build the records the decision writes.
+
+        An episode (``kind=episode``) is always added: it is an event, never merged with another.
 
         Args:
             candidate: The candidate.
@@ -1046,14 +1059,20 @@ class MemoryConsolidator:
             new_memory_id: The id an ADD uses (deterministic in ingestion).
             turn_id: The turn the candidate came from (provenance).
             vector: The candidate's passage embedding, when already computed.
+            provenance: Where in the turn the candidate came from (added to the memory's provenance).
 
         Returns:
             The decision with ``before`` (without embedding) and ``after`` (with embedding).
         """
         now = ensure_utc(now)
+        if provenance is None and turn_id:
+            provenance = Provenance(turn_id=turn_id)
         if vector is None:
             vector = (await embedder.embed_passages([candidate.memory]))[0]
         vector = np.asarray(vector, dtype=np.float32)
+        if candidate.kind is CandidateKind.EPISODE:
+            episode = self._episode(candidate, scope, now, new_memory_id, provenance, vector)
+            return Consolidation(decision=episode, path="rules")
         found = await self.neighbours(
             scope, candidate.memory, vector, store=store, include_archived=candidate.kind is CandidateKind.FORGET
         )
@@ -1075,10 +1094,43 @@ class MemoryConsolidator:
             text_vector = (await embedder.embed_passages([verdict.text]))[0]
         else:
             text_vector = vector
-        decision = self._build(candidate, verdict, scope, now, new_memory_id, turn_id, text_vector)
+        decision = self._build(candidate, verdict, scope, now, new_memory_id, turn_id, text_vector, provenance)
         return Consolidation(decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found))
 
     # -- records ------------------------------------------------------------------------------
+    def _episode(
+        self,
+        candidate: MemoryCandidate,
+        scope: Scope,
+        now: datetime,
+        new_id: str,
+        provenance: Provenance | None,
+        vector: np.ndarray,
+    ) -> Decision:
+        """An episode: the user's words, dated, with the speaker; always a new memory."""
+        speaker = candidate.speaker or "user"
+        record = MemoryRecord(
+            id=new_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            memory=candidate.memory,
+            # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
+            summary=f"{speaker} on {now:%Y-%m-%d} ({now.day} {now:%B %Y})",
+            category=candidate.category,
+            kind=MemoryKind.EPISODE,
+            importance=candidate.importance,
+            confidence=candidate.confidence,
+            source=candidate.source,
+            created_at=now,
+            updated_at=now,
+            provenance=[provenance] if provenance is not None else [],
+            embedding=[float(x) for x in vector],
+        )
+        after = self._policy.initial(record, now)
+        return Decision(
+            event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason="episode: the user's words"
+        )
+
     def _build(
         self,
         candidate: MemoryCandidate,
@@ -1088,11 +1140,13 @@ class MemoryConsolidator:
         new_id: str,
         turn_id: str | None,
         vector: np.ndarray,
+        source: Provenance | None = None,
     ) -> Decision:
         embedding = [float(x) for x in vector]
         target = verdict.target
         before = None if target is None else target.without_embedding()
         provenance = {"turn_id": turn_id} if turn_id else {}
+        sources = [source] if source is not None else []
         if verdict.event is MemoryEvent.ADD:
             record = MemoryRecord(
                 id=new_id,
@@ -1107,6 +1161,7 @@ class MemoryConsolidator:
                 updated_at=now,
                 expires_at=candidate.expires_at,
                 metadata={**provenance, "evidence": candidate.evidence} if candidate.evidence else provenance,
+                provenance=sources,
                 embedding=embedding,
             )
             after = self._policy.initial(record, now)
@@ -1125,6 +1180,7 @@ class MemoryConsolidator:
             if turn_id:
                 metadata["updated_by_turn"] = turn_id
             changes: dict[str, Any] = {
+                "provenance": _with_sources(target.provenance, sources),
                 "memory": text,
                 "importance": max(target.importance, candidate.importance),
                 "confidence": max(target.confidence, candidate.confidence),
@@ -1143,6 +1199,7 @@ class MemoryConsolidator:
             after = self._policy.apply(
                 target.model_copy(
                     update={
+                        "provenance": _with_sources(target.provenance, sources),
                         "updated_at": stamp,
                         "importance": min(1.0, max(target.importance, candidate.importance) + REHEARSAL_IMPORTANCE),
                         "confidence": min(1.0, max(target.confidence, candidate.confidence) + REHEARSAL_CONFIDENCE),

@@ -639,7 +639,7 @@ def extract_with_rules(turn: Turn, now: datetime | None = None) -> list[MemoryCa
     cutoff = None if now is None else ensure_utc(now)
     candidates: list[MemoryCandidate] = []
     seen: set[tuple[str, str]] = set()
-    for message in turn.messages:
+    for index, message in enumerate(turn.messages):
         if message.role is not MessageRole.USER:
             continue
         previous: str | None = None
@@ -649,8 +649,8 @@ def extract_with_rules(turn: Turn, now: datetime | None = None) -> list[MemoryCa
             previous = sentence
             if candidate is None:
                 continue
-            if sentence != raw:  # keep the evidence exactly as the user wrote it
-                candidate = candidate.model_copy(update={"evidence": raw})
+            # keep the evidence exactly as the user wrote it, and where it was said
+            candidate = candidate.model_copy(update={"evidence": raw, "message": index, "speaker": message.name})
             if cutoff is not None and candidate.expires_at is not None and candidate.expires_at <= cutoff:
                 continue
             key = (candidate.kind.value, candidate.memory.casefold())

@@ -25,6 +25,7 @@ M = TypeVar("M", bound=BaseModel)
 __all__ = [
     "IMMUTABLE_FIELDS",
     "MAX_MEMORY_CHARS",
+    "MAX_PROVENANCE",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
     "AgentId",
@@ -33,11 +34,13 @@ __all__ = [
     "HistoryEntry",
     "MemoryCandidate",
     "MemoryEvent",
+    "MemoryKind",
     "MemoryRecord",
     "MemorySearchOptions",
     "MemoryStatus",
     "MessageRole",
     "OrderBy",
+    "Provenance",
     "RankingProfile",
     "RecallUpdate",
     "Scope",
@@ -133,7 +136,10 @@ def ensure_utc(value: datetime) -> datetime:
     """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the range of dates that can be stored") from None
 
 
 def parse_model(model: type[M], data: Any) -> M:
@@ -230,6 +236,43 @@ class Scope(BaseModel):
         )
 
 
+class MemoryKind(StrEnum):
+    """The two kinds of long-term memory (DESIGN section 7).
+
+    ``fact``: what extraction distils from what was said (a preference, a constraint, a plan...);
+    ``episode``: the user's own words from one turn, dated, with the speaker.
+    """
+
+    FACT = "fact"
+    EPISODE = "episode"
+
+
+#: Most provenance entries a memory keeps (the most recent; a restated fact gains one per restatement).
+MAX_PROVENANCE = 20
+#: A speaker's name: 1-64 characters, no control characters.
+SpeakerName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: one turn, the message in it, and the span of that message's text.
+
+    Attributes:
+        turn_id: The turn.
+        message: Index of the message in the turn.
+        start: Start of the span in the message's text (characters).
+        end: End of the span (exclusive); ``start == end == 0`` when the span is not known.
+        speaker: Who said it (the message's ``name``, else its role).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn_id: str = Field(min_length=1, max_length=128)
+    message: int = Field(default=0, ge=0)
+    start: int = Field(default=0, ge=0)
+    end: int = Field(default=0, ge=0)
+    speaker: SpeakerName | None = None
+
+
 def _unit_interval(value: float, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{field} must be a finite number between 0 and 1")
@@ -241,8 +284,9 @@ def _unit_interval(value: float, field: str) -> float:
 class MemoryRecord(BaseModel):
     """One long-term memory, as stored and as returned to callers.
 
-    ``importance``, ``retention_score``, ``access_count``, ``updated_at`` and ``status`` are top-level so
-    that filters and scoring profiles can use them directly.
+    ``importance``, ``retention_score``, ``access_count``, ``updated_at``, ``status`` and ``kind`` are
+    top-level so that filters and scoring profiles can use them directly. ``provenance`` lists the turns
+    (and spans) the memory came from, most recent last.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -257,6 +301,7 @@ class MemoryRecord(BaseModel):
     confidence: float = 0.5
     status: MemoryStatus = MemoryStatus.ACTIVE
     source: str = "manual"
+    kind: MemoryKind = MemoryKind.FACT
     retention_score: float = 1.0
     access_count: int = Field(default=0, ge=0)
     created_at: UtcDateTime
@@ -264,6 +309,7 @@ class MemoryRecord(BaseModel):
     last_accessed_at: UtcDateTime | None = None
     expires_at: UtcDateTime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    provenance: list[Provenance] = Field(default_factory=list, max_length=MAX_PROVENANCE)
     embedding: list[float] | None = None
 
     @field_validator("id")
@@ -369,6 +415,8 @@ class MemorySearchOptions(BaseModel):
     include_archived: bool = False
     min_importance: float | None = None
     min_retention_score: float | None = None
+    #: Only memories of this kind (``fact`` or ``episode``); both when ``None``.
+    kind: MemoryKind | None = None
     #: Nearest neighbours taken by the vector leg (Azure's ``k``).
     vector_k: int = Field(default=50, ge=1, le=1000)
     #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1).
@@ -468,6 +516,8 @@ class TurnMessage(BaseModel):
 
     role: MessageRole
     text: str = Field(max_length=MAX_MESSAGE_CHARS)
+    #: Who said it, when the role alone does not tell (two people in one conversation).
+    name: SpeakerName | None = None
 
 
 class Turn(BaseModel):
@@ -509,14 +559,19 @@ class Turn(BaseModel):
         return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        data = self.model_dump(mode="json", by_alias=True)
+        for message in data["messages"]:
+            if message.get("name") is None:
+                message.pop("name", None)
+        return data
 
 
 class CandidateKind(StrEnum):
-    """A durable statement to remember, or a request to forget something."""
+    """A durable statement to remember, a request to forget something, or the episode of a message."""
 
     FACT = "fact"
     FORGET = "forget"
+    EPISODE = "episode"
 
 
 class MemoryCandidate(BaseModel):
@@ -533,6 +588,9 @@ class MemoryCandidate(BaseModel):
     source: str = "rule-fallback"
     #: The sentence of the turn the candidate came from.
     evidence: str = ""
+    #: Index of the message it came from, and who said it.
+    message: int = Field(default=0, ge=0)
+    speaker: SpeakerName | None = None
 
     @field_validator("category")
     @classmethod

@@ -88,14 +88,16 @@ SEMANTIC_CONFIGURATION = "memory-semantic"
 BM25_K1 = 1.2
 BM25_B = 0.75
 
-#: The document field that holds :attr:`MemoryRecord.metadata` (a JSON string: the index has no
-#: schema-free object type).
-METADATA_FIELD = "metadata_json"
+#: :class:`MemoryRecord` fields kept as JSON strings in ``<name>_json`` (the index has no schema-free
+#: object type): ``metadata`` and ``provenance``.
+JSON_FIELDS = frozenset({"metadata", "provenance"})
 
 
 def document_field(name: str) -> str:
     """The index field of a :class:`MemoryRecord` field."""
-    return {"metadata": METADATA_FIELD, "embedding": VECTOR_FIELD}.get(name, name)
+    if name in JSON_FIELDS:
+        return f"{name}_json"
+    return VECTOR_FIELD if name == "embedding" else name
 
 
 #: How each :class:`MemoryRecord` field is indexed (its EDM type comes from the model's annotation):
@@ -115,6 +117,7 @@ FIELD_ROLES: dict[str, str] = {
     "confidence": "number",
     "status": "status",
     "source": "scope",
+    "kind": "status",
     "retention_score": "number",
     "access_count": "number",
     "created_at": "time",
@@ -122,6 +125,7 @@ FIELD_ROLES: dict[str, str] = {
     "last_accessed_at": "time",
     "expires_at": "time",
     "metadata": "stored",
+    "provenance": "stored",
     "embedding": "vector",
 }
 
@@ -219,7 +223,7 @@ def _edm_type(name: str) -> str:
         return "Edm.Int32"
     if annotation is str or (isinstance(annotation, type) and issubclass(annotation, Enum)):
         return "Edm.String"
-    if typing.get_origin(annotation) is dict:
+    if typing.get_origin(annotation) in (dict, list):
         return "Edm.String"  # stored as a JSON string
     raise ConfigurationError(f"MemoryRecord.{name}: no Azure AI Search type for {annotation!r}")
 

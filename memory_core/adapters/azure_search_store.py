@@ -32,6 +32,7 @@ from azure.core.credentials import AzureKeyCredential
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
 from azure.search.documents.models import IndexAction, IndexDocumentsBatch, VectorizedQuery
+from pydantic_core import to_jsonable_python
 
 from ..errors import (
     ConfigurationError,
@@ -62,10 +63,12 @@ from ..ranking import profile_for
 from . import odata
 from .azure_retry import RetrySettings, Sleep, call_with_retries
 from .azure_search_index import (
+    JSON_FIELDS,
     SELECT_FIELDS,
     SEMANTIC_CONFIGURATION,
     VECTOR_FIELD,
     close_credential,
+    document_field,
 )
 
 __all__ = [
@@ -164,24 +167,25 @@ def _field_value(name: str, value: Any) -> Any:
 def to_document(record: MemoryRecord, fields: Sequence[str] | None = None) -> dict[str, Any]:
     """The index document of ``record`` (only ``id`` and ``fields`` when given).
 
-    Timestamps become ``Edm.DateTimeOffset`` ISO strings, ``metadata`` a JSON string in
-    ``metadata_json``; a missing embedding is left out of a whole document.
+    Timestamps become ``Edm.DateTimeOffset`` ISO strings; ``metadata`` and ``provenance`` JSON strings
+    in ``metadata_json`` and ``provenance_json``; a missing embedding is left out of a whole document.
     """
     wanted = list(MemoryRecord.model_fields) if fields is None else ["id", *fields]
     document: dict[str, Any] = {}
     for name in wanted:
-        if name in document or (name == "metadata" and "metadata_json" in document):
+        key = document_field(name)
+        if key in document:
             continue
         value = getattr(record, name)
-        if name == "metadata":
-            document["metadata_json"] = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if name in JSON_FIELDS:
+            document[key] = json.dumps(to_jsonable_python(value), ensure_ascii=False, sort_keys=True)
         elif name == "embedding":
             if value is not None:
                 document[VECTOR_FIELD] = [float(x) for x in value]
             elif fields is not None:
                 document[VECTOR_FIELD] = None
         else:
-            document[name] = _field_value(name, value)
+            document[key] = _field_value(name, value)
     return document
 
 
@@ -195,9 +199,10 @@ def from_document(document: Mapping[str, Any]) -> MemoryRecord:
     """The :class:`MemoryRecord` stored in an index document (``@search.*`` keys are ignored)."""
     data: dict[str, Any] = {}
     for name in MemoryRecord.model_fields:
-        if name == "metadata":
-            raw = document.get("metadata_json")
-            data["metadata"] = json.loads(raw) if raw else {}
+        if name in JSON_FIELDS:
+            raw = document.get(document_field(name))
+            if raw:
+                data[name] = json.loads(raw)
         elif name == "embedding":
             vector = document.get(VECTOR_FIELD)
             data["embedding"] = [float(x) for x in vector] if vector else None

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from ..errors import ValidationError
 from ..models import (
+    MemoryKind,
     MemorySearchOptions,
     MemoryStatus,
     OrderBy,
@@ -49,6 +50,7 @@ FILTERABLE_FIELDS: dict[str, str] = {
     "category": "string",
     "status": "string",
     "source": "string",
+    "kind": "string",
     "importance": "number",
     "confidence": "number",
     "retention_score": "number",
@@ -178,7 +180,7 @@ def id_in(ids: Iterable[str]) -> str:
 
 
 def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> str:
-    """The complete filter of a search: scope, status, category, minimums and expiry.
+    """The complete filter of a search: scope, status, category, kind, minimums and expiry.
 
     Args:
         scope: Whose memories.
@@ -194,6 +196,10 @@ def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> 
     clauses = [scope_filter(scope), status_filter(statuses)]
     if options.category is not None:
         clauses.append(eq("category", validate_category(options.category)))
+    if options.kind is MemoryKind.EPISODE:
+        clauses.append(eq("kind", MemoryKind.EPISODE.value))
+    elif options.kind is MemoryKind.FACT:  # documents indexed before ``kind`` existed are facts
+        clauses.append(_or([eq("kind", MemoryKind.FACT.value), eq("kind", None)]))
     if options.min_importance is not None:
         clauses.append(compare("importance", "ge", options.min_importance))
     if options.min_retention_score is not None:

@@ -12,6 +12,9 @@ Versions (``meta.schema_version``):
 1. The first format.
 2. The file is marked as a memory-core store (``PRAGMA application_id``), so a store never writes
    its tables into another program's database (a mistyped ``--db``).
+3. Episodic and semantic memory: ``kind`` (``fact`` or ``episode``) and ``provenance`` (the turns and
+   spans a memory came from) columns; a memory's source turns move from its metadata into
+   ``provenance``.
 
 Opening a file upgrades it in place, in one transaction, from its version to :data:`SCHEMA_VERSION`;
 a file written by a newer memory-core is refused rather than misread.
@@ -19,6 +22,7 @@ a file written by a newer memory-core is refused rather than misread.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import types
@@ -30,6 +34,8 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, TypeAdapter
+from pydantic_core import to_jsonable_python
 
 from ..errors import ConflictError
 from ..models import IMMUTABLE_FIELDS, MemoryRecord
@@ -51,7 +57,7 @@ __all__ = [
 ]
 
 #: The current file format.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: ``PRAGMA application_id`` of a memory-core store file ("memc").
 APPLICATION_ID = 0x6D656D63
 
@@ -123,7 +129,7 @@ class Column:
         if self.kind == "enum":
             return value.value if isinstance(value, Enum) else str(value)
         if self.kind == "json":
-            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+            return json.dumps(to_jsonable_python(value), ensure_ascii=False, sort_keys=True)
         if self.kind == "vector":
             return np.asarray(value, dtype=np.float32).tobytes()
         return value
@@ -137,7 +143,8 @@ class Column:
         if self.kind == "enum":
             return self._enum(value)
         if self.kind == "json":
-            return json.loads(value)
+            data = json.loads(value)
+            return data if self.name == "metadata" else _adapter(self.name).validate_python(data)
         if self.kind == "vector":
             return np.frombuffer(value, dtype=np.float32).tolist()
         return value
@@ -146,6 +153,13 @@ class Column:
     def _enum(self) -> Callable[[Any], Any]:
         annotation = MemoryRecord.model_fields[self.name].annotation
         return _strip_optional(annotation)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    """Validates a JSON column's value into the field's type (lists of models become models)."""
+    annotation: Any = MemoryRecord.model_fields[name].annotation
+    return TypeAdapter(annotation)
 
 
 def _sql_literal(value: Any) -> str:
@@ -189,6 +203,8 @@ def _kind(name: str, annotation: Any) -> str:
     if base is int or base is bool:
         return "integer"
     if origin is dict:
+        return "json"
+    if origin is list and all(isinstance(a, type) and issubclass(a, BaseModel) for a in typing.get_args(base)):
         return "json"
     if origin is list and typing.get_args(base) == (float,):
         return "vector"
@@ -285,8 +301,25 @@ def _v2_application_id(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+def _v3_kind_and_provenance(conn: sqlite3.Connection) -> None:
+    """``kind`` and ``provenance`` columns; the turns a memory came from move from its metadata
+    (``turn_id``, ``updated_by_turn``) into ``provenance``."""
+    _add_missing_columns(conn)
+    rows = conn.execute(
+        "SELECT pk, metadata FROM memories WHERE metadata LIKE '%\"turn_id\"%' OR metadata LIKE '%updated_by_turn%'"
+    ).fetchall()
+    updates = []
+    for pk, metadata in rows:
+        data = json.loads(metadata)
+        turns = [t for t in (data.get("turn_id"), data.get("updated_by_turn")) if isinstance(t, str) and t]
+        provenance = [{"turn_id": t, "message": 0, "start": 0, "end": 0, "speaker": None} for t in dict.fromkeys(turns)]
+        if provenance:
+            updates.append((json.dumps(provenance, ensure_ascii=False, sort_keys=True), pk))
+    conn.executemany("UPDATE memories SET provenance = ? WHERE pk = ?", updates)
+
+
 #: In-place upgrades: ``MIGRATIONS[v]`` turns a version ``v - 1`` file into a version ``v`` one.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _v2_application_id}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _v2_application_id, 3: _v3_kind_and_provenance}
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:

@@ -650,9 +650,10 @@ class SQLiteMemoryStore:
 
         codes = {status.value: code for status, code in _STATUS_CODES.items()}
         index.columns = {c.name: column(AT[c.name]) for c in _NUMERIC}
-        status, category = AT["status"], AT["category"]
+        status, category, kind = AT["status"], AT["category"], AT["kind"]
         index.columns["status"] = np.fromiter((codes[r[status]] for r in rows), np.int8, n)
         index.columns["_category"] = np.array([r[category] for r in rows], dtype=object)
+        index.columns["_kind"] = np.array([r[kind] for r in rows], dtype=object)
         pending, index.pending = index.pending, {}
         if pending or index.vectors is None:
             dims = next((v.shape[0] for v in pending.values() if v is not None), None)
@@ -779,6 +780,8 @@ class SQLiteMemoryStore:
         mask &= np.isnan(expires) | (expires > now_epoch)
         if options.category is not None:
             mask &= cols["_category"] == options.category
+        if options.kind is not None:
+            mask &= cols["_kind"] == options.kind.value
         if options.min_importance is not None:
             mask &= cols["importance"] >= options.min_importance
         if options.min_retention_score is not None:

@@ -178,6 +178,7 @@ def bulk_build(
                     0.6,
                     "active" if active[j] else "archived",
                     "bench",
+                    "fact",
                     float(retention[j]),
                     int(access[j]),
                     float(updated[j]),
@@ -185,6 +186,7 @@ def bulk_build(
                     None if np.isnan(accessed[j]) else float(accessed[j]),
                     None if np.isnan(expires[j]) else float(expires[j]),
                     "{}",
+                    "[]",
                     vectors[j].tobytes(),
                     terms_json(int(picks[j]), category),
                     1,
@@ -193,8 +195,9 @@ def bulk_build(
         conn.execute("BEGIN")
         conn.executemany(
             "INSERT INTO memories (id, user_id, agent_id, memory, summary, category, importance, confidence, "
-            "status, source, retention_score, access_count, created_at, updated_at, last_accessed_at, "
-            "expires_at, metadata, embedding, terms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "status, source, kind, retention_score, access_count, created_at, updated_at, last_accessed_at, "
+            "expires_at, metadata, provenance, embedding, terms, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         conn.execute("COMMIT")

@@ -44,6 +44,7 @@ from ..models import (
     MAX_MESSAGE_CHARS,
     MAX_TURN_MESSAGES,
     SCOPE_ID_PATTERN,
+    MemoryKind,
     MemorySearchOptions,
     OrderBy,
     RankingProfile,
@@ -99,8 +100,11 @@ def _flatten(text: str) -> str:
 
 
 def format_memory_line(number: int, hit: SearchHit) -> str:
-    """``N. [category; importance=0.85; retention=0.91] text`` for one hit."""
+    """``N. [category; importance=0.85; retention=0.91] text`` for a fact, and
+    ``N. [episode; said 2026-05-01] text`` for an episode (the user's words, with when they were said)."""
     record = hit.record
+    if record.kind is MemoryKind.EPISODE:
+        return f"{number}. [episode; said {record.created_at:%Y-%m-%d}] {_flatten(record.memory)}"
     return (
         f"{number}. [{_flatten(record.category)}; importance={record.importance:.2f}; "
         f"retention={record.retention_score:.2f}] {_flatten(record.memory)}"
@@ -165,6 +169,7 @@ class MemoryContextProvider(ContextProvider):
         include_archived: Also search archived memories.
         min_importance: Only memories at least this important (0..1).
         min_retention_score: Only memories whose retention is at least this (0..1).
+        kind: Only facts or only episodes (``None``: both).
         vector_k: Nearest neighbours the vector leg takes (hybrid and vector modes).
         vector_weight: Weight of the vector leg in hybrid fusion (the keyword leg has 1).
         min_score: Drop hits whose search score is below this (after ranking).
@@ -199,6 +204,7 @@ class MemoryContextProvider(ContextProvider):
         include_archived: bool = False,
         min_importance: float | None = None,
         min_retention_score: float | None = None,
+        kind: MemoryKind | str | None = None,
         vector_k: int | None = None,
         vector_weight: float | None = None,
         min_score: float | None = None,
@@ -234,6 +240,7 @@ class MemoryContextProvider(ContextProvider):
                 "include_archived": include_archived,
                 "min_importance": min_importance,
                 "min_retention_score": min_retention_score,
+                "kind": kind,
                 "vector_k": vector_k,
                 "vector_weight": vector_weight,
             }

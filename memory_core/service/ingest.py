@@ -32,34 +32,47 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..consolidation import Consolidation, MemoryConsolidator
+from ..consolidation import Consolidation, MemoryConsolidator, normalized_statement
 from ..errors import ValidationError
+from ..extraction import split_sentences
 from ..models import (
+    MAX_MEMORY_CHARS,
     RECALL_SCHEMA,
     TURN_SCHEMA,
+    CandidateKind,
     Decision,
     HistoryEntry,
     MemoryCandidate,
     MemoryEvent,
+    MemoryKind,
     MemoryRecord,
+    MemoryStatus,
+    MessageRole,
+    Provenance,
     RecallUpdate,
     Scope,
     Turn,
     parse_model,
 )
 from ..ports import Clock, Embedder, HistoryStore, MemoryStore
+from ..prompts import strip_recalled_memories
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "CandidateExtractor",
+    "EpisodePolicy",
     "IngestResult",
     "ProcessOutcome",
     "StepResult",
     "decision_as_dict",
     "decode_message",
+    "episode_candidates",
+    "episode_id_for",
+    "forget_in_episodes",
     "format_decision",
     "ingest_turn",
     "memory_id_for",
+    "provenance_of",
     "read_turns",
 ]
 
@@ -88,9 +101,86 @@ class CandidateExtractor(Protocol):
     async def extract(self, turn: Turn) -> _Extraction: ...
 
 
+def episode_id_for(scope: Scope, turn_id: str, message: int) -> str:
+    """The id of the episode of message ``message`` of a turn (deterministic, 32 hex digits): a fact's
+    provenance (turn and message) names the episode that states it."""
+    return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1fepisode\x1f{message}").hex
+
+
 def memory_id_for(scope: Scope, turn_id: str, step: int) -> str:
     """The id a memory added by candidate ``step`` of a turn gets (deterministic, 32 hex digits)."""
     return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}").hex
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodePolicy:
+    """Whether each user message is also kept as an episode, and how important episodes start out.
+
+    Attributes:
+        enabled: Keep episodes (``MEMORY_EPISODES``).
+        importance: Their importance (``MEMORY_EPISODE_IMPORTANCE``); below a fact's, so a fact
+            outranks the episode it came from and episodes fade sooner under the same policy.
+    """
+
+    enabled: bool = True
+    importance: float = 0.3
+
+
+def episode_candidates(
+    turn: Turn, facts: Sequence[MemoryCandidate], policy: EpisodePolicy
+) -> list[MemoryCandidate]:
+    """The episodes of a turn: each user message, in the user's own words, with its speaker.
+
+    Recalled-memory blocks are left out (they are not the user's words), and so is a message that asked
+    to forget something (keeping its words would keep what was to be forgotten).
+    """
+    if not policy.enabled:
+        return []
+    forgetting = {c.message for c in facts if c.kind is CandidateKind.FORGET}
+    episodes = []
+    for index, message in enumerate(turn.messages):
+        if message.role is not MessageRole.USER or index in forgetting:
+            continue
+        # The user's words as stored memory text: control characters (other than line breaks and tabs)
+        # cannot be stored, so they are dropped rather than losing the episode.
+        text = "".join(ch for ch in strip_recalled_memories(message.text) if ch in "\n\t" or ord(ch) >= 32).strip()
+        if not text:
+            continue
+        memory = f"{message.name}: {text}" if message.name else text
+        episodes.append(
+            MemoryCandidate(
+                kind=CandidateKind.EPISODE,
+                memory=memory[:MAX_MEMORY_CHARS],
+                category="episode",
+                importance=policy.importance,
+                confidence=1.0,
+                source="episode",
+                evidence=text,
+                message=index,
+                speaker=message.name,
+            )
+        )
+    return episodes
+
+
+def provenance_of(turn: Turn, candidate: MemoryCandidate) -> Provenance:
+    """Where in ``turn`` a candidate came from: its message and the span of its evidence there."""
+    index = candidate.message
+    if candidate.evidence and not (
+        index < len(turn.messages) and candidate.evidence in turn.messages[index].text
+    ):  # a model's candidate: find the message that says it
+        index = next(
+            (i for i, m in enumerate(turn.messages) if m.role is MessageRole.USER and candidate.evidence in m.text),
+            index,
+        )
+    message = turn.messages[index] if index < len(turn.messages) else None
+    start = end = 0
+    if message is not None and candidate.evidence:
+        found = message.text.find(candidate.evidence)
+        if found >= 0:
+            start, end = found, found + len(candidate.evidence)
+    speaker = None if message is None else (message.name or message.role.value)
+    return Provenance(turn_id=turn.turn_id, message=index if message else 0, start=start, end=end, speaker=speaker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +311,12 @@ async def _write(store: MemoryStore, decision: Decision) -> None:
 
 
 async def _reapply(
-    store: MemoryStore, embedder: Embedder, scope: Scope, entries: Sequence[HistoryEntry]
+    store: MemoryStore,
+    embedder: Embedder,
+    scope: Scope,
+    entries: Sequence[HistoryEntry],
+    history: HistoryStore | None = None,
+    turn: Turn | None = None,
 ) -> None:
     """Bring the store to the recorded after-states of a turn's decided steps (idempotent)."""
     last: dict[str, dict[str, Any]] = {}
@@ -230,6 +325,10 @@ async def _reapply(
             last[entry.memory_id] = entry.after
     for memory_id, state in last.items():
         wanted = MemoryRecord.model_validate(state)
+        if wanted.status is MemoryStatus.DELETED and wanted.kind is MemoryKind.FACT and turn is not None:
+            # A forgotten fact's episodes are redacted after its write; a crash in between is caught up
+            # here (redacting twice changes nothing).
+            await forget_in_episodes(store, history, embedder, wanted, turn)
         current = await store.get(scope, memory_id)
         if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
             include_embedding=False
@@ -243,6 +342,70 @@ async def _reapply(
         await store.upsert([wanted.model_copy(update={"embedding": embedding})])
 
 
+def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
+    """``text`` without the sentences that state one of ``forgotten``; and whether any was removed."""
+    wanted = [normalized_statement(f) for f in forgotten if f and normalized_statement(f)]
+    kept, removed = [], False
+    for sentence in split_sentences(text):
+        said = normalized_statement(sentence)
+        if said and any(w in said or said in w for w in wanted):
+            removed = True
+        else:
+            kept.append(sentence)
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
+
+
+async def forget_in_episodes(
+    store: MemoryStore, history: HistoryStore | None, embedder: Embedder, fact: MemoryRecord, turn: Turn
+) -> int:
+    """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
+    fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
+    The rest of what the user said stays. Idempotent; returns how many episodes changed."""
+    scope = fact.scope
+    forgotten = [fact.memory, str(fact.metadata.get("evidence") or "")]
+    changed = 0
+    for source in fact.provenance:
+        episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
+        if episode is None or episode.kind is not MemoryKind.EPISODE or episode.status is MemoryStatus.DELETED:
+            continue
+        prefix = f"{source.speaker}: " if source.speaker and episode.memory.startswith(f"{source.speaker}: ") else ""
+        remaining, removed = _redact(episode.memory[len(prefix) :], forgotten)
+        if not removed:
+            continue
+        reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
+        metadata = {**episode.metadata, "redacted_by_turn": turn.turn_id}
+        if remaining:
+            text = prefix + remaining
+            vector = (await embedder.embed_passages([text]))[0]
+            after = episode.model_copy(
+                update={"memory": text, "metadata": metadata, "embedding": [float(x) for x in vector]}
+            )
+            event = MemoryEvent.UPDATE
+        else:
+            metadata.update({"status_reason": reason[:500], "status_changed_at": turn.occurred_at.isoformat()})
+            after = episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+            event = MemoryEvent.DELETE
+        await store.upsert([after])
+        if history is not None:
+            await history.append(
+                [
+                    HistoryEntry(
+                        memory_id=episode.id,
+                        user_id=scope.user_id,
+                        agent_id=scope.agent_id,
+                        event=event,
+                        before=episode.to_json_dict(include_embedding=False),
+                        after=after.to_json_dict(include_embedding=False),
+                        reason=reason,
+                        turn_id=None,
+                        at=turn.occurred_at,
+                    )
+                ]
+            )
+        changed += 1
+    return changed
+
+
 async def ingest_turn(
     turn: Turn | dict[str, Any],
     *,
@@ -252,6 +415,7 @@ async def ingest_turn(
     consolidator: MemoryConsolidator,
     embedder: Embedder,
     clock: Clock,
+    episodes: EpisodePolicy | None = None,
 ) -> IngestResult:
     """Extract, consolidate and apply one turn (idempotent; see the module docstring).
 
@@ -263,6 +427,7 @@ async def ingest_turn(
         consolidator: Decides for each candidate.
         embedder: Embeds candidates (and stored text).
         clock: Stamps when a turn was begun and completed (records use the turn's own time).
+        episodes: Also keep each user message as an episode (after the facts; ``None``: no episodes).
 
     Returns:
         What was decided, in order.
@@ -302,10 +467,12 @@ async def ingest_turn(
     status = "ingested"
     if journal is None:
         extraction = await extractor.extract(turn)
+        facts = list(extraction.candidates)
+        kept = episode_candidates(turn, facts, episodes) if episodes is not None else []
         journal = await history.begin_turn(
             scope,
             turn.turn_id,
-            candidates=list(extraction.candidates),
+            candidates=facts + kept,
             extraction_path=str(extraction.path),
             fallback_reason=extraction.fallback_reason,
             at=clock.now(),
@@ -320,7 +487,7 @@ async def ingest_turn(
     if journal.completed_steps:
         result.status = "resumed"
         recorded = await history.for_turn(scope, turn.turn_id)
-        await _reapply(store, timed, scope, recorded)
+        await _reapply(store, timed, scope, recorded, history, turn)
         for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False):
             result.steps.append(
                 StepResult(step, _decision_from_entry(entry, journal.candidates[step]), "recorded")
@@ -339,13 +506,20 @@ async def ingest_turn(
             store=store,
             embedder=timed,
             now=turn.occurred_at,
-            new_memory_id=memory_id_for(scope, turn.turn_id, step),
+            new_memory_id=(
+                episode_id_for(scope, turn.turn_id, candidate.message)
+                if candidate.kind is CandidateKind.EPISODE
+                else memory_id_for(scope, turn.turn_id, step)
+            ),
             turn_id=turn.turn_id,
             vector=vectors[step],
+            provenance=provenance_of(turn, candidate),
         )
         decision = outcome.decision
         await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path)])
         await _write(store, decision)
+        if decision.event is MemoryEvent.DELETE and decision.after is not None:
+            await forget_in_episodes(store, history, timed, decision.after, turn)
         result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
         logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
 

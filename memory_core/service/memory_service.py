@@ -44,7 +44,14 @@ from . import admin, forgetting
 from . import search as search_use_case
 from .admin import ImportReport, PurgeReport
 from .forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun
-from .ingest import CandidateExtractor, IngestResult, ProcessOutcome, decode_message, ingest_turn
+from .ingest import (
+    CandidateExtractor,
+    EpisodePolicy,
+    IngestResult,
+    ProcessOutcome,
+    decode_message,
+    ingest_turn,
+)
 
 __all__ = ["MemoryService", "TurnStatus"]
 
@@ -73,6 +80,7 @@ class MemoryService:
         checkpoints: Where the scheduled forgetting run keeps its cursor (``None``: nowhere).
         dead_letters: Where a host that cannot dead-letter a message sets it aside (``None``: none).
         forget_tolerance: Forgetting rewrites an unchanged-status memory only past this drift.
+        episodes: Keep each user message as an episode too (``None``: facts only).
         owned: Extra resources closed with the service (clients the composition root created).
     """
 
@@ -91,6 +99,7 @@ class MemoryService:
         checkpoints: CheckpointStore | None = None,
         dead_letters: DeadLetterStore | None = None,
         forget_tolerance: float = 0.01,
+        episodes: EpisodePolicy | None = None,
         owned: Sequence[Closeable] = (),
     ) -> None:
         if recall_via_queue and publisher is None:
@@ -107,6 +116,7 @@ class MemoryService:
         self._checkpoints = checkpoints
         self._dead_letters = dead_letters
         self._forget_tolerance = forget_tolerance
+        self._episodes = episodes
         self._owned = list(owned)
 
     # -- what callers may know --------------------------------------------------------------------
@@ -178,6 +188,7 @@ class MemoryService:
             consolidator=self._consolidator,
             embedder=self._embedder,
             clock=self._clock,
+            episodes=self._episodes,
         )
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:

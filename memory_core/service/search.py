@@ -7,14 +7,25 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..models import MemorySearchOptions, RecallUpdate, Scope, SearchMode, SearchResult, parse_model
+from ..models import (
+    MemoryKind,
+    MemorySearchOptions,
+    RecallUpdate,
+    Scope,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+    parse_model,
+)
 from ..policy import HumanMemoryPolicy
 from ..ports import Embedder, HistoryStore, MemoryStore
 
-__all__ = ["MAX_QUERY_CHARS", "apply_recall", "recall_update", "search"]
+__all__ = ["MAX_QUERY_CHARS", "apply_recall", "facts_first", "recall_update", "search"]
 
 #: Longest query text accepted.
 MAX_QUERY_CHARS = 4000
+#: Largest ``top`` a store is asked for.
+MAX_TOP = 1000
 
 
 async def search(
@@ -43,7 +54,37 @@ async def search(
         opts = opts.model_copy(update={"mode": SearchMode.KEYWORD})
     elif opts.mode != SearchMode.KEYWORD:
         vector = (await embedder.embed_query(query)).tolist()
-    return await store.search(scope, query, vector, opts)
+    if opts.kind is MemoryKind.FACT:
+        return await store.search(scope, query, vector, opts)
+    # Ask for more, so that an episode placed after the facts that came from it leaves its place to
+    # the next memory rather than to nothing.
+    wider = opts.model_copy(update={"top": min(2 * opts.top, MAX_TOP)})
+    result = await store.search(scope, query, vector, wider)
+    return result.model_copy(update={"hits": facts_first(result.hits, opts.top)})
+
+
+def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
+    """The first ``top`` hits, each episode placed after the facts among the hits that came from it.
+
+    A fact distilled from what was said outranks the episode of the same words (the fact's provenance
+    points to the episode); the episode stays in the result below it, since it may say more than the
+    fact. Everything else keeps its rank.
+    """
+    position: dict[tuple[str, int], int] = {}
+    for at, hit in enumerate(hits):
+        if hit.record.kind is MemoryKind.FACT:
+            for source in hit.record.provenance:
+                position[(source.turn_id, source.message)] = at
+    keys = []
+    for at, hit in enumerate(hits):
+        key = float(at)
+        if hit.record.kind is MemoryKind.EPISODE:
+            citing = [position[(s.turn_id, s.message)] for s in hit.record.provenance if (s.turn_id, s.message) in position]
+            if citing and max(citing) > at:
+                key = max(citing) + 0.5
+        keys.append(key)
+    order = sorted(range(len(hits)), key=lambda i: keys[i])
+    return [hits[i] for i in order][:top]
 
 
 def recall_update(scope: Scope, memory_ids: Sequence[str], at: datetime) -> RecallUpdate:

@@ -18,10 +18,12 @@ import pytest
 from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.models import (
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
     OrderBy,
+    Provenance,
     RankingProfile,
     Scope,
     SearchMode,
@@ -589,6 +591,25 @@ class StoreContract:
             assert k1 is not None and (k1.status, k1.retention_score) == (MemoryStatus.ARCHIVED, 0.123)
             assert k1.memory == "keep me" and k1.importance == 0.9 and k1.embedding is not None
             assert k2 is not None and k2.status == MemoryStatus.DELETED  # a deleted memory is never revived
+
+        self.run(scenario)
+
+    def test_kind_filter_and_provenance(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            source = Provenance(turn_id="t-7", message=1, start=3, end=20, speaker="Caroline")
+            await store.upsert(
+                [
+                    make("green tea in the morning", id="f1", provenance=[source]),
+                    make("Caroline: green tea, every morning", id="e1", kind=MemoryKind.EPISODE, provenance=[source]),
+                ]
+            )
+            got = await store.get(U1A1, "e1")
+            assert got is not None and got.kind is MemoryKind.EPISODE and got.provenance == [source]
+            for mode in (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID):
+                assert await ids_of(store, U1A1, "green tea morning", mode=mode, kind=MemoryKind.EPISODE) == ["e1"]
+                assert await ids_of(store, U1A1, "green tea morning", mode=mode, kind=MemoryKind.FACT) == ["f1"]
+                both = await ids_of(store, U1A1, "green tea morning", mode=mode)
+                assert sorted(both) == ["e1", "f1"]
 
         self.run(scenario)
 

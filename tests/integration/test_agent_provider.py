@@ -49,6 +49,7 @@ from memory_core.service import MemoryService
 USER, AGENT = "user-1", "concierge"
 SCOPE = Scope.of(USER, AGENT)
 LINE = re.compile(r"^(\d+)\. \[([\w.\-]+); importance=(\d\.\d\d); retention=(\d\.\d\d)\] (\S.*)$")
+EPISODE_LINE = re.compile(r"^(\d+)\. \[episode; said (\d{4}-\d\d-\d\d)\] (\S.*)$")
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -186,12 +187,15 @@ def test_memories_of_an_earlier_session_appear_in_the_next_model_input(env: Env)
         lines = message.text.split("\n")
         assert lines[0] == MEMORY_HEADER == "## Relevant memories"
         assert lines[1] == MEMORY_INSTRUCTION == "Use these memories only when they help answer the user."
-        parsed = [LINE.match(line) for line in lines[2:]]
+        parsed = [LINE.match(line) for line in lines[2:4]]
         assert parsed and all(parsed), lines
-        assert [int(m.group(1)) for m in parsed if m] == list(range(1, len(parsed) + 1))
+        assert [int(m.group(1)) for m in parsed if m] == [1, 2]
         texts = {m.group(5): m.group(2) for m in parsed if m}
         assert texts["I like green tea"] == "preference"
         assert texts["I am allergic to peanuts"] == "constraint"
+        # The user's own words are remembered too, as an episode with its date, below the facts.
+        episode = EPISODE_LINE.match(lines[4])
+        assert episode is not None and episode.group(3) == "I like green tea. I am allergic to peanuts.", lines
         # The memories come before the new input; nothing memory-related became an instruction.
         assert chat.last[-1].text == "What should I drink this afternoon?"
         assert chat.last.index(message) < len(chat.last) - 1

@@ -201,6 +201,15 @@ EXPECTED_FIELDS = [
         "retrievable": True,
     },
     {
+        "name": "kind",
+        "type": "Edm.String",
+        "searchable": False,
+        "filterable": True,
+        "sortable": False,
+        "facetable": True,
+        "retrievable": True,
+    },
+    {
         "name": "retention_score",
         "type": "Edm.Double",
         "searchable": False,
@@ -256,6 +265,15 @@ EXPECTED_FIELDS = [
     },
     {
         "name": "metadata_json",
+        "type": "Edm.String",
+        "searchable": False,
+        "filterable": False,
+        "sortable": False,
+        "facetable": False,
+        "retrievable": True,
+    },
+    {
+        "name": "provenance_json",
         "type": "Edm.String",
         "searchable": False,
         "filterable": False,
@@ -856,6 +874,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "confidence": 0.7,
             "status": "active",
             "source": "rule-fallback",
+            "kind": "fact",
             "retention_score": 0.9,
             "access_count": 2,
             "created_at": "2026-11-19T12:00:00Z",
@@ -863,6 +882,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "last_accessed_at": "2026-11-28T12:00:00Z",
             "expires_at": "2026-12-29T12:00:00Z",
             "metadata_json": '{"tags": ["飲み物"], "turn_id": "t-1"}',
+            "provenance_json": "[]",
             "embedding": [0.5, 0.5, 0.5, 0.5],
         },
         {
@@ -877,6 +897,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "confidence": 0.7,
             "status": "active",
             "source": "rule-fallback",
+            "kind": "fact",
             "retention_score": 0.9,
             "access_count": 2,
             "created_at": "2026-11-19T12:00:00Z",
@@ -884,6 +905,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "last_accessed_at": None,
             "expires_at": None,
             "metadata_json": "{}",
+            "provenance_json": "[]",
         },
     ]
 

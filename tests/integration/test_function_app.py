@@ -29,7 +29,7 @@ import function_app
 from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.config import Settings
 from memory_core.errors import PermanentError, TransientError
-from memory_core.models import MemoryStatus, Scope, session_id_for
+from memory_core.models import MemoryKind, MemoryStatus, Scope, session_id_for
 from memory_core.service.forgetting import FORGET_CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +201,11 @@ def test_a_turn_is_ingested_once_even_when_redelivered(tmp_path: Path) -> None:
             await _ingest(env, turn, "turn-1")
             scope = Scope.of("u1", "a1")
             page = await env.service.list(scope)
-            assert sorted(r.memory for r in page.records) == ["I am allergic to peanuts", "I love green tea"]
+            facts = sorted(r.memory for r in page.records if r.kind is MemoryKind.FACT)
+            assert facts == ["I am allergic to peanuts", "I love green tea"]
+            (episode,) = [r for r in page.records if r.kind is MemoryKind.EPISODE]
+            assert episode.memory == "I love green tea. I am allergic to peanuts."
+            assert [p.turn_id for p in episode.provenance] == ["turn-1"]
             assert await env.history.turn_processed(scope, "turn-1")
             rows_before = env.tables.snapshot()
             store_before = [r.model_dump() for r in (await env.service.list(scope)).records]
@@ -218,7 +222,7 @@ def test_a_recall_update_on_the_session_reinforces_once(tmp_path: Path) -> None:
             function_app.runtime.use(env.service)
             await _ingest(env, turn_body("turn-1", "I love green tea."), "turn-1")
             scope = Scope.of("u1", "a1")
-            (record,) = (await env.service.list(scope)).records
+            (record,) = [r for r in (await env.service.list(scope)).records if r.kind is MemoryKind.FACT]
             recall = {
                 "schema": "memory-core.recall.v1",
                 "recall_id": "recall-1",
@@ -319,11 +323,16 @@ def test_nightly_forgetting_archives_decayed_memories_and_warns_when_late(
                 r.memory: r.status.value
                 for r in (await env.service.list(Scope.of("u1", "a1"))).records
             }
-            assert statuses == {"I love green tea": "archived", "I am allergic to peanuts": "active"}
+            assert statuses == {
+                "I love green tea": "archived",
+                "I am allergic to peanuts": "active",
+                "I love green tea.": "archived",  # the episodes fade too
+                "I am allergic to peanuts.": "active",
+            }
             messages = [r.getMessage() for r in caplog.records]
             assert any("past due" in m for m in messages if "late" in m)
             (summary,) = [m for m in messages if m.startswith("forgetting done:")]
-            assert "scanned 2" in summary and "archived 1" in summary
+            assert "scanned 4" in summary and "archived 2" in summary
             assert await env.history.get_checkpoint(FORGET_CHECKPOINT) is None
 
     asyncio.run(body())
@@ -348,7 +357,8 @@ def test_forgetting_stops_at_its_budget_and_the_next_run_resumes(
             scope = Scope.of("u1", "a1")
 
             async def archived() -> int:
-                return len((await env.service.list(scope, statuses=[MemoryStatus.ARCHIVED])).records)
+                page = await env.service.list(scope, statuses=[MemoryStatus.ARCHIVED])
+                return len(page.records)
 
             await function_app.nightly_forgetting(TimerRequest(past_due=False))
             # started at t=0; after page 1 t=10 (< 15, go on), after page 2 t=20: out of budget
@@ -356,7 +366,7 @@ def test_forgetting_stops_at_its_budget_and_the_next_run_resumes(
             assert cursor is not None and await archived() == 2
             monkeypatch.setattr(function_app, "FORGET_PAGE_SIZE", 100)
             await function_app.nightly_forgetting(TimerRequest(past_due=False))  # resumes at the cursor
-            assert await archived() == 4
+            assert await archived() == 8  # four facts and their four episodes
             assert await env.history.get_checkpoint(FORGET_CHECKPOINT) is None
 
     asyncio.run(body())
@@ -384,6 +394,7 @@ def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
             assert search.status_code == 200, search.get_body()
             hits = payload(search)["hits"]
             assert hits and hits[0]["memory"]["memory"] == "I love green tea"
+            assert hits[0]["memory"]["kind"] == "fact" and hits[0]["memory"]["provenance"][0]["turn_id"] == "turn-1"
             # The recall update goes on the scope's ordered path, not straight to the store.
             assert [u.memory_ids for u in env.publisher.recalls] == [[h["memory"]["id"] for h in hits]]
 
@@ -391,7 +402,7 @@ def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
                 http("GET", "memories", params={"user_id": "u1", "agent_id": "a1"})
             )
             assert listed.status_code == 200
-            assert len(payload(listed)["memories"]) == 2
+            assert sorted(m["kind"] for m in payload(listed)["memories"]) == ["episode", "fact", "fact"]
 
             memory_id = hits[0]["memory"]["id"]
             scope_q = {"user_id": "u1", "agent_id": "a1"}

@@ -187,7 +187,7 @@ def test_scopes_are_isolated(rt: RunningRuntime) -> None:
     _error(rt.client.get(f"/api/memories/{mine['id']}?{other}"), 404, "not_found")
     _error(rt.client.delete(f"/api/memories/{mine['id']}?{other}"), 404, "not_found")
     _error(rt.client.get(f"/api/memories/{mine['id']}?user_id=u1&agent_id=a2"), 404, "not_found")
-    assert [m["memory"] for m in _memories(rt, other)] == ["I like coffee"]
+    assert [m["memory"] for m in _memories(rt, other) if m["kind"] == "fact"] == ["I like coffee"]
     hits = rt.client.post(
         "/api/memories/search", {"user_id": "u2", "agent_id": "a1", "query": "green tea peanuts"}
     ).body["hits"]
@@ -328,18 +328,18 @@ def test_purge_needs_confirmation_and_removes_memories_and_history(tmp_path: Pat
         client.post("/api/turns", turn_body(0, "I like green tea.", user="gone"))
         client.post("/api/turns", turn_body(0, "I like black tea.", user="stays", prefix="s"))
         rt.drain()
-        [memory] = _memories(rt, "user_id=gone&agent_id=a1")
+        [memory] = [m for m in _memories(rt, "user_id=gone&agent_id=a1") if m["kind"] == "fact"]
         _error(client.delete("/api/users/gone"), 422, "validation_error", "confirm")
         _error(client.delete("/api/users/gone?confirm=false"), 422, "validation_error", "confirm")
-        assert len(_memories(rt, "user_id=gone&agent_id=a1")) == 1  # nothing was removed
+        assert len(_memories(rt, "user_id=gone&agent_id=a1")) == 2  # nothing was removed: a fact, an episode
         reply = client.delete("/api/users/gone?confirm=true")
         assert reply.status == 200
-        assert reply.body == {"user_id": "gone", "agent_id": None, "purged_memories": 1, "purged_history": 1}
+        assert reply.body == {"user_id": "gone", "agent_id": None, "purged_memories": 2, "purged_history": 2}
         assert _memories(rt, "user_id=gone&agent_id=a1") == []
         _error(client.get(f"/api/memories/{memory['id']}?user_id=gone&agent_id=a1"), 404, "not_found")
         history = rt.call(rt.runtime.service.history_of(_scope("gone", "a1"), memory["id"]))
         assert history == []
-        assert len(_memories(rt, "user_id=stays&agent_id=a1")) == 1
+        assert len(_memories(rt, "user_id=stays&agent_id=a1")) == 2
 
 
 def _scope(user: str, agent: str) -> Any:

@@ -58,7 +58,7 @@ def test_llm_answers_retries_and_fallbacks_through_the_service(tmp_path: Path) -
         )
         history = SQLiteHistoryStore(tmp_path / "m.db")
         service = build_service(
-            load_settings({"MEMORY_EMBEDDER": "hash"}, sqlite_path=str(tmp_path / "m.db")),
+            load_settings({"MEMORY_EMBEDDER": "hash", "MEMORY_EPISODES": "false"}, sqlite_path=str(tmp_path / "m.db")),
             clock=FixedClock(datetime(2026, 11, 5, tzinfo=UTC)),
             embedder=HashingEmbedder(),
             history=history,

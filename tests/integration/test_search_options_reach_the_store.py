@@ -25,7 +25,15 @@ from memory_core.api import MemoryApi, SearchRequest
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli import SEARCH_FLAGS, main
 from memory_core.local.server import ApiServer
-from memory_core.models import MemorySearchOptions, OrderBy, RankingProfile, Scope, SearchMode, SearchResult
+from memory_core.models import (
+    MemoryKind,
+    MemorySearchOptions,
+    OrderBy,
+    RankingProfile,
+    Scope,
+    SearchMode,
+    SearchResult,
+)
 from memory_core.service import MemoryService
 
 SCOPE = Scope.of("u1", "a1")
@@ -40,6 +48,7 @@ CHANGED: dict[str, Any] = {
     "include_archived": True,
     "min_importance": 0.25,
     "min_retention_score": 0.125,
+    "kind": MemoryKind.FACT,
     "vector_k": 17,
     "vector_weight": 2.5,
 }

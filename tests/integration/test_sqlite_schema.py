@@ -81,10 +81,21 @@ def test_a_new_store_has_a_column_per_field_and_the_current_version(tmp_path: Pa
     assert pragma(path, "application_id") == APPLICATION_ID
 
 
+def upgraded(memory: dict[str, Any]) -> dict[str, Any]:
+    """A v1 record as the current version reads it: a fact, its source turns moved into provenance."""
+    turns = [memory["metadata"].get(k) for k in ("turn_id", "updated_by_turn")]
+    provenance = [
+        {"turn_id": t, "message": 0, "start": 0, "end": 0, "speaker": None} for t in dict.fromkeys(turns) if t
+    ]
+    return {**memory, "kind": "fact", "provenance": provenance}
+
+
 def test_a_file_written_by_the_previous_version_is_upgraded_in_place(tmp_path: Path) -> None:
     path = v1_copy(tmp_path)
     assert schema_version(path) == 1 and pragma(path, "application_id") == 0
     expected = json.loads((FIXTURES / "store-v1.expected.json").read_text(encoding="utf-8"))
+    assert any(m["metadata"].get("turn_id") for m in expected["memories"])
+    expected["memories"] = [upgraded(m) for m in expected["memories"]]
     assert run(export(path)) == expected  # every field and every history entry reads back equal
     assert schema_version(path) == SCHEMA_VERSION and pragma(path, "application_id") == APPLICATION_ID
     assert run(export(path)) == expected  # opening an upgraded file again changes nothing

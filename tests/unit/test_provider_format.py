@@ -20,6 +20,7 @@ from memory_core.integrations.agent_framework import (
 )
 from memory_core.integrations.memory_client import MemoryClient, search_request_body
 from memory_core.models import (
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     Scope,
@@ -79,6 +80,14 @@ def test_numbers_have_two_decimals() -> None:
     )
     assert format_memory_line(1, hit("y", importance=1.0, retention=0.0)).startswith(
         "1. [preference; importance=1.00; retention=0.00]"
+    )
+
+
+def test_episodes_are_marked_with_the_day_they_were_said() -> None:
+    episode = hit("Caroline: I went to the support group.\nIt was great.", category="episode")
+    episode = episode.model_copy(update={"record": episode.record.model_copy(update={"kind": MemoryKind.EPISODE})})
+    assert format_memory_line(3, episode) == (
+        f"3. [episode; said {NOW:%Y-%m-%d}] Caroline: I went to the support group. It was great."
     )
 
 

@@ -1,0 +1,175 @@
+"""Episodic and semantic memory through the real ingest path (DESIGN section 7).
+
+Each user message is kept as an episode (the user's words, dated, with the speaker) beside the facts
+extracted from it; facts point to the turns (and spans) they came from; a forget request forgets the
+fact and removes what it said from the episodes; facts rank above the episodes they came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.bootstrap import build_service, load_settings
+from memory_core.cli import main
+from memory_core.models import (
+    MemoryKind,
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    RankingProfile,
+    Scope,
+)
+from memory_core.ports import FixedClock
+from memory_core.service import MemoryService
+from memory_core.service.ingest import episode_id_for
+
+SCOPE = Scope.of("u1", "travel")
+START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+RECALL_BLOCK = "## Relevant memories\nUse these memories only when they help answer the user.\n1. [preference; importance=0.80; retention=0.90] I like tea\n\n"
+
+
+def turn(index: int, *messages: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
+    return {
+        "turn_id": f"t{index}",
+        "user_id": SCOPE.user_id,
+        "agent_id": SCOPE.agent_id,
+        "occurred_at": (START + timedelta(days=index)).isoformat(),
+        "messages": [
+            {"role": m[0], "text": m[1], **({"name": m[2]} if len(m) > 2 else {})}  # type: ignore[misc]
+            for m in messages
+        ],
+    }
+
+
+def service_on(db: Path, **environ: str) -> MemoryService:
+    settings = load_settings({"MEMORY_EMBEDDER": "hash", **environ}, sqlite_path=str(db))
+    return build_service(settings, embedder=HashingEmbedder(), clock=FixedClock(START + timedelta(days=30)))
+
+
+async def everything(service: MemoryService) -> list[MemoryRecord]:
+    return list((await service.list(SCOPE, limit=1000)).records)
+
+
+def by_kind(records: list[MemoryRecord], kind: MemoryKind) -> list[MemoryRecord]:
+    return [r for r in records if r.kind is kind]
+
+
+def test_a_turn_leaves_facts_and_the_users_words(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            said = "I'm vegetarian. I live in Berlin."
+            await service.ingest(turn(0, ("user", RECALL_BLOCK + said), ("assistant", "Noted, I will remember.")))
+            records = await everything(service)
+            (episode,) = by_kind(records, MemoryKind.EPISODE)
+            assert episode.memory == said  # no recalled memories, no assistant words
+            assert episode.id == episode_id_for(SCOPE, "t0", 0)
+            assert episode.category == "episode" and episode.importance == 0.3
+            assert episode.created_at == START and "2026-05-01" in episode.summary and "1 May 2026" in episode.summary
+            assert [(p.turn_id, p.message, p.speaker) for p in episode.provenance] == [("t0", 0, "user")]
+            facts = {r.memory: r for r in by_kind(records, MemoryKind.FACT)}
+            assert set(facts) == {"I'm vegetarian", "I live in Berlin"}
+            text = RECALL_BLOCK + said
+            for fact in facts.values():
+                (source,) = fact.provenance
+                assert (source.turn_id, source.message) == ("t0", 0)
+                assert text[source.start : source.end].startswith(fact.memory)
+                assert fact.importance > episode.importance
+            # Redelivery stores nothing twice.
+            again = await service.ingest(turn(0, ("user", RECALL_BLOCK + said), ("assistant", "Noted.")))
+            assert again.status == "duplicate" and len(await everything(service)) == 3
+
+    asyncio.run(scenario())
+
+
+def test_two_named_speakers_keep_their_names(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            await service.ingest(turn(0, ("user", "I just got a new puppy!", "Caroline"), ("user", "Congrats!", "Melanie")))
+            episodes = sorted(by_kind(await everything(service), MemoryKind.EPISODE), key=lambda r: r.memory)
+            assert [e.memory for e in episodes] == ["Caroline: I just got a new puppy!", "Melanie: Congrats!"]
+            assert [e.provenance[0].speaker for e in episodes] == ["Caroline", "Melanie"]
+            assert "Caroline" in episodes[0].summary
+
+    asyncio.run(scenario())
+
+
+def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            await service.ingest(turn(0, ("user", "I'm vegetarian. I live in Berlin.")))
+            await service.ingest(turn(1, ("user", "Please forget that I'm vegetarian.")))
+            records = await everything(service)
+            facts = {r.memory: r.status for r in by_kind(records, MemoryKind.FACT)}
+            assert facts == {"I'm vegetarian": MemoryStatus.DELETED, "I live in Berlin": MemoryStatus.ACTIVE}
+            episodes = by_kind(records, MemoryKind.EPISODE)
+            assert [(e.memory, e.status) for e in episodes] == [("I live in Berlin.", MemoryStatus.ACTIVE)]
+            history = await service.history_of(SCOPE, episodes[0].id)
+            assert [h.event.value for h in history] == ["ADD", "UPDATE"]
+            assert history[-1].before is not None and "vegetarian" in history[-1].before["memory"]
+            assert "vegetarian" not in json.dumps(history[-1].after)
+            hits = await service.search(SCOPE, "vegetarian", {"ranking_profile": "none"}, recall=False)
+            assert all("vegetarian" not in h.record.memory for h in hits.hits)
+            # Forgetting everything a message said deletes its episode.
+            await service.ingest(turn(2, ("user", "I love jazz.")))
+            await service.ingest(turn(3, ("user", "Forget that I love jazz.")))
+            jazz = [e for e in by_kind(await everything(service), MemoryKind.EPISODE) if e.provenance[0].turn_id == "t2"]
+            assert [e.status for e in jazz] == [MemoryStatus.DELETED]
+
+    asyncio.run(scenario())
+
+
+def test_facts_rank_above_the_episode_they_came_from_and_kind_filters(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            await service.ingest(turn(0, ("user", "I prefer window seats on long flights.")))
+            await service.ingest(turn(1, ("user", "We watched fireworks by the river last night.")))
+            for profile in RankingProfile:
+                options = MemorySearchOptions(ranking_profile=profile)
+                kinds = [h.record.kind for h in (await service.search(SCOPE, "window seats", options, recall=False)).hits]
+                assert kinds.index(MemoryKind.FACT) < kinds.index(MemoryKind.EPISODE), profile
+            only = await service.search(SCOPE, "fireworks river", {"kind": "episode"}, recall=False)
+            assert only.hits and {h.record.kind for h in only.hits} == {MemoryKind.EPISODE}
+            assert only.hits[0].record.memory == "We watched fireworks by the river last night."
+            facts = await service.search(SCOPE, "fireworks river", {"kind": "fact"}, recall=False)
+            assert {h.record.kind for h in facts.hits} <= {MemoryKind.FACT}
+
+    asyncio.run(scenario())
+
+
+def test_episodes_can_be_turned_off(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db", MEMORY_EPISODES="false") as service:
+            await service.ingest(turn(0, ("user", "I'm vegetarian. We went hiking yesterday.")))
+            assert {r.kind for r in await everything(service)} == {MemoryKind.FACT}
+
+    asyncio.run(scenario())
+
+
+def test_get_and_export_show_kind_and_provenance(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hash")
+    db = tmp_path / "m.db"
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text(json.dumps(turn(0, ("user", "I'm allergic to peanuts.", "Alice"))) + "\n", encoding="utf-8")
+
+    def cli(*args: str) -> str:
+        out = io.StringIO()
+        assert main(["--db", str(db), *args], out=out) == 0
+        return out.getvalue()
+
+    cli("ingest", str(turns))
+    listed = json.loads(cli("--json", "list", "--user", "u1", "--agent", "travel"))["memories"]
+    fact = next(m for m in listed if m["kind"] == "fact")
+    detail = json.loads(cli("--json", "get", fact["id"], "--user", "u1", "--agent", "travel"))
+    assert detail["provenance"][0]["turn_id"] == "t0" and detail["provenance"][0]["speaker"] == "Alice"
+    assert "provenance" in cli("get", fact["id"], "--user", "u1", "--agent", "travel")
+    exported = [json.loads(line) for line in cli("export", "--user", "u1").splitlines()]
+    assert sorted(r["kind"] for r in exported) == ["episode", "fact"]
+    assert all(r["provenance"][0]["turn_id"] == "t0" for r in exported)
+    found = json.loads(cli("--json", "search", "peanuts", "--user", "u1", "--agent", "travel", "--kind", "episode"))
+    assert [h["memory"]["kind"] for h in found["hits"]] == ["episode"]
