@@ -430,10 +430,14 @@ def build_parser() -> argparse.ArgumentParser:
     evals = p.add_subparsers(dest="evaluation", required=True, metavar="EVAL")
     from .evaluation import japanese as eval_japanese
     from .evaluation import locomo as eval_locomo
+    from .evaluation import pipeline as eval_pipeline
 
     eval_locomo.add_arguments(evals.add_parser("locomo", help="turn-level retrieval on LoCoMo (no LLM)"))
     eval_japanese.add_arguments(
         evals.add_parser("japanese", help="the Japanese set: retrieval and rule-path consolidation")
+    )
+    eval_pipeline.add_arguments(
+        evals.add_parser("pipeline", help="end to end: turns through the real ingest path, then questions")
     )
     p.set_defaults(handler=cmd_eval)
 

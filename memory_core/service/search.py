@@ -10,6 +10,7 @@ from ..errors import ValidationError
 from ..models import (
     MemoryKind,
     MemorySearchOptions,
+    MemoryStatus,
     RecallUpdate,
     Scope,
     SearchHit,
@@ -20,12 +21,22 @@ from ..models import (
 from ..policy import HumanMemoryPolicy
 from ..ports import Embedder, HistoryStore, MemoryStore
 
-__all__ = ["MAX_QUERY_CHARS", "apply_recall", "facts_first", "recall_update", "search"]
+__all__ = [
+    "ARCHIVED_CUE",
+    "MAX_QUERY_CHARS",
+    "apply_recall",
+    "discount_archived",
+    "facts_first",
+    "recall_update",
+    "search",
+]
 
 #: Longest query text accepted.
 MAX_QUERY_CHARS = 4000
 #: Largest ``top`` a store is asked for.
 MAX_TOP = 1000
+#: How much an archived memory's score counts against active ones when it was not asked for.
+ARCHIVED_CUE = 0.5
 
 
 async def search(
@@ -54,13 +65,32 @@ async def search(
         opts = opts.model_copy(update={"mode": SearchMode.KEYWORD})
     elif opts.mode != SearchMode.KEYWORD:
         vector = (await embedder.embed_query(query)).tolist()
-    if opts.kind is MemoryKind.FACT:
-        return await store.search(scope, query, vector, opts)
-    # Ask for more, so that an episode placed after the facts that came from it leaves its place to
-    # the next memory rather than to nothing.
-    wider = opts.model_copy(update={"top": min(2 * opts.top, MAX_TOP)})
+    # An archived memory is not gone: a strong cue still recalls it (DESIGN section 7). Archived
+    # memories compete with active ones at a discount (``ARCHIVED_CUE``) unless they were asked for.
+    cue = bool(query.strip()) and not opts.include_archived and opts.order_by is None
+    # Ask for more than ``top``: an episode placed after the facts that came from it, or an archived
+    # memory that loses to active ones, leaves its place to the next memory rather than to nothing.
+    wider = opts.model_copy(
+        update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
+    )
     result = await store.search(scope, query, vector, wider)
-    return result.model_copy(update={"hits": facts_first(result.hits, opts.top)})
+    hits = discount_archived(result.hits) if cue else list(result.hits)
+    hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
+    return result.model_copy(update={"hits": hits})
+
+
+def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """Hits re-ranked with every archived memory's score multiplied by :data:`ARCHIVED_CUE` (its
+    breakdown's ``boost`` says so), so it only comes back when it matches much better than the active
+    memories around it."""
+    adjusted = []
+    for hit in hits:
+        if hit.record.status is MemoryStatus.ARCHIVED:
+            breakdown = hit.breakdown.model_copy(update={"boost": hit.breakdown.boost * ARCHIVED_CUE})
+            hit = hit.model_copy(update={"score": hit.score * ARCHIVED_CUE, "breakdown": breakdown})
+        adjusted.append(hit)
+    order = sorted(range(len(adjusted)), key=lambda i: -adjusted[i].score)
+    return [adjusted[i] for i in order]
 
 
 def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
@@ -79,7 +109,11 @@ def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
     for at, hit in enumerate(hits):
         key = float(at)
         if hit.record.kind is MemoryKind.EPISODE:
-            citing = [position[(s.turn_id, s.message)] for s in hit.record.provenance if (s.turn_id, s.message) in position]
+            citing = [
+                position[(s.turn_id, s.message)]
+                for s in hit.record.provenance
+                if (s.turn_id, s.message) in position
+            ]
             if citing and max(citing) > at:
                 key = max(citing) + 0.5
         keys.append(key)

@@ -173,3 +173,28 @@ def test_get_and_export_show_kind_and_provenance(tmp_path: Path, monkeypatch: An
     assert all(r["provenance"][0]["turn_id"] == "t0" for r in exported)
     found = json.loads(cli("--json", "search", "peanuts", "--user", "u1", "--agent", "travel", "--kind", "episode"))
     assert [h["memory"]["kind"] for h in found["hits"]] == ["episode"]
+
+
+def test_an_archived_memory_comes_back_on_a_strong_cue_and_only_then(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            await service.import_records(
+                [
+                    {"id": "old", "user_id": "u1", "agent_id": "travel", "memory": "My passport number ends in 4471",
+                     "status": "archived", "retention_score": 0.1},
+                    {"id": "new", "user_id": "u1", "agent_id": "travel", "memory": "I like window seats",
+                     "retention_score": 0.9},
+                ]
+            )
+            strong = await service.search(SCOPE, "passport number 4471", {"ranking_profile": "none"}, recall=False)
+            assert [h.record.id for h in strong.hits][0] == "old"
+            assert strong.hits[0].breakdown.boost == 0.5  # it competed at a discount
+            weak = await service.search(SCOPE, "window seats", {"ranking_profile": "none"}, recall=False)
+            assert [h.record.id for h in weak.hits][0] == "new"
+            listed = await service.search(SCOPE, "", {"ranking_profile": "none"}, recall=False)
+            assert [h.record.id for h in listed.hits] == ["new"]  # an empty query lists active memories only
+            # Recalling it makes it active again, as remembering does.
+            await service.search(SCOPE, "passport number 4471", {"ranking_profile": "none"})
+            assert (await service.get(SCOPE, "old")).status is MemoryStatus.ACTIVE
+
+    asyncio.run(scenario())

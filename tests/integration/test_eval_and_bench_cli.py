@@ -415,3 +415,27 @@ def test_bench_forget_with_a_kept_store_starts_from_the_same_night(tmp_path: Pat
         figures.append([(r["run"], r["written"], r["archived"]) for r in runs])
     assert figures[0] == figures[1]
     assert figures[0][1][1] > 0  # the first "apply" wrote something both times
+
+
+def test_eval_pipeline_measures_what_the_ingest_path_remembers(tmp_path: Path) -> None:
+    data, _ = _write_fixture(tmp_path)
+    report_path = tmp_path / "pipeline.json"
+    printed = _run(
+        ["eval", "pipeline", "--data", str(data), "--cache", str(tmp_path / "cache"), "--output", str(report_path)]
+    )
+    assert "### LoCoMo" in printed and "### Japanese" in printed and "raw turns" in printed
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    locomo = report["sets"]["LoCoMo"]
+    assert locomo["questions"] == 4 and locomo["ingest"]["turns"] > 0
+    # Every turn is kept as an episode, so every evidence turn left a memory pointing back to it.
+    assert locomo["ingest"]["evidence_turns_remembered"] == 1.0
+    assert locomo["ingest"]["episodes_per_100_turns"] == 100.0
+    configs = [(r["mode"], r["profile"], r["forgetting"]) for r in locomo["results"]]
+    assert configs[0] == ("hybrid", "important", False) and configs[-1] == ("hybrid", "important", True)
+    assert {m for m, _, _ in configs} == {"hybrid", "keyword", "vector"}
+    default = locomo["results"][0]["metrics"]["overall"]
+    assert default["n"] == 4 and default["any@10"] == 1.0  # a handful of memories: all in the top 10
+    assert locomo["raw_turns"][0]["metrics"]["overall"]["n"] == 4
+    japanese = report["sets"]["Japanese"]
+    assert japanese["cases"] == 30 and japanese["questions"] == 65
+    assert list((tmp_path / "cache").glob("pipeline-passages-*.npz"))  # passages cached for the next run
