@@ -36,7 +36,7 @@ MAX_QUERY_CHARS = 4000
 #: Largest ``top`` a store is asked for.
 MAX_TOP = 1000
 #: How much an archived memory's score counts against active ones when it was not asked for.
-ARCHIVED_CUE = 0.5
+ARCHIVED_CUE = 0.8
 
 
 async def search(

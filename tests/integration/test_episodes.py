@@ -28,6 +28,7 @@ from memory_core.models import (
 from memory_core.ports import FixedClock
 from memory_core.service import MemoryService
 from memory_core.service.ingest import episode_id_for
+from memory_core.service.search import ARCHIVED_CUE
 
 SCOPE = Scope.of("u1", "travel")
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -188,7 +189,7 @@ def test_an_archived_memory_comes_back_on_a_strong_cue_and_only_then(tmp_path: P
             )
             strong = await service.search(SCOPE, "passport number 4471", {"ranking_profile": "none"}, recall=False)
             assert [h.record.id for h in strong.hits][0] == "old"
-            assert strong.hits[0].breakdown.boost == 0.5  # it competed at a discount
+            assert strong.hits[0].breakdown.boost == ARCHIVED_CUE  # it competed at a discount
             weak = await service.search(SCOPE, "window seats", {"ranking_profile": "none"}, recall=False)
             assert [h.record.id for h in weak.hits][0] == "new"
             listed = await service.search(SCOPE, "", {"ranking_profile": "none"}, recall=False)
