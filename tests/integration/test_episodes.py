@@ -188,10 +188,10 @@ def test_an_archived_memory_comes_back_on_a_strong_cue_and_only_then(tmp_path: P
                 ]
             )
             strong = await service.search(SCOPE, "passport number 4471", {"ranking_profile": "none"}, recall=False)
-            assert [h.record.id for h in strong.hits][0] == "old"
+            assert strong.hits[0].record.id == "old"
             assert strong.hits[0].breakdown.boost == ARCHIVED_CUE  # it competed at a discount
             weak = await service.search(SCOPE, "window seats", {"ranking_profile": "none"}, recall=False)
-            assert [h.record.id for h in weak.hits][0] == "new"
+            assert weak.hits[0].record.id == "new"
             listed = await service.search(SCOPE, "", {"ranking_profile": "none"}, recall=False)
             assert [h.record.id for h in listed.hits] == ["new"]  # an empty query lists active memories only
             # Recalling it makes it active again, as remembering does.
