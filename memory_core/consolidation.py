@@ -83,6 +83,7 @@ from .text import analyze, normalize
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "REHEARSAL_CAP",
     "REHEARSAL_CONFIDENCE",
     "REHEARSAL_IMPORTANCE",
     "Consolidation",
@@ -95,6 +96,7 @@ __all__ = [
     "decide_with_rules",
     "find_contradiction",
     "normalized_statement",
+    "rehearsed_importance",
     "statement_features",
     "thresholds_for",
 ]
@@ -106,6 +108,18 @@ logger = logging.getLogger(__name__)
 #: (capped at 1) and its decay restarts from the restatement.
 REHEARSAL_IMPORTANCE = 0.05
 REHEARSAL_CONFIDENCE = 0.1
+#: Restatement alone never lifts importance past this (only an explicit importance can); each
+#: restatement adds less, the closer the memory already is (diminishing returns).
+REHEARSAL_CAP = 0.9
+
+
+def rehearsed_importance(current: float, stated: float) -> float:
+    """Importance after a restatement: ``REHEARSAL_IMPORTANCE`` scaled by the room left below
+    :data:`REHEARSAL_CAP`, never above the cap unless the memory already was (explicit importance)."""
+    base = max(current, stated)
+    if base >= REHEARSAL_CAP:
+        return base
+    return min(REHEARSAL_CAP, base + REHEARSAL_IMPORTANCE * (REHEARSAL_CAP - base) / REHEARSAL_CAP)
 
 # --------------------------------------------------------------------------------------------
 # Thresholds
@@ -1201,7 +1215,7 @@ class MemoryConsolidator:
                     update={
                         "provenance": _with_sources(target.provenance, sources),
                         "updated_at": stamp,
-                        "importance": min(1.0, max(target.importance, candidate.importance) + REHEARSAL_IMPORTANCE),
+                        "importance": rehearsed_importance(target.importance, candidate.importance),
                         "confidence": min(1.0, max(target.confidence, candidate.confidence) + REHEARSAL_CONFIDENCE),
                     }
                 ),

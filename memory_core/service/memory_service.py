@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..consolidation import MemoryConsolidator
-from ..errors import ConfigurationError, NotFoundError, PermanentError
+from ..errors import ConfigurationError, NotFoundError, PermanentError, ValidationError
 from ..models import (
     HistoryEntry,
     MemoryRecord,
@@ -53,11 +53,14 @@ from .ingest import (
     ingest_turn,
 )
 
-__all__ = ["MemoryService", "TurnStatus"]
+__all__ = ["MAX_CLOCK_SKEW_SECONDS", "MemoryService", "TurnStatus"]
 
 logger = logging.getLogger(__name__)
 
 _List = list  # ``list`` is also a method name of the service
+
+#: How far in the future (by this service's clock) a turn may be dated: a little clock skew.
+MAX_CLOCK_SKEW_SECONDS = 300.0
 
 #: What happened to a posted turn: sent to the ordered queue, or ingested at once (no queue).
 TurnStatus = Literal["queued", "ingested"]
@@ -176,12 +179,29 @@ class MemoryService:
         )
 
     # -- ingestion ---------------------------------------------------------------------------------
+    def _check_time(self, turn: Turn) -> Turn:
+        """A turn from the future (beyond a small clock skew) is refused: its time would become the
+        memories' ``updated_at`` and stop their decay for good."""
+        ahead = (turn.occurred_at - self.now()).total_seconds()
+        if ahead > MAX_CLOCK_SKEW_SECONDS:
+            raise ValidationError(
+                "occurred_at",
+                f"{turn.occurred_at.isoformat()} is {ahead:.0f} s in the future; at most "
+                f"{MAX_CLOCK_SKEW_SECONDS:.0f} s of clock skew is accepted",
+            )
+        return turn
+
     async def ingest(self, turn: Turn | Mapping[str, Any]) -> IngestResult:
-        """Extract, consolidate and apply one turn now (idempotent per ``turn_id``)."""
+        """Extract, consolidate and apply one turn now (idempotent per ``turn_id``).
+
+        Raises:
+            ValidationError: The turn is malformed, or dated in the future.
+        """
         if self._extractor is None or self._consolidator is None:
             raise ConfigurationError("this service was built without an extractor and a consolidator")
+        parsed = self._check_time(parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn))
         return await ingest_turn(
-            dict(turn) if isinstance(turn, Mapping) else turn,
+            parsed,
             store=self._store,
             history=self._need_history(),
             extractor=self._extractor,
@@ -193,7 +213,7 @@ class MemoryService:
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
         """Queue a turn for ingestion, or ingest it now when there is no queue."""
-        parsed = parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn)
+        parsed = self._check_time(parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn))
         if self._publisher is None:
             await self.ingest(parsed)
             return "ingested"

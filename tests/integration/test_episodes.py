@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -199,3 +200,34 @@ def test_an_archived_memory_comes_back_on_a_strong_cue_and_only_then(tmp_path: P
             assert (await service.get(SCOPE, "old")).status is MemoryStatus.ACTIVE
 
     asyncio.run(scenario())
+
+
+def test_a_turn_from_the_future_is_refused_at_the_edge(tmp_path: Path) -> None:
+    import pytest
+
+    from memory_core.errors import ValidationError
+
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            now = START + timedelta(days=30)  # the service's clock
+            far = {**turn(0, ("user", "I'm vegetarian.")), "occurred_at": "9999-01-01T00:00:00+00:00"}
+            for call in (service.publish_turn, service.ingest):
+                with pytest.raises(ValidationError) as caught:
+                    await call(far)
+                assert caught.value.field == "occurred_at" and "future" in caught.value.message
+            skewed = {**turn(0, ("user", "I'm vegetarian.")), "occurred_at": (now + timedelta(seconds=60)).isoformat()}
+            assert await service.publish_turn(skewed) == "ingested"  # a little clock skew is fine
+
+    asyncio.run(scenario())
+
+
+def test_restating_reinforces_with_diminishing_returns_below_a_cap() -> None:
+    from memory_core.consolidation import REHEARSAL_CAP, rehearsed_importance
+
+    values = [0.65]
+    for _ in range(30):
+        values.append(rehearsed_importance(values[-1], 0.65))
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    assert all(later < earlier for earlier, later in itertools.pairwise(steps))
+    assert values[7] < 0.9 and max(values) <= REHEARSAL_CAP
+    assert rehearsed_importance(0.95, 0.65) == 0.95  # an explicit importance above the cap stays

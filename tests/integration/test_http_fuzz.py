@@ -58,6 +58,9 @@ def _run(rt: RunningRuntime, operation: Any, mode: GenerationMode, examples: int
     )
     @given(operation.as_strategy(generation_mode=mode))
     def check(case: Any) -> None:
+        if operation.path == "/turns" and mode is GenerationMode.POSITIVE and isinstance(case.body, dict):
+            # A turn dated in the future is refused (a rule the schema cannot state): keep them past.
+            case.body["occurred_at"] = "2026-01-01T00:00:00Z"
         response = case.call(base_url=base_url, timeout=30)
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
         assert response.status_code < 500, (response.status_code, response.text[:500])
