@@ -36,7 +36,16 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..models import MemoryRecord, MemorySearchOptions, MemoryStatus, RankingProfile, Scope, SearchMode, Turn
+from ..models import (
+    MemoryKind,
+    MemoryRecord,
+    MemorySearchOptions,
+    MemoryStatus,
+    RankingProfile,
+    Scope,
+    SearchMode,
+    Turn,
+)
 from ..ports import FixedClock
 from .common import (
     DEFAULT_CACHE_DIR,
@@ -292,7 +301,8 @@ async def consolidation_accuracy(
                     if progress is not None:
                         progress.advance()
                 page = await service.list(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
-                active = [r.memory for r in page.records]
+                # The facts the rule path kept (episodes are the user's words, kept whatever the rules do).
+                active = [r.memory for r in page.records if r.kind is MemoryKind.FACT]
                 hits = [e for e in user.expected_active if any(matches(e, a) for a in active)]
                 good = [a for a in active if any(matches(e, a) for e in user.expected_active)]
                 found += len(hits)

@@ -159,6 +159,9 @@ def test_eval_japanese_retrieval_and_consolidation_on_a_small_set(tmp_path: Path
     consolidation = report["consolidation"]
     assert consolidation["users"] == 2 and consolidation["expected_memories"] == 3
     assert 0.0 <= consolidation["recall"] <= 1.0 and 0.0 <= consolidation["precision"] <= 1.0
+    # Facts only: each turn's episode is kept too, and must not count as an unexpected memory.
+    assert consolidation["active_memories"] == 3, consolidation
+    assert consolidation["precision"] == 1.0
 
 
 def test_bench_forget_writes_only_what_changed(tmp_path: Path) -> None:
