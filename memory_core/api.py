@@ -148,13 +148,6 @@ class SearchRequest(MemorySearchOptions):
         """The search options of this request (through :meth:`MemorySearchOptions.from_values`)."""
         return MemorySearchOptions.from_values(self.model_dump())
 
-    @classmethod
-    def of(cls, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool) -> SearchRequest:
-        """The request for a search of ``scope`` (what a remote client sends)."""
-        return cls.model_validate(
-            {**options.model_dump(), "user_id": scope.user_id, "agent_id": scope.agent_id, "query": query, "recall": recall}
-        )
-
 
 class SearchResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")

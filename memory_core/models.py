@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+import types
+import typing
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -53,6 +55,7 @@ __all__ = [
     "UserId",
     "UtcDateTime",
     "ensure_utc",
+    "field_type",
     "new_memory_id",
     "parse_model",
     "session_id_for",
@@ -125,6 +128,22 @@ AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "
 
 #: A timestamp field: naive values are taken as UTC, aware ones converted to UTC (:func:`ensure_utc`).
 UtcDateTime = Annotated[datetime, AfterValidator(lambda value: ensure_utc(value))]
+
+
+def field_type(model: type[BaseModel], name: str) -> tuple[Any, bool]:
+    """The value type of a model field (without ``| None`` and ``Annotated`` metadata), and whether
+    it may be ``None``. The adapters derive their storage types from it."""
+    annotation: Any = model.model_fields[name].annotation
+    nullable = typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(
+        annotation
+    )
+    if nullable:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            annotation = args[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation, nullable
 
 
 def new_memory_id() -> str:

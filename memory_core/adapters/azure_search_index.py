@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from azure.search.documents.indexes.models import (
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
 from ..errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
-from ..models import MemoryRecord
+from ..models import MemoryRecord, field_type
 from ..ranking import PROFILES, FunctionKind, ScoringProfile
 from .azure_retry import RetrySettings, Sleep, call_with_retries
 
@@ -210,11 +209,7 @@ def _field(name: str, type_: str, **flags: Any) -> SearchField:
 
 
 def _edm_type(name: str) -> str:
-    annotation = MemoryRecord.model_fields[name].annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
+    annotation, _ = field_type(MemoryRecord, name)
     if annotation is datetime:
         return "Edm.DateTimeOffset"
     if annotation is float:

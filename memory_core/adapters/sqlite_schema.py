@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,11 +37,12 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from ..errors import ConflictError
-from ..models import IMMUTABLE_FIELDS, MemoryRecord
+from ..models import IMMUTABLE_FIELDS, MemoryRecord, field_type
 
 __all__ = [
     "APPLICATION_ID",
     "AT",
+    "COLUMN",
     "COLUMNS",
     "MERGEABLE",
     "RECORD_COLUMNS",
@@ -141,18 +141,19 @@ class Column:
         if self.kind == "time":
             return datetime.fromtimestamp(value, tz=UTC)
         if self.kind == "enum":
-            return self._enum(value)
+            return _enum(self.name)(value)
         if self.kind == "json":
-            data = json.loads(value)
-            return data if self.name == "metadata" else _adapter(self.name).validate_python(data)
+            return _adapter(self.name).validate_python(json.loads(value))
         if self.kind == "vector":
             return np.frombuffer(value, dtype=np.float32).tolist()
         return value
 
-    @property
-    def _enum(self) -> Callable[[Any], Any]:
-        annotation = MemoryRecord.model_fields[self.name].annotation
-        return _strip_optional(annotation)  # type: ignore[no-any-return]
+
+@functools.cache
+def _enum(name: str) -> Callable[[Any], Any]:
+    """The enum class of an enum column's field."""
+    enum: Callable[[Any], Any] = field_type(MemoryRecord, name)[0]
+    return enum
 
 
 @functools.cache
@@ -172,25 +173,7 @@ def _sql_literal(value: Any) -> str:
     raise ConflictError(f"no SQL literal for {value!r}")
 
 
-def _is_optional(annotation: Any) -> bool:
-    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(
-        annotation
-    )
-
-
-def _strip_optional(annotation: Any) -> Any:
-    """The value type of a field annotation: without ``| None`` and without ``Annotated`` metadata."""
-    if _is_optional(annotation):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            annotation = args[0]
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return annotation
-
-
-def _kind(name: str, annotation: Any) -> str:
-    base = _strip_optional(annotation)
+def _kind(name: str, base: Any) -> str:
     origin = typing.get_origin(base)
     if base is datetime:
         return "time"
@@ -209,19 +192,18 @@ def _kind(name: str, annotation: Any) -> str:
     if origin is list and typing.get_args(base) == (float,):
         return "vector"
     raise TypeError(
-        f"MemoryRecord.{name}: no SQLite column kind for {annotation!r}; add one in sqlite_schema"
+        f"MemoryRecord.{name}: no SQLite column kind for {base!r}; add one in sqlite_schema"
     )
 
 
 def _columns() -> tuple[Column, ...]:
     result = []
     for name, info in MemoryRecord.model_fields.items():
-        annotation = info.annotation
-        nullable = _is_optional(annotation)
+        base, nullable = field_type(MemoryRecord, name)
         default = None if info.is_required() else info.get_default(call_default_factory=True)
         if name == "id":
             default = None
-        result.append(Column(name, _kind(name, annotation), nullable, default))
+        result.append(Column(name, _kind(name, base), nullable, default))
     return tuple(result)
 
 
@@ -230,6 +212,8 @@ RECORD_COLUMNS: tuple[Column, ...] = _columns()
 #: Every column a store query selects: the row key, the record's fields, then the index terms
 #: (per-field term counts, JSON) and the change sequence.
 COLUMNS: tuple[str, ...] = ("pk", *(c.name for c in RECORD_COLUMNS), "terms", "seq")
+#: The column of each field, by name.
+COLUMN: dict[str, Column] = {c.name: c for c in RECORD_COLUMNS}
 #: Position of each column in a selected row.
 AT: dict[str, int] = {name: i for i, name in enumerate(COLUMNS)}
 #: The ``SELECT`` list for :data:`COLUMNS`.

@@ -32,7 +32,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +58,11 @@ from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
 from .sqlite_schema import (
     AT,
+    COLUMN,
     MERGEABLE,
     RECORD_COLUMNS,
     SCHEMA_VERSION,
     SELECT_LIST,
-    Column,
     check_file,
     insert_sql,
     prepare_schema,
@@ -94,14 +93,6 @@ _INSERT = insert_sql()
 #: Numeric fields, held as columns per cached scope (filters, ranking profiles, ``order_by``).
 _NUMERIC = tuple(c for c in RECORD_COLUMNS if c.kind in ("real", "integer", "time"))
 _UPDATE = update_sql()
-
-
-def _time(value: datetime | None) -> float | None:
-    result: float | None = _TIME.encode(value)
-    return result
-
-
-_TIME = Column("time", "time", True, None)
 
 
 def _counts(terms: Iterable[str]) -> dict[str, int]:
@@ -481,7 +472,7 @@ class SQLiteMemoryStore:
                     "UPDATE memories SET last_accessed_at = ?, access_count = ?, retention_score = ?, "
                     "status = ?, seq = ? WHERE pk = ?",
                     (
-                        _time(record.last_accessed_at),
+                        COLUMN["last_accessed_at"].encode(record.last_accessed_at),
                         record.access_count,
                         record.retention_score,
                         record.status.value,

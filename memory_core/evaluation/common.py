@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,6 +24,7 @@ __all__ = [
     "file_sha256",
     "markdown_table",
     "percentile",
+    "publish_report",
     "pyplot",
 ]
 
@@ -125,6 +126,24 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def publish_report(
+    report: dict[str, Any],
+    args: Any,
+    out: TextIO,
+    render: Callable[[Mapping[str, Any]], str],
+    draw: Callable[[Mapping[str, Any], str], list[str]],
+) -> None:
+    """Finish an evaluation: add the machine, print the Markdown, write ``--output`` and ``--charts``."""
+    from ..bench import machine_context, write_json
+
+    report["machine"] = machine_context()
+    out.write("\n" + render(report))
+    write_json(args.output, report)
+    if args.charts:
+        written = draw(report, args.charts)
+        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
 
 
 def default_embedder() -> Any:

@@ -49,12 +49,12 @@ from ..models import (
 from ..ports import FixedClock
 from .common import (
     DEFAULT_CACHE_DIR,
-    MATPLOTLIB_HINT,
     Progress,
     cached_embeddings,
     default_embedder,
     markdown_table,
     percentile,
+    publish_report,
 )
 from .metrics import DEFAULT_KS, MetricAccumulator
 
@@ -428,8 +428,6 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
 
 async def main(args: argparse.Namespace, out: TextIO) -> int:
     """``memory-core eval japanese``."""
-    from ..bench import machine_context, write_json
-
     data = load_japanese_set(args.set)
     embedder = getattr(args, "embedder_instance", None) or default_embedder()
     distractors = load_jdd_utterances(args.distractors) if args.distractors else []
@@ -448,12 +446,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         )
     if not args.skip_consolidation:
         report["consolidation"] = await consolidation_accuracy(data, embedder=embedder, out=out)
-    report["machine"] = machine_context()
-    out.write("\n" + render_markdown(report))
-    write_json(args.output, report)
-    if args.charts:
-        written = draw_chart(report, args.charts)
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+    publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 
 

@@ -36,13 +36,13 @@ from ..models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, S
 from ..ports import FixedClock
 from .common import (
     DEFAULT_CACHE_DIR,
-    MATPLOTLIB_HINT,
     Progress,
     cached_embeddings,
     default_embedder,
     file_sha256,
     markdown_table,
     percentile,
+    publish_report,
     pyplot,
 )
 from .metrics import DEFAULT_KS, MetricAccumulator
@@ -55,6 +55,7 @@ __all__ = [
     "LocomoQuestion",
     "LocomoTurn",
     "apply_audit",
+    "audit_path",
     "evaluate",
     "load_locomo",
     "main",
@@ -479,16 +480,20 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     return [str(target)]
 
 
+def audit_path(args: argparse.Namespace) -> str | None:
+    """The audit file to apply: ``--audit``, else ``locomo10_audit_errors.json`` beside ``--data``
+    when it exists; none with ``--no-audit``."""
+    if args.no_audit:
+        return None
+    if args.audit is not None:
+        return str(args.audit)
+    candidate = Path(args.data).with_name("locomo10_audit_errors.json")
+    return str(candidate) if candidate.exists() else None
+
+
 async def main(args: argparse.Namespace, out: TextIO) -> int:
     """``memory-core eval locomo``."""
-    from ..bench import machine_context, write_json
-
-    audit = args.audit
-    if audit is None:
-        candidate = Path(args.data).with_name("locomo10_audit_errors.json")
-        audit = str(candidate) if candidate.exists() else None
-    if args.no_audit:
-        audit = None
+    audit = audit_path(args)
     data = load_locomo(args.data, audit)
     if args.limit_conversations:
         keep = set(data.conversations()[: args.limit_conversations])
@@ -508,12 +513,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         out=out,
     )
     report["data"]["audit_applied"] = audit is not None
-    report["machine"] = machine_context()
-    out.write("\n" + render_markdown(report))
-    write_json(args.output, report)
-    if args.charts:
-        written = draw_chart(report, args.charts)
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+    publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 
 

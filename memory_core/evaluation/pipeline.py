@@ -34,7 +34,7 @@ import numpy as np
 
 from ..models import MemoryKind, MemorySearchOptions, RankingProfile, Scope, SearchMode
 from ..ports import Embedder, FixedClock
-from .common import DEFAULT_CACHE_DIR, MATPLOTLIB_HINT, Progress, default_embedder, markdown_table, pyplot
+from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
 from .metrics import DEFAULT_KS, MetricAccumulator
 
 __all__ = ["CachingEmbedder", "PipelineCase", "add_arguments", "evaluate_cases", "main"]
@@ -382,8 +382,6 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
 
 async def main(args: argparse.Namespace, out: TextIO) -> int:
     """``memory-core eval pipeline``."""
-    from ..bench import machine_context, write_json
-
     inner = getattr(args, "embedder_instance", None) or default_embedder()
     cache = None if args.no_cache else Path(args.cache) / f"pipeline-passages-{inner.name}.npz"
     embedder = CachingEmbedder(inner, cache)
@@ -391,11 +389,9 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     report: dict[str, Any] = {"benchmark": "pipeline", "embedder": inner.name, "sets": {}}
     try:
         if args.data:
-            audit = args.audit
-            if audit is None:
-                candidate = Path(args.data).with_name("locomo10_audit_errors.json")
-                audit = str(candidate) if candidate.exists() else None
-            cases, data = locomo_cases(args.data, None if args.no_audit else audit, args.limit_conversations)
+            from .locomo import audit_path
+
+            cases, data = locomo_cases(args.data, audit_path(args), args.limit_conversations)
             section = await evaluate_cases(cases, embedder=embedder, modes=modes, out=out)
             embedder.save()
             from .locomo import evaluate as evaluate_raw
@@ -419,12 +415,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
             )
     finally:
         embedder.save()
-    report["machine"] = machine_context()
-    out.write("\n" + render_markdown(report))
-    write_json(args.output, report)
-    if args.charts:
-        written = draw_chart(report, args.charts)
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+    publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 
 
