@@ -69,6 +69,7 @@ from .models import (
     Scope,
     SearchMode,
     ensure_utc,
+    status_note,
 )
 from .policy import HumanMemoryPolicy
 from .ports import ChatModel, Embedder, MemoryStore
@@ -1123,27 +1124,46 @@ class MemoryConsolidator:
     ) -> Decision:
         """An episode: the user's words, dated, with the speaker; always a new memory."""
         speaker = candidate.speaker or "user"
+        return self._added(
+            candidate,
+            scope,
+            now,
+            new_id,
+            vector,
+            "episode: the user's words",
+            memory=candidate.memory,
+            # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
+            summary=f"{speaker} on {now:%Y-%m-%d} ({now.day} {now:%B %Y})",
+            kind=MemoryKind.EPISODE,
+            provenance=[provenance] if provenance is not None else [],
+        )
+
+    def _added(
+        self,
+        candidate: MemoryCandidate,
+        scope: Scope,
+        now: datetime,
+        new_id: str,
+        vector: np.ndarray,
+        reason: str,
+        **fields: Any,
+    ) -> Decision:
+        """The ADD of a new memory from ``candidate`` (``fields``: what the kind of memory sets itself)."""
         record = MemoryRecord(
             id=new_id,
             user_id=scope.user_id,
             agent_id=scope.agent_id,
-            memory=candidate.memory,
-            # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
-            summary=f"{speaker} on {now:%Y-%m-%d} ({now.day} {now:%B %Y})",
             category=candidate.category,
-            kind=MemoryKind.EPISODE,
             importance=candidate.importance,
             confidence=candidate.confidence,
             source=candidate.source,
             created_at=now,
             updated_at=now,
-            provenance=[provenance] if provenance is not None else [],
             embedding=[float(x) for x in vector],
+            **fields,
         )
         after = self._policy.initial(record, now)
-        return Decision(
-            event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason="episode: the user's words"
-        )
+        return Decision(event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason=reason)
 
     def _build(
         self,
@@ -1156,38 +1176,29 @@ class MemoryConsolidator:
         vector: np.ndarray,
         source: Provenance | None = None,
     ) -> Decision:
-        embedding = [float(x) for x in vector]
         target = verdict.target
         before = None if target is None else target.without_embedding()
         provenance = {"turn_id": turn_id} if turn_id else {}
         sources = [source] if source is not None else []
         if verdict.event is MemoryEvent.ADD:
-            record = MemoryRecord(
-                id=new_id,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
+            return self._added(
+                candidate,
+                scope,
+                now,
+                new_id,
+                vector,
+                verdict.reason,
                 memory=verdict.text or candidate.memory,
-                category=candidate.category,
-                importance=candidate.importance,
-                confidence=candidate.confidence,
-                source=candidate.source,
-                created_at=now,
-                updated_at=now,
                 expires_at=candidate.expires_at,
                 metadata={**provenance, "evidence": candidate.evidence} if candidate.evidence else provenance,
                 provenance=sources,
-                embedding=embedding,
             )
-            after = self._policy.initial(record, now)
-            return Decision(event=verdict.event, candidate=candidate, memory_id=new_id, after=after, reason=verdict.reason)
         if target is None:  # NONE without a target (a forget request that matched nothing)
             return Decision(event=verdict.event, candidate=candidate, reason=verdict.reason)
         stamp = max(now, target.updated_at)
         metadata = dict(target.metadata)
         if verdict.event is MemoryEvent.DELETE:
-            metadata.update(
-                {"status_reason": verdict.reason[:500], "deleted_by_turn": turn_id, "status_changed_at": stamp.isoformat()}
-            )
+            metadata = status_note({**metadata, "deleted_by_turn": turn_id}, verdict.reason, stamp)
             after = target.model_copy(update={"status": MemoryStatus.DELETED, "updated_at": stamp, "metadata": metadata})
         elif verdict.event is MemoryEvent.UPDATE:
             text = verdict.text or target.memory
@@ -1200,7 +1211,7 @@ class MemoryConsolidator:
                 "confidence": max(target.confidence, candidate.confidence),
                 "updated_at": stamp,
                 "metadata": metadata,
-                "embedding": embedding if text != target.memory else target.embedding,
+                "embedding": [float(x) for x in vector] if text != target.memory else target.embedding,
             }
             if verdict.supersedes or text == candidate.memory:
                 changes["category"] = candidate.category

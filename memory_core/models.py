@@ -25,9 +25,11 @@ from .errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "CONTROL_CHARACTERS",
     "IMMUTABLE_FIELDS",
     "MAX_MEMORY_CHARS",
     "MAX_PROVENANCE",
+    "MAX_STATUS_REASON",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
     "AgentId",
@@ -59,9 +61,11 @@ __all__ = [
     "new_memory_id",
     "parse_model",
     "session_id_for",
+    "status_note",
     "utcnow",
     "validate_category",
     "validate_memory_id",
+    "validate_positive_int",
     "validate_scope_id",
 ]
 
@@ -74,6 +78,10 @@ MEMORY_ID_PATTERN = re.compile(r"[A-Za-z0-9_\-]{1,128}")
 CATEGORY_PATTERN = re.compile(r"[\w.\-]{1,64}")
 MAX_MEMORY_CHARS = 4000
 MAX_SUMMARY_CHARS = 1000
+#: What memory text may not contain: the C0 control characters other than tab and line feed.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f]")
+#: Longest ``status_reason`` kept in a memory's metadata.
+MAX_STATUS_REASON = 500
 
 
 def _describe(value: object) -> str:
@@ -104,6 +112,14 @@ def validate_memory_id(value: object, field: str = "id") -> str:
         raise ValidationError(
             field, f"{_describe(value)} must be 1-128 characters of letters, digits, _ and -"
         )
+    return value
+
+
+def validate_positive_int(value: object, field: str) -> int:
+    """Return ``value`` if it is a whole number of at least 1 (not a bool), else raise
+    :class:`ValidationError` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(field, "must be a positive integer")
     return value
 
 
@@ -344,7 +360,7 @@ class MemoryRecord(BaseModel):
             raise ValueError("memory text must not be empty")
         if len(text) > MAX_MEMORY_CHARS:
             raise ValueError(f"memory text is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
-        if any(ord(ch) < 32 and ch not in "\n\t" for ch in text):
+        if CONTROL_CHARACTERS.search(text):
             raise ValueError("memory text must not contain control characters")
         return text
 
@@ -415,6 +431,12 @@ class MemoryRecord(BaseModel):
         if not include_embedding:
             data.pop("embedding", None)
         return data
+
+
+def status_note(metadata: Mapping[str, Any], reason: str, at: datetime) -> dict[str, Any]:
+    """``metadata`` with why and when a memory's status changed (``status_reason``, cut to
+    :data:`MAX_STATUS_REASON` characters, and ``status_changed_at``)."""
+    return {**metadata, "status_reason": reason[:MAX_STATUS_REASON], "status_changed_at": at.isoformat()}
 
 
 #: Fields a partial update never changes: identity, scope and birth.
@@ -651,6 +673,32 @@ class HistoryEntry(BaseModel):
     reason: str
     turn_id: str | None = None
     at: datetime
+
+    @classmethod
+    def of_change(
+        cls,
+        event: MemoryEvent,
+        scope: Scope,
+        memory_id: str,
+        before: MemoryRecord | None,
+        after: MemoryRecord | None,
+        *,
+        reason: str,
+        at: datetime,
+        turn_id: str | None = None,
+    ) -> HistoryEntry:
+        """The entry of one change of a memory (its states without embeddings)."""
+        return cls(
+            memory_id=memory_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            event=event,
+            before=None if before is None else before.to_json_dict(include_embedding=False),
+            after=None if after is None else after.to_json_dict(include_embedding=False),
+            reason=reason,
+            turn_id=turn_id,
+            at=at,
+        )
 
 
 RECALL_SCHEMA = "memory-core.recall.v1"

@@ -34,6 +34,7 @@ __all__ = [
     "DeadLetter",
     "DeadLetterStore",
     "Embedder",
+    "EmbedderWrapper",
     "FixedClock",
     "HistoryStore",
     "MemoryRef",
@@ -102,6 +103,32 @@ class Embedder(Protocol):
     async def close(self) -> None:
         """Release the model's clients (nothing for a local model)."""
         ...
+
+
+class EmbedderWrapper:
+    """An embedder around another one: the same name, dimensions and vectors, for subclasses that
+    add to what a call does (time it, cache it). The wrapped embedder belongs to the caller:
+    :meth:`close` leaves it open."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return await self.inner.embed_query(text)
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return await self.inner.embed_passages(texts)
+
+    async def close(self) -> None:
+        """Nothing: the wrapped embedder belongs to the caller."""
 
 
 class Closeable(Protocol):

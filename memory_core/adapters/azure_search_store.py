@@ -54,7 +54,9 @@ from ..models import (
     SearchResult,
     ensure_utc,
     parse_model,
+    status_note,
     validate_memory_id,
+    validate_positive_int,
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
@@ -502,9 +504,7 @@ class AzureSearchMemoryStore:
         current = await self.get(scope, memory_id)
         if current is None:
             raise NotFoundError(f"memory {memory_id!r} does not exist for this user and agent")
-        metadata = dict(current.metadata)
-        metadata["status_reason"] = reason[:500]
-        metadata["status_changed_at"] = self._clock.now().isoformat()
+        metadata = status_note(current.metadata, reason, self._clock.now())
         updated = current.model_copy(update={"status": status, "metadata": metadata})
         action = {"@search.action": "merge", **to_document(updated, ["status", "metadata"])}
         await self._write("mark status", [action])
@@ -719,8 +719,7 @@ class AzureSearchMemoryStore:
     async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
         """Retention inputs of active and archived memories of every scope, by id, in keyset pages
         (at most one service page of 1,000 per call; only the fields the policy reads)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("limit", "must be a positive integer")
+        validate_positive_int(limit, "limit")
         if after is not None:
             validate_memory_id(after, "cursor")
         size = min(limit, MAX_PAGE)

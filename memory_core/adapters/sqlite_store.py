@@ -49,7 +49,9 @@ from ..models import (
     SearchMode,
     SearchResult,
     parse_model,
+    status_note,
     validate_memory_id,
+    validate_positive_int,
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
@@ -447,9 +449,7 @@ class SQLiteMemoryStore:
             row = self._get_in_scope(scope, memory_id)
             if row is None:
                 raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
-            metadata = dict(json.loads(row[AT["metadata"]]))
-            metadata["status_reason"] = reason[:500]
-            metadata["status_changed_at"] = now.isoformat()
+            metadata = status_note(json.loads(row[AT["metadata"]]), reason, now)
             seq = self._next_seq()
             record = self._merge_locked(scope, memory_id, {"status": status, "metadata": metadata}, seq)
             self._bump_scopes([(scope.user_id, scope.agent_id)], seq)
@@ -936,8 +936,7 @@ class SQLiteMemoryStore:
         status as 1/0): no texts, embeddings, ids or scope strings, which would cost a Python object per
         row each.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("limit", "must be a positive integer")
+        validate_positive_int(limit, "limit")
         try:
             last_pk = int(after) if after is not None else 0
         except ValueError:

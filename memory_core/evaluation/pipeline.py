@@ -33,7 +33,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..models import MemoryKind, MemorySearchOptions, RankingProfile, Scope, SearchMode
-from ..ports import Embedder, FixedClock
+from ..ports import Embedder, EmbedderWrapper, FixedClock
 from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
 from .metrics import DEFAULT_KS, MetricAccumulator
 
@@ -45,14 +45,14 @@ _MODES = (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)
 DEFAULT = (SearchMode.HYBRID, RankingProfile.IMPORTANT)
 
 
-class CachingEmbedder:
+class CachingEmbedder(EmbedderWrapper):
     """An embedder that remembers passage vectors by text in a file (evaluation reruns are fast).
 
     Queries are not cached. Vectors are the wrapped embedder's, byte for byte.
     """
 
     def __init__(self, inner: Embedder, path: Path | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = path
         self._vectors: dict[str, np.ndarray] = {}
         if path is not None and path.exists():
@@ -60,20 +60,9 @@ class CachingEmbedder:
             self._vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
         self._dirty = False
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    async def embed_query(self, text: str) -> np.ndarray:
-        return await self.inner.embed_query(text)
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         keys = [self._key(t) for t in texts]

@@ -142,19 +142,7 @@ async def delete_memory(
     after = await store.mark_status(scope, memory_id, MemoryStatus.DELETED, reason=reason)
     if history is not None:
         await history.append(
-            [
-                HistoryEntry(
-                    memory_id=memory_id,
-                    user_id=scope.user_id,
-                    agent_id=scope.agent_id,
-                    event=MemoryEvent.DELETE,
-                    before=before.to_json_dict(include_embedding=False),
-                    after=after.to_json_dict(include_embedding=False),
-                    reason=reason,
-                    turn_id=None,
-                    at=now,
-                )
-            ]
+            [HistoryEntry.of_change(MemoryEvent.DELETE, scope, memory_id, before, after, reason=reason, at=now)]
         )
     return after
 

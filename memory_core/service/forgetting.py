@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ValidationError
-from ..models import MemoryStatus
+from ..models import MemoryStatus, validate_positive_int
 from ..policy import HumanMemoryPolicy
 from ..ports import CheckpointStore, MemoryStore, RetentionPage, RetentionWrite
 
@@ -236,12 +236,11 @@ async def _list_changes(
 
 
 def _check(limit: int | None, tolerance: float, page_size: int) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValidationError("limit", "must be a positive integer")
+    if limit is not None:
+        validate_positive_int(limit, "limit")
     if not (isinstance(tolerance, int | float) and np.isfinite(tolerance) and 0 <= tolerance < 1):
         raise ValidationError("tolerance", "must be in [0, 1)")
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-        raise ValidationError("page_size", "must be a positive integer")
+    validate_positive_int(page_size, "page_size")
 
 
 async def apply_forgetting(

@@ -36,6 +36,7 @@ from ..consolidation import Consolidation, MemoryConsolidator, normalized_statem
 from ..errors import ValidationError
 from ..extraction import split_sentences
 from ..models import (
+    CONTROL_CHARACTERS,
     MAX_MEMORY_CHARS,
     RECALL_SCHEMA,
     TURN_SCHEMA,
@@ -53,8 +54,9 @@ from ..models import (
     Scope,
     Turn,
     parse_model,
+    status_note,
 )
-from ..ports import Clock, Embedder, HistoryStore, MemoryStore
+from ..ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
 from ..prompts import strip_recalled_memories
 
 __all__ = [
@@ -143,7 +145,7 @@ def episode_candidates(
             continue
         # The user's words as stored memory text: control characters (other than line breaks and tabs)
         # cannot be stored, so they are dropped rather than losing the episode.
-        text = "".join(ch for ch in strip_recalled_memories(message.text) if ch in "\n\t" or ord(ch) >= 32).strip()
+        text = CONTROL_CHARACTERS.sub("", strip_recalled_memories(message.text)).strip()
         if not text:
             continue
         memory = f"{message.name}: {text}" if message.name else text
@@ -242,20 +244,12 @@ class IngestResult:
         }
 
 
-class _TimedEmbedder:
+class _TimedEmbedder(EmbedderWrapper):
     """Wraps an embedder to measure the time spent in it."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.seconds = 0.0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
 
     async def embed_query(self, text: str) -> np.ndarray:
         started = time.perf_counter()
@@ -271,22 +265,18 @@ class _TimedEmbedder:
         finally:
             self.seconds += time.perf_counter() - started
 
-    async def close(self) -> None:
-        """The wrapped embedder belongs to the caller."""
-
 
 def _entry(decision: Decision, scope: Scope, turn: Turn, path: str) -> HistoryEntry:
     reason = decision.reason if path in ("rules", "recorded") else f"[{path}] {decision.reason}"
-    return HistoryEntry(
-        memory_id=decision.memory_id or "",
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        event=decision.event,
-        before=None if decision.before is None else decision.before.to_json_dict(include_embedding=False),
-        after=None if decision.after is None else decision.after.to_json_dict(include_embedding=False),
+    return HistoryEntry.of_change(
+        decision.event,
+        scope,
+        decision.memory_id or "",
+        decision.before,
+        decision.after,
         reason=reason,
-        turn_id=turn.turn_id,
         at=turn.occurred_at,
+        turn_id=turn.turn_id,
     )
 
 
@@ -344,7 +334,7 @@ async def _reapply(
 
 def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
     """``text`` without the sentences that state one of ``forgotten``; and whether any was removed."""
-    wanted = [normalized_statement(f) for f in forgotten if f and normalized_statement(f)]
+    wanted = [w for w in map(normalized_statement, forgotten) if w]
     kept, removed = [], False
     for sentence in split_sentences(text):
         said = normalized_statement(sentence)
@@ -382,25 +372,14 @@ async def forget_in_episodes(
             )
             event = MemoryEvent.UPDATE
         else:
-            metadata.update({"status_reason": reason[:500], "status_changed_at": turn.occurred_at.isoformat()})
+            metadata = status_note(metadata, reason, turn.occurred_at)
             after = episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
             event = MemoryEvent.DELETE
         await store.upsert([after])
         if history is not None:
+            # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
             await history.append(
-                [
-                    HistoryEntry(
-                        memory_id=episode.id,
-                        user_id=scope.user_id,
-                        agent_id=scope.agent_id,
-                        event=event,
-                        before=episode.to_json_dict(include_embedding=False),
-                        after=after.to_json_dict(include_embedding=False),
-                        reason=reason,
-                        turn_id=None,
-                        at=turn.occurred_at,
-                    )
-                ]
+                [HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)]
             )
         changed += 1
     return changed

@@ -179,9 +179,10 @@ class MemoryService:
         )
 
     # -- ingestion ---------------------------------------------------------------------------------
-    def _check_time(self, turn: Turn) -> Turn:
-        """A turn from the future (beyond a small clock skew) is refused: its time would become the
-        memories' ``updated_at`` and stop their decay for good."""
+    def _valid_turn(self, turn: Turn | Mapping[str, Any]) -> Turn:
+        """The turn, validated. One from the future (beyond a small clock skew) is refused: its time
+        would become the memories' ``updated_at`` and stop their decay for good."""
+        turn = parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn)
         ahead = (turn.occurred_at - self.now()).total_seconds()
         if ahead > MAX_CLOCK_SKEW_SECONDS:
             raise ValidationError(
@@ -197,11 +198,13 @@ class MemoryService:
         Raises:
             ValidationError: The turn is malformed, or dated in the future.
         """
+        return await self._ingest(self._valid_turn(turn))
+
+    async def _ingest(self, turn: Turn) -> IngestResult:
         if self._extractor is None or self._consolidator is None:
             raise ConfigurationError("this service was built without an extractor and a consolidator")
-        parsed = self._check_time(parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn))
         return await ingest_turn(
-            parsed,
+            turn,
             store=self._store,
             history=self._need_history(),
             extractor=self._extractor,
@@ -213,9 +216,9 @@ class MemoryService:
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
         """Queue a turn for ingestion, or ingest it now when there is no queue."""
-        parsed = self._check_time(parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn))
+        parsed = self._valid_turn(turn)
         if self._publisher is None:
-            await self.ingest(parsed)
+            await self._ingest(parsed)
             return "ingested"
         await self._publisher.publish_turn(parsed)
         return "queued"

@@ -89,8 +89,7 @@ def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:
             breakdown = hit.breakdown.model_copy(update={"boost": hit.breakdown.boost * ARCHIVED_CUE})
             hit = hit.model_copy(update={"score": hit.score * ARCHIVED_CUE, "breakdown": breakdown})
         adjusted.append(hit)
-    order = sorted(range(len(adjusted)), key=lambda i: -adjusted[i].score)
-    return [adjusted[i] for i in order]
+    return sorted(adjusted, key=lambda hit: -hit.score)
 
 
 def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:

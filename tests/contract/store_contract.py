@@ -567,6 +567,10 @@ class StoreContract:
             with pytest.raises(ValidationError) as caught:
                 await store.scan_retention(after="' or 1=1 --", limit=3)
             assert caught.value.field == "cursor"
+            for bad in (0, True, 2.5):
+                with pytest.raises(ValidationError) as caught:
+                    await store.scan_retention(limit=bad)  # type: ignore[arg-type]
+                assert caught.value.field == "limit"
 
         self.run(scenario)
 

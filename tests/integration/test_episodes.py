@@ -122,6 +122,11 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
             await service.ingest(turn(3, ("user", "Forget that I love jazz.")))
             jazz = [e for e in by_kind(await everything(service), MemoryKind.EPISODE) if e.provenance[0].turn_id == "t2"]
             assert [e.status for e in jazz] == [MemoryStatus.DELETED]
+            (gone,) = jazz
+            assert gone.metadata["status_reason"].startswith("forgotten on request (turn t3): ")
+            assert gone.metadata["status_changed_at"] == (START + timedelta(days=3)).isoformat()
+            entries = await service.history_of(SCOPE, gone.id)
+            assert [(h.event.value, h.turn_id) for h in entries] == [("ADD", "t2"), ("DELETE", None)]
 
     asyncio.run(scenario())
 

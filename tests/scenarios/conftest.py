@@ -7,34 +7,26 @@ import pytest
 
 from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.adapters.local_embedder import E5LocalEmbedder
-from memory_core.ports import Embedder
+from memory_core.ports import Embedder, EmbedderWrapper
 
 
-class MemoizedEmbedder:
+class MemoizedEmbedder(EmbedderWrapper):
     """The e5 model with a per-text cache (its vectors are deterministic), so the suite stays fast."""
 
     def __init__(self, inner: E5LocalEmbedder) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._queries: dict[str, np.ndarray] = {}
         self._passages: dict[str, np.ndarray] = {}
 
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimensions(self) -> int:
-        return self._inner.dimensions
-
     async def embed_query(self, text: str) -> np.ndarray:
         if text not in self._queries:
-            self._queries[text] = await self._inner.embed_query(text)
+            self._queries[text] = await self.inner.embed_query(text)
         return self._queries[text]
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._passages]
         if missing:
-            for text, vector in zip(missing, await self._inner.embed_passages(missing), strict=True):
+            for text, vector in zip(missing, await self.inner.embed_passages(missing), strict=True):
                 self._passages[text] = vector
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
