@@ -41,7 +41,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from .errors import PermanentError, TransientError, ValidationError
-from .models import CandidateKind, MemoryCandidate, MessageRole, Turn, ensure_utc
+from .models import CONTROL_CHARACTERS, CandidateKind, MemoryCandidate, MessageRole, Turn, ensure_utc
 from .ports import ChatModel, Clock, SystemClock
 from .prompts.extraction import (
     ExtractedMemory,
@@ -644,7 +644,9 @@ def extract_with_rules(turn: Turn, now: datetime | None = None) -> list[MemoryCa
             continue
         previous: str | None = None
         for raw in split_sentences(strip_recalled_memories(message.text)):
-            sentence = unicodedata.normalize("NFC", raw)
+            # What is matched (and becomes memory text) has no control characters; the evidence stays
+            # exactly as the user wrote it.
+            sentence = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))
             candidate = _rule_candidates_for_sentence(sentence, previous, reference)
             previous = sentence
             if candidate is None:

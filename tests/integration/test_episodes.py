@@ -131,6 +131,24 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
     asyncio.run(scenario())
 
 
+def test_control_characters_are_dropped_from_what_is_kept_not_the_turn(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            said = "I like\x07 green tea.\r\nI live\tin Kyoto.\x00"
+            result = await service.ingest(turn(0, ("user", said)))
+            assert result.status == "ingested"
+            records = await everything(service)
+            (episode,) = by_kind(records, MemoryKind.EPISODE)
+            assert episode.memory == "I like green tea.\nI live\tin Kyoto."
+            facts = {r.memory: r.provenance[0] for r in by_kind(records, MemoryKind.FACT)}
+            assert {memory: said[p.start : p.end] for memory, p in facts.items()} == {  # spans of what was said
+                "I like green tea": "I like\x07 green tea.",
+                "I live\tin Kyoto": "I live\tin Kyoto.\x00",
+            }
+
+    asyncio.run(scenario())
+
+
 def test_facts_rank_above_the_episode_they_came_from_and_kind_filters(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with service_on(tmp_path / "m.db") as service:

@@ -15,7 +15,14 @@ from memory_core.extraction import (
     resolve_date_word,
     split_sentences,
 )
-from memory_core.models import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage
+from memory_core.models import (
+    CONTROL_CHARACTERS,
+    CandidateKind,
+    MemoryCandidate,
+    MessageRole,
+    Turn,
+    TurnMessage,
+)
 
 # 2026-11-26 is a Thursday.
 THURSDAY = datetime(2026, 11, 26, 9, 30, tzinfo=UTC)
@@ -448,5 +455,6 @@ def test_rules_never_fail_and_only_user_text_counts(parts: list[str]) -> None:
     as_user = extract_with_rules(turn(("user", text)))
     for candidate in as_user:
         assert candidate.memory.strip()
+        assert not CONTROL_CHARACTERS.search(candidate.memory)  # memory text can store it
         assert candidate.evidence and candidate.evidence in text
     assert extract_with_rules(turn(("assistant", text), ("system", text), ("tool", text))) == []
