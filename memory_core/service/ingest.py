@@ -350,7 +350,11 @@ async def forget_in_episodes(
 ) -> int:
     """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
     fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
-    The rest of what the user said stays. Idempotent; returns how many episodes changed."""
+    The rest of what the user said stays. Returns how many episodes changed.
+
+    Each change is recorded in the history before it is written, so a crash between the two leaves
+    the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
+    unrecorded."""
     scope = fact.scope
     forgotten = [fact.memory, str(fact.metadata.get("evidence") or "")]
     changed = 0
@@ -375,14 +379,21 @@ async def forget_in_episodes(
             metadata = status_note(metadata, reason, turn.occurred_at)
             after = episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
             event = MemoryEvent.DELETE
-        await store.upsert([after])
         if history is not None:
             # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
-            await history.append(
-                [HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)]
-            )
+            entry = HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)
+            if not await _recorded(history, entry):
+                await history.append([entry])
+        await store.upsert([after])
         changed += 1
     return changed
+
+
+async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:
+    """Whether ``entry`` is already its memory's last recorded change (recorded, then a crash before
+    the write)."""
+    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
+    return bool(entries) and entries[-1].event is entry.event and entries[-1].after == entry.after
 
 
 async def ingest_turn(

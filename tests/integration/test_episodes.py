@@ -15,10 +15,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite_history import SQLiteHistoryStore
+from memory_core.adapters.sqlite_store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli import main
+from memory_core.errors import TransientError
 from memory_core.models import (
+    HistoryEntry,
     MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
@@ -127,6 +133,55 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
             assert gone.metadata["status_changed_at"] == (START + timedelta(days=3)).isoformat()
             entries = await service.history_of(SCOPE, gone.id)
             assert [(h.event.value, h.turn_id) for h in entries] == [("ADD", "t2"), ("DELETE", None)]
+
+    asyncio.run(scenario())
+
+
+class _StoreThatStopsOnce(SQLiteMemoryStore):
+    """Stops (as a crashed worker would) before its first write of a redacted episode."""
+
+    stopped = False
+
+    async def upsert(self, records: Any) -> Any:
+        if not self.stopped and any("redacted_by_turn" in r.metadata for r in records):
+            self.stopped = True
+            raise TransientError("the worker stopped here")
+        return await super().upsert(records)
+
+
+class _HistoryThatStopsOnce(SQLiteHistoryStore):
+    """Stops before its first entry outside a turn's steps (an episode's redaction)."""
+
+    stopped = False
+
+    async def append(self, entries: Any) -> None:
+        if not self.stopped:
+            self.stopped = True
+            raise TransientError("the worker stopped here")
+        await super().append(entries)
+
+
+@pytest.mark.parametrize("stops", ["store", "history"])
+def test_a_redaction_interrupted_by_a_crash_is_recorded_once_when_the_turn_comes_again(
+    tmp_path: Path, stops: str
+) -> None:
+    async def scenario() -> None:
+        db = tmp_path / "m.db"
+        clock = FixedClock(START + timedelta(days=30))
+        settings = load_settings({"MEMORY_EMBEDDER": "hash"}, sqlite_path=str(db))
+        store = (_StoreThatStopsOnce if stops == "store" else SQLiteMemoryStore)(db, clock=clock)
+        history = (_HistoryThatStopsOnce if stops == "history" else SQLiteHistoryStore)(db)
+        async with build_service(settings, embedder=HashingEmbedder(), clock=clock, store=store, history=history) as service:
+            await service.ingest(turn(0, ("user", "I'm vegetarian. I live in Berlin.")))
+            forget = turn(1, ("user", "Please forget that I'm vegetarian."))
+            with pytest.raises(TransientError):
+                await service.ingest(forget)
+            assert (await service.ingest(forget)).status == "resumed"
+            (episode,) = [e for e in by_kind(await everything(service), MemoryKind.EPISODE) if e.provenance[0].turn_id == "t0"]
+            assert episode.memory == "I live in Berlin."
+            entries: list[HistoryEntry] = await service.history_of(SCOPE, episode.id)
+            assert [h.event.value for h in entries] == ["ADD", "UPDATE"]
+            assert entries[-1].after is not None and entries[-1].after["memory"] == "I live in Berlin."
 
     asyncio.run(scenario())
 
