@@ -992,16 +992,16 @@ class SQLiteMemoryStore:
         keys = [page.keys[int(at)] for at in write.rows]
         with self._transaction():
             seq = self._next_seq()
-            self._conn.executemany(
+            written = self._conn.executemany(
                 "UPDATE memories SET retention_score = ?, status = ?, seq = ? WHERE pk = ? AND status != ?",
                 [
                     (float(retention), active if now_active else archived, seq, key, MemoryStatus.DELETED.value)
                     for key, now_active, retention in zip(keys, write.active, write.retention, strict=True)
                 ],
-            )
+            ).rowcount
             scopes = self._rows_by_pk("SELECT DISTINCT user_id, agent_id FROM memories WHERE pk IN ({})", keys)
             self._bump_scopes(((str(u), str(a)) for u, a in scopes), seq)
-        return len(keys)
+        return written
 
     def close_sync(self) -> None:
         """Close the connection (synchronous callers)."""
