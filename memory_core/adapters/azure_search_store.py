@@ -757,19 +757,25 @@ class AzureSearchMemoryStore:
     async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
         """Id and scope of rows of a retention page (their keys are the ids): one query per 1,000."""
         ids = [str(k) for k in keys]
-        found: dict[str, MemoryRef] = {}
+        documents = await self._by_ids("forgetting refs", ids, ["id", "user_id", "agent_id"])
+        found = {str(d["id"]): MemoryRef(str(d["id"]), str(d["user_id"]), str(d["agent_id"])) for d in documents}
+        return [found.get(i) for i in ids]  # None: purged since the scan
+
+    async def _by_ids(
+        self, operation: str, ids: Sequence[str], select: list[str], where: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The documents with these ids that also match ``where``: one query per 1,000 ids."""
+        documents: list[dict[str, Any]] = []
         for start in range(0, len(ids), MAX_PAGE):
             chunk = ids[start : start + MAX_PAGE]
-            documents = await self._query(
-                "forgetting refs",
+            documents += await self._query(
+                operation,
                 search_text=None,
-                filter=odata.id_in(chunk),
-                select=["id", "user_id", "agent_id"],
+                filter=odata.and_(odata.id_in(chunk), where),
+                select=select,
                 top=len(chunk),
             )
-            for d in documents:
-                found[str(d["id"])] = MemoryRef(str(d["id"]), str(d["user_id"]), str(d["agent_id"]))
-        return [found.get(i) for i in ids]  # None: purged since the scan
+        return documents
 
     async def write_retention(self, write: RetentionWrite) -> int:
         """Merge ``status`` and ``retention_score`` into the given rows.
@@ -786,20 +792,13 @@ class AzureSearchMemoryStore:
         }
         if not wanted:
             return 0
-        live: set[str] = set()
-        ids = list(wanted)
-        for start in range(0, len(ids), MAX_PAGE):
-            chunk = ids[start : start + MAX_PAGE]
-            documents = await self._query(
-                "forgetting recheck",
-                search_text=None,
-                filter=odata.and_(
-                    odata.id_in(chunk), odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED])
-                ),
-                select=["id"],
-                top=len(chunk),
-            )
-            live.update(str(d["id"]) for d in documents)
+        documents = await self._by_ids(
+            "forgetting recheck",
+            list(wanted),
+            ["id"],
+            where=odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]),
+        )
+        live = {str(d["id"]) for d in documents}
         actions = [
             {
                 "@search.action": "merge",

@@ -352,7 +352,7 @@ def prepare_schema(conn: sqlite3.Connection, path: str) -> int:
     Raises:
         ConflictError: The file is another program's database, or was written by a newer version.
     """
-    check_ownership(conn, path)
+    check_file(conn, path)  # again, inside the transaction: another process may have changed it since
     fresh = "memories" not in _tables(conn)
     for statement in _split(_TABLES.format(columns=",\n    ".join(c.ddl() for c in RECORD_COLUMNS))):
         conn.execute(statement)
@@ -366,13 +366,7 @@ def prepare_schema(conn: sqlite3.Connection, path: str) -> int:
         found = 0
     else:
         found = int(row[0])
-    current = max(found, 1)
-    if current > SCHEMA_VERSION:
-        raise ConflictError(
-            f"{path} has store schema {current}, written by a newer memory-core; this version reads up to "
-            f"{SCHEMA_VERSION} (upgrade memory-core)"
-        )
-    for version in range(current + 1, SCHEMA_VERSION + 1):
+    for version in range(max(found, 1) + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[version](conn)
     _add_missing_columns(conn)
     conn.execute(

@@ -32,7 +32,15 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..models import MemoryKind, MemorySearchOptions, RankingProfile, Scope, SearchMode
+from ..models import (
+    CandidateKind,
+    MemoryKind,
+    MemorySearchOptions,
+    MemoryStatus,
+    RankingProfile,
+    Scope,
+    SearchMode,
+)
 from ..ports import Embedder, EmbedderWrapper, FixedClock
 from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
 from .metrics import DEFAULT_KS, MetricAccumulator
@@ -178,8 +186,10 @@ def _covered(record: Any, evidence: set[str]) -> str | None:
 
 
 async def _ask(
-    service: Any, case: PipelineCase, options: MemorySearchOptions, into: MetricAccumulator
+    service: Any, case: PipelineCase, config: tuple[SearchMode, RankingProfile], into: MetricAccumulator
 ) -> None:
+    mode, profile = config
+    options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
     for question, evidence, group in case.questions:
         result = await service.search(case.scope, question, options, recall=False)
         ranked = [_covered(h.record, evidence) or f"m:{h.record.id}" for h in result.hits]
@@ -220,37 +230,26 @@ async def evaluate_cases(
                     clock.set(datetime.fromisoformat(body["occurred_at"]))
                     result = await service.ingest(body)
                     stats["turns"] += 1
-                    if any(s.decision.candidate.kind.value == "fact" for s in result.steps):
+                    if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
                         stats["turns_with_a_fact"] += 1
                     if progress is not None:
                         progress.advance()
                 ingest_seconds += time.perf_counter() - started
                 clock.set(case.asked_at)
                 records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
-                active = [r for r in records if r.status.value == "active"]
+                active = [r for r in records if r.status is MemoryStatus.ACTIVE]
                 stats["facts_active"] += sum(r.kind is MemoryKind.FACT for r in active)
                 stats["episodes_active"] += sum(r.kind is MemoryKind.EPISODE for r in active)
                 for r in records:
-                    if r.status.value != "deleted":
+                    if r.status is not MemoryStatus.DELETED:
                         remembered_turns.update((case.name, s.turn_id) for s in r.provenance)
                 for _, evidence, _ in case.questions:
                     evidence_turns.update((case.name, e) for e in evidence)
 
-                for (mode, profile), acc in before.items():
-                    await _ask(
-                        service,
-                        case,
-                        MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS)),
-                        acc,
-                    )
+                for config, acc in before.items():
+                    await _ask(service, case, config, acc)
                 await service.apply_forgetting(dry_run=False)
-                mode, profile = DEFAULT
-                await _ask(
-                    service,
-                    case,
-                    MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS)),
-                    after,
-                )
+                await _ask(service, case, DEFAULT, after)
             finally:
                 await service.close()
             stats["store_bytes"] += sum(p.stat().st_size for p in Path(tmp).glob(f"{case.name}.db*"))
