@@ -25,7 +25,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -54,6 +54,7 @@ __all__ = [
     "LocomoData",
     "LocomoQuestion",
     "LocomoTurn",
+    "add_audit_arguments",
     "apply_audit",
     "audit_path",
     "evaluate",
@@ -113,6 +114,17 @@ class LocomoData:
 
     def conversations(self) -> list[int]:
         return sorted({t.conversation for t in self.turns})
+
+    def first(self, count: int | None) -> LocomoData:
+        """The first ``count`` conversations only (all of them when ``count`` is ``None`` or 0)."""
+        if not count:
+            return self
+        keep = set(self.conversations()[:count])
+        return replace(
+            self,
+            turns=[t for t in self.turns if t.conversation in keep],
+            questions=[q for q in self.questions if q.conversation in keep],
+        )
 
 
 def normalize_evidence(values: Iterable[Any]) -> list[str]:
@@ -491,14 +503,18 @@ def audit_path(args: argparse.Namespace) -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
+def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--audit`` and ``--no-audit`` (what :func:`audit_path` reads)."""
+    parser.add_argument(
+        "--audit", metavar="PATH", help="LoCoMo audit errors JSON (default: next to --data if present)"
+    )
+    parser.add_argument("--no-audit", action="store_true", help="use LoCoMo's gold evidence as published")
+
+
 async def main(args: argparse.Namespace, out: TextIO) -> int:
     """``memory-core eval locomo``."""
     audit = audit_path(args)
-    data = load_locomo(args.data, audit)
-    if args.limit_conversations:
-        keep = set(data.conversations()[: args.limit_conversations])
-        data.turns = [t for t in data.turns if t.conversation in keep]
-        data.questions = [q for q in data.questions if q.conversation in keep]
+    data = load_locomo(args.data, audit).first(args.limit_conversations)
     embedder = getattr(args, "embedder_instance", None) or default_embedder()
     report = await evaluate(
         data,
@@ -520,10 +536,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``eval locomo`` options."""
     parser.add_argument("--data", required=True, metavar="PATH", help="locomo10.json")
-    parser.add_argument(
-        "--audit", metavar="PATH", help="audit errors JSON (default: next to --data if present)"
-    )
-    parser.add_argument("--no-audit", action="store_true", help="use the gold evidence as published")
+    add_audit_arguments(parser)
     parser.add_argument(
         "--modes",
         nargs="+",

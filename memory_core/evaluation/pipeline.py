@@ -43,6 +43,15 @@ from ..models import (
 )
 from ..ports import Embedder, EmbedderWrapper, FixedClock
 from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
+from .locomo import (
+    CATEGORY_NAMES,
+    EVALUATED_CATEGORIES,
+    LocomoData,
+    add_audit_arguments,
+    audit_path,
+    load_locomo,
+)
+from .locomo import evaluate as evaluate_raw
 from .metrics import DEFAULT_KS, MetricAccumulator
 
 __all__ = ["CachingEmbedder", "PipelineCase", "add_arguments", "evaluate_cases", "main"]
@@ -116,13 +125,10 @@ class PipelineCase:
         self.asked_at = asked_at
 
 
-def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[PipelineCase], Any]:
-    from .locomo import CATEGORY_NAMES, EVALUATED_CATEGORIES, load_locomo
-
-    data = load_locomo(path, audit)
-    conversations = data.conversations()[:limit] if limit else data.conversations()
+def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[PipelineCase], LocomoData]:
+    data = load_locomo(path, audit).first(limit)
     cases = []
-    for c in conversations:
+    for c in data.conversations():
         scope = Scope.of(f"conv{c}", "locomo")
         turns, last = [], None
         offsets: dict[datetime, int] = {}
@@ -377,16 +383,9 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     report: dict[str, Any] = {"benchmark": "pipeline", "embedder": inner.name, "sets": {}}
     try:
         if args.data:
-            from .locomo import audit_path
-
             cases, data = locomo_cases(args.data, audit_path(args), args.limit_conversations)
             section = await evaluate_cases(cases, embedder=embedder, modes=modes, out=out)
             embedder.save()
-            from .locomo import evaluate as evaluate_raw
-
-            keep = {int(c.name.split("-")[1]) for c in cases}
-            data.turns = [t for t in data.turns if t.conversation in keep]
-            data.questions = [q for q in data.questions if q.conversation in keep]
             raw = await evaluate_raw(
                 data,
                 embedder=inner,
@@ -410,8 +409,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``eval pipeline`` options."""
     parser.add_argument("--data", metavar="PATH", help="locomo10.json (without it: the Japanese set only)")
-    parser.add_argument("--audit", metavar="PATH", help="LoCoMo audit errors JSON (default: next to --data)")
-    parser.add_argument("--no-audit", action="store_true", help="use LoCoMo's evidence as published")
+    add_audit_arguments(parser)
     parser.add_argument(
         "--set", metavar="PATH", help="the Japanese evaluation set (default: the packaged one)"
     )
