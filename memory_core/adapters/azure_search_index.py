@@ -100,29 +100,29 @@ def document_field(name: str) -> str:
 
 
 #: How each :class:`MemoryRecord` field is indexed (its EDM type comes from the model's annotation):
-#: ``key``, ``scope`` (filterable), ``facet`` (filterable, facetable), ``text`` (searchable with
-#: the Japanese analyzer), ``label`` (searchable, filterable, facetable), ``number`` / ``time``
-#: (filterable, sortable: filters, ``$orderby`` and scoring profiles), ``plain`` (filterable),
-#: ``stored`` (retrievable only), ``vector``. A model field missing here makes :func:`build_index`
-#: fail, so a new field cannot be left out of the index silently.
+#: ``key``, ``filter`` (filterable), ``facet`` (filterable, facetable), ``text`` (searchable with
+#: the Japanese analyzer), ``label`` (searchable, filterable, facetable), ``sort`` (filterable,
+#: sortable: filters, ``$orderby`` and scoring profiles), ``stored`` (retrievable only), ``vector``.
+#: A model field missing here makes :func:`build_index` fail, so a new field cannot be left out of
+#: the index silently.
 FIELD_ROLES: dict[str, str] = {
     "id": "key",
-    "user_id": "scope",
+    "user_id": "filter",
     "agent_id": "facet",
     "memory": "text",
     "summary": "text",
     "category": "label",
-    "importance": "number",
-    "confidence": "number",
-    "status": "status",
-    "source": "scope",
-    "kind": "status",
-    "retention_score": "number",
-    "access_count": "number",
-    "created_at": "time",
-    "updated_at": "time",
-    "last_accessed_at": "time",
-    "expires_at": "time",
+    "importance": "sort",
+    "confidence": "sort",
+    "status": "facet",
+    "source": "filter",
+    "kind": "facet",
+    "retention_score": "sort",
+    "access_count": "sort",
+    "created_at": "sort",
+    "updated_at": "sort",
+    "last_accessed_at": "sort",
+    "expires_at": "sort",
     "metadata": "stored",
     "provenance": "stored",
     "embedding": "vector",
@@ -204,10 +204,6 @@ async def close_credential(credential: object) -> None:
         await close()
 
 
-def _field(name: str, type_: str, **flags: Any) -> SearchField:
-    return SearchField(name=name, type=type_, **flags)
-
-
 def _edm_type(name: str) -> str:
     annotation, _ = field_type(MemoryRecord, name)
     if annotation is datetime:
@@ -226,13 +222,11 @@ def _edm_type(name: str) -> str:
 _NOT = {"searchable": False, "filterable": False, "sortable": False, "facetable": False, "retrievable": True}
 _FLAGS: dict[str, dict[str, Any]] = {
     "key": {**_NOT, "key": True, "filterable": True, "sortable": True},
-    "scope": {**_NOT, "filterable": True},
+    "filter": {**_NOT, "filterable": True},
     "facet": {**_NOT, "filterable": True, "facetable": True},
     "text": {**_NOT, "searchable": True, "analyzer_name": ANALYZER},
     "label": {**_NOT, "searchable": True, "filterable": True, "facetable": True},
-    "status": {**_NOT, "filterable": True, "facetable": True},
-    "number": {**_NOT, "filterable": True, "sortable": True},
-    "time": {**_NOT, "filterable": True, "sortable": True},
+    "sort": {**_NOT, "filterable": True, "sortable": True},
     "stored": dict(_NOT),
 }
 
