@@ -118,12 +118,14 @@ class SQLiteHistoryStore:
     def _next_seq(self) -> int:
         row = self._conn.execute("SELECT value FROM history_meta WHERE key = 'seq'").fetchone()
         seq = (int(row[0]) if row else 0) + 1
-        self._conn.execute(
-            "INSERT INTO history_meta (key, value) VALUES ('seq', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (str(seq),),
-        )
+        self._put_meta("seq", str(seq))
         return seq
+
+    def _put_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO history_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     def _insert(self, entry_id: str, entry: HistoryEntry, step: int | None, position: int, seq: int) -> None:
         self._conn.execute(
@@ -359,11 +361,7 @@ class SQLiteHistoryStore:
             if value is None:
                 self._conn.execute("DELETE FROM history_meta WHERE key = ?", (key,))
             else:
-                self._conn.execute(
-                    "INSERT INTO history_meta (key, value) VALUES (?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    (key, value),
-                )
+                self._put_meta(key, value)
 
     async def close(self) -> None:
         with self._lock:

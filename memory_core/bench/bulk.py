@@ -22,6 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
+from ..adapters.sqlite_schema import RECORD_COLUMNS, insert_sql
 from ..adapters.sqlite_store import SEARCH_FIELDS, SQLiteMemoryStore
 from ..evaluation.common import Progress
 from ..policy import HumanMemoryPolicy
@@ -131,6 +132,9 @@ def bulk_build(
     scopes: set[str] = set()
     written = 0
     retention_of: Callable[..., np.ndarray] = policy.retention_array
+    # Every column a row of the schema has (insert_sql's order), its field's default unless set below.
+    defaults = {c.name: c.encode(c.default) for c in RECORD_COLUMNS}
+    order = [c.name for c in RECORD_COLUMNS]
     while written < spec.store_size:
         n = min(chunk, spec.store_size - written)
         index = np.arange(written, written + n)
@@ -166,40 +170,28 @@ def bulk_build(
             scopes.add(user)
             category = _CATEGORIES[int(cats[j])]
             category_uses[category] += 1
-            rows.append(
-                (
-                    f"m{s:06d}x{int(index[j]) % spec.scope_size:07d}",
-                    user,
-                    "bench",
-                    pool[int(picks[j])],
-                    "",
-                    category,
-                    float(importance[j]),
-                    0.6,
-                    "active" if active[j] else "archived",
-                    "bench",
-                    "fact",
-                    float(retention[j]),
-                    int(access[j]),
-                    float(updated[j]),
-                    float(updated[j]),
-                    None if np.isnan(accessed[j]) else float(accessed[j]),
-                    None if np.isnan(expires[j]) else float(expires[j]),
-                    "{}",
-                    "[]",
-                    vectors[j].tobytes(),
-                    terms_json(int(picks[j]), category),
-                    1,
-                )
-            )
+            values = {
+                **defaults,
+                "id": f"m{s:06d}x{int(index[j]) % spec.scope_size:07d}",
+                "user_id": user,
+                "agent_id": "bench",
+                "memory": pool[int(picks[j])],
+                "category": category,
+                "importance": float(importance[j]),
+                "confidence": 0.6,
+                "status": "active" if active[j] else "archived",
+                "source": "bench",
+                "retention_score": float(retention[j]),
+                "access_count": int(access[j]),
+                "created_at": float(updated[j]),
+                "updated_at": float(updated[j]),
+                "last_accessed_at": None if np.isnan(accessed[j]) else float(accessed[j]),
+                "expires_at": None if np.isnan(expires[j]) else float(expires[j]),
+                "embedding": vectors[j].tobytes(),
+            }
+            rows.append((*(values[name] for name in order), terms_json(int(picks[j]), category), 1))
         conn.execute("BEGIN")
-        conn.executemany(
-            "INSERT INTO memories (id, user_id, agent_id, memory, summary, category, importance, confidence, "
-            "status, source, kind, retention_score, access_count, created_at, updated_at, last_accessed_at, "
-            "expires_at, metadata, provenance, embedding, terms, seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        conn.executemany(insert_sql(), rows)
         conn.execute("COMMIT")
         written += n
         if progress is not None:
