@@ -14,12 +14,18 @@ alike objects (drinks, seats, cities...), so "コーヒーが好き" → "紅茶
 "コーヒーが好き" → "京都の旅館が好き" is another fact. In order:
 
 1. forget request → DELETE of exactly the one memory (active or archived) that best covers what is
-   to be forgotten (NONE when nothing matches);
+   to be forgotten (NONE when nothing matches); when that memory joins several statements ("I'm vegan
+   and I have two cats") and the request names only some, an UPDATE keeps the rest
+   (:func:`statement_clauses`);
 2. no neighbour → ADD;
 3. same normalized text → NONE (a restatement is rehearsal: decay restarts and importance and
    confidence grow a little, see :data:`REHEARSAL_IMPORTANCE`; it is never DELETE or a copy);
 4. a contradiction (:func:`find_contradiction`) → the old memory is **superseded by an UPDATE that
-   replaces its text** (see below);
+   replaces its text** (see below). Only the same person's statements contradict (a memory that names
+   its speaker, "Caroline: ...", is compared with that speaker's), a negation must negate the
+   statement's predicate ("not only jazz" negates nothing), a one-value predicate is a named slot
+   (home, job, name, "favourite X"...: one shared word is not a slot), and a statement about the past
+   ("when I was a kid") replaces nothing the user holds now;
 5. same content, nothing contradicting → NONE, or UPDATE when the new statement adds a number or date;
 6. the new statement covers the old one and adds detail → UPDATE (the more detailed text);
    the old one already covers the new one → NONE;
@@ -44,6 +50,7 @@ delete.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -96,8 +103,11 @@ __all__ = [
     "compare_statements",
     "decide_with_rules",
     "find_contradiction",
+    "join_clauses",
     "normalized_statement",
     "rehearsed_importance",
+    "split_speaker",
+    "statement_clauses",
     "statement_features",
     "thresholds_for",
 ]
@@ -219,15 +229,20 @@ _KANJI_COUNT_RX = re.compile(r"([一二三四五六七八九十])(?=[人匹頭�
 # Polarity: negative expressions first (they contain the positive ones).
 _NEGATIVE_JA = re.compile(
     r"(?:大|だい)?(?:好|す)き(?:じゃ|では|で?も)(?:な(?:い|かった|くなった)|ありません)|"
-    r"(?:好|す)きになれない|苦手|にがて|(?:大)?嫌い|きらい|無理|ダメ|だめ|NG|避け|控え|やめた|止めた|"
+    r"(?:好|す)きになれない|苦手|にがて|(?:大)?嫌い|きらい|無理|ダメ|だめ|NG|避け|控え|やめた|止めた|弱い|弱く|"
     r"(?:食べ|飲め|飲|食べれ|乗れ|行け|でき|出来)(?:られ)?(?:ない|ません)|"
     r"(?:な(?:い|かった)|ません|ず)(?:です|でした|よ|ね)*$"
 )
-_POSITIVE_JA = re.compile(r"(?:大|だい)?(?:好|す)き|気に入って|お気に入り|愛用|好み|好んで|得意|派")
+_POSITIVE_JA = re.compile(
+    r"(?:大|だい)?(?:好|す)き|気に入って|お気に入り|愛用|好み|好んで|得意|派|(?:が|の方が|のほうが)(?:いい|良い)|"
+    r"最優先|優先|重視|できれば|出来れば"
+)
+#: A negation of the statement: its predicate negated ("I don't like", "I'm not a fan", "can't eat"),
+#: not a "not" somewhere in it ("not only jazz", "not sure why, but I love...", "window, not aisle").
 _NEGATIVE_EN = re.compile(
     r"\b(?:hate|hates|dislike|dislikes|detest|can't stand|cannot stand|can not stand|not a fan|"
-    r"allergic)\b|\b(?:don't|do not|doesn't|does not|didn't|did not|never|no longer|not|can't|cannot|"
-    r"won't|isn't|aren't|am not|'m not)\b"
+    r"allergic)\b|\b(?:don't|do not|doesn't|does not|didn't|did not|never|no longer|can't|cannot|"
+    r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure|even|that)\b)"
 )
 _POSITIVE_EN = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|adore|fond|favou?rite|fan)\b")
 
@@ -241,14 +256,59 @@ _ADDITIVE_MARKERS = re.compile(
     r"(?<=[\u30a0-\u30ff\u4e00-\u9fffa-z0-9])も(?!う)|また|他に|ほかに|\balso\b|\btoo\b|\bas well\b|"
     r"\bin addition\b"
 )
-_SINGLE_VALUED = re.compile(
-    r"一番|いちばん|住んで|住み|住まい|名前|職業|仕事は|勤め|勤務|出身|誕生日|歳|才|好きな.+は|"
-    r"\bfavou?rite\b|\blive in\b|\blives in\b|\bliving in\b|\bmy name\b|\bname is\b|\bcall me\b|"
-    r"\bwork (?:at|for|as)\b|\bjob\b|\bborn\b|\bbirthday\b|\byears old\b|\bmy age\b"
+#: Predicates that hold one value at a time, each its own slot: a new value in the same slot replaces the
+#: old one ("I live in Berlin" → "I moved to Munich"), a value in another slot does not ("my favorite
+#: fantasy novels" and "my favorite fantasy shows" are two slots; "I lost my job" names no job).
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("home", re.compile(
+        r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
+        r"\blive in\b|\blives in\b|\bliving in\b|"
+        r"\b(?:moved|moving|relocated) to\b"
+    )),
+    ("household", re.compile(
+        r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"
+    )),
+    ("name", re.compile(r"名前|と申します|\bmy name\b|\bname is\b|\bcall me\b")),
+    ("job", re.compile(
+        r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
+        r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
+        r"\bwork (?:at|for|as)\b|"
+        r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
+        r"\b(?:started|starting|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
+    )),
+    ("origin", re.compile(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b")),
+    ("birthday", re.compile(r"誕生日|\bbirthday\b")),
+    ("age", re.compile(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b")),
 )
+#: Said of the past ("when I was a kid", 「子どもの頃は」, "I used to"): not a value the user holds now, so
+#: it neither replaces nor is replaced by one ("I grew up near Hamburg" beside "I live in Munich").
+_BYGONE = re.compile(
+    r"頃|昔|以前は|前は|かつて|当時|住んでいました|住んでいた|働いていました|働いていた|"
+    r"\bused to\b|\bwhen i was\b|\bas a (?:kid|child|teen|teenager)\b|\bgrew up\b|\blived in\b|"
+    r"\bback (?:then|in)\b|\bworked (?:at|for|as)\b|\bgrowing up\b"
+)
+_MOVE_JA = re.compile(r"引っ越し|引っ越|引越し")
+#: Phrases that are one object: "morning person", "night owl".
+_PHRASES = {"morning person": "morningperson", "early bird": "morningperson", "night owl": "nightowl"}
+_PHRASES_RX = re.compile(r"\b(?:" + "|".join(_PHRASES) + r")\b")
+#: "favorite X is", 「好きなXは」: the slot is X.
+_FAVOURITE_SLOT = re.compile(
+    r"\bfavou?rite ((?:[a-z'-]+ ){0,2}?[a-z'-]+?)(?:s)? (?:is|are|was|were|has to be|would be)\b|"
+    r"\bfavou?rite ((?:[a-z'-]+ )?[a-z'-]+)|(?:一番|いちばん)?好きな(.{1,12}?)は"
+)
+
 # "X じゃなくて Y", "Y instead of X": X is what the statement replaces.
-_REPLACED_JA = re.compile(r"([^\s、,。]+?)(?<!き)(?<!い)(?:じゃなくて|ではなくて|ではなく|じゃなく|より(?:も)?|をやめて)")
-_REPLACED_EN = re.compile(r"\b(?:instead of|rather than|than)\s+(\w+(?:\s+\w+)?)")
+_REPLACED_JA = re.compile(
+    r"([^\s、,。]+?)(?<!き)(?<!い)(?:じゃなくて|ではなくて|ではなく|じゃなく|より(?:も)?|(?:を|は)やめて)"
+)
+_REPLACED_EN = re.compile(r"\b(?:instead of|rather than|than)\s+(\w+(?:\s+\w+)?)|[,;]\s*not\s+(\w+(?:\s+\w+)?)")
+#: "Caroline: I just got accepted...": a memory that names its speaker (see :func:`extraction.with_speaker`).
+_SPEAKER = re.compile(r"^([^:：\s][^:：\n]{0,63}?)[:：]\s+(?=\S)")
+#: An absolute date written after a relative one: "(30 april 2026)", "(week of 4 may 2026)", "(2026年5月)".
+_ANNOTATION_RX = re.compile(
+    r"\((?:(week|weekend) of )?(?:(\d{1,2}) )?(?:(" + "|".join(_MONTHS_EN) + r") )?(\d{4})\)|"
+    r"\((\d{4})年(?:(\d{1,2})月(?:(\d{1,2})日)?)?(?:の(週末|週))?\)"
+)
 
 # Words that carry no content of their own.
 _STOP_EN = frozenset(
@@ -257,10 +317,12 @@ _STOP_EN = frozenset(
     it its it's have has had having now anymore instead any more usually always often just actually still
     kind sort than rather would will i'd i'll i've i're there about from by all some going go get got
     things thing stuff one ones prefer like love enjoy hate dislike favorite favourite fan not don't
-    no never can't cannot won't doesn't isn't aren't these days nowadays switched changed every""".split()
+    no never can't cannot won't doesn't isn't aren't these days nowadays switched changed every finally
+    recently already currently mostly""".split()
 )
 _STOP_JA_UNITS = frozenset(
-    {"私", "僕", "俺", "自分", "わたし", "ぼく", "おれ", "もの", "こと", "の", "方", "ほう", "感じ", "最近", "今", "時"}
+    {"私", "僕", "俺", "自分", "わたし", "ぼく", "おれ", "もの", "こと", "の", "方", "ほう", "感じ", "最近", "今", "時",
+     "本当", "全然", "結構", "少", "大変", "非常"}
 )
 _PARTICLES = ("から", "まで", "より", "って", "が", "は", "を", "に", "で", "も", "の", "と", "へ", "や", "か", "ね", "よ", "な")
 _ENDINGS = (
@@ -287,7 +349,7 @@ _LEXICON: tuple[str, ...] = (
     "japanese-food 和食|western-food 洋食|chinese-food 中華|italian イタリアン|french フレンチ|"
     "sushi 寿司 すし|ramen ラーメン|soba 蕎麦 そば|udon うどん|curry カレー|yakiniku 焼肉|pizza ピザ|"
     "pasta パスタ|burger バーガー ハンバーガー",
-    "morning-person 朝型|night-owl 夜型",
+    "morning-person 朝型 morningperson 早起|night-owl 夜型 nightowl 夜更",
     "tokyo 東京|osaka 大阪|kyoto 京都|sapporo 札幌|fukuoka 福岡|nagoya 名古屋|yokohama 横浜|kobe 神戸|"
     "sendai 仙台|hiroshima 広島|naha 那覇|okinawa 沖縄|hokkaido 北海道|kanazawa 金沢|nara 奈良|"
     "hakone 箱根|london ロンドン|paris パリ|seattle シアトル|new-york ニューヨーク",
@@ -297,7 +359,8 @@ _LEXICON: tuple[str, ...] = (
 )
 #: The same thing in both languages (no slot): words that only canonicalize.
 _SYNONYMS: tuple[str, ...] = (
-    "seat 席 座席", "room 部屋", "food 料理 食べ物", "drink 飲み物", "trip 旅行", "live 住 住まい",
+    "seat 席 座席", "room 部屋", "food 料理 食べ物", "drink 飲み物", "trip 旅行",
+    "live 住 住まい 引越 moved move moving relocated",
     "work 勤め 勤務 働", "name 名前", "birthday 誕生日", "kid 子供 子ども", "lesson レッスン",
 )
 
@@ -407,8 +470,11 @@ class StatementFeatures:
         terms: Index terms of the content words (words and CJK bigrams), for overlap.
         change: The statement says something changed (今は, もう, now, instead...).
         additive: The statement adds to what is known (紅茶も, also, too...).
-        single_valued: The predicate holds one value at a time (住んで, favorite, name...).
-        replaced: Words the statement says it replaces ("X じゃなくて", "instead of X").
+        slots: The one-value-at-a-time predicates the statement fills (``home``, ``job``, ``name``,
+            ``fav:color``...): a new value in the same slot replaces the old one.
+        replaced: Words the statement says it replaces ("X じゃなくて", "instead of X", ", not X").
+        speaker: Who said it, when the memory names its speaker ("Caroline: ..."), lower case.
+        bygone: The statement is about the past ("when I was a kid", 「子どもの頃は」, "I used to").
     """
 
     text: str
@@ -420,15 +486,27 @@ class StatementFeatures:
     terms: frozenset[str]
     change: bool
     additive: bool
-    single_valued: bool
+    slots: frozenset[str]
     replaced: tuple[str, ...]
+    speaker: str | None = None
+    bygone: bool = False
+
+    @property
+    def single_valued(self) -> bool:
+        """The predicate holds one value at a time (住んで, favorite, name...)."""
+        return bool(self.slots)
 
 
+@functools.lru_cache(maxsize=4096)
 def statement_features(statement: str) -> StatementFeatures:
-    """The features of one statement (pure; see :class:`StatementFeatures`)."""
+    """The features of one statement (pure, so the last few thousand are kept: consolidation compares
+    the same neighbours again and again; see :class:`StatementFeatures`)."""
+    speaker, statement = split_speaker(statement)
     text = normalize(statement)
-    for kanji, digit in _KANJI_NUMBERS.items():
-        text = re.sub(rf"{kanji}(?=[人匹頭歳才回杯冊台本枚つ])", digit, text)
+    text = _MOVE_JA.sub("引越", text)
+    text = _PHRASES_RX.sub(lambda m: _PHRASES[m.group(0)], text)
+    bygone = bool(_BYGONE.search(text))
+    text = _KANJI_COUNT_RX.sub(lambda m: _KANJI_NUMBERS[m[1]], text)
     when: list[str] = []
 
     def take(pattern: re.Pattern[str], render: Any, value: str) -> str:
@@ -438,6 +516,8 @@ def statement_features(statement: str) -> StatementFeatures:
 
         return pattern.sub(sub, value)
 
+    text = take(_ANNOTATION_RX, _render_annotation, text)
+    absolute = bool(when)
     text = take(_DATE_ISO_RX, lambda m: f"date:{int(m[1])}-{int(m[2])}-{int(m[3])}", text)
     text = take(_TIME_JA_RX, _render_time_ja, text)
     text = take(_TIME_EN_RX, _render_time_en, text)
@@ -446,18 +526,24 @@ def statement_features(statement: str) -> StatementFeatures:
     text = take(_WEEKDAY_JA_RX, lambda m: f"day:{_WEEKDAYS_JA[m[1]]}", text)
     text = take(_WEEKDAY_EN_RX, lambda m: f"day:{_WEEKDAYS_EN[m[1]]}", text)
     text = take(_RELATIVE_RX, lambda m: f"rel:{_RELATIVE[m[0]]}", text)
+    if absolute:  # "next week (week of 4 may 2026)": the absolute date says it, on any day it is read
+        when[:] = [w for w in when if not w.startswith("rel:")]
     numbers = sorted(_NUMBER_RX.findall(text))
     text = _NUMBER_RX.sub(" ", text)
 
     replaced: list[str] = []
     for rx in (_REPLACED_JA, _REPLACED_EN):
         for match in rx.finditer(text):
-            replaced.extend(_canonical(u) for u in _content_units(match.group(1)))
+            words = next(g for g in match.groups() if g)
+            replaced.extend(_canonical(u) for u in _content_units(words))
         text = rx.sub(" ", text)
 
     change = bool(_CHANGE_MARKERS.search(text))
     additive = bool(_ADDITIVE_MARKERS.search(text))
-    single_valued = bool(_SINGLE_VALUED.search(text))
+    slots = {name for name, pattern in _SLOTS if pattern.search(text)}
+    for match in _FAVOURITE_SLOT.finditer(text):
+        words = next(g for g in match.groups() if g)
+        slots.add("fav:" + " ".join(_lemma(w) for w in words.split()))
     text = _CHANGE_MARKERS.sub(" ", text)
 
     polarity = 0
@@ -488,9 +574,29 @@ def statement_features(statement: str) -> StatementFeatures:
         terms=frozenset(terms),
         change=change,
         additive=additive,
-        single_valued=single_valued,
+        slots=frozenset(slots),
         replaced=tuple(replaced),
+        speaker=speaker.casefold() if speaker else None,
+        bygone=bygone,
     )
+
+
+def split_speaker(statement: str) -> tuple[str | None, str]:
+    """``("Caroline", "I just got accepted...")`` for a memory that names its speaker, else
+    ``(None, statement)``."""
+    match = _SPEAKER.match(statement)
+    if match is None:
+        return None, statement
+    return match.group(1).strip(), statement[match.end():]
+
+
+def _render_annotation(match: re.Match[str]) -> str:
+    if match[4] is not None:  # English: (week of 4 may 2026), (30 april 2026), (october 2026), (2025)
+        unit = match[1] or ("day" if match[2] else "month" if match[3] else "year")
+        month = _MONTHS_EN[match[3]] if match[3] else 0
+        return f"abs:{match[4]}-{month}-{match[2] or 0}/{unit}"
+    unit = {"週": "week", "週末": "weekend"}.get(match[8] or "", "day" if match[7] else "month" if match[6] else "year")
+    return f"abs:{match[5]}-{int(match[6] or 0)}-{int(match[7] or 0)}/{unit}"
 
 
 def _content_units(text: str) -> list[str]:
@@ -584,6 +690,16 @@ class Comparison:
         return bool(self.new.terms) and self.new.terms < self.old.terms
 
     @property
+    def replaced(self) -> list[str]:
+        """The old statement's words the new one says it replaces ("ピアノはやめて", "instead of tea")."""
+        return [u for u in self.old.units if any(u in r or r in u for r in self.new.replaced)]
+
+    @property
+    def same_speaker(self) -> bool:
+        """Both statements are the same person's (or do not say whose they are)."""
+        return self.old.speaker is None or self.new.speaker is None or self.old.speaker == self.new.speaker
+
+    @property
     def polarity_conflict(self) -> bool:
         return (self.old.polarity < 0) != (self.new.polarity < 0)
 
@@ -602,6 +718,14 @@ class Comparison:
                 if canonical == unit:
                     return written
         return unit.lstrip("≡")
+
+    def focused(self, alike: tuple[str, str]) -> bool:
+        """Besides the alike pair, each side says at most one thing the other does not (two when the new
+        statement says it is a change: 「最近は早起きして朝に仕事をしています」)."""
+        old_other = [u for u in self.only_old if self.surface(u) != alike[0]]
+        new_other = [u for u in self.only_new if self.surface(u) != alike[1]]
+        room = 2 if self.new.change else 1
+        return len(old_other) <= 1 and len(new_other) <= room
 
     @property
     def alike_objects(self) -> tuple[str, str] | None:
@@ -646,7 +770,7 @@ def find_contradiction(old: str, new: str) -> str | None:
 
 
 def _contradiction(c: Comparison) -> str | None:
-    if c.same_text:
+    if c.same_text or not c.same_speaker:
         return None
     related = c.related
     if c.polarity_conflict and related:
@@ -659,17 +783,23 @@ def _contradiction(c: Comparison) -> str | None:
         return f"date/time changed: {old_when} → {new_when}"
     if c.numbers_conflict and related:
         return f"number changed: {', '.join(c.old.numbers)} → {', '.join(c.new.numbers)}"
-    replaced = [u for u in c.old.units if any(u in r or r in u for r in c.new.replaced)]
+    replaced = c.replaced
     if replaced and c.new.units and not c.polarity_conflict:
         return f"replaced: {c.surface(replaced[0])} → {c.surface(c.new.units[0])}"
     if c.only_old and c.only_new and not c.polarity_conflict:
-        if c.new.additive:
+        if c.new.additive or c.old.bygone != c.new.bygone:
             return None
+        if c.old.slots and c.new.slots and not c.old.slots & c.new.slots:
+            return None  # where the user is from and where they live are two things
         alike = c.alike_objects
-        same_predicate = bool(c.old.terms & c.new.terms) or (c.old.polarity == c.new.polarity != 0)
-        if alike is not None and same_predicate:
+        same_predicate = (
+            bool(c.old.terms & c.new.terms) or (c.old.polarity == c.new.polarity != 0) or c.new.change
+        )
+        # the two choices are what differs: a statement that says much else is about something else
+        # (a hotel priority for one trip does not replace a liking of ryokans)
+        if alike is not None and same_predicate and c.focused(alike):
             return f"different choice in the same slot: {alike[0]} → {alike[1]}"
-        if (c.old.single_valued and c.new.single_valued) and c.old.terms & c.new.terms:
+        if c.old.slots & c.new.slots:
             return f"one value at a time: {c.surface(c.only_old[0])} → {c.surface(c.only_new[0])}"
     return None
 
@@ -730,7 +860,8 @@ class _Pair:
     @property
     def lexical(self) -> bool:
         """The two statements share content words or name alike objects."""
-        return self.comparison.related or self.comparison.alike_objects is not None
+        c = self.comparison
+        return c.related or c.alike_objects is not None or bool(c.old.slots & c.new.slots) or bool(c.replaced)
 
     @property
     def same_predicate(self) -> bool:
@@ -754,7 +885,9 @@ PairRule = Callable[[_Pair], "Verdict | _Skip | None"]
 
 
 def _rule_unrelated(p: _Pair) -> Verdict | _Skip | None:
-    """Neither close by embedding nor sharing content: another fact."""
+    """Another person's statement, or neither close by embedding nor sharing content: another fact."""
+    if not p.comparison.same_speaker:
+        return _SKIP
     return _SKIP if not p.related and not p.lexical else None
 
 
@@ -889,6 +1022,67 @@ def decide_with_rules(
     )
 
 
+_CLAUSE_EN = re.compile(
+    r"\s*(?:,\s*|;\s*)?\b(?:and|but|plus|also)\s+(?=(?:[a-z]+\s+){0,3}?(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|"
+    r"[;.]\s+",
+    re.IGNORECASE,
+)
+_CLAUSE_JA = re.compile(r"(?<![のかだ][でてしり])(?<=[でてしり])、|。")
+
+
+def statement_clauses(text: str) -> list[str]:
+    """The statements one memory joins ("I'm vegetarian and I live in Berlin" → two; 「ベジタリアンで、
+    大阪に住んでいます」 → two), as written; a reason stays with its statement (ので、, "because")."""
+    pattern = _CLAUSE_JA if _CJK_RUN.search(text) else _CLAUSE_EN
+    return [part.strip(" 、,。.！!") for part in pattern.split(text) if part.strip(" 、,。.！!")]
+
+
+def join_clauses(clauses: Sequence[str], japanese: bool) -> str:
+    """One text of the statements :func:`statement_clauses` gave (the part a forget request leaves)."""
+    if japanese:
+        return "、".join(c[:-1] + "です" if c.endswith("で") and not _HIRAGANA_END.search(c[:-1]) else c for c in clauses)
+    return ", and ".join([*clauses[:1], *(c[:1].lower() + c[1:] if c.startswith("My ") else c for c in clauses[1:])])
+
+
+_HIRAGANA_END = re.compile(r"[\u3040-\u309f]$")
+
+
+def _covers(wanted: StatementFeatures, have: StatementFeatures, similar: bool) -> float | None:
+    """How much of a forget request a statement covers (see :func:`_decide_forget`), or ``None``."""
+    if wanted.text and wanted.text == have.text:
+        return 2.0
+    if not wanted.terms:
+        return 0.0 if similar else None
+    shared = len(wanted.terms & have.terms)
+    coverage = shared / len(wanted.terms)
+    inside = bool(have.terms) and shared == len(have.terms)
+    if coverage >= 0.75 or (coverage >= 0.5 and inside) or (coverage >= 0.5 and similar):
+        return coverage
+    return None
+
+
+def _named(wanted: StatementFeatures, clause: StatementFeatures) -> bool:
+    """A forget request names this statement of a memory: it covers the request, or the request covers
+    most of it."""
+    if _covers(wanted, clause, similar=False) is not None:
+        return True
+    return bool(clause.terms) and len(wanted.terms & clause.terms) / len(clause.terms) >= 0.75
+
+
+def _remainder(wanted: StatementFeatures, memory: str) -> str | None:
+    """What is left of a compound memory once the statements a forget request names are taken out, or
+    ``None`` when the request names all of it (or the memory is one statement)."""
+    speaker, body = split_speaker(memory)
+    clauses = statement_clauses(body)
+    if len(clauses) < 2:
+        return None
+    kept = [c for c in clauses if not _named(wanted, statement_features(c))]
+    if not kept or len(kept) == len(clauses):
+        return None
+    text = join_clauses(kept, bool(_CJK_RUN.search(body)))
+    return f"{speaker}: {text}" if speaker else text
+
+
 def _decide_forget(
     candidate: MemoryCandidate, ordered: Sequence[Neighbour], thresholds: SimilarityThresholds
 ) -> Verdict:
@@ -900,25 +1094,13 @@ def _decide_forget(
     "京都の紅葉の話は忘れて" therefore leaves "京都に住んでいます" alone.
     """
     wanted = statement_features(candidate.memory)
-    target_text = normalized_statement(candidate.memory)
     best: tuple[float, float, Neighbour] | None = None
     for n in ordered:
-        if normalized_statement(n.record.memory) == target_text:
-            coverage = 2.0
-        elif wanted.terms:
-            have = statement_features(n.record.memory).terms
-            shared = len(wanted.terms & have)
-            coverage = shared / len(wanted.terms)
-            inside = bool(have) and shared == len(have)
-            if not (
-                coverage >= 0.75
-                or (coverage >= 0.5 and inside)
-                or (coverage >= 0.5 and n.similarity >= thresholds.duplicate)
-            ):
-                continue
-        elif n.similarity >= thresholds.duplicate:
-            coverage = 0.0
-        else:
+        have = statement_features(n.record.memory)
+        if wanted.speaker and have.speaker and wanted.speaker != have.speaker:
+            continue  # someone else's memory
+        coverage = _covers(wanted, have, similar=n.similarity >= thresholds.duplicate)
+        if coverage is None:
             continue
         if coverage < 1.0 and n.similarity < thresholds.related:
             continue
@@ -927,6 +1109,15 @@ def _decide_forget(
     if best is None:
         return Verdict(MemoryEvent.NONE, None, None, f"forget request matched no memory: {_short(candidate.memory)!r}")
     n = best[2]
+    remainder = _remainder(wanted, n.record.memory)
+    if remainder is not None:
+        return Verdict(
+            MemoryEvent.UPDATE,
+            n.record,
+            remainder,
+            f"forget request {_short(candidate.memory)!r} names part of this memory: the rest is kept",
+            supersedes=True,
+        )
     return Verdict(
         MemoryEvent.DELETE,
         n.record,
@@ -1200,6 +1391,15 @@ class MemoryConsolidator:
         if verdict.event is MemoryEvent.DELETE:
             metadata = status_note({**metadata, "deleted_by_turn": turn_id}, verdict.reason, stamp)
             after = target.model_copy(update={"status": MemoryStatus.DELETED, "updated_at": stamp, "metadata": metadata})
+        elif verdict.event is MemoryEvent.UPDATE and candidate.kind is CandidateKind.FORGET:
+            # Part of a compound memory forgotten: the rest stays as it was (its importance, category,
+            # sources and age); the words that said the forgotten part go (the evidence quoted them).
+            metadata.pop("evidence", None)
+            metadata["partly_forgotten_by_turn"] = turn_id
+            text = verdict.text or target.memory
+            after = target.model_copy(
+                update={"memory": text, "metadata": metadata, "embedding": [float(x) for x in vector]}
+            )
         elif verdict.event is MemoryEvent.UPDATE:
             text = verdict.text or target.memory
             if turn_id:

@@ -7,7 +7,7 @@ Two paths produce the same :class:`~memory_core.models.MemoryCandidate` objects:
   answer is asked again (bounded); a candidate in another script than the user's sentence counts as
   invalid (Japanese stays Japanese).
 * **Rule path** (:func:`extract_with_rules`): deterministic Japanese and English patterns, one
-  sentence per candidate, only from user messages.
+  statement per candidate, only from user messages.
 
 Fallback policy: when the LLM path cannot produce a valid answer — invalid answers after the retries,
 a :class:`~memory_core.errors.TransientError` that survived the model's own transport retries, or a
@@ -19,14 +19,18 @@ the LLM path gets another chance).
 Both paths first remove recall blocks (see :func:`~memory_core.prompts.strip_recalled_memories`).
 
 Rule categories: ``constraint`` (allergies, diets, things the user cannot do or avoids), ``preference``
-(likes and dislikes), ``plan`` (dated intentions; these expire), ``routine`` (recurring needs),
-``profile`` (who the user is) and ``general`` (explicit "remember that ..." without a better category).
-The first matching category in that order wins.
+(likes and dislikes, wants and priorities: 最優先, できれば, 〜したい, "I'd rather"), ``routine``
+(recurring needs), ``profile`` (who the user is, moves and life changes), ``event`` (what happened to
+the user: "I just got accepted for an internship", 「初めてフルマラソンを走りました」), ``plan`` (dated
+intentions) and ``general`` (explicit "remember that ..." without a better category). The first
+matching category in that order wins (a dated intention is a plan unless it is a constraint).
 
-Expiry: a date word (明日, 来週, 来月, tomorrow, next week, on Friday, ...) is resolved against the
-turn's ``occurred_at`` (UTC) to the last day the plan is relevant; the memory expires at the end of
-that day plus one day of grace, because a turn carries no time zone and a plan must not expire before
-its local day has ended anywhere (see :func:`resolve_date_word` and :func:`expiry_after`).
+Dates: relative date words (昨日, 先週, 来月, yesterday, last month, next Friday, three days ago, ...)
+are resolved against the turn's ``occurred_at`` (UTC) and the absolute date is written after them in
+the memory text (:func:`annotate_dates`), so a memory keeps meaning the right day. A rule-path plan
+does not expire: once its day has passed it is a dated record of what was planned. (An expiry given
+explicitly, by the LLM path or on import, still applies: :func:`expiry_after` gives the end of the last
+relevant day plus one day of grace, because a turn carries no time zone.)
 """
 
 from __future__ import annotations
@@ -41,7 +45,15 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from .errors import PermanentError, TransientError, ValidationError
-from .models import CONTROL_CHARACTERS, CandidateKind, MemoryCandidate, MessageRole, Turn, ensure_utc
+from .models import (
+    CONTROL_CHARACTERS,
+    MAX_MEMORY_CHARS,
+    CandidateKind,
+    MemoryCandidate,
+    MessageRole,
+    Turn,
+    ensure_utc,
+)
 from .ports import ChatModel, Clock, SystemClock
 from .prompts.extraction import (
     ExtractedMemory,
@@ -52,17 +64,21 @@ from .prompts.extraction import (
 )
 
 __all__ = [
+    "DATE_ANNOTATION",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_IMPORTANCE",
     "LLM_SOURCE",
     "RULE_SOURCE",
     "ExtractionResult",
     "MemoryExtractor",
+    "annotate_dates",
     "expiry_after",
     "extract_with_rules",
     "resolve_calendar_date",
     "resolve_date_word",
     "split_sentences",
+    "strip_date_annotations",
+    "with_speaker",
 ]
 
 logger = logging.getLogger(__name__)
@@ -296,6 +312,14 @@ def resolve_calendar_date(month: int, day: int, reference: date, year: int | Non
         return None
 
 
+#: The calendar date patterns with the groups of their month, day and year.
+_CALENDAR_PATTERNS: tuple[tuple[re.Pattern[str], int, int, int], ...] = (
+    (_CALENDAR_JA, 2, 3, 1),
+    (_CALENDAR_EN_MD, 1, 2, 3),
+    (_CALENDAR_EN_DM, 2, 1, 3),
+)
+
+
 def _find_calendar_date(sentence: str, reference: date) -> date | None:
     match = _CALENDAR_JA.search(sentence)
     if match:
@@ -331,6 +355,204 @@ def _find_date(sentence: str, reference: date) -> date | None:
 
 
 # --------------------------------------------------------------------------------------------
+# Relative dates made absolute
+# --------------------------------------------------------------------------------------------
+
+_MONTH_NAMES = tuple(calendar.month_name)
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_KANJI_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+#: Relative date words, as data: (words, unit, offset from the day said). Ordered: longer and more
+#: specific words first (「再来週」 before 「来週」, "the day before yesterday" before "yesterday").
+_RELATIVE_TABLE: tuple[tuple[str, str, int], ...] = (
+    (r"the day before yesterday|一昨日|おととい", "day", -2),
+    (r"\byesterday\b|昨日|きのう", "day", -1),
+    (r"\btoday\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b|今日|今夜|今朝", "day", 0),
+    (r"(?:the )?day after tomorrow|明後日|あさって", "day", 2),
+    (r"\btomorrow\b|明日|あした", "day", 1),
+    (r"\blast weekend\b|先週末", "weekend", -1),
+    (r"\bthis weekend\b|今週末", "weekend", 0),
+    (r"\bnext weekend\b|来週末", "weekend", 1),
+    (r"\bweek after next\b|再来週", "week", 2),
+    (r"\blast week\b|先週", "week", -1),
+    (r"\bthis week\b|今週", "week", 0),
+    (r"\bnext week\b|来週", "week", 1),
+    (r"\bmonth after next\b|再来月", "month", 2),
+    (r"\blast month\b|先月", "month", -1),
+    (r"\bthis month\b|今月", "month", 0),
+    (r"\bnext month\b|来月", "month", 1),
+    (r"\blast year\b|去年|昨年", "year", -1),
+    (r"\bthis year\b|今年", "year", 0),
+    (r"\bnext year\b|来年", "year", 1),
+)
+_RELATIVE_WORDS = [(re.compile(words, re.IGNORECASE), unit, offset) for words, unit, offset in _RELATIVE_TABLE]
+_AGO_EN = re.compile(r"\b(\d{1,2}|a|an|one|two|three|four|five|six|seven) (day|week|month|year)s? ago\b", re.IGNORECASE)
+_AGO_JA = re.compile(r"([0-9]{1,2}|[一二三四五六七八九十])(日|週間|か月|ヶ月|ヵ月|カ月|年)前")
+_WEEKDAY_REL_EN = re.compile(
+    r"\b(last|this|next|coming|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
+)
+_WEEKDAY_REL_JA = re.compile(r"(?<!毎週)(?<!毎)(先週の|今週の|来週の|今度の|次の|この前の)?([月火水木金土日])曜(?:日)?")
+#: An annotation already there: the text has been made absolute before (a replay, an import).
+_ANNOTATED = re.compile(r"^\s*[（(](?:week of |weekend of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}|^\s*（\d{4}年")
+
+
+def _span_start(unit: str, offset: int, reference: date) -> date:
+    """The first day of the day / week / weekend / month / year ``offset`` units from ``reference``."""
+    if unit == "day":
+        return reference + timedelta(days=offset)
+    if unit == "week":
+        return reference - timedelta(days=reference.weekday()) + timedelta(weeks=offset)
+    if unit == "weekend":
+        return reference - timedelta(days=reference.weekday()) + timedelta(weeks=offset, days=5)
+    if unit == "month":
+        return _add_months(reference, offset)
+    return date(reference.year + offset, 1, 1)
+
+
+def _render_span(unit: str, start: date, japanese: bool) -> str:
+    """An absolute date in the writer's language: "(30 April 2026)", "（2026年4月27日の週）"."""
+    if japanese:
+        if unit == "day":
+            inner = f"{start.year}年{start.month}月{start.day}日"
+        elif unit in ("week", "weekend"):
+            inner = f"{start.year}年{start.month}月{start.day}日の{'週末' if unit == 'weekend' else '週'}"
+        elif unit == "month":
+            inner = f"{start.year}年{start.month}月"
+        else:
+            inner = f"{start.year}年"
+        return f"（{inner}）"
+    long = f"{start.day} {_MONTH_NAMES[start.month]} {start.year}"
+    if unit == "day":
+        return f"({long})"
+    if unit in ("week", "weekend"):
+        return f"({unit} of {long})"
+    if unit == "month":
+        return f"({_MONTH_NAMES[start.month]} {start.year})"
+    return f"({start.year})"
+
+
+def annotate_dates(text: str, reference: date, *, past: bool = False, weekdays: bool = True) -> str:
+    """``text`` with each relative date word followed by the absolute date it means on ``reference``.
+
+    "I moved to Munich last month" said on 2026-11-26 becomes "I moved to Munich last month (October
+    2026)"; 「先週京都に行きました」 becomes 「先週（2026年11月16日の週）京都に行きました」. The user's words stay;
+    the date they meant is added, so the memory still says the right thing (and is found by its date)
+    long after "last month" has moved on. A bare weekday ("on Friday", 「金曜に」) is the next one, or the
+    last one when ``past`` (the sentence reports an event); with ``weekdays=False`` a bare weekday is
+    left as said (「ヨガ教室は木曜に変わりました」 names a weekday, not a date).
+
+    Args:
+        text: A memory text.
+        reference: The day the statement was made (the turn's ``occurred_at``, UTC).
+        past: The statement reports something that happened.
+        weekdays: Annotate bare weekdays too (a plan's "on Friday" is a date).
+
+    Returns:
+        The annotated text (unchanged when it has no relative date word).
+    """
+    japanese = bool(_CJK.search(text))
+    spans: list[tuple[int, int, str]] = []  # (start, end, annotation) of each match, without overlaps
+
+    def add(start: int, end: int, annotation: str) -> None:
+        if any(start < e and s < end for s, e, _ in spans):
+            return
+        if _ANNOTATED.match(text[end:]):
+            return
+        spans.append((start, end, annotation))
+
+    for match in _AGO_EN.finditer(text):
+        raw = match.group(1)
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS[raw.lower()]
+        unit = match.group(2).lower()
+        day = _ago(unit, count, reference)
+        add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
+    for match in _AGO_JA.finditer(text):
+        raw = match.group(1)
+        count = int(raw) if raw.isdigit() else _KANJI_DIGITS[raw]
+        unit = {"日": "day", "週間": "week", "年": "year"}.get(match.group(2), "month")
+        day = _ago(unit, count, reference)
+        add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
+    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS:
+        for match in pattern.finditer(text):
+            if match.group(year_group):
+                continue  # already absolute
+            month_text = match.group(month_group)
+            month = int(month_text) if month_text.isdigit() else _MONTHS_EN[month_text[:3].lower()]
+            meant = _calendar_day(month, int(match.group(day_group)), reference, past)
+            if meant is not None:
+                add(match.start(), match.end(), _render_span("day", meant, japanese))
+    for match in _WEEKDAY_REL_EN.finditer(text):
+        relation, weekday = match.group(1).lower(), _WEEKDAYS_EN[match.group(2).lower()]
+        if relation == "on" and not weekdays:
+            continue
+        add(match.start(), match.end(), _render_span("day", _weekday(weekday, relation, reference, past), japanese))
+    for match in _WEEKDAY_REL_JA.finditer(text):
+        relation = {"先週の": "last-week", "この前の": "last", "今週の": "this", "来週の": "next-week"}.get(
+            match.group(1) or "", "on"
+        )
+        weekday = _WEEKDAYS_JA[match.group(2)]
+        if relation == "on" and not weekdays:
+            continue
+        add(match.start(), match.end(), _render_span("day", _weekday(weekday, relation, reference, past), japanese))
+    for pattern, unit, offset in _RELATIVE_WORDS:
+        for match in pattern.finditer(text):
+            add(match.start(), match.end(), _render_span(unit, _span_start(unit, offset, reference), japanese))
+    if not spans:
+        return text
+    out: list[str] = []
+    position = 0
+    for _start, end, annotation in sorted(spans):
+        out.append(text[position:end])
+        out.append(annotation if japanese or annotation.startswith("（") else " " + annotation)
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _calendar_day(month: int, day: int, reference: date, past: bool) -> date | None:
+    """"5月3日" / "May 3rd" without a year: the next such day, or the last one when ``past``."""
+    upcoming = resolve_calendar_date(month, day, reference)
+    if upcoming is None or not past or upcoming <= reference:
+        return upcoming
+    return resolve_calendar_date(month, day, reference, upcoming.year - 1)
+
+
+#: What :func:`annotate_dates` writes: " (30 April 2026)", "（2026年4月27日の週）".
+DATE_ANNOTATION = re.compile(
+    r" \((?:(?:week|weekend) of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}\)|（\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?(?:の週末?)?）"
+)
+
+
+def strip_date_annotations(text: str) -> str:
+    """``text`` without the absolute dates :func:`annotate_dates` added (the words as the user said them)."""
+    return DATE_ANNOTATION.sub("", text)
+
+
+def _ago(unit: str, count: int, reference: date) -> date:
+    if unit == "day":
+        return reference - timedelta(days=count)
+    if unit == "week":
+        return reference - timedelta(weeks=count)
+    if unit == "month":
+        return _add_months(reference, -count)
+    return date(reference.year - count, 1, 1)
+
+
+def _weekday(weekday: int, relation: str, reference: date, past: bool) -> date:
+    """The day a weekday word means: last / this / next / on (the next one, or the last one if ``past``)."""
+    monday = reference - timedelta(days=reference.weekday())
+    if relation == "last-week":
+        return monday - timedelta(weeks=1) + timedelta(days=weekday)
+    if relation == "next-week":
+        return monday + timedelta(weeks=1, days=weekday)
+    if relation == "this":
+        return monday + timedelta(days=weekday)
+    back = (reference.weekday() - weekday) % 7 or 7
+    if relation == "last" or (relation == "on" and past):
+        return reference - timedelta(days=back)
+    return resolve_date_word("weekday", reference, weekday)
+
+
+# --------------------------------------------------------------------------------------------
 # Rule patterns
 # --------------------------------------------------------------------------------------------
 
@@ -359,11 +581,21 @@ _REQUEST = _rx(
     r"おすすめは|オススメは)\s*[。！!]?$|^(?:please|pls|can you|could you|would you|will you|let'?s|"
     r"tell me|show me|find me|book|help me|recommend)\b"
 )
-_SMALL_TALK = _rx(r"ありがと|thank|thanks|こんにちは|こんばんは|おはよう|^hi\b|^hello\b|^hey\b|^ok\b|^okay\b")
+#: Thanks and greetings: a sentence that opens with them (or, in Japanese, thanks anywhere) is the
+#: conversation's manners, not a statement ("I'm so thankful to have them" is a statement).
+_SMALL_TALK = _rx(
+    r"ありがと|^(?:どうも|こんにちは|こんばんは|おはよう|はじめまして)|"
+    r"^(?:thanks?\b|thank you|thx\b|ty\b|hi\b|hello\b|hey\b|ok\b|okay\b|good (?:morning|evening|night)\b)|"
+    r"\bthank you\b"
+)
+#: A passing state ("今日は疲れた", "right now"): nothing to remember.
 _TRANSIENT = _rx(
-    r"今日|今夜|今朝|今は|今、|いまは|さっき|ただいま|\btoday\b|\btonight\b|\bright now\b|\bat the moment\b|"
+    r"今日|今夜|今朝|さっき|ただいま|\btoday\b|\btonight\b|\bright now\b|\bat the moment\b|"
     r"\bthis morning\b|\bjust now\b"
 )
+#: "Now" (今は, 今、): a correction when it comes with a preference, a constraint or who the user is
+#: ("今は辛い料理が苦手です"), a passing state otherwise ("今は温泉に行きたい気分").
+_NOW = re.compile(r"今は|今、|いまは|今では")
 _FIRST_PERSON_EN = _rx(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|our)\b")
 
 _CONSTRAINT = _rx(
@@ -387,11 +619,62 @@ _PREFERENCE = _rx(
     r"\bi'm not (?:a )?fan of\b|\bi'd rather\b|\bi would rather\b|\bnot a fan of\b|"
     r"\bi (?:really |just )?(?:don't|do not|never) (?:like|love|enjoy|care for)\b|"
     r"\bi'm (?:not )?(?:really |so |very )?into\b|"
-    r"(?<!それ)(?<!これ)(?<!あれ)(?<!どれ)(?<!そっち)(?<!こっち)(?:が|の方が|のほうが)(?:いい|良い)(?:です|な|んです)?$"
+    r"(?<!それ)(?<!これ)(?<!あれ)(?<!どれ)(?<!そっち)(?<!こっち)(?:が|の方が|のほうが)(?:いい|良い)(?:です|な|なあ|なぁ|んです)?$|"
+    r"(?:に|が|は)弱い(?:です|んです)?$|\bi (?:\w+ly )?(?:can't|cannot) stand\b|"
+    # corrections and degrees: "I now prefer", "I still love", "I absolutely adore"
+    r"\bi (?:now |still |also |totally |definitely |kinda |kind of |much |\w+ly )?(?:like|love|prefer|enjoy|hate|"
+    r"dislike|adore|detest)\b|"
+    # feelings about people and things in the user's life
+    r"\bi'?m (?:so |really |very |super |truly |incredibly )?(?:thankful|grateful|passionate|proud|obsessed)\b|"
+    r"\bi(?:'ve| have) (?:always )?been (?:really |so )?(?:into|passionate about|obsessed with)\b"
+)
+#: Wants and priorities (最優先, 〜したい, できれば, "I'd rather", "I want"): the user's preferences for
+#: what the assistant does. Requests phrased as wants ("予約したいです", "I'd like to book") are not.
+_WANT = _rx(
+    r"最優先|優先し|重視|こだわり|譲れない|できれば|出来れば|なるべく|希望|"
+    r"たい(?:です|んです|と思っています|と思ってます|と思う|と思います|な)?$|"
+    r"(?:が|の方が|のほうが|は)(?:いい|良い)(?:です|な|んです|かな)?$|(?:付き|つき|の)で$|にしたい|"
+    r"\bi(?:'d| would) (?:rather|prefer)\b|\bi (?:really |just |definitely )?want\b|\bideally\b|"
+    r"\bif possible\b|\b(?:my|a|the) (?:top |first |main |biggest )?priority\b|\bmatters most\b|"
+    r"\bi(?:'d| would) (?:really )?(?:like|love) (?!to (?:book|reserve|order|know|ask|see|check|find|get|buy|"
+    r"make|go|have|try|cancel|change)\b)"
+)
+_WANT_EXCLUDE = _rx(
+    r"(?:予約|調べ|知り|聞き|相談|教えて|確認|注文|頼み|キャンセル|変更|探し|見|手配|購入|質問)(?:し|を)?たい|"
+    r"\bwant (?:to (?:book|reserve|order|know|ask|see|check|find|cancel|change)|you)\b"
+)
+#: First-person events: what happened to the user ("I just got accepted for an internship", "Last year
+#: I visited Italy", 「初めてフルマラソンを走りました」). People ask about these later.
+_EVENT = _rx(
+    r"\b(?:i|we)(?:'ve| have)? (?:just |finally |recently |also |actually |even |already |once |never |"
+    r"first |all |both )?(?:\w*[^e\W]ed|got|went|saw|made|took|met|ran|won|lost|bought|had|began|became|found|"
+    r"gave|left|began|built|wrote|read|sang|swam|drew|did|came|flew|drove|rode|sold|spent|taught|thought|"
+    r"felt|brought|caught|chose|fell|heard|held|kept|knew|led|paid|put|quit|said|sent|set|shot|sat|slept|"
+    r"spoke|stood|told|tore|understood|woke|wore|been|done|gone|seen|taken|given|begun|grown)\b|"
+    r"^(?:just |finally |recently )?(?:\w*[^e\W]ed|got|lost|made|took|won|bought|finished|started|went|saw|"
+    r"met|had|began|became) (?:my|a|an|the|to|into|back|some|our)\b|"
+    r"\bmy (?:\w+ )?(?:\w*[^e\W]ed|got|went|won|lost|made|took|began|became)\b"
+)
+_EVENT_EXCLUDE = _rx(
+    r"\bi (?:just )?(?:wanted|needed|asked|meant|wondered|thought|guess|forgot|told you|said|mentioned|"
+    r"noticed|got (?:it|that|this|you)|understood)\b|\bi(?:'ve| have) (?:been )?(?:thinking|wondering)\b|\bi (?:just )?saw (?:it|that|this|your)\b"
+)
+_EVENT_JA = re.compile(
+    r"(?:ました|ましたよ|ましたね|ましたー|(?<!か)った(?:んです|んだ|よ|の)?|(?<![かな])た(?:んです|んだ|よ|の)?|"
+    r"[\u4e00-\u9fff][んい]だ(?:んです|よ|の)?)$"
+)
+#: Past forms that report a state or a reaction, not an event; remarks to the listener (〜ましたね) and the
+#: weather neither.
+_EVENT_JA_EXCLUDE = re.compile(
+    r"(?:ね|よね|かな|っけ)$|寒く|暑く|涼しく|暖かく|天気|雨が|雪が|晴れ|曇|(?:"
+    r"分かり|わかり|了解し|承知し|かしこまり|助かり|疲れ|眠く|お腹(?:が)?すい|腹減っ|よかっ|良かっ|"
+    r"忘れ|びっくりし|驚き|困り|思い|思っ|考え|言い|言っ|なっ|なり|でし|だっ)"
+    r"(?:まし)?(?:た|たよ|たね|たんです|たんだ)?$|^(?:はい|いいえ|うん|ええ)"
 )
 #: Reactions to what the assistant just said ("I like it", "それが好き") are not durable facts.
 _PRONOUN_REACTION = _rx(
-    r"\b(?:like|love|hate|prefer|enjoy|dislike)s? (?:it|that|this|them|these|those|both)"
+    r"\b(?:like|love|hate|prefer|enjoy|dislike)(?:s|d|ed)? (?:it|that|this|them|these|those|both)"
+    r"(?: (?:idea|one|ones|place|plan|option|suggestion|choice))?"
     r"(?: (?:a lot|very much|so much|too|more))?$|^(?:それ|これ|あれ|そっち|こっち|どっち)(?:が|は|も)"
 )
 _PLAN_INTENT = _rx(
@@ -408,7 +691,7 @@ _ROUTINE = _rx(
     r"月に\s*[0-9一二三四五六七]|[月火水木金土日]曜(?:日)?(?:は|に)?(?:いつも|毎回|必ず)|"
     r"\bevery (?:day|morning|evening|night|week|weekend|month|year|monday|tuesday|wednesday|thursday|"
     r"friday|saturday|sunday)\b|\busually\b|\balways\b|\boften\b|\btypically\b|\bregularly\b|"
-    r"\btend to\b|\bon (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends)\b|"
+    r"(?:が|は)多い(?:です|んです)?$|\btend to\b|\bon (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends)\b|"
     r"\b(?:once|twice|\d+ times) a (?:day|week|month|year)\b|\beach (?:day|morning|week|month)\b"
 )
 _PROFILE = _rx(
@@ -419,7 +702,27 @@ _PROFILE = _rx(
     r"\bcall me\b|\bi'm \d+\b|\bi am \d+\b|\bi(?:'m| am) an? (?!bit\b|little\b|lot\b|tad\b)\w+|"
     r"\bi have (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|dogs?|cats?|wife|husband|"
     r"partner|pets?)\b|\bmy (?:wife|husband|partner|son|daughter|kids|children|dog|cat|job|home)\b|"
-    r"\bi speak\b|\bi was born\b|\bi grew up\b|\bi study\b|\bi'm studying\b"
+    r"\bi speak\b|\bi was born\b|\bi grew up\b|\bi study\b|\bi'm studying\b|"
+    # moves and life changes ("I moved to Munich", 「福岡に引っ越しました」, "I got a job as")
+    r"\bi(?:'ve| have)? (?:just |recently |finally )?(?:moved|relocated)\b|\bi'?m (?:moving|relocating) to\b|"
+    r"引っ越し|引越し|引っ越|転勤|転職|就職|入社|退職|結婚し|離婚し|卒業し|入学し|"
+    r"\bi (?:just |finally )?(?:got|landed|started) (?:a|my|the) (?:new )?job\b|\bi(?:'m| am) working (?:as|at|for)\b|"
+    r"\bi (?:got|am|'m) (?:married|engaged|divorced)\b|\bi retired\b|\bi graduated\b|"
+    # who the user is by what they do: "I'm more of a night owl", "I'm learning Spanish", "I play the cello"
+    r"\bi'?m (?:more of |kind of |sort of |definitely |really |totally )an? \w+|"
+    r"\bi'?m (?:currently |still |now )?(?:starting|opening|launching|building|writing|learning|training for|"
+    r"studying|working on|taking (?:a |an )?(?:class|course|lessons?))\b|"
+    r"\bi (?:also |still |now )?(?:play|practice|collect|volunteer|paint|knit|sing|dance|coach|teach)\b|"
+    r"\bi (?:\w+ly )?work\b|"
+    r"(?:を|として)(?:して|やって)(?:います|いる|ます|る)$|習って|勉強中|勉強して|練習中|練習して|趣味|働いて|転職|"
+    r"一人暮らし|二人暮らし|実家暮らし|同居|\bi live (?:alone|with)\b|"
+    r"(?:朝型|夜型)"
+)
+#: An undated plan, clearly one: 「京都へ家族旅行に行く予定です」, "I'm planning to visit Kyoto".
+_PLAN_UNDATED = _rx(
+    r"(?:予定|つもり)(?:です|だ|でいます|なんです)?$|ことにしました|計画して|"
+    r"\bi'?m (?:planning|hoping) (?:to|on)\b|\bi plan to\b|\bwe'?re planning (?:to|on)\b|\bi intend to\b|"
+    r"\bi'?ve decided to\b|\bi'?m gonna (?!be\b)\w+"
 )
 
 # Forget requests ---------------------------------------------------------------------------------
@@ -452,13 +755,19 @@ _REMEMBER_EN = _rx(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$")
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
 
 _LEAD_EN = _rx(
-    r"^(?:(?:well|so|and|but|also|actually|oh|btw|by the way|just so you know|fyi|anyway|ok|okay|yeah|yes|no)"
-    r"\s*,?\s+)+"
+    r"^(?:(?:well|so|and|but|also|actually|oh|btw|by the way|just so you know|fyi|anyway|anyways|ok|okay|yeah|"
+    r"yes|no|ugh|omg|oh my god|oh my gosh|wow|whoa|haha|hahaha|lol|hmm|hm|honestly|guess what|oh no|yay|aw|aww|"
+    r"gosh|phew|ah|um|uh|so yeah|you know what)"
+    r"\s*[,!]?\s+)+"
 )
 _I_THINK_EN = _rx(r"^i (?:think|guess|suppose|believe|feel like)(?: that)?\s+")
 _LEAD_JA = re.compile(
     r"^(?:あと|それと|ちなみに|実は|じつは|えっと|えーと|あの|そういえば|ところで|なお|ただ|まあ|でも|やっぱり|やはり)"
     r"(?:、|,|\s)+"
+)
+#: Discourse markers that need no comma: 「やっぱり和室がいいです」.
+_LEAD_JA_BARE = re.compile(
+    r"^(?:(?:やっぱり|やっぱ|やはり|実は|じつは|ちなみに)(?=[\u3040-\u30ff\u4e00-\u9fff])|でも(?=[\u30a0-\u30ff\u4e00-\u9fff]))"
 )
 _TRAILING_PUNCT = re.compile(r"[\s。．.！!？?、,」』）)\"'”]+$")
 #: A date word followed by "from" starts a lasting state ("来月から大阪に住む"), not a temporary plan.
@@ -475,6 +784,7 @@ def _clean(sentence: str) -> str:
     while previous != text:
         previous = text
         text = _LEAD_JA.sub("", text)
+        text = _LEAD_JA_BARE.sub("", text)
         text = _LEAD_EN.sub("", text)
         text = _I_THINK_EN.sub("", text)
     text = _TRAILING_PUNCT.sub("", text).strip()
@@ -550,33 +860,119 @@ def _forget_target(sentence: str, previous: str | None) -> str | None:
 
 
 def _classify(sentence: str) -> str | None:
+    """The rule category of a sentence: the first that matches, in the order of the module docstring."""
     if _CONSTRAINT.search(sentence) and not _CONSTRAINT_EXCLUDE.search(sentence):
         return "constraint"
-    if _PREFERENCE.search(sentence) and not _PRONOUN_REACTION.search(sentence):
+    reaction = bool(_PRONOUN_REACTION.search(sentence))
+    if _PREFERENCE.search(sentence) and not reaction:
+        return "preference"
+    if _WANT.search(sentence) and not _WANT_EXCLUDE.search(sentence) and not reaction:
         return "preference"
     if _ROUTINE.search(sentence):
         return "routine"
     if _PROFILE.search(sentence):
         return "profile"
+    if reaction:
+        return None
+    if _CJK.search(sentence):
+        core = _TRAILING_PUNCT.sub("", sentence)
+        if len(core) >= 6 and _EVENT_JA.search(core) and not _EVENT_JA_EXCLUDE.search(core):
+            return "event"
+    elif _EVENT.search(sentence) and not _EVENT_EXCLUDE.search(sentence):
+        return "event"
     return None
 
 
-def _rule_candidates_for_sentence(
-    sentence: str, previous: str | None, reference: date
-) -> MemoryCandidate | None:
-    if len(sentence) > MAX_RULE_SENTENCE_CHARS:
+#: Where one sentence joins two statements: "I'm vegetarian and I live in Berlin", 「ベジタリアンで、大阪に
+#: 住んでいます」. A reason (ので、, から、, "because") joins nothing: it belongs to its statement.
+_JOIN_EN = _rx(
+    r"\s*(?:,\s*|;\s*)?\b(?:and|but|plus|also)\s+(?=(?:[a-z]+\s+){0,3}?(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|;\s+"
+)
+_JOIN_JA = re.compile(r"(?<![のかだ][でてしり])(?<=[でてしり])、|。")
+_HIRAGANA_END = re.compile(r"[\u3040-\u309f]$")
+
+
+def _parts(body: str, reference: date) -> list[str]:
+    """The statements of a compound sentence, when each part says a different kind of thing on its own
+    (a constraint and where the user lives); otherwise the sentence whole (a reason, one list)."""
+    japanese = bool(_CJK.search(body))
+    pieces: list[str] = []
+    position = 0
+    for match in (_JOIN_JA if japanese else _JOIN_EN).finditer(body):
+        piece = body[position : match.start()].strip(" 、,")
+        # 「ベジタリアンで、」: the copula's て-form joined the statements; the part says 「ベジタリアンです」
+        if japanese and piece.endswith("で") and not _HIRAGANA_END.search(piece[:-1]):
+            piece = piece[:-1] + "です"
+        pieces.append(piece)
+        position = match.end()
+    pieces.append(body[position:].strip(" 、,"))
+    pieces = [p for p in pieces if p]
+    if len(pieces) < 2:
+        return [body]
+    kinds = [_category(p, reference) for p in pieces]
+    if any(k is None for k in kinds) or len(set(kinds)) < len(kinds):
+        return [body]
+    return pieces
+
+
+#: The listener: a preference, a habit or an event said of "you" is about the other person or the
+#: conversation ("I love your commitment", "I'm always here for you", "I'll send you the link").
+_SECOND_PERSON = _rx(r"\byou(?:r|rs|'re|'ll|'ve|'d)?\b|あなた")
+
+
+def _category(body: str, reference: date) -> str | None:
+    """The category of a statement (:func:`_classify`), or ``plan`` for a dated intention.
+
+    A dated plan is a plan; its date is written into the text, so once the day has passed it still says
+    what was planned and when: a dated record, not something to throw away. A change that starts then
+    ("来月から大阪に住む") keeps its own category.
+    """
+    category = _classify(body)
+    if category in ("preference", "routine", "event") and _SECOND_PERSON.search(body):
         return None
+    if category in ("constraint", "event") or not _PLAN_INTENT.search(body):
+        return category
+    if _find_date(body, reference) is None:
+        return category or ("plan" if _PLAN_UNDATED.search(body) else None)
+    return (category or "general") if _STARTING.search(body) else "plan"
+
+
+def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
+    """The candidate of one statement, or ``None`` when there is nothing durable in it."""
+    if _CJK.search(body) is None and not remembered and not _FIRST_PERSON_EN.search(body):
+        return None  # statements about the world, not the user
+    category = _category(body, reference)
+    if category is None and not remembered:
+        return None
+    if category != "plan":
+        passing = _TRANSIENT.search(body) and category not in ("constraint", "profile", "event")
+        if passing or (_NOW.search(body) and category not in ("constraint", "preference", "profile")):
+            return None
+    text = _clean(body)
+    if not text:
+        return None
+    if category != "routine":
+        text = annotate_dates(text, reference, past=category == "event", weekdays=category == "plan")
+    return MemoryCandidate(
+        kind=CandidateKind.FACT,
+        memory=text[:MAX_MEMORY_CHARS],
+        category=category or "general",
+        evidence=sentence,
+    )
+
+
+def _rule_candidates_for_sentence(sentence: str, previous: str | None, reference: date) -> list[MemoryCandidate]:
+    if len(sentence) > MAX_RULE_SENTENCE_CHARS:
+        return []
     forget = _forget_target(sentence, previous)
     if forget is not None and not _TRAILING_PUNCT.sub("", forget).strip():
-        return None  # nothing left to name what should be forgotten
+        return []  # nothing left to name what should be forgotten
     if forget is not None:
         if _is_question(sentence) and not re.search(r"忘れて|forget", sentence, re.IGNORECASE):
-            return None
-        return MemoryCandidate(
-            kind=CandidateKind.FORGET, memory=forget, category="general", evidence=sentence
-        )
-    if _is_question(sentence) or _SMALL_TALK.search(sentence):
-        return None
+            return []
+        return [MemoryCandidate(kind=CandidateKind.FORGET, memory=forget, category="general", evidence=sentence)]
+    if _is_question(sentence) or _SMALL_TALK.search(_LEAD_EN.sub("", sentence.strip())):
+        return []
 
     remembered: str | None = None
     core = _TRAILING_PUNCT.sub("", sentence)
@@ -586,57 +982,33 @@ def _rule_candidates_for_sentence(
             remembered = match.group("what").strip(" 、,")
             break
     if remembered is None and _REQUEST.search(core):
-        return None
-    body = remembered if remembered is not None else sentence
-    is_english = not _CJK.search(body)
-    if is_english and remembered is None and not _FIRST_PERSON_EN.search(body):
-        return None  # statements about the world, not the user
-
-    body = _TRAILING_PUNCT.sub("", body)
-    last_day = _find_date(body, reference)
-    category = _classify(body)
-    expires_at: datetime | None = None
-    is_plan = category != "constraint" and last_day is not None and bool(_PLAN_INTENT.search(body))
-    if category is None and remembered is None and not is_plan:
-        return None
-    if is_plan and last_day is not None:
-        if _STARTING.search(body):
-            category = category or "general"  # a lasting change that starts then
-        else:
-            category = "plan"
-            expires_at = expiry_after(last_day)
-    elif _TRANSIENT.search(body) and category not in ("constraint", "profile"):
-        return None
-    text = _clean(body)
-    if not text:
-        return None
-    return MemoryCandidate(
-        kind=CandidateKind.FACT,
-        memory=text,
-        category=category or "general",
-        expires_at=expires_at,
-        evidence=sentence,
-    )
+        return []
+    body = _TRAILING_PUNCT.sub("", remembered if remembered is not None else sentence)
+    parts = [body] if remembered is not None else _parts(body, reference)
+    # the evidence of a statement is what said it: the sentence, or its part when the sentence joins several
+    found = [_statement(part, part if len(parts) > 1 else sentence, reference, remembered is not None) for part in parts]
+    return [c for c in found if c is not None]
 
 
-def extract_with_rules(turn: Turn, now: datetime | None = None) -> list[MemoryCandidate]:
-    """Deterministic extraction: Japanese and English patterns, one sentence per candidate.
+def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
+    """Deterministic extraction: Japanese and English patterns, one statement per candidate.
 
     Only user messages are read, after removing recall blocks. Questions, requests to the assistant,
-    small talk, passing states ("today", "今日") and statements that are not about the user produce
-    nothing. Explicit forget requests produce ``kind=forget`` candidates naming what to forget.
-    Candidates carry importance 0.65, confidence 0.55 and source ``rule-fallback``.
+    thanks and greetings, passing states ("today", "今日") and statements that are not about the user
+    produce nothing. A sentence that joins statements of different kinds ("I'm vegetarian and I live in
+    Berlin") gives one candidate per statement. Relative dates are made absolute in the text
+    (:func:`annotate_dates`, against ``turn.occurred_at``), and a message with a ``name`` gives memories
+    that name their speaker (:func:`with_speaker`). Explicit forget requests produce ``kind=forget``
+    candidates naming what to forget. Candidates carry importance 0.65, confidence 0.55 and source
+    ``rule-fallback``.
 
     Args:
         turn: The turn.
-        now: When given, plans whose expiry is already past at ``now`` are dropped (a late replay of an
-            old turn). Dates are always resolved against ``turn.occurred_at``.
 
     Returns:
         Candidates in the order they were said, without duplicates, at most :data:`MAX_CANDIDATES`.
     """
     reference = ensure_utc(turn.occurred_at).date()
-    cutoff = None if now is None else ensure_utc(now)
     candidates: list[MemoryCandidate] = []
     seen: set[tuple[str, str]] = set()
     for index, message in enumerate(turn.messages):
@@ -647,22 +1019,39 @@ def extract_with_rules(turn: Turn, now: datetime | None = None) -> list[MemoryCa
             # What is matched (and becomes memory text) has no control characters; the evidence stays
             # exactly as the user wrote it.
             sentence = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))
-            candidate = _rule_candidates_for_sentence(sentence, previous, reference)
+            found = _rule_candidates_for_sentence(sentence, previous, reference)
             previous = sentence
-            if candidate is None:
-                continue
-            # keep the evidence exactly as the user wrote it, and where it was said
-            candidate = candidate.model_copy(update={"evidence": raw, "message": index, "speaker": message.name})
-            if cutoff is not None and candidate.expires_at is not None and candidate.expires_at <= cutoff:
-                continue
-            key = (candidate.kind.value, candidate.memory.casefold())
-            if key in seen:
-                continue
-            seen.add(key)
-            candidates.append(candidate)
-            if len(candidates) >= MAX_CANDIDATES:
-                return candidates
+            for candidate in found:
+                # keep the evidence exactly as the user wrote it, where it was said and by whom
+                part = candidate.evidence != sentence and candidate.evidence in raw
+                candidate = candidate.model_copy(
+                    update={
+                        "memory": with_speaker(candidate.memory, message.name),
+                        "evidence": candidate.evidence if part else raw,
+                        "message": index,
+                        "speaker": message.name,
+                    }
+                )
+                key = (candidate.kind.value, candidate.memory.casefold())
+                if key in seen:
+                    continue
+                seen.add(key)
+                candidates.append(candidate)
+                if len(candidates) >= MAX_CANDIDATES:
+                    return candidates
     return candidates
+
+
+def with_speaker(memory: str, speaker: str | None) -> str:
+    """``memory`` naming who said it ("Caroline: I just got accepted..."), when the message has a name.
+
+    In a conversation of several people, "I" alone says nothing about whose memory it is; the name makes
+    it searchable and keeps two people's statements apart (consolidation compares a speaker's statements
+    only with that speaker's). Without a name (one user talking to an agent) the text is left as said.
+    """
+    if not speaker or memory.startswith(f"{speaker}: "):
+        return memory
+    return f"{speaker}: {memory}"[:MAX_MEMORY_CHARS]
 
 
 # --------------------------------------------------------------------------------------------
@@ -703,7 +1092,18 @@ def _to_candidates(output: ExtractionOutput, turn: Turn) -> list[MemoryCandidate
         if key in seen:
             continue
         seen.add(key)
-        candidates.append(_candidate_from(item, evidence))
+        candidate = _candidate_from(item, evidence)
+        # where it was said and by whom, as on the rule path
+        said_in = next(
+            (i for i, m in enumerate(turn.messages) if m.role is MessageRole.USER and evidence and evidence in m.text),
+            None,
+        )
+        if said_in is not None:
+            name = turn.messages[said_in].name
+            candidate = candidate.model_copy(
+                update={"memory": with_speaker(candidate.memory, name), "message": said_in, "speaker": name}
+            )
+        candidates.append(candidate)
     return candidates[:MAX_CANDIDATES]
 
 
@@ -828,4 +1228,4 @@ class MemoryExtractor:
         )
 
     def _rules(self, turn: Turn) -> list[MemoryCandidate]:
-        return extract_with_rules(turn, self._clock.now())
+        return extract_with_rules(turn)

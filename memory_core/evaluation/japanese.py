@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..extraction import strip_date_annotations
 from ..models import (
     MemoryKind,
     MemoryRecord,
@@ -160,8 +161,9 @@ def _norm(text: str) -> str:
 
 
 def matches(expected: str, memory: str) -> bool:
-    """Whether an active memory holds an expected memory (normalised containment, either way)."""
-    a, b = _norm(expected), _norm(memory)
+    """Whether an active memory holds an expected memory (normalised containment, either way; the
+    absolute dates extraction adds after relative ones are not part of what was said)."""
+    a, b = _norm(strip_date_annotations(expected)), _norm(strip_date_annotations(memory))
     return bool(a) and bool(b) and (a in b or b in a)
 
 

@@ -41,11 +41,12 @@ CATEGORIES: dict[str, str] = {
     "constraint": "things the user cannot or must not do or have (allergies, diet, accessibility, budget limits)",
     "profile": "who the user is (name, home, work, family, languages)",
     "routine": "recurring needs and habits (every Monday, usually, always)",
-    "plan": "dated plans and commitments (a trip next week, a meeting on Friday); these expire",
+    "plan": "dated plans and commitments (a trip next week, a meeting on Friday)",
+    "event": "things that happened to the user (got a new job, ran a marathon, visited Italy last year)",
     "general": "any other durable fact the user stated about themselves",
 }
 
-Category = Literal["preference", "constraint", "profile", "routine", "plan", "general"]
+Category = Literal["preference", "constraint", "profile", "routine", "plan", "event", "general"]
 
 #: The most memories one answer may contain; more is treated as an invalid answer.
 MAX_EXTRACTED_MEMORIES = 50
@@ -116,8 +117,8 @@ class ExtractedMemory(BaseModel):
     importance: float = Field(description="0.0-1.0: how much this matters for future conversations.")
     confidence: float = Field(description="0.0-1.0: how sure it is that the user stated this.")
     expires_at: str | None = Field(
-        description="For temporary facts (plans): the last day the fact is relevant, as YYYY-MM-DD; "
-        "otherwise null."
+        description="Only for a fact that stops being true on a known day: that last day, as YYYY-MM-DD; "
+        "otherwise null (plans and events keep their date in the memory text)."
     )
     evidence: str = Field(description="The user's sentence this comes from, copied verbatim.")
 
@@ -201,8 +202,12 @@ Rules:
    longer true ("もう〜ではない", "I no longer ...", "I don't ... anymore") is kind "forget"; its
    "memory" states the old fact to forget, in the user's language (for "I no longer eat meat" write
    "I eat meat").
-6. Plans with dates are category "plan" with expires_at set to the last day they are relevant
-   (YYYY-MM-DD), computed from the reference date below. Durable facts have expires_at null.
+6. Relative dates ("yesterday", "next week", 「先月」) are computed from the reference date below and
+   the absolute date is written in the memory after the user's words ("I moved to Munich last month
+   (October 2026)", 「来週（2026年12月7日の週）京都に行きます」). Plans with dates are category "plan",
+   things that happened are "event"; both keep expires_at null (a past plan is still a dated record).
+   Set expires_at (YYYY-MM-DD, the last day it is relevant) only for a fact that stops being true on a
+   known day.
 7. importance: 0.9 for safety constraints (allergies, medical), 0.7-0.8 for strong preferences and
    profile facts, 0.5-0.6 for minor preferences and plans. confidence: how clearly the user said it.
 8. "evidence" is the user's sentence copied verbatim.

@@ -32,7 +32,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..consolidation import Consolidation, MemoryConsolidator, normalized_statement
+from ..consolidation import (
+    Consolidation,
+    MemoryConsolidator,
+    join_clauses,
+    normalized_statement,
+    split_speaker,
+    statement_clauses,
+)
 from ..errors import ValidationError
 from ..extraction import split_sentences
 from ..models import (
@@ -310,15 +317,25 @@ async def _reapply(
 ) -> None:
     """Bring the store to the recorded after-states of a turn's decided steps (idempotent)."""
     last: dict[str, dict[str, Any]] = {}
+    first: dict[str, dict[str, Any]] = {}
     for entry in entries:
         if entry.after is not None and entry.memory_id:
             last[entry.memory_id] = entry.after
+            if entry.before is not None:
+                first.setdefault(entry.memory_id, entry.before)
     for memory_id, state in last.items():
         wanted = MemoryRecord.model_validate(state)
         if wanted.status is MemoryStatus.DELETED and wanted.kind is MemoryKind.FACT and turn is not None:
             # A forgotten fact's episodes are redacted after its write; a crash in between is caught up
             # here (redacting twice changes nothing).
             await forget_in_episodes(store, history, embedder, wanted, turn)
+        elif turn is not None and wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and memory_id in first:
+            # the same for the part of a compound memory a forget request named
+            before = str(first[memory_id].get("memory") or "")
+            left = set(statement_clauses(split_speaker(wanted.memory)[1]))
+            gone = [c for c in statement_clauses(split_speaker(before)[1]) if c not in left]
+            if gone:
+                await forget_in_episodes(store, history, embedder, wanted, turn, gone)
         current = await store.get(scope, memory_id)
         if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
             include_embedding=False
@@ -333,20 +350,38 @@ async def _reapply(
 
 
 def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
-    """``text`` without the sentences that state one of ``forgotten``; and whether any was removed."""
-    wanted = [w for w in map(normalized_statement, forgotten) if w]
+    """``text`` without what states one of ``forgotten``; and whether anything was removed.
+
+    A sentence that says a forgotten statement goes; when it joins that statement with others ("I'm
+    vegetarian and I live in Berlin"), only the forgotten statement goes and the rest of it stays.
+    """
+    wanted = [w for w in (normalized_statement(split_speaker(f)[1]) for f in forgotten) if w]
+
+    def says(statement: str) -> bool:
+        said = normalized_statement(statement)
+        return bool(said) and any(w in said or said in w for w in wanted)
+
     kept, removed = [], False
     for sentence in split_sentences(text):
-        said = normalized_statement(sentence)
-        if said and any(w in said or said in w for w in wanted):
-            removed = True
-        else:
+        if not says(sentence):
             kept.append(sentence)
+            continue
+        removed = True
+        clauses = statement_clauses(sentence)
+        rest = [c for c in clauses if not says(c)]
+        if len(clauses) > 1 and rest:
+            japanese = any("\u3040" <= ch <= "\u9fff" for ch in sentence)
+            kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
     return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
 
 
 async def forget_in_episodes(
-    store: MemoryStore, history: HistoryStore | None, embedder: Embedder, fact: MemoryRecord, turn: Turn
+    store: MemoryStore,
+    history: HistoryStore | None,
+    embedder: Embedder,
+    fact: MemoryRecord,
+    turn: Turn,
+    forgotten: Sequence[str] | None = None,
 ) -> int:
     """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
     fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
@@ -356,7 +391,8 @@ async def forget_in_episodes(
     the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
     unrecorded."""
     scope = fact.scope
-    forgotten = [fact.memory, str(fact.metadata.get("evidence") or "")]
+    if forgotten is None:  # the whole fact was forgotten: its text and the sentence it came from
+        forgotten = [fact.memory, str(fact.metadata.get("evidence") or "")]
     changed = 0
     for source in fact.provenance:
         episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
@@ -510,6 +546,9 @@ async def ingest_turn(
         await _write(store, decision)
         if decision.event is MemoryEvent.DELETE and decision.after is not None:
             await forget_in_episodes(store, history, timed, decision.after, turn)
+        elif candidate.kind is CandidateKind.FORGET and decision.event is MemoryEvent.UPDATE and decision.after:
+            # part of a compound memory forgotten: the episodes lose that part only
+            await forget_in_episodes(store, history, timed, decision.after, turn, [candidate.memory])
         result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
         logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
 

@@ -137,6 +137,61 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
     asyncio.run(scenario())
 
 
+def test_forgetting_part_of_a_sentence_keeps_the_rest_of_it(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            # one sentence, two kinds of fact: two memories, and one episode with the user's words
+            await service.ingest(turn(0, ("user", "I'm vegetarian and I live in Berlin.")))
+            # a compound memory stored whole (an import, or a model that kept the sentence together)
+            await service.import_records(
+                [
+                    {
+                        "id": "compound",
+                        "user_id": SCOPE.user_id,
+                        "agent_id": SCOPE.agent_id,
+                        "memory": "I'm vegan and I have two cats",
+                        "category": "profile",
+                        "importance": 0.8,
+                        "created_at": START.isoformat(),
+                        "updated_at": START.isoformat(),
+                    }
+                ]
+            )
+            await service.ingest(turn(1, ("user", "Please forget that I'm vegetarian.")))
+            await service.ingest(turn(2, ("user", "Please forget that I'm vegan.")))
+            records = await everything(service)
+            facts = {r.memory: r.status for r in by_kind(records, MemoryKind.FACT)}
+            assert facts == {
+                "I'm vegetarian": MemoryStatus.DELETED,
+                "I live in Berlin": MemoryStatus.ACTIVE,
+                "I have two cats": MemoryStatus.ACTIVE,
+            }
+            compound = await service.get(SCOPE, "compound")
+            assert compound.importance == 0.8 and compound.category == "profile"  # the rest is as it was
+            history = await service.history_of(SCOPE, "compound")
+            assert [h.event.value for h in history][-1] == "UPDATE"
+            assert "names part of this memory" in (history[-1].reason or "")
+            (episode,) = by_kind(records, MemoryKind.EPISODE)
+            assert (episode.memory, episode.status) == ("I live in Berlin.", MemoryStatus.ACTIVE)
+            for word in ("vegetarian", "vegan"):
+                hits = await service.search(SCOPE, word, {"ranking_profile": "none"}, recall=False)
+                assert all(word not in h.record.memory for h in hits.hits)
+
+    asyncio.run(scenario())
+
+
+def test_memories_name_their_speaker_and_stay_apart(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            await service.ingest(turn(0, ("user", "I live in Boston.", "Caroline"), ("user", "I live in Denver.", "Melanie")))
+            await service.ingest(turn(1, ("user", "Please forget that I live in Denver.", "Caroline")))
+            facts = {r.memory: r.status for r in by_kind(await everything(service), MemoryKind.FACT)}
+            # two people's homes are two memories; Caroline cannot make Melanie's memory go
+            assert facts == {"Caroline: I live in Boston": MemoryStatus.ACTIVE, "Melanie: I live in Denver": MemoryStatus.ACTIVE}
+
+    asyncio.run(scenario())
+
+
 class _StoreThatStopsOnce(SQLiteMemoryStore):
     """Stops (as a crashed worker would) before its first write of a redacted episode."""
 

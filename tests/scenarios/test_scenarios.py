@@ -16,7 +16,7 @@ _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
 def test_the_suite_is_large_enough() -> None:
-    assert len(SCENARIOS) >= 40
+    assert len(SCENARIOS) >= 100
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     assert {s.lang for s in SCENARIOS} == {"ja", "en"}
 

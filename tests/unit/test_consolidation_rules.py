@@ -217,3 +217,95 @@ def test_forget_needs_more_than_one_shared_word() -> None:
     paraphrase = MemoryCandidate(kind=CandidateKind.FORGET, memory="辛い料理が苦手")
     spicy = [Neighbour(_record("辛いものが苦手です", "m2"), 0.9)]
     assert decide_with_rules(paraphrase, spicy, LOOSE).event is MemoryEvent.DELETE
+
+
+# -- what the sentences must do ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("辛い料理が大好きです", "最近胃腸が弱くなったので、今は辛い料理が苦手です"),
+        ("I prefer aisle seats", "I now prefer window seats on flights, not aisle seats"),
+        ("I live in Berlin", "I moved to Munich last month (October 2026)"),
+        ("東京に住んでいます", "福岡に引っ越しました"),
+        ("洋室がいいです", "やっぱり和室がいいです"),
+        ("好きな映画はトトロです", "好きな映画は千と千尋です"),
+        ("My favourite city is Kyoto", "My favourite city is Osaka"),
+        ("I work at Contoso", "I'm working at Fabrikam now"),
+        ("Jon: I live in Berlin", "Jon: I moved to Munich"),
+    ],
+)
+def test_a_correction_supersedes(old: str, new: str) -> None:
+    assert find_contradiction(old, new) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # one shared word is not one slot
+        ("Tim: It's filled with my favorite fantasy novels", 'Tim: "That" is one of my favorite fantasy shows'),
+        (
+            "Jon: Lost my job as a banker yesterday (19 January 2023), so I'm gonna take a shot at starting my own business",
+            "Jon: Losing my job gave me the push to finally start my dream business: my own dance studio",
+        ),
+        # a "not" somewhere is not a negation of the statement
+        ("I like jazz", "I'm not only into jazz, I also love blues"),
+        ("I love rainy days", "Not sure why, but I really love rainy days"),
+        # two people's statements never contradict each other
+        ("Caroline: I like tea", "Melanie: I like coffee"),
+        ("Caroline: I live in Boston", "Melanie: I live in Denver"),
+    ],
+)
+def test_only_the_same_slot_and_a_real_negation_supersede(old: str, new: str) -> None:
+    assert find_contradiction(old, new) is None
+
+
+def test_a_negation_is_a_negation_of_the_statement() -> None:
+    assert statement_features("I don't like crowded places").polarity == -1
+    assert statement_features("I'm not a fan of museums").polarity == -1
+    assert statement_features("Not sure why, but I really love rainy days").polarity == 1
+    assert statement_features("I'm not only into jazz, I also love blues").polarity == 1
+    window = statement_features("I now prefer window seats on flights, not aisle seats")
+    assert window.polarity == 1 and "≡aisle" in window.replaced
+
+
+def test_absolute_dates_are_what_dates_compare() -> None:
+    next_week = statement_features("来週（2026年5月4日の週）京都に行きます")
+    assert next_week.when == ("abs:2026-5-4/week",)
+    assert statement_features("I moved last month (October 2026)").when == ("abs:2026-10-0/month",)
+    # "next week" said in two different weeks is two different weeks
+    assert find_contradiction(
+        "来週（2026年5月4日の週）京都に行きます", "来週（2026年5月11日の週）京都に行きます"
+    ) is not None
+
+
+def test_forget_removes_only_the_part_that_was_asked() -> None:
+    compound = _record("I'm vegetarian and I live in Berlin", category="constraint")
+    verdict = decide_with_rules(
+        MemoryCandidate(kind=CandidateKind.FORGET, memory="I'm vegetarian"), [Neighbour(compound, 0.9)], LOOSE
+    )
+    assert verdict.event is MemoryEvent.UPDATE
+    assert verdict.text == "I live in Berlin"
+
+    ja = _record("ベジタリアンで、大阪に住んでいます", category="constraint")
+    verdict = decide_with_rules(
+        MemoryCandidate(kind=CandidateKind.FORGET, memory="ベジタリアン"), [Neighbour(ja, 0.9)], LOOSE
+    )
+    assert (verdict.event, verdict.text) == (MemoryEvent.UPDATE, "大阪に住んでいます")
+
+    # asked to forget all of it: the memory goes
+    verdict = decide_with_rules(
+        MemoryCandidate(kind=CandidateKind.FORGET, memory="I'm vegetarian and I live in Berlin"),
+        [Neighbour(compound, 0.9)],
+        LOOSE,
+    )
+    assert verdict.event is MemoryEvent.DELETE
+
+
+def test_forget_requests_never_touch_another_speakers_memory() -> None:
+    theirs = _record("Melanie: I'm vegetarian", ident="m2", category="constraint")
+    verdict = decide_with_rules(
+        MemoryCandidate(kind=CandidateKind.FORGET, memory="Caroline: I'm vegetarian"), [Neighbour(theirs, 0.99)], LOOSE
+    )
+    assert verdict.event is MemoryEvent.NONE

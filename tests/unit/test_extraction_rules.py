@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.extraction import (
+    annotate_dates,
     expiry_after,
     extract_with_rules,
     resolve_calendar_date,
@@ -317,51 +318,83 @@ def test_remember_that_is_an_explicit_fact() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "last_day"),
+    ("text", "memory"),
     [
-        ("来週、京都に旅行に行きます。", date(2026, 12, 6)),
-        ("明日、歯医者に行く予定です。", date(2026, 11, 27)),
-        ("明後日から出張です。", date(2026, 11, 28)),
-        ("来月は札幌に出張する予定です。", date(2026, 12, 31)),
-        ("金曜日に大阪で会議があります。", date(2026, 11, 27)),
-        ("今週末は箱根に泊まる予定。", date(2026, 11, 29)),
-        ("Next week I'm flying to Tokyo.", date(2026, 12, 6)),
-        ("I'm going to Osaka tomorrow.", date(2026, 11, 27)),
-        ("I'll be in Paris next month.", date(2026, 12, 31)),
-        ("I have a meeting on Friday.", date(2026, 11, 27)),
-        ("My flight is next Monday.", date(2026, 11, 30)),
-        ("12月3日に大阪で会議があります。", date(2026, 12, 3)),
-        ("1月5日から札幌に出張します。", date(2027, 1, 5)),
-        ("My flight to Paris is on December 3rd.", date(2026, 12, 3)),
-        ("I'm visiting Tokyo on 5 January 2028.", date(2028, 1, 5)),
+        ("来週、京都に旅行に行きます。", "来週（2026年11月30日の週）、京都に旅行に行きます"),
+        ("明日、歯医者に行く予定です。", "明日（2026年11月27日）、歯医者に行く予定です"),
+        ("明後日から出張です。", "明後日（2026年11月28日）から出張です"),
+        ("来月は札幌に出張する予定です。", "来月（2026年12月）は札幌に出張する予定です"),
+        ("金曜日に大阪で会議があります。", "金曜日（2026年11月27日）に大阪で会議があります"),
+        ("今週末は箱根に泊まる予定。", "今週末（2026年11月28日の週末）は箱根に泊まる予定"),
+        ("Next week I'm flying to Tokyo.", "Next week (week of 30 November 2026) I'm flying to Tokyo"),
+        ("I'm going to Osaka tomorrow.", "I'm going to Osaka tomorrow (27 November 2026)"),
+        ("I'll be in Paris next month.", "I'll be in Paris next month (December 2026)"),
+        ("I have a meeting on Friday.", "I have a meeting on Friday (27 November 2026)"),
+        ("My flight is next Monday.", "My flight is next Monday (30 November 2026)"),
+        ("12月3日に大阪で会議があります。", "12月3日（2026年12月3日）に大阪で会議があります"),
+        ("1月5日から札幌に出張します。", "1月5日（2027年1月5日）から札幌に出張します"),
+        ("My flight to Paris is on December 3rd.", "My flight to Paris is on December 3rd (3 December 2026)"),
+        ("I'm visiting Tokyo on 5 January 2028.", "I'm visiting Tokyo on 5 January 2028"),
     ],
 )
-def test_dated_plans_expire(text: str, last_day: date) -> None:
+def test_dated_plans_carry_their_absolute_date_and_never_vanish(text: str, memory: str) -> None:
     candidate = one(text)
     assert candidate.category == "plan"
-    assert candidate.expires_at == expiry_after(last_day)
-    # the end of the last day plus one day of grace
-    assert candidate.expires_at == datetime(
-        last_day.year, last_day.month, last_day.day, tzinfo=UTC
-    ) + timedelta(days=2)
+    assert candidate.memory == memory
+    # once its day has passed, the plan is a dated record of what was planned, not something to drop
+    assert candidate.expires_at is None
 
 
-def test_a_change_that_starts_later_does_not_expire() -> None:
+def test_a_change_that_starts_later_is_not_a_plan() -> None:
     candidate = one("来月から大阪に引っ越す予定です。")
-    assert candidate.expires_at is None
-    assert candidate.memory == "来月から大阪に引っ越す予定です"
+    assert candidate.category == "profile"
+    assert candidate.memory == "来月（2026年12月）から大阪に引っ越す予定です"
 
 
-def test_constraints_with_dates_stay_durable() -> None:
-    candidate = one("I'm allergic to peanuts, and next week I'm going to Thailand.")
-    assert candidate.category == "constraint"
-    assert candidate.expires_at is None
+def test_a_constraint_and_a_plan_in_one_sentence_are_two_memories() -> None:
+    found = facts("I'm allergic to peanuts, and next week I'm going to Thailand.")
+    assert [(c.category, c.memory) for c in found] == [
+        ("constraint", "I'm allergic to peanuts"),
+        ("plan", "Next week (week of 30 November 2026) I'm going to Thailand"),
+    ]
+    assert all(c.expires_at is None for c in found)
 
 
-def test_plans_already_expired_at_now_are_dropped() -> None:
+def test_a_late_replay_keeps_the_plan_as_a_dated_record() -> None:
     t = turn(("user", "明日、歯医者に行く予定です。"))
-    assert len(extract_with_rules(t, now=THURSDAY)) == 1
-    assert extract_with_rules(t, now=datetime(2027, 1, 1, tzinfo=UTC)) == []
+    assert extract_with_rules(t) == extract_with_rules(t)
+    assert [c.memory for c in extract_with_rules(t)] == ["明日（2026年11月27日）、歯医者に行く予定です"]
+
+
+@pytest.mark.parametrize(
+    ("text", "memory"),
+    [
+        ("Actually I moved to Munich last month.", "I moved to Munich last month (October 2026)"),
+        ("Last year I visited Italy.", "Last year (2025) I visited Italy"),
+        ("I went to a support group yesterday.", "I went to a support group yesterday (25 November 2026)"),
+        ("I ran my first marathon three days ago!", "I ran my first marathon three days ago (23 November 2026)"),
+        ("I painted a sunrise today.", "I painted a sunrise today (26 November 2026)"),
+        ("On May 3rd I ran a marathon.", "On May 3rd (3 May 2026) I ran a marathon"),
+        ("先月、初めてフルマラソンを走りました。", "先月（2026年10月）、初めてフルマラソンを走りました"),
+        ("先週の金曜日に京都に行きました。", "先週の金曜日（2026年11月20日）に京都に行きました"),
+        ("昨日、姉が結婚しました。", "昨日（2026年11月25日）、姉が結婚しました"),
+        ("去年、富士山に登りました。", "去年（2025年）、富士山に登りました"),
+        ("3日前にフランス語の勉強を始めました。", "3日前（2026年11月23日）にフランス語の勉強を始めました"),
+    ],
+)
+def test_relative_dates_become_absolute(text: str, memory: str) -> None:
+    assert one(text).memory == memory
+
+
+def test_dates_are_annotated_once() -> None:
+    assert annotate_dates("I moved last month (October 2026)", date(2026, 11, 26)) == "I moved last month (October 2026)"
+    assert annotate_dates("先月（2026年10月）に引っ越しました", date(2026, 11, 26)) == "先月（2026年10月）に引っ越しました"
+    assert annotate_dates("I love tea", date(2026, 11, 26)) == "I love tea"
+
+
+def test_routines_keep_their_weekdays_as_said() -> None:
+    assert one("I usually go running every Monday.").memory == "I usually go running every Monday"
+    assert one("毎週月曜日は10時からヨガに行っています。").memory == "毎週月曜日は10時からヨガに行っています"
 
 
 @pytest.mark.parametrize(
@@ -458,3 +491,84 @@ def test_rules_never_fail_and_only_user_text_counts(parts: list[str]) -> None:
         assert not CONTROL_CHARACTERS.search(candidate.memory)  # memory text can store it
         assert candidate.evidence and candidate.evidence in text
     assert extract_with_rules(turn(("assistant", text), ("system", text), ("tool", text))) == []
+
+
+# --------------------------------------------------------------------------------------------
+# What people actually say
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "memories", "category"),
+    [
+        # wants and priorities
+        ("大阪旅行では駅近のホテルを最優先したいです。", ["大阪旅行では駅近のホテルを最優先したいです"], "preference"),
+        ("できれば温泉付きで。", ["できれば温泉付きで"], "preference"),
+        ("ホテルは朝食付きがいいです。", ["ホテルは朝食付きがいいです"], "preference"),
+        ("I'd rather take the train than fly.", ["I'd rather take the train than fly"], "preference"),
+        ("I want a quiet room away from the elevator.", ["I want a quiet room away from the elevator"], "preference"),
+        # a reason before the statement, and "now" as a correction
+        (
+            "最近胃腸が弱くなったので、今は辛い料理が苦手です。",
+            ["最近胃腸が弱くなったので、今は辛い料理が苦手です"],
+            "preference",
+        ),
+        (
+            "Actually, I now prefer window seats on flights, not aisle seats.",
+            ["I now prefer window seats on flights, not aisle seats"],
+            "preference",
+        ),
+        ("やっぱり和室がいいです。", ["和室がいいです"], "preference"),
+        # negated preferences
+        ("人混みは好きじゃないです。", ["人混みは好きじゃないです"], "preference"),
+        # moves and life changes
+        ("福岡に引っ越しました。", ["福岡に引っ越しました"], "profile"),
+        # first-person events
+        ("I just got accepted for a fashion internship!", ["I just got accepted for a fashion internship"], "event"),
+        ("初めてフルマラソンを走りました！", ["初めてフルマラソンを走りました"], "event"),
+        # gratitude inside a statement is a statement
+        ("I'm so thankful to have them.", ["I'm so thankful to have them"], "preference"),
+    ],
+)
+def test_what_people_actually_say_is_kept(text: str, memories: list[str], category: str) -> None:
+    found = facts(text)
+    assert [c.memory for c in found] == memories
+    assert {c.category for c in found} == {category}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Thanks!", "ありがとう！", "Thank you so much, that helps.", "I'd like to book a flight.", "予約したいです。",
+     "わかりました。", "I thought so.", "I liked it!", "面白かった！", "今は温泉に行きたい気分です。",
+     # said of the listener, not of the user
+     "I love your commitment!", "Remember, I'm always here for you.", "I love how you explain things.",
+     "Got it!", "最近寒くなってきましたね。"],
+)
+def test_manners_requests_and_reactions_are_not_memories(text: str) -> None:
+    assert facts(text) == []
+
+
+def test_a_sentence_of_two_kinds_of_fact_is_two_memories() -> None:
+    assert [(c.category, c.memory) for c in facts("I'm vegetarian and I live in Berlin.")] == [
+        ("constraint", "I'm vegetarian"),
+        ("profile", "I live in Berlin"),
+    ]
+    assert [c.memory for c in facts("ベジタリアンで、大阪に住んでいます。")] == ["ベジタリアンです", "大阪に住んでいます"]
+    # a reason, or two statements of one kind, stay one memory
+    assert len(facts("最近胃腸が弱くなったので、今は辛い料理が苦手です。")) == 1
+    assert len(facts("京都に住んでいて、猫を飼っています。")) == 1
+
+
+def test_memories_name_their_speaker() -> None:
+    t = Turn(
+        turn_id="t-1",
+        user_id="u1",
+        agent_id="travel",
+        occurred_at=THURSDAY,
+        messages=[TurnMessage(role=MessageRole.USER, text="Last year I visited Italy. I love pasta.", name="Caroline")],
+    )
+    found = extract_with_rules(t)
+    assert [c.memory for c in found] == ["Caroline: Last year (2025) I visited Italy", "Caroline: I love pasta"]
+    assert {c.speaker for c in found} == {"Caroline"}
+    # without a name (one user and an agent) the text is as said
+    assert [c.memory for c in facts("I love pasta.")] == ["I love pasta"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -172,10 +172,16 @@ def test_permanent_errors_fall_back_to_rules() -> None:
     assert result.path == "rules" and "HTTP 400" in (result.fallback_reason or "")
 
 
-def test_clock_drops_plans_already_over() -> None:
+def test_a_plan_replayed_after_its_day_is_kept_as_a_dated_record() -> None:
     clock = FixedClock(datetime(2027, 3, 1, tzinfo=UTC))
-    result = extract(MemoryExtractor(clock=clock), make_turn("明日、歯医者に行く予定です。コーヒーが好き。"))
-    assert [c.memory for c in result.candidates] == ["コーヒーが好き"]
+    turn = make_turn("明日、歯医者に行く予定です。コーヒーが好き。")
+    result = extract(MemoryExtractor(clock=clock), turn)
+    day = turn.occurred_at.date() + timedelta(days=1)
+    assert [c.memory for c in result.candidates] == [
+        f"明日（{day.year}年{day.month}月{day.day}日）、歯医者に行く予定です",
+        "コーヒーが好き",
+    ]
+    assert all(c.expires_at is None for c in result.candidates)
 
 
 def test_configuration_is_checked() -> None:
