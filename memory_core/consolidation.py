@@ -61,6 +61,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import PermanentError, TransientError, ValidationError
+from .extraction import statement_parts
 from .models import (
     MAX_PROVENANCE,
     CandidateKind,
@@ -106,6 +107,7 @@ __all__ = [
     "join_clauses",
     "normalized_statement",
     "rehearsed_importance",
+    "speaker_of",
     "split_speaker",
     "statement_clauses",
     "statement_features",
@@ -242,7 +244,7 @@ _POSITIVE_JA = re.compile(
 _NEGATIVE_EN = re.compile(
     r"\b(?:hate|hates|dislike|dislikes|detest|can't stand|cannot stand|can not stand|not a fan|"
     r"allergic)\b|\b(?:don't|do not|doesn't|does not|didn't|did not|never|no longer|can't|cannot|"
-    r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure|even|that)\b)"
+    r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure)\b)"
 )
 _POSITIVE_EN = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|adore|fond|favou?rite|fan)\b")
 
@@ -262,8 +264,7 @@ _ADDITIVE_MARKERS = re.compile(
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("home", re.compile(
         r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
-        r"\blive in\b|\blives in\b|\bliving in\b|"
-        r"\b(?:moved|moving|relocated) to\b"
+        r"\blive in\b|\blives in\b|\bliving in\b"
     )),
     ("household", re.compile(
         r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"
@@ -274,7 +275,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
         r"\bwork (?:at|for|as)\b|"
         r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
-        r"\b(?:started|starting|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
+        r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
     )),
     ("origin", re.compile(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b")),
     ("birthday", re.compile(r"誕生日|\bbirthday\b")),
@@ -283,14 +284,26 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 #: Said of the past ("when I was a kid", 「子どもの頃は」, "I used to"): not a value the user holds now, so
 #: it neither replaces nor is replaced by one ("I grew up near Hamburg" beside "I live in Munich").
 _BYGONE = re.compile(
-    r"頃|昔|以前は|前は|かつて|当時|住んでいました|住んでいた|働いていました|働いていた|"
-    r"\bused to\b|\bwhen i was\b|\bas a (?:kid|child|teen|teenager)\b|\bgrew up\b|\blived in\b|"
-    r"\bback (?:then|in)\b|\bworked (?:at|for|as)\b|\bgrowing up\b"
+    r"(?<!中)頃|昔|以前は|前は|かつて|当時|住んでいました|住んでいた|働いていました|働いていた|"
+    r"\bused to\b|\bwhen i was\b|\bas a (?:kid|child|teen|teenager)\b|\bgrew up\b|(?<!'ve )(?<!have )\blived in\b|"
+    r"\bback (?:then|in the day|in (?:high )?school|in college)\b|(?<!'ve )(?<!have )\bworked (?:at|for|as)\b|\bgrowing up\b"
 )
 _MOVE_JA = re.compile(r"引っ越し|引っ越|引越し")
+_LEAD = re.compile(r"^(?:(?:so|and|but|actually|oh|well|also|btw|anyway),?\s+)+", re.IGNORECASE)
 #: Phrases that are one object: "morning person", "night owl".
 _PHRASES = {"morning person": "morningperson", "early bird": "morningperson", "night owl": "nightowl"}
 _PHRASES_RX = re.compile(r"\b(?:" + "|".join(_PHRASES) + r")\b")
+#: A move to a named place, as written ("I moved to Munich"; not "a bigger apartment", "the night shift").
+_MOVED_TO = re.compile(r"\b(?:moved|moving|relocated|relocating) (?:back )?to (?:the )?[A-Z\u3040-\u9fff]")
+#: A statement about someone else ("My sister moved to Paris", 「姉は福岡に住んでいます」) fills none of the
+#: user's slots.
+_OTHER_PERSON = re.compile(
+    r"^(?:my|our|his|her|their) (?:\w+ ){0,2}?(?:sister|brother|mom|mother|dad|father|husband|wife|partner|son|"
+    r"daughter|friend|kid|child|children|boss|colleague|girlfriend|boyfriend|family|parent|cousin|aunt|uncle|"
+    r"grandma|grandpa|grandmother|grandfather|roommate|neighbou?r)s?\b|^(?:he|she|they)\b|"
+    r"^(?:姉|兄|妹|弟|母|父|夫|妻|主人|息子|娘|友達|友人|彼氏|彼女|彼|家族|子供|子ども|同僚|上司|両親|祖母|祖父)(?:は|が|も)",
+    re.IGNORECASE,
+)
 #: "favorite X is", 「好きなXは」: the slot is X.
 _FAVOURITE_SLOT = re.compile(
     r"\bfavou?rite ((?:[a-z'-]+ ){0,2}?[a-z'-]+?)(?:s)? (?:is|are|was|were|has to be|would be)\b|"
@@ -299,11 +312,9 @@ _FAVOURITE_SLOT = re.compile(
 
 # "X じゃなくて Y", "Y instead of X": X is what the statement replaces.
 _REPLACED_JA = re.compile(
-    r"([^\s、,。]+?)(?<!き)(?<!い)(?:じゃなくて|ではなくて|ではなく|じゃなく|より(?:も)?|(?:を|は)やめて)"
+    r"([^\s、,。]{1,12}?)(?<!き)(?<!い)(?:じゃなくて|ではなくて|ではなく|じゃなく|より(?:も)?|(?:を|は)やめて)"
 )
 _REPLACED_EN = re.compile(r"\b(?:instead of|rather than|than)\s+(\w+(?:\s+\w+)?)|[,;]\s*not\s+(\w+(?:\s+\w+)?)")
-#: "Caroline: I just got accepted...": a memory that names its speaker (see :func:`extraction.with_speaker`).
-_SPEAKER = re.compile(r"^([^:：\s][^:：\n]{0,63}?)[:：]\s+(?=\S)")
 #: An absolute date written after a relative one: "(30 april 2026)", "(week of 4 may 2026)", "(2026年5月)".
 _ANNOTATION_RX = re.compile(
     r"\((?:(week|weekend) of )?(?:(\d{1,2}) )?(?:(" + "|".join(_MONTHS_EN) + r") )?(\d{4})\)|"
@@ -475,6 +486,7 @@ class StatementFeatures:
         replaced: Words the statement says it replaces ("X じゃなくて", "instead of X", ", not X").
         speaker: Who said it, when the memory names its speaker ("Caroline: ..."), lower case.
         bygone: The statement is about the past ("when I was a kid", 「子どもの頃は」, "I used to").
+        other_person: The statement is about someone else ("My sister moved to Paris", 「姉は…」).
     """
 
     text: str
@@ -490,6 +502,7 @@ class StatementFeatures:
     replaced: tuple[str, ...]
     speaker: str | None = None
     bygone: bool = False
+    other_person: bool = False
 
     @property
     def single_valued(self) -> bool:
@@ -498,10 +511,10 @@ class StatementFeatures:
 
 
 @functools.lru_cache(maxsize=4096)
-def statement_features(statement: str) -> StatementFeatures:
+def statement_features(statement: str, speaker: str | None = None) -> StatementFeatures:
     """The features of one statement (pure, so the last few thousand are kept: consolidation compares
     the same neighbours again and again; see :class:`StatementFeatures`)."""
-    speaker, statement = split_speaker(statement)
+    speaker, statement = split_speaker(statement, speaker)
     text = normalize(statement)
     text = _MOVE_JA.sub("引越", text)
     text = _PHRASES_RX.sub(lambda m: _PHRASES[m.group(0)], text)
@@ -541,9 +554,14 @@ def statement_features(statement: str) -> StatementFeatures:
     change = bool(_CHANGE_MARKERS.search(text))
     additive = bool(_ADDITIVE_MARKERS.search(text))
     slots = {name for name, pattern in _SLOTS if pattern.search(text)}
+    if _MOVED_TO.search(statement):
+        slots.add("home")
     for match in _FAVOURITE_SLOT.finditer(text):
         words = next(g for g in match.groups() if g)
         slots.add("fav:" + " ".join(_lemma(w) for w in words.split()))
+    other = bool(_OTHER_PERSON.search(_LEAD.sub("", statement.strip())))
+    if other:
+        slots.clear()
     text = _CHANGE_MARKERS.sub(" ", text)
 
     polarity = 0
@@ -578,16 +596,26 @@ def statement_features(statement: str) -> StatementFeatures:
         replaced=tuple(replaced),
         speaker=speaker.casefold() if speaker else None,
         bygone=bygone,
+        other_person=other,
     )
 
 
-def split_speaker(statement: str) -> tuple[str | None, str]:
-    """``("Caroline", "I just got accepted...")`` for a memory that names its speaker, else
-    ``(None, statement)``."""
-    match = _SPEAKER.match(statement)
-    if match is None:
-        return None, statement
-    return match.group(1).strip(), statement[match.end():]
+def split_speaker(statement: str, speaker: str | None) -> tuple[str | None, str]:
+    """``("Caroline", "I just got accepted...")`` when the statement starts with its known speaker's name
+    ("Caroline: ...", see :func:`~memory_core.extraction.with_speaker`), else ``(None, statement)``. The
+    speaker comes from where the memory came from, never from the text: "My budget: 20,000 yen" names
+    no speaker."""
+    if speaker and statement.startswith(f"{speaker}: "):
+        return speaker, statement[len(speaker) + 2 :]
+    return None, statement
+
+
+def speaker_of(record: MemoryRecord) -> str | None:
+    """The speaker a memory names: a speaker of its provenance whose name starts its text."""
+    for source in reversed(record.provenance):
+        if source.speaker and record.memory.startswith(f"{source.speaker}: "):
+            return source.speaker
+    return None
 
 
 def _render_annotation(match: re.Match[str]) -> str:
@@ -692,7 +720,7 @@ class Comparison:
     @property
     def replaced(self) -> list[str]:
         """The old statement's words the new one says it replaces ("ピアノはやめて", "instead of tea")."""
-        return [u for u in self.old.units if any(u in r or r in u for r in self.new.replaced)]
+        return [u for u in self.old.units if u in self.new.replaced]
 
     @property
     def same_speaker(self) -> bool:
@@ -740,25 +768,30 @@ class Comparison:
         return None
 
 
-def compare_statements(old: str, new: str) -> Comparison:
-    """Compare an existing memory's text with a new statement (pure)."""
-    a = statement_features(old)
-    b = statement_features(new)
-    union = a.terms | b.terms
-    overlap = len(a.terms & b.terms) / len(union) if union else 1.0
-    old_units = set(a.units)
-    new_units = set(b.units)
+def _compared(old: StatementFeatures, new: StatementFeatures) -> Comparison:
+    union = old.terms | new.terms
+    old_units, new_units = set(old.units), set(new.units)
     return Comparison(
-        old=a,
-        new=b,
-        same_text=a.text == b.text,
-        overlap=overlap,
-        only_old=tuple(u for u in a.units if u not in new_units),
-        only_new=tuple(u for u in b.units if u not in old_units),
+        old=old,
+        new=new,
+        same_text=old.text == new.text,
+        overlap=len(old.terms & new.terms) / len(union) if union else 1.0,
+        only_old=tuple(u for u in old.units if u not in new_units),
+        only_new=tuple(u for u in new.units if u not in old_units),
     )
 
 
-def find_contradiction(old: str, new: str) -> str | None:
+def compare_statements(
+    old: str, new: str, *, old_speaker: str | None = None, new_speaker: str | None = None
+) -> Comparison:
+    """Compare an existing memory's text with a new statement (pure; the speakers, when known, are
+    those the texts name: see :func:`split_speaker`)."""
+    return _compared(statement_features(old, old_speaker), statement_features(new, new_speaker))
+
+
+def find_contradiction(
+    old: str, new: str, *, old_speaker: str | None = None, new_speaker: str | None = None
+) -> str | None:
     """Why ``new`` contradicts ``old``, or ``None`` when it does not (pure).
 
     Checked: negation (好き vs 苦手 / 嫌い / 好きではない; like vs don't like / hate) over the same content;
@@ -766,12 +799,12 @@ def find_contradiction(old: str, new: str) -> str | None:
     slot — alike objects (コーヒー / 紅茶, window / aisle), an explicit replacement ("紅茶じゃなくて
     コーヒー", "instead of tea") or a predicate that holds one value (住んで, favorite, name).
     """
-    return _contradiction(compare_statements(old, new))
+    return _contradiction(compare_statements(old, new, old_speaker=old_speaker, new_speaker=new_speaker))
 
 
 def _contradiction(c: Comparison) -> str | None:
-    if c.same_text or not c.same_speaker:
-        return None
+    if c.same_text or not c.same_speaker or c.old.other_person != c.new.other_person:
+        return None  # another person's statement, or one about another person, replaces nothing
     related = c.related
     if c.polarity_conflict and related:
         old_word = "negative" if c.old.polarity < 0 else "positive"
@@ -784,7 +817,11 @@ def _contradiction(c: Comparison) -> str | None:
     if c.numbers_conflict and related:
         return f"number changed: {', '.join(c.old.numbers)} → {', '.join(c.new.numbers)}"
     replaced = c.replaced
-    if replaced and c.new.units and not c.polarity_conflict:
+    about_the_same = (
+        bool(c.old.terms & c.new.terms) or c.old.polarity == c.new.polarity != 0 or c.new.change
+        or c.alike_objects is not None
+    )
+    if replaced and c.new.units and not c.polarity_conflict and about_the_same:
         return f"replaced: {c.surface(replaced[0])} → {c.surface(c.new.units[0])}"
     if c.only_old and c.only_new and not c.polarity_conflict:
         if c.new.additive or c.old.bygone != c.new.bygone:
@@ -896,10 +933,24 @@ def _rule_contradiction(p: _Pair) -> Verdict | _Skip | None:
     contradiction = _contradiction(p.comparison)
     if contradiction is None:
         return None
+    # A memory that joins several statements loses only the one the new statement contradicts
+    # ("I live in Berlin and I work at Google" + "I moved to Munich": the job stays).
+    new = p.comparison.new
+    rest = _remainder(
+        p.record.memory,
+        speaker_of(p.record),
+        lambda part: _contradiction(_compared(part, new)) is not None,
+    )
+    text = p.candidate.memory
+    if rest is not None:
+        speaker, body = split_speaker(text, p.candidate.speaker)
+        _, kept = split_speaker(rest, speaker_of(p.record))
+        joined = join_clauses([*statement_clauses(kept), body], bool(_CJK_RUN.search(body)))
+        text = f"{speaker}: {joined}" if speaker else joined
     return Verdict(
         MemoryEvent.UPDATE,
         p.record,
-        p.candidate.memory,
+        text,
         f"supersedes {_short(p.record.memory)!r}: {contradiction}",
         supersedes=True,
     )
@@ -1010,7 +1061,10 @@ def decide_with_rules(
     if restated is not None:
         return restated
     for n in ordered:
-        answer = _decide_pair(_Pair(candidate, n, compare_statements(n.record.memory, candidate.memory), thresholds))
+        comparison = compare_statements(
+            n.record.memory, candidate.memory, old_speaker=speaker_of(n.record), new_speaker=candidate.speaker
+        )
+        answer = _decide_pair(_Pair(candidate, n, comparison, thresholds))
         if isinstance(answer, Verdict):
             return answer
     best = ordered[0]
@@ -1022,29 +1076,18 @@ def decide_with_rules(
     )
 
 
-_CLAUSE_EN = re.compile(
-    r"\s*(?:,\s*|;\s*)?\b(?:and|but|plus|also)\s+(?=(?:[a-z]+\s+){0,3}?(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|"
-    r"[;.]\s+",
-    re.IGNORECASE,
-)
-_CLAUSE_JA = re.compile(r"(?<![のかだ][でてしり])(?<=[でてしり])、|。")
-
-
 def statement_clauses(text: str) -> list[str]:
-    """The statements one memory joins ("I'm vegetarian and I live in Berlin" → two; 「ベジタリアンで、
-    大阪に住んでいます」 → two), as written; a reason stays with its statement (ので、, "because")."""
-    pattern = _CLAUSE_JA if _CJK_RUN.search(text) else _CLAUSE_EN
-    return [part.strip(" 、,。.！!") for part in pattern.split(text) if part.strip(" 、,。.！!")]
+    """The statements one memory joins, each as a statement ("I'm vegetarian and I live in Berlin" →
+    two; 「ベジタリアンで、大阪に住んでいます」 → 「ベジタリアンです」, 「大阪に住んでいます」); a memory is split only
+    where every part is a statement on its own (see :func:`~memory_core.extraction.statement_parts`)."""
+    return [statement for _, statement in statement_parts(text)]
 
 
 def join_clauses(clauses: Sequence[str], japanese: bool) -> str:
-    """One text of the statements :func:`statement_clauses` gave (the part a forget request leaves)."""
+    """One text of the statements :func:`statement_clauses` gave (what a forget request leaves)."""
     if japanese:
-        return "、".join(c[:-1] + "です" if c.endswith("で") and not _HIRAGANA_END.search(c[:-1]) else c for c in clauses)
+        return "。".join(clauses)
     return ", and ".join([*clauses[:1], *(c[:1].lower() + c[1:] if c.startswith("My ") else c for c in clauses[1:])])
-
-
-_HIRAGANA_END = re.compile(r"[\u3040-\u309f]$")
 
 
 def _covers(wanted: StatementFeatures, have: StatementFeatures, similar: bool) -> float | None:
@@ -1069,18 +1112,18 @@ def _named(wanted: StatementFeatures, clause: StatementFeatures) -> bool:
     return bool(clause.terms) and len(wanted.terms & clause.terms) / len(clause.terms) >= 0.75
 
 
-def _remainder(wanted: StatementFeatures, memory: str) -> str | None:
-    """What is left of a compound memory once the statements a forget request names are taken out, or
-    ``None`` when the request names all of it (or the memory is one statement)."""
-    speaker, body = split_speaker(memory)
+def _remainder(memory: str, speaker: str | None, named: Callable[[StatementFeatures], bool]) -> str | None:
+    """What is left of a compound memory once the statements ``named`` picks are taken out, or ``None``
+    when it picks all of them, none of them, or the memory is one statement."""
+    name, body = split_speaker(memory, speaker)
     clauses = statement_clauses(body)
     if len(clauses) < 2:
         return None
-    kept = [c for c in clauses if not _named(wanted, statement_features(c))]
+    kept = [c for c in clauses if not named(statement_features(c))]
     if not kept or len(kept) == len(clauses):
         return None
     text = join_clauses(kept, bool(_CJK_RUN.search(body)))
-    return f"{speaker}: {text}" if speaker else text
+    return f"{name}: {text}" if name else text
 
 
 def _decide_forget(
@@ -1093,10 +1136,10 @@ def _decide_forget(
     the two are near-duplicates by embedding. A partial match must also be related by embedding.
     "京都の紅葉の話は忘れて" therefore leaves "京都に住んでいます" alone.
     """
-    wanted = statement_features(candidate.memory)
+    wanted = statement_features(candidate.memory, candidate.speaker)
     best: tuple[float, float, Neighbour] | None = None
     for n in ordered:
-        have = statement_features(n.record.memory)
+        have = statement_features(n.record.memory, speaker_of(n.record))
         if wanted.speaker and have.speaker and wanted.speaker != have.speaker:
             continue  # someone else's memory
         coverage = _covers(wanted, have, similar=n.similarity >= thresholds.duplicate)
@@ -1109,7 +1152,7 @@ def _decide_forget(
     if best is None:
         return Verdict(MemoryEvent.NONE, None, None, f"forget request matched no memory: {_short(candidate.memory)!r}")
     n = best[2]
-    remainder = _remainder(wanted, n.record.memory)
+    remainder = _remainder(n.record.memory, speaker_of(n.record), lambda part: _named(wanted, part))
     if remainder is not None:
         return Verdict(
             MemoryEvent.UPDATE,

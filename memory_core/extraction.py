@@ -77,6 +77,7 @@ __all__ = [
     "resolve_calendar_date",
     "resolve_date_word",
     "split_sentences",
+    "statement_parts",
     "strip_date_annotations",
     "with_speaker",
 ]
@@ -217,6 +218,12 @@ _DATE_WORDS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+def _fold(word: str) -> str:
+    """A matched word as a lookup key: case-insensitive matching also matches "ſ" (long s) and the
+    Kelvin sign, which ``lower()`` keeps; NFKC and case folding make them plain letters."""
+    return unicodedata.normalize("NFKC", word).casefold()
+
+
 def _end_of_month(day: date) -> date:
     return day.replace(day=calendar.monthrange(day.year, day.month)[1])
 
@@ -327,12 +334,12 @@ def _find_calendar_date(sentence: str, reference: date) -> date | None:
         return resolve_calendar_date(int(match.group(2)), int(match.group(3)), reference, year)
     match = _CALENDAR_EN_MD.search(sentence)
     if match:
-        month = _MONTHS_EN[match.group(1)[:3].lower()]
+        month = _MONTHS_EN[_fold(match.group(1))[:3]]
         year = int(match.group(3)) if match.group(3) else None
         return resolve_calendar_date(month, int(match.group(2)), reference, year)
     match = _CALENDAR_EN_DM.search(sentence)
     if match:
-        month = _MONTHS_EN[match.group(2)[:3].lower()]
+        month = _MONTHS_EN[_fold(match.group(2))[:3]]
         year = int(match.group(3)) if match.group(3) else None
         return resolve_calendar_date(month, int(match.group(1)), reference, year)
     return None
@@ -347,7 +354,7 @@ def _find_date(sentence: str, reference: date) -> date | None:
         if not match:
             continue
         if word == "weekday-en":
-            return resolve_date_word("weekday", reference, _WEEKDAYS_EN[match.group(1).lower()])
+            return resolve_date_word("weekday", reference, _WEEKDAYS_EN[_fold(match.group(1))])
         if word == "weekday-ja":
             return resolve_date_word("weekday", reference, _WEEKDAYS_JA[match.group(1)])
         return resolve_date_word(word, reference)
@@ -359,7 +366,10 @@ def _find_date(sentence: str, reference: date) -> date | None:
 # --------------------------------------------------------------------------------------------
 
 _MONTH_NAMES = tuple(calendar.month_name)
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10,
+}  # fmt: skip
 _KANJI_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 #: Relative date words, as data: (words, unit, offset from the day said). Ordered: longer and more
 #: specific words first (「再来週」 before 「来週」, "the day before yesterday" before "yesterday").
@@ -385,8 +395,12 @@ _RELATIVE_TABLE: tuple[tuple[str, str, int], ...] = (
     (r"\bnext year\b|来年", "year", 1),
 )
 _RELATIVE_WORDS = [(re.compile(words, re.IGNORECASE), unit, offset) for words, unit, offset in _RELATIVE_TABLE]
-_AGO_EN = re.compile(r"\b(\d{1,2}|a|an|one|two|three|four|five|six|seven) (day|week|month|year)s? ago\b", re.IGNORECASE)
-_AGO_JA = re.compile(r"([0-9]{1,2}|[一二三四五六七八九十])(日|週間|か月|ヶ月|ヵ月|カ月|年)前")
+_AGO_EN = re.compile(
+    r"(?<![\d,.])\b(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten) (day|week|month|year)s? ago\b", re.IGNORECASE
+)
+_AGO_JA = re.compile(
+    r"(?<![0-9一二三四五六七八九十百])([0-9]{1,3}|[一二三四五六七八九十百]{1,4})(日|週間|か月|ヶ月|ヵ月|カ月|年)前"
+)
 _WEEKDAY_REL_EN = re.compile(
     r"\b(last|this|next|coming|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
 )
@@ -430,7 +444,9 @@ def _render_span(unit: str, start: date, japanese: bool) -> str:
     return f"({start.year})"
 
 
-def annotate_dates(text: str, reference: date, *, past: bool = False, weekdays: bool = True) -> str:
+def annotate_dates(
+    text: str, reference: date, *, past: bool = False, weekdays: bool = True, calendar: bool = True
+) -> str:
     """``text`` with each relative date word followed by the absolute date it means on ``reference``.
 
     "I moved to Munich last month" said on 2026-11-26 becomes "I moved to Munich last month (October
@@ -445,6 +461,8 @@ def annotate_dates(text: str, reference: date, *, past: bool = False, weekdays: 
         reference: The day the statement was made (the turn's ``occurred_at``, UTC).
         past: The statement reports something that happened.
         weekdays: Annotate bare weekdays too (a plan's "on Friday" is a date).
+        calendar: Give a month and day without a year their year (not for a date that comes back every
+            year: a birthday).
 
     Returns:
         The annotated text (unchanged when it has no relative date word).
@@ -453,6 +471,8 @@ def annotate_dates(text: str, reference: date, *, past: bool = False, weekdays: 
     spans: list[tuple[int, int, str]] = []  # (start, end, annotation) of each match, without overlaps
 
     def add(start: int, end: int, annotation: str) -> None:
+        if text[end : end + 2] in ("'s", "’s"):
+            end += 2  # "yesterday's game" → "yesterday's (25 November 2026) game"
         if any(start < e and s < end for s, e, _ in spans):
             return
         if _ANNOTATED.match(text[end:]):
@@ -461,27 +481,27 @@ def annotate_dates(text: str, reference: date, *, past: bool = False, weekdays: 
 
     for match in _AGO_EN.finditer(text):
         raw = match.group(1)
-        count = int(raw) if raw.isdigit() else _NUMBER_WORDS[raw.lower()]
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS[_fold(raw)]
         unit = match.group(2).lower()
         day = _ago(unit, count, reference)
         add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
     for match in _AGO_JA.finditer(text):
         raw = match.group(1)
-        count = int(raw) if raw.isdigit() else _KANJI_DIGITS[raw]
+        count = int(raw) if raw.isdigit() else _kanji_number(raw)
         unit = {"日": "day", "週間": "week", "年": "year"}.get(match.group(2), "month")
         day = _ago(unit, count, reference)
         add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
-    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS:
+    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS if calendar else ():
         for match in pattern.finditer(text):
             if match.group(year_group):
                 continue  # already absolute
             month_text = match.group(month_group)
-            month = int(month_text) if month_text.isdigit() else _MONTHS_EN[month_text[:3].lower()]
+            month = int(month_text) if month_text.isdigit() else _MONTHS_EN[_fold(month_text)[:3]]
             meant = _calendar_day(month, int(match.group(day_group)), reference, past)
             if meant is not None:
                 add(match.start(), match.end(), _render_span("day", meant, japanese))
     for match in _WEEKDAY_REL_EN.finditer(text):
-        relation, weekday = match.group(1).lower(), _WEEKDAYS_EN[match.group(2).lower()]
+        relation, weekday = _fold(match.group(1)), _WEEKDAYS_EN[_fold(match.group(2))]
         if relation == "on" and not weekdays:
             continue
         add(match.start(), match.end(), _render_span("day", _weekday(weekday, relation, reference, past), japanese))
@@ -527,6 +547,21 @@ def strip_date_annotations(text: str) -> str:
     return DATE_ANNOTATION.sub("", text)
 
 
+def _kanji_number(text: str) -> int:
+    """一 → 1, 十五 → 15, 二十 → 20, 三十五 → 35, 百二十 → 120."""
+    total = current = 0
+    for ch in text:
+        if ch == "百":
+            total += (current or 1) * 100
+            current = 0
+        elif ch == "十":
+            total += (current or 1) * 10
+            current = 0
+        else:
+            current = _KANJI_DIGITS[ch]
+    return total + current
+
+
 def _ago(unit: str, count: int, reference: date) -> date:
     if unit == "day":
         return reference - timedelta(days=count)
@@ -534,7 +569,7 @@ def _ago(unit: str, count: int, reference: date) -> date:
         return reference - timedelta(weeks=count)
     if unit == "month":
         return _add_months(reference, -count)
-    return date(reference.year - count, 1, 1)
+    return date(max(reference.year - count, 1), 1, 1)
 
 
 def _weekday(weekday: int, relation: str, reference: date, past: bool) -> date:
@@ -647,13 +682,13 @@ _WANT_EXCLUDE = _rx(
 #: I visited Italy", 「初めてフルマラソンを走りました」). People ask about these later.
 _EVENT = _rx(
     r"\b(?:i|we)(?:'ve| have)? (?:just |finally |recently |also |actually |even |already |once |never |"
-    r"first |all |both )?(?:\w*[^e\W]ed|got|went|saw|made|took|met|ran|won|lost|bought|had|began|became|found|"
+    r"first |all |both )?(?:\w{2,}[^e\W]ed|used|got|went|saw|made|took|met|ran|won|lost|bought|had|began|became|found|"
     r"gave|left|began|built|wrote|read|sang|swam|drew|did|came|flew|drove|rode|sold|spent|taught|thought|"
     r"felt|brought|caught|chose|fell|heard|held|kept|knew|led|paid|put|quit|said|sent|set|shot|sat|slept|"
     r"spoke|stood|told|tore|understood|woke|wore|been|done|gone|seen|taken|given|begun|grown)\b|"
-    r"^(?:just |finally |recently )?(?:\w*[^e\W]ed|got|lost|made|took|won|bought|finished|started|went|saw|"
+    r"^(?:just |finally |recently )?(?:\w{2,}[^e\W]ed|got|lost|made|took|won|bought|finished|started|went|saw|"
     r"met|had|began|became) (?:my|a|an|the|to|into|back|some|our)\b|"
-    r"\bmy (?:\w+ )?(?:\w*[^e\W]ed|got|went|won|lost|made|took|began|became)\b"
+    r"\bmy (?:\w+ )?(?:\w{2,}[^e\W]ed|got|went|won|lost|made|took|began|became)\b"
 )
 _EVENT_EXCLUDE = _rx(
     r"\bi (?:just )?(?:wanted|needed|asked|meant|wondered|thought|guess|forgot|told you|said|mentioned|"
@@ -886,33 +921,94 @@ def _classify(sentence: str) -> str | None:
 #: Where one sentence joins two statements: "I'm vegetarian and I live in Berlin", 「ベジタリアンで、大阪に
 #: 住んでいます」. A reason (ので、, から、, "because") joins nothing: it belongs to its statement.
 _JOIN_EN = _rx(
-    r"\s*(?:,\s*|;\s*)?\b(?:and|but|plus|also)\s+(?=(?:[a-z]+\s+){0,3}?(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|;\s+"
+    r"\s*(?:,\s*|;\s*)?\b(?:and|but|plus|also)\s+(?=(?:[a-z]+\s+){0,3}?(?:i|i'm|i've|i'd|i'll|my|we|we're|our)\b)|"
+    r";\s+"
 )
-_JOIN_JA = re.compile(r"(?<![のかだ][でてしり])(?<=[でてしり])、|。")
+_JOIN_JA = re.compile(r"(?<![のかだ][でてしり])(?<=[でてしり])、")
 _HIRAGANA_END = re.compile(r"[\u3040-\u309f]$")
+#: A part that only makes sense with the other ("...and my daughter is too", "but my husband isn't",
+#: "so is my wife", "but my husband hates it"): the sentence is one statement.
+_ELLIPTIC = _rx(
+    r"\b(?:too|either|not|isn't|aren't|wasn't|doesn't|don't|didn't|does|do|did|is|am|are|was|it|them|that|one)$|"
+    r"^(?:so|neither|nor)\b"
+)
 
 
-def _parts(body: str, reference: date) -> list[str]:
-    """The statements of a compound sentence, when each part says a different kind of thing on its own
-    (a constraint and where the user lives); otherwise the sentence whole (a reason, one list)."""
+#: A part about "my X" with no verb of its own.
+_NO_PREDICATE = _rx(
+    r"^(?:my|our)\b(?!.*\b(?:is|are|was|were|has|have|had|does|did|loves?|likes?|hates?|works?|lives?|"
+    r"\w{2,}[^e\W]ed|got|went|can|can't|will|won't)\b)"
+)
+
+
+def _finish_ja(piece: str) -> str:
+    """A Japanese part cut at its て-form, as a statement: 「ベジタリアンで」 → 「ベジタリアンです」,
+    「大阪に住んでいて」 → 「大阪に住んでいます」."""
+    if piece.endswith("で") and not _HIRAGANA_END.search(piece[:-1]):
+        return piece[:-1] + "です"
+    if piece.endswith(("いて", "いで")):
+        return piece[:-1] + "ます"
+    return piece
+
+
+def statement_parts(text: str, *, distinct: bool = False) -> list[tuple[str, str]]:
+    """The statements a sentence (or a memory) joins, as ``(words as said, statement)`` pairs.
+
+    "I'm vegetarian and I live in Berlin" → ``("I'm vegetarian", "I'm vegetarian")``, ``("I live in
+    Berlin", ...)``; 「ベジタリアンで、大阪に住んでいます」 → ``("ベジタリアンで", "ベジタリアンです")``, ... A text is
+    split only where every part is a statement on its own (a rule category fits it), never at a reason
+    (ので、, "because") or before an elliptical part ("...and my daughter is too"); with ``distinct``, only
+    when the parts are of different kinds (a constraint and a home). Otherwise the text whole.
+    """
+    body = re.sub(r"\s+", " ", text).strip()
     japanese = bool(_CJK.search(body))
-    pieces: list[str] = []
-    position = 0
-    for match in (_JOIN_JA if japanese else _JOIN_EN).finditer(body):
-        piece = body[position : match.start()].strip(" 、,")
-        # 「ベジタリアンで、」: the copula's て-form joined the statements; the part says 「ベジタリアンです」
-        if japanese and piece.endswith("で") and not _HIRAGANA_END.search(piece[:-1]):
-            piece = piece[:-1] + "です"
-        pieces.append(piece)
-        position = match.end()
-    pieces.append(body[position:].strip(" 、,"))
-    pieces = [p for p in pieces if p]
-    if len(pieces) < 2:
-        return [body]
-    kinds = [_category(p, reference) for p in pieces]
-    if any(k is None for k in kinds) or len(set(kinds)) < len(kinds):
-        return [body]
+    pieces: list[tuple[str, str]] = []
+    for sentence in split_sentences(body):
+        sentence = _TRAILING_PUNCT.sub("", sentence)
+        spans: list[tuple[int, int]] = []
+        position = 0
+        for match in (_JOIN_JA if japanese else _JOIN_EN).finditer(sentence):
+            if spans and _NO_PREDICATE.search(sentence[spans[-1][0] : spans[-1][1]]):
+                spans[-1] = (spans[-1][0], match.start())  # "my husband" and "I have two cats" are one
+            else:
+                spans.append((position, match.start()))
+            position = match.end()
+        if spans and _NO_PREDICATE.search(sentence[spans[-1][0] : spans[-1][1]]):
+            spans[-1] = (spans[-1][0], len(sentence))
+        else:
+            spans.append((position, len(sentence)))
+        for start, end in spans:
+            said = sentence[start:end].strip(" 、,")
+            last = end == len(sentence)
+            pieces.append((said, said if last or not japanese else _finish_ja(said)))
+    pieces = [(said, statement) for said, statement in pieces if statement]
+    whole = [(body, body)]
+    if len(pieces) < 2 or any(_ELLIPTIC.search(statement) for _, statement in pieces):
+        return whole
+    kinds = [_category(statement, _ANY_DAY) for _, statement in pieces]
+    if any(k is None for k in kinds) or (distinct and len(set(kinds)) < len(kinds)):
+        return whole
     return pieces
+
+
+#: Any day: whether a statement is a dated plan does not depend on the day it is read.
+_ANY_DAY = date(2000, 1, 3)
+
+
+#: Dates that come back every year: 「誕生日は3月3日です」 is who the user is, not a plan for next March.
+_RECURRING = _rx(
+    r"誕生日|記念日|命日|毎年|生まれ|\bbirthday\b|\banniversary\b|\bevery year\b|\bannual(?:ly)?\b|\bborn\b"
+)
+#: Said of the past: a bare date in it is the last such day, not the next ("I was born on May 5").
+_PAST_EN = _rx(r"\b(?:was|were|had|did|got|went|came|born|married|moved|\w{2,}[^e\W]ed)\b")
+
+
+def _past(body: str, category: str | None) -> bool:
+    if category == "event":
+        return True
+    if _CJK.search(body):
+        return bool(_EVENT_JA.search(_TRAILING_PUNCT.sub("", body)))
+    return bool(_PAST_EN.search(body))
 
 
 #: The listener: a preference, a habit or an event said of "you" is about the other person or the
@@ -934,6 +1030,8 @@ def _category(body: str, reference: date) -> str | None:
         return category
     if _find_date(body, reference) is None:
         return category or ("plan" if _PLAN_UNDATED.search(body) else None)
+    if _RECURRING.search(body) and not any(p.search(body) for p, _, _ in _RELATIVE_WORDS):
+        return category or "profile"  # a birthday on a calendar date: every year, not a plan
     return (category or "general") if _STARTING.search(body) else "plan"
 
 
@@ -952,7 +1050,14 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
     if not text:
         return None
     if category != "routine":
-        text = annotate_dates(text, reference, past=category == "event", weekdays=category == "plan")
+        recurring = bool(_RECURRING.search(body))
+        text = annotate_dates(
+            text,
+            reference,
+            past=_past(body, category),
+            weekdays=category == "plan" and not recurring,
+            calendar=not recurring,
+        )
     return MemoryCandidate(
         kind=CandidateKind.FACT,
         memory=text[:MAX_MEMORY_CHARS],
@@ -984,9 +1089,12 @@ def _rule_candidates_for_sentence(sentence: str, previous: str | None, reference
     if remembered is None and _REQUEST.search(core):
         return []
     body = _TRAILING_PUNCT.sub("", remembered if remembered is not None else sentence)
-    parts = [body] if remembered is not None else _parts(body, reference)
+    parts = [(body, body)] if remembered is not None else statement_parts(body, distinct=True)
     # the evidence of a statement is what said it: the sentence, or its part when the sentence joins several
-    found = [_statement(part, part if len(parts) > 1 else sentence, reference, remembered is not None) for part in parts]
+    found = [
+        _statement(statement, said if len(parts) > 1 else sentence, reference, remembered is not None)
+        for said, statement in parts
+    ]
     return [c for c in found if c is not None]
 
 
@@ -1018,7 +1126,7 @@ def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
         for raw in split_sentences(strip_recalled_memories(message.text)):
             # What is matched (and becomes memory text) has no control characters; the evidence stays
             # exactly as the user wrote it.
-            sentence = unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))
+            sentence = re.sub(r"\s+", " ", unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))).strip()
             found = _rule_candidates_for_sentence(sentence, previous, reference)
             previous = sentence
             for candidate in found:

@@ -37,6 +37,7 @@ from ..consolidation import (
     MemoryConsolidator,
     join_clauses,
     normalized_statement,
+    speaker_of,
     split_speaker,
     statement_clauses,
 )
@@ -331,11 +332,8 @@ async def _reapply(
             await forget_in_episodes(store, history, embedder, wanted, turn)
         elif turn is not None and wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and memory_id in first:
             # the same for the part of a compound memory a forget request named
-            before = str(first[memory_id].get("memory") or "")
-            left = set(statement_clauses(split_speaker(wanted.memory)[1]))
-            gone = [c for c in statement_clauses(split_speaker(before)[1]) if c not in left]
-            if gone:
-                await forget_in_episodes(store, history, embedder, wanted, turn, gone)
+            before = MemoryRecord.model_validate(first[memory_id])
+            await forget_in_episodes(store, history, embedder, wanted, turn, forgotten_parts(before, wanted))
         current = await store.get(scope, memory_id)
         if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
             include_embedding=False
@@ -349,13 +347,25 @@ async def _reapply(
         await store.upsert([wanted.model_copy(update={"embedding": embedding})])
 
 
+def _partly_forgotten(candidate: MemoryCandidate, decision: Decision) -> bool:
+    return candidate.kind is CandidateKind.FORGET and decision.event is MemoryEvent.UPDATE
+
+
+def forgotten_parts(before: MemoryRecord, after: MemoryRecord) -> list[str]:
+    """The statements of a compound memory that a partial forget took out (those of ``before`` that
+    ``after`` no longer says)."""
+    speaker = speaker_of(before)
+    left = {normalized_statement(c) for c in statement_clauses(split_speaker(after.memory, speaker)[1])}
+    return [c for c in statement_clauses(split_speaker(before.memory, speaker)[1]) if normalized_statement(c) not in left]
+
+
 def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
     """``text`` without what states one of ``forgotten``; and whether anything was removed.
 
     A sentence that says a forgotten statement goes; when it joins that statement with others ("I'm
     vegetarian and I live in Berlin"), only the forgotten statement goes and the rest of it stays.
     """
-    wanted = [w for w in (normalized_statement(split_speaker(f)[1]) for f in forgotten) if w]
+    wanted = [w for w in map(normalized_statement, forgotten) if w]
 
     def says(statement: str) -> bool:
         said = normalized_statement(statement)
@@ -392,7 +402,10 @@ async def forget_in_episodes(
     unrecorded."""
     scope = fact.scope
     if forgotten is None:  # the whole fact was forgotten: its text and the sentence it came from
-        forgotten = [fact.memory, str(fact.metadata.get("evidence") or "")]
+        forgotten = [split_speaker(fact.memory, speaker_of(fact))[1], str(fact.metadata.get("evidence") or "")]
+        reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
+    else:  # part of a compound memory: the reason does not quote what was to be forgotten
+        reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
     changed = 0
     for source in fact.provenance:
         episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
@@ -402,7 +415,6 @@ async def forget_in_episodes(
         remaining, removed = _redact(episode.memory[len(prefix) :], forgotten)
         if not removed:
             continue
-        reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
         metadata = {**episode.metadata, "redacted_by_turn": turn.turn_id}
         if remaining:
             text = prefix + remaining
@@ -546,9 +558,10 @@ async def ingest_turn(
         await _write(store, decision)
         if decision.event is MemoryEvent.DELETE and decision.after is not None:
             await forget_in_episodes(store, history, timed, decision.after, turn)
-        elif candidate.kind is CandidateKind.FORGET and decision.event is MemoryEvent.UPDATE and decision.after:
+        elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
             # part of a compound memory forgotten: the episodes lose that part only
-            await forget_in_episodes(store, history, timed, decision.after, turn, [candidate.memory])
+            gone = forgotten_parts(decision.before, decision.after)
+            await forget_in_episodes(store, history, timed, decision.after, turn, gone)
         result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
         logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
 

@@ -180,6 +180,33 @@ def test_forgetting_part_of_a_sentence_keeps_the_rest_of_it(tmp_path: Path) -> N
     asyncio.run(scenario())
 
 
+def test_a_forget_of_part_of_a_memory_takes_the_same_part_out_of_the_episode(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            # two statements of one kind stay one memory ...
+            await service.ingest(turn(0, ("user", "I live in Berlin and I work at Google.")))
+            (fact,) = by_kind(await everything(service), MemoryKind.FACT)
+            assert fact.memory == "I live in Berlin and I work at Google"
+            # ... and a request in other words takes out only its statement, there and in the episode
+            await service.ingest(turn(1, ("user", "Forget that I work for Google.")))
+            records = await everything(service)
+            assert [(r.memory, r.status) for r in by_kind(records, MemoryKind.FACT)] == [
+                ("I live in Berlin", MemoryStatus.ACTIVE)
+            ]
+            (episode,) = by_kind(records, MemoryKind.EPISODE)
+            assert episode.memory == "I live in Berlin."
+            entries = await service.history_of(SCOPE, episode.id)
+            assert "Google" not in (entries[-1].reason or "")  # the reason does not quote what was forgotten
+            # a correction replaces only its own statement
+            await service.ingest(turn(2, ("user", "I'm vegan and I have two cats.")))
+            await service.ingest(turn(3, ("user", "I moved to Munich.")))
+            facts = {r.memory for r in by_kind(await everything(service), MemoryKind.FACT) if r.status is MemoryStatus.ACTIVE}
+            assert "I moved to Munich" in facts and "I live in Berlin" not in facts
+            assert {"I'm vegan", "I have two cats"} <= facts
+
+    asyncio.run(scenario())
+
+
 def test_memories_name_their_speaker_and_stay_apart(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with service_on(tmp_path / "m.db") as service:
@@ -253,7 +280,7 @@ def test_control_characters_are_dropped_from_what_is_kept_not_the_turn(tmp_path:
             facts = {r.memory: r.provenance[0] for r in by_kind(records, MemoryKind.FACT)}
             assert {memory: said[p.start : p.end] for memory, p in facts.items()} == {  # spans of what was said
                 "I like green tea": "I like\x07 green tea.",
-                "I live\tin Kyoto": "I live\tin Kyoto.\x00",
+                "I live in Kyoto": "I live\tin Kyoto.\x00",  # a fact's whitespace is one space
             }
 
     asyncio.run(scenario())

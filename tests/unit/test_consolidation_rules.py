@@ -17,7 +17,7 @@ from memory_core.consolidation import (
     statement_features,
     thresholds_for,
 )
-from memory_core.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord
+from memory_core.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord, Provenance
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 LOOSE = SimilarityThresholds(related=0.2, update=0.5, duplicate=0.9)
@@ -233,32 +233,55 @@ def test_forget_needs_more_than_one_shared_word() -> None:
         ("好きな映画はトトロです", "好きな映画は千と千尋です"),
         ("My favourite city is Kyoto", "My favourite city is Osaka"),
         ("I work at Contoso", "I'm working at Fabrikam now"),
-        ("Jon: I live in Berlin", "Jon: I moved to Munich"),
+        ("I live in Berlin", "I moved to Munich"),
     ],
 )
 def test_a_correction_supersedes(old: str, new: str) -> None:
     assert find_contradiction(old, new) is not None
+    # the same person's statements, named
+    assert find_contradiction(f"Jon: {old}", f"Jon: {new}", old_speaker="Jon", new_speaker="Jon") is not None
 
 
 @pytest.mark.parametrize(
     ("old", "new"),
     [
         # one shared word is not one slot
-        ("Tim: It's filled with my favorite fantasy novels", 'Tim: "That" is one of my favorite fantasy shows'),
+        ("It's filled with my favorite fantasy novels", '"That" is one of my favorite fantasy shows'),
         (
-            "Jon: Lost my job as a banker yesterday (19 January 2023), so I'm gonna take a shot at starting my own business",
-            "Jon: Losing my job gave me the push to finally start my dream business: my own dance studio",
+            "Lost my job as a banker yesterday (19 January 2023), so I'm gonna take a shot at starting my own business",
+            "Losing my job gave me the push to finally start my dream business: my own dance studio",
         ),
-        # a "not" somewhere is not a negation of the statement
+        # a "not" somewhere is not a negation of the statement, nor a replacement of an unrelated word
         ("I like jazz", "I'm not only into jazz, I also love blues"),
         ("I love rainy days", "Not sure why, but I really love rainy days"),
-        # two people's statements never contradict each other
-        ("Caroline: I like tea", "Melanie: I like coffee"),
-        ("Caroline: I live in Boston", "Melanie: I live in Denver"),
+        ("I love long walks on the beach", "I started running, not long ago"),
+        # someone else's news is not the user's
+        ("I live in Berlin", "My sister moved to Paris"),
+        ("I work at Google", "My husband got a new job at Apple"),
+        ("I live in Berlin", "I moved to a bigger apartment"),
+        ("東京に住んでいます", "姉は福岡に住んでいます"),
+        # a label is not a speaker
+        ("My budget: 20,000 yen per night", "My budget: 30,000 yen per night and a late checkout"),
     ],
 )
 def test_only_the_same_slot_and_a_real_negation_supersede(old: str, new: str) -> None:
-    assert find_contradiction(old, new) is None
+    assert find_contradiction(old, new) is None or old.startswith("My budget")
+    if not old.startswith("My budget"):
+        assert find_contradiction(f"Tim: {old}", f"Tim: {new}", old_speaker="Tim", new_speaker="Tim") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("Caroline: I like tea", "Melanie: I like coffee"), ("Caroline: I live in Boston", "Melanie: I live in Denver")],
+)
+def test_two_peoples_statements_never_contradict(old: str, new: str) -> None:
+    assert find_contradiction(old, new, old_speaker="Caroline", new_speaker="Melanie") is None
+
+
+def test_a_label_is_not_a_speaker() -> None:
+    # without a known speaker, "My budget:" is part of the statement: a new budget replaces the old one
+    assert statement_features("My budget: 20,000 yen per night").speaker is None
+    assert find_contradiction("My budget: 20,000 yen per night", "My budget: 30,000 yen per night") is not None
 
 
 def test_a_negation_is_a_negation_of_the_statement() -> None:
@@ -304,8 +327,38 @@ def test_forget_removes_only_the_part_that_was_asked() -> None:
 
 
 def test_forget_requests_never_touch_another_speakers_memory() -> None:
-    theirs = _record("Melanie: I'm vegetarian", ident="m2", category="constraint")
-    verdict = decide_with_rules(
-        MemoryCandidate(kind=CandidateKind.FORGET, memory="Caroline: I'm vegetarian"), [Neighbour(theirs, 0.99)], LOOSE
+    theirs = _record("Melanie: I'm vegetarian", ident="m2", category="constraint").model_copy(
+        update={"provenance": [Provenance(turn_id="t1", speaker="Melanie")]}
     )
-    assert verdict.event is MemoryEvent.NONE
+    request = MemoryCandidate(kind=CandidateKind.FORGET, memory="Caroline: I'm vegetarian", speaker="Caroline")
+    assert decide_with_rules(request, [Neighbour(theirs, 0.99)], LOOSE).event is MemoryEvent.NONE
+    mine = MemoryCandidate(kind=CandidateKind.FORGET, memory="Melanie: I'm vegetarian", speaker="Melanie")
+    assert decide_with_rules(mine, [Neighbour(theirs, 0.99)], LOOSE).event is MemoryEvent.DELETE
+
+
+def test_a_contradiction_replaces_only_its_part_of_a_compound_memory() -> None:
+    compound = _record("I live in Berlin and I work at Google", category="profile")
+    verdict = decide_with_rules(_fact("I moved to Munich", "profile"), [Neighbour(compound, 0.9)], LOOSE)
+    assert verdict.event is MemoryEvent.UPDATE and verdict.supersedes
+    assert verdict.text == "I work at Google, and I moved to Munich"
+
+
+@pytest.mark.parametrize(
+    ("memory", "asked", "left"),
+    [
+        ("I moved to St. Louis and I have two kids", "I have two kids", "I moved to St. Louis"),
+        ("大阪に住んでいて、猫を飼っています", "猫を飼っています", "大阪に住んでいます"),
+        # not two statements: the whole memory is what the request names
+        ("I'm vegan and my husband and I have two cats", "my husband and I have two cats", "I'm vegan"),
+        ("東京で、猫を飼っています", "猫を飼っています", None),
+        ("I'm allergic to cats and my daughter is too", "I'm allergic to cats", None),
+    ],
+)
+def test_a_partial_forget_keeps_whole_statements(memory: str, asked: str, left: str | None) -> None:
+    verdict = decide_with_rules(
+        MemoryCandidate(kind=CandidateKind.FORGET, memory=asked), [Neighbour(_record(memory), 0.95)], LOOSE
+    )
+    if left is None:
+        assert verdict.event in (MemoryEvent.DELETE, MemoryEvent.NONE)
+    else:
+        assert (verdict.event, verdict.text) == (MemoryEvent.UPDATE, left)

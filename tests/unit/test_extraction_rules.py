@@ -572,3 +572,45 @@ def test_memories_name_their_speaker() -> None:
     assert {c.speaker for c in found} == {"Caroline"}
     # without a name (one user and an agent) the text is as said
     assert [c.memory for c in facts("I love pasta.")] == ["I love pasta"]
+
+
+@pytest.mark.parametrize(
+    ("text", "memory"),
+    [
+        ("十五日前に京都に行きました。", "十五日前（2026年11月11日）に京都に行きました"),
+        ("二十日前に引っ越しました。", "二十日前（2026年11月6日）に引っ越しました"),
+        ("100日前に仕事を辞めました。", "100日前（2026年8月18日）に仕事を辞めました"),
+        # dates that come back every year keep no year
+        ("I was born on May 5.", "I was born on May 5"),
+        ("My birthday is March 3.", "My birthday is March 3"),
+        ("誕生日は3月3日です。", "誕生日は3月3日です"),
+        # a possessive stays with its word
+        ("I loved yesterday's concert.", "I loved yesterday's (25 November 2026) concert"),
+    ],
+)
+def test_dates_the_way_people_write_them(text: str, memory: str) -> None:
+    (candidate,) = facts(text)
+    assert candidate.memory == memory
+    assert candidate.category != "plan"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I met her laſt Tueſday.", "I went there ſeven days ago.", "I ran a marathon on \u212aelvin day.",
+     "I don't" + " " * 392 + "x", "a" * 400, "ー" * 400, "I'm vegan and " * 25],
+)
+def test_odd_text_never_fails(text: str) -> None:
+    facts(text)  # no exception, whatever comes back
+
+
+@pytest.mark.parametrize(
+    ("text", "memories"),
+    [
+        ("I'm allergic to cats and my daughter is too.", ["I'm allergic to cats and my daughter is too"]),
+        ("I'm vegan and so is my wife.", ["I'm vegan and so is my wife"]),
+        ("I'm vegetarian but my husband isn't.", ["I'm vegetarian but my husband isn't"]),
+        ("I'm vegan and my husband and I have two cats.", ["I'm vegan", "My husband and I have two cats"]),
+    ],
+)
+def test_a_sentence_is_split_only_into_whole_statements(text: str, memories: list[str]) -> None:
+    assert [c.memory for c in facts(text)] == memories
