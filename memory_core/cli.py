@@ -85,7 +85,7 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "vector_k": ("--vector-k", {"type": int, "help": "nearest neighbours of the vector leg (default 50)"}),
     "vector_weight": (
         "--vector-weight",
-        {"type": float, "default": 1.0, "help": "weight of the vector leg in hybrid fusion"},
+        {"type": float, "help": "weight of the vector leg in hybrid fusion (default: by the query's language)"},
     ),
 }
 

@@ -460,8 +460,9 @@ class MemorySearchOptions(BaseModel):
     kind: MemoryKind | None = None
     #: Nearest neighbours taken by the vector leg (Azure's ``k``).
     vector_k: int = Field(default=50, ge=1, le=1000)
-    #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1).
-    vector_weight: float = Field(default=1.0, gt=0.0, le=10.0)
+    #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1);
+    #: ``None``: the query language's default (:mod:`memory_core.fusion`).
+    vector_weight: float | None = Field(default=None, gt=0.0, le=10.0)
 
     @field_validator("category")
     @classmethod

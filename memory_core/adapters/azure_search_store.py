@@ -42,6 +42,7 @@ from ..errors import (
     TransientError,
     ValidationError,
 )
+from ..fusion import fusion_for
 from ..models import (
     IMMUTABLE_FIELDS,
     MemoryRecord,
@@ -544,6 +545,7 @@ class AzureSearchMemoryStore:
         def result(hits: list[SearchHit]) -> SearchResult:
             return SearchResult(hits=hits, mode=mode, ranking_profile=options.ranking_profile, notes=notes)
 
+        fusion = fusion_for(text or "", options.vector_weight)
         kwargs: dict[str, Any] = {
             # An empty keyword query matches everything the filters allow (``*``).
             "search_text": plain_query_text(text) if use_text and text else None,
@@ -559,10 +561,13 @@ class AzureSearchMemoryStore:
                     vector=[float(x) for x in vector],
                     k_nearest_neighbors=options.vector_k,
                     fields=VECTOR_FIELD,
-                    weight=options.vector_weight if options.vector_weight != 1.0 else None,
+                    # the vector leg's weight in the fusion (only where there is a text leg to fuse with)
+                    weight=fusion.vector_weight if use_text and text and fusion.vector_weight != 1.0 else None,
                     exhaustive=True if self._exhaustive else None,
                 )
             ]
+        if use_vector and use_text and text and fusion.text_match == "all":
+            kwargs["search_mode"] = "all"  # the text leg counts a memory only with every query word
         if profile is not None:
             kwargs["scoring_profile"] = profile.name
         order = odata.order_by(options.order_by)

@@ -17,7 +17,9 @@ than the cache) when ``scope_versions`` says the scope changed, whichever proces
   ``category`` and over query terms);
 - vector: exact cosine nearest neighbours, score ``1 / (2 - cos)``;
 - hybrid: Reciprocal Rank Fusion ``sum(w / (60 + rank))``, 0-based ranks, text leg top 1000 (w = 1),
-  vector leg ``options.vector_k`` (w = ``options.vector_weight``, 1 by default);
+  vector leg ``options.vector_k`` (w = ``options.vector_weight``, else the query language's); the
+  query language also says whether the text leg counts a memory with any query word or only with
+  all of them (:mod:`memory_core.fusion`: a Japanese query, all);
 - semantic: hybrid, and the result says the semantic ranker is not available locally;
 - ranking profiles from :mod:`memory_core.ranking`, applied to the relevance (after fusion).
 """
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConflictError, NotFoundError, ValidationError
+from ..fusion import fusion_for
 from ..models import (
     MemoryRecord,
     MemorySearchOptions,
@@ -761,6 +764,19 @@ class SQLiteMemoryStore:
                 scores[weights[0]] += idf * weights[1]
         return scores
 
+    @staticmethod
+    def _holding_all(index: _ScopeIndex, terms: Sequence[str]) -> np.ndarray:
+        """Documents that hold every one of ``terms`` in some searchable field (Azure's ``searchMode=all``)."""
+        holding = np.ones(len(index), dtype=bool)
+        for term in dict.fromkeys(terms):
+            has = np.zeros(len(index), dtype=bool)
+            for name in SEARCH_FIELDS:
+                posting = index.postings.get(name, {}).get(term)
+                if posting is not None:
+                    has[posting[0]] = True
+            holding &= has
+        return holding
+
     def _filter_mask(self, index: _ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
         cols = index.columns
         status = cols["status"]
@@ -904,14 +920,20 @@ class SQLiteMemoryStore:
             self._check_query_dimensions(index, query_vector)
             mask = self._filter_mask(index, options, now_epoch)
             keyword = vector_leg = None
+            fusion = fusion_for(query, options.vector_weight)
             if mode in _TEXT_MODES:
                 terms = query_terms(query)
+                every_word = fusion.text_match == "all" and mode != SearchMode.KEYWORD
                 keyword = self._keyword_leg(
-                    index, terms, mask, marker, match_all=mode == SearchMode.KEYWORD and not terms
+                    index,
+                    terms,
+                    mask & self._holding_all(index, terms) if every_word and terms else mask,
+                    marker,
+                    match_all=mode == SearchMode.KEYWORD and not terms,
                 )
             if mode in _VECTOR_MODES and query_vector is not None:
                 vector_leg = self._vector_leg(index, query_vector, mask, options.vector_k)
-            relevance, selected = self._fuse(mode, keyword, vector_leg, options.vector_weight, len(index))
+            relevance, selected = self._fuse(mode, keyword, vector_leg, fusion.vector_weight, len(index))
             candidates = np.flatnonzero(selected)
             profile = profile_for(options.ranking_profile)
             cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}

@@ -306,7 +306,7 @@ async def evaluate(
     text_format: str = "dated",
     embed_format: str | None = None,
     vector_k: int = 50,
-    vector_weight: float = 1.0,
+    vector_weight: float | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     categories: Sequence[int] = EVALUATED_CATEGORIES,
     out: TextIO | None = None,
@@ -322,7 +322,8 @@ async def evaluate(
         embed_format: The text that is embedded (default: ``text_format``), e.g. ``speaker`` to keep
             the date out of the vector while BM25 still sees it.
         vector_k: The vector leg's k.
-        vector_weight: The vector leg's weight in hybrid fusion (the text leg has 1).
+        vector_weight: The vector leg's weight in hybrid fusion (the text leg has 1); ``None``: the
+            product's default for the query's language (:mod:`memory_core.fusion`).
         cache_dir: Embedding cache folder (None: no cache).
         categories: Question categories to evaluate.
         out: Where progress bars go (None: silent).
@@ -438,7 +439,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     config = report["configuration"]
     text = (
         f"memory text: {config['text_format']}; embedded text: {config.get('embed_format', config['text_format'])}; "
-        f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight', 1.0)}; embedder: {config['embedder']}; "
+        f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight') or 'by language'}; embedder: {config['embedder']}; "
         f"{report['data']['questions_evaluated']} questions\n\n"
     )
     text += markdown_table(headers, rows)
@@ -562,7 +563,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--vector-k", type=int, default=50, help="the vector leg's k")
     parser.add_argument(
-        "--vector-weight", type=float, default=1.0, help="the vector leg's weight in hybrid fusion (text: 1)"
+        "--vector-weight",
+        type=float,
+        default=None,
+        help="the vector leg's weight in hybrid fusion (text: 1; default: by the query's language)",
     )
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
     parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")

@@ -54,6 +54,7 @@ from memory_core.adapters.azure_search_store import (
 )
 from memory_core.config import Settings
 from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
+from memory_core.fusion import FUSIONS, fusion_for
 from memory_core.models import (
     MemorySearchOptions,
     MemoryStatus,
@@ -581,6 +582,12 @@ def expected_search_body(mode: SearchMode, ranking: RankingProfile, query: str =
         body["search"] = query
     if mode != SearchMode.KEYWORD:
         body["vectorQueries"] = [{"kind": "vector", "vector": VECTOR, "k": 50, "fields": "embedding"}]
+    if mode in (SearchMode.HYBRID, SearchMode.SEMANTIC):  # the query language's fusion
+        fusion = fusion_for(query)
+        if fusion.vector_weight != 1.0:
+            body["vectorQueries"][0]["weight"] = fusion.vector_weight
+        if fusion.text_match == "all":
+            body["searchMode"] = "all"
     profile = {RankingProfile.IMPORTANT: "memory-priority", RankingProfile.RECENT: "memory-recency"}.get(
         ranking
     )
@@ -687,6 +694,22 @@ def test_hybrid_vector_weight_is_sent_as_the_vector_query_weight() -> None:
     assert body["vectorQueries"] == [
         {"kind": "vector", "vector": VECTOR, "k": 50, "fields": "embedding", "weight": 0.5}
     ]
+
+
+def test_the_query_language_chooses_the_fusion() -> None:
+    transport = CapturingTransport([search_response(), search_response(), search_response(), search_response()])
+    store = make_store(transport)
+    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID)))
+    run(store.search(SCOPE, "window seat", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID)))
+    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID, vector_weight=2.0)))
+    japanese, english, keyword, weighted = (check_request(r, "POST", SEARCH) for r in transport.requests)
+    # a Japanese query's text leg counts a memory only with every word (searchMode=all), in hybrid only
+    assert japanese["searchMode"] == "all" and "searchMode" not in english and "searchMode" not in keyword
+    assert japanese["vectorQueries"][0].get("weight", 1.0) == FUSIONS["ja"].vector_weight
+    assert english["vectorQueries"][0].get("weight", 1.0) == FUSIONS["*"].vector_weight
+    # an explicit weight wins; the language still decides the text leg's matching
+    assert weighted["vectorQueries"][0]["weight"] == 2.0 and weighted["searchMode"] == "all"
 
 
 def test_search_debug_scores_fill_the_breakdown() -> None:

@@ -19,7 +19,7 @@ from memory_core.adapters.sqlite_store import BM25_B, BM25_K1, SQLiteMemoryStore
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.models import MemoryRecord, MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
-from memory_core.text import analyze
+from memory_core.text import index_terms, query_terms
 
 KEYWORD = MemorySearchOptions(mode=SearchMode.KEYWORD, ranking_profile=RankingProfile.NONE, top=50)
 
@@ -31,7 +31,7 @@ def run(coro):  # type: ignore[no-untyped-def]
 def lucene_bm25(query: str, docs: dict[str, dict[str, str]]) -> dict[str, float]:
     """BM25 written out from the formula, over every document of the index."""
     fields = ("memory", "summary", "category")
-    terms = {d: {f: Counter(analyze(v.get(f, ""))) for f in fields} for d, v in docs.items()}
+    terms = {d: {f: Counter(index_terms(v.get(f, ""))) for f in fields} for d, v in docs.items()}
     scores = dict.fromkeys(docs, 0.0)
     for f in fields:
         having = [d for d in docs if sum(terms[d][f].values())]
@@ -39,7 +39,7 @@ def lucene_bm25(query: str, docs: dict[str, dict[str, str]]) -> dict[str, float]
         if not n_docs:
             continue
         avgdl = sum(sum(terms[d][f].values()) for d in having) / n_docs
-        for t in analyze(query):
+        for t in query_terms(query):
             n = sum(1 for d in having if terms[d][f][t])
             idf = math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
             for d in docs:
@@ -269,6 +269,32 @@ def test_vector_weight_scales_the_vector_leg_in_fusion(tmp_path: Path) -> None:
         heavy = await ranked(2.0)
         assert [i for i, _ in heavy] == ["meaning", "words"]
         assert [s for _, s in heavy] == pytest.approx([2 / 60, 1 / 60])
+        await store.close()
+
+    run(scenario())
+
+
+def test_a_japanese_query_counts_a_keyword_match_only_with_every_word(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
+        await store.upsert(
+            [
+                make("京都の旅館が好きです", id="all"),  # holds every content word of the query
+                make("京都に住んでいます", id="part"),  # holds one
+                make("温泉が好きです", id="none"),
+            ]
+        )
+        hyb = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE, top=10)
+        result = await store.search(U1A1, "京都の旅館", vector("温泉"), hyb)
+        legs = {h.record.id: h.breakdown for h in result.hits}
+        assert legs["all"].keyword_rank is not None
+        assert legs["part"].keyword_rank is None and legs["none"].keyword_rank is None
+        # keyword search itself still matches any word, and an English query's hybrid too
+        kw = await store.search(U1A1, "京都の旅館", None, KEYWORD)
+        assert {h.record.id for h in kw.hits} == {"all", "part"}
+        await store.upsert([make("tea in Kyoto", id="en-part"), make("ryokan tea in Kyoto", id="en-all")])
+        english = await store.search(U1A1, "ryokan Kyoto", vector("温泉"), hyb)
+        assert {h.record.id for h in english.hits if h.breakdown.keyword_rank is not None} == {"en-all", "en-part"}
         await store.close()
 
     run(scenario())

@@ -17,7 +17,7 @@ from memory_core.evaluation.locomo import (
     turn_text,
 )
 from memory_core.evaluation.metrics import MetricAccumulator, all_at_k, any_at_k, reciprocal_rank
-from memory_core.text import index_terms, query_terms, stem_english
+from memory_core.text import query_terms, stem_english
 
 
 def test_any_all_and_reciprocal_rank_on_hand_made_rankings() -> None:
@@ -218,13 +218,13 @@ def test_memory_matching_and_distractor_loader(tmp_path: Path) -> None:
     assert load_jdd_utterances(corpus) == ["こんにちは"]
 
 
-def test_light_english_stemmer_and_query_terms() -> None:
+def test_english_stemmer_and_query_terms() -> None:
     assert stem_english("painted") == stem_english("paints") == stem_english("painting") == "paint"
     assert stem_english("running") == "run"
     assert stem_english("loved") == stem_english("love") == stem_english("loves")
-    assert stem_english("parties") == "party"
+    assert stem_english("parties") == stem_english("party")
     assert stem_english("class") == "class"
     assert stem_english("bus") == "bus"
-    assert index_terms("京都の旅館") == ["京都", "都の", "の旅", "旅館"]
+    assert stem_english("京都") == "京都"
     assert query_terms("When did Caroline go to the support groups?") == ["carolin", "go", "support", "group"]
     assert query_terms("what was it") == ["what", "was", "it"]

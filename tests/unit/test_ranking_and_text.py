@@ -17,7 +17,7 @@ from memory_core.ranking import (
     apply_profile,
     profile_for,
 )
-from memory_core.text import analyze
+from memory_core.text import analyze, index_terms, query_terms
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -95,3 +95,39 @@ def test_analyzer(text: str, terms: list[str]) -> None:
 def test_analyzer_never_splits_japanese_into_single_characters() -> None:
     for term in analyze("来週の京都旅行では旅館に泊まりたいです"):
         assert len(term) == 2
+
+
+# -- the keyword index's analysis ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("辛い料理が苦手です", "辛い料理は苦手だ"),  # particles and the copula do not decide
+        ("京都に行きたい", "京都へ行きました"),  # inflections meet at the base form
+        ("シュミレーションの練習", "シミュレーションの練習"),  # spelling variants meet
+        ("ＰＹＴＨＯＮが得意", "pythonが得意"),  # width
+    ],
+)
+def test_japanese_is_analysed_as_japanese(a: str, b: str) -> None:
+    assert set(query_terms(a)) == set(query_terms(b))
+    assert set(query_terms(a)) <= set(index_terms(b))
+
+
+def test_japanese_terms_are_words_not_bigrams() -> None:
+    assert index_terms("京都の旅館が好きです。") == ["京都", "の", "旅館", "が", "好き", "です"]
+    # a query searches for what it is about; particles and auxiliaries only when nothing else is left
+    assert query_terms("京都の旅館が好きです。") == ["京都", "旅館", "好き"]
+    assert query_terms("ですか？") == ["です", "か"]
+    # mixed text: each language as itself
+    assert index_terms("Kyotoの旅館 paintings") == ["kyoto", "の", "旅館", "paint"]
+    # hangul keeps bigrams
+    assert index_terms("안녕하세요") == analyze("안녕하세요")
+
+
+def test_the_analysis_is_the_same_in_any_thread() -> None:
+    import concurrent.futures
+
+    texts = ["京都の旅館が好きです", "辛い料理は苦手です", "来週大阪へ出張します"] * 20
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(index_terms, texts)) == [index_terms(t) for t in texts]

@@ -1,0 +1,71 @@
+"""How hybrid search fuses its two legs, as data: one definition that both stores use.
+
+Hybrid search is Reciprocal Rank Fusion (RRF, ``k = 60``) of a keyword leg (BM25) and a vector leg:
+``relevance = 1 / (60 + keyword_rank) + w / (60 + vector_rank)``. What works depends on the language of
+the query, measured in ``docs/evaluation.md``:
+
+* **Japanese** questions are paraphrases far more often than not, and Japanese words that match in
+  part (好き, 行く, する) say little: with equal weights, the keyword leg's partial matches pulled the
+  vector leg's good answers down (any@1 0.385 against 0.600 for the vector leg alone on the Japanese
+  set with distractors). So a Japanese query's keyword leg only counts a memory that holds *every*
+  content word of the query (Azure AI Search: ``searchMode=all``): an exact match (a name, 「エビアレルギー」)
+  still lifts a memory, a partial one no longer drowns the vector leg.
+* **Other languages** (English): the keyword leg is the stronger one on LoCoMo (any@5 0.614 against
+  0.507 for imported turns) and any match counts (``searchMode=any``), with the vector leg at weight
+  0.5. The weight was chosen end to end, with the default ``important`` profile on memories made by
+  the real ingest path (``eval pipeline``), where a profile's boosts multiply the fused relevance: a
+  low weight compresses the relevance of the top hits, so the boosts decide the order. Measured
+  (``eval pipeline`` hybrid + important any@5 / ``eval locomo`` hybrid + none any@5): weight 0.1
+  0.562 / 0.630, 0.3 0.604 / 0.600, **0.5 0.615 / 0.594**, 1.0 (the former default) 0.591 / 0.595.
+
+Both are expressible in an Azure AI Search query (``searchMode`` and the vector query's ``weight``), so
+the embedded store and Azure rank alike. An explicit ``vector_weight`` in the search options wins over
+the language's default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["FUSIONS", "Fusion", "fusion_for", "query_language"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """The fusion of one query language.
+
+    Attributes:
+        vector_weight: The vector leg's RRF weight (the keyword leg's is 1).
+        text_match: ``any``: a memory matches the keyword leg with any query word (BM25 as usual);
+            ``all``: only with every one (Azure AI Search's ``searchMode``). Applies to hybrid and
+            semantic search; keyword search always matches any word.
+    """
+
+    vector_weight: float
+    text_match: Literal["any", "all"]
+
+
+#: Per query language (``ja``, or ``*`` for any other), measured on the evaluation sets.
+FUSIONS: Mapping[str, Fusion] = {
+    "ja": Fusion(vector_weight=1.0, text_match="all"),
+    "*": Fusion(vector_weight=0.5, text_match="any"),
+}
+
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
+
+
+def query_language(query: str) -> str:
+    """``ja`` for a query with kana or kanji, ``*`` otherwise."""
+    return "ja" if _JAPANESE.search(query) else "*"
+
+
+def fusion_for(query: str, vector_weight: float | None = None) -> Fusion:
+    """The fusion of ``query``: its language's (:data:`FUSIONS`), with ``vector_weight`` when one is
+    given explicitly."""
+    fusion = FUSIONS[query_language(query)]
+    if vector_weight is None:
+        return fusion
+    return Fusion(vector_weight=vector_weight, text_match=fusion.text_match)
