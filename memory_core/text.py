@@ -121,6 +121,8 @@ _JAPANESE_RUN = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4d
 _NOT_INDEXED = frozenset({"補助記号", "空白", "記号"})
 _NOT_QUERIED = frozenset({"助詞", "助動詞"})
 _LOCAL = threading.local()
+#: Characters analysed at a time (4,096 characters of at most 4 bytes stay under the analyser's limit).
+_PIECE = 4096
 
 
 def _tokenizer() -> Any:
@@ -137,9 +139,13 @@ def _tokenizer() -> Any:
 def japanese_terms(text: str, *, query: bool = False) -> list[str]:
     """Normalized forms of the words of a Japanese text (already :func:`normalize`-d), punctuation left
     out; with ``query``, particles and auxiliary verbs too (unless nothing else is left)."""
+    tokenizer = _tokenizer()
+    # The analyser takes at most 48 KiB at a time: long texts go in pieces (a word cut at a piece's edge
+    # is a small price for never failing).
     words = [
         (m.normalized_form().lower(), m.part_of_speech()[0])
-        for m in _tokenizer().tokenize(text)
+        for start in range(0, len(text), _PIECE)
+        for m in tokenizer.tokenize(text[start : start + _PIECE])
         if m.part_of_speech()[0] not in _NOT_INDEXED and m.surface().strip()
     ]
     if query:

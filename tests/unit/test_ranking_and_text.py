@@ -131,3 +131,9 @@ def test_the_analysis_is_the_same_in_any_thread() -> None:
     texts = ["京都の旅館が好きです", "辛い料理は苦手です", "来週大阪へ出張します"] * 20
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(index_terms, texts)) == [index_terms(t) for t in texts]
+
+
+def test_long_japanese_text_is_analysed_in_pieces() -> None:
+    text = "京都の旅館が好きです。" * 3000  # 33,000 characters, about 99 KB: over the analyser's limit
+    terms = index_terms(text)
+    assert terms.count("旅館") == 3000 and len(query_terms(text)) == 9000
