@@ -298,3 +298,34 @@ def test_a_japanese_query_counts_a_keyword_match_only_with_every_word(tmp_path: 
         await store.close()
 
     run(scenario())
+
+
+def test_a_file_of_an_older_analyzer_is_re_indexed_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+
+    async def write() -> None:
+        store = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+        await store.upsert([make("京都の旅館に泊まりたいです", id="ja"), make("I loved the paintings", id="en")])
+        await store.close()
+
+    run(write())
+    # what a file written by the previous analyzer (CJK bigrams, the light stemmer) looked like
+    conn = sqlite3.connect(path)
+    old = {"memory": {"京都": 1, "都の": 1, "の旅": 1, "旅館": 1, "館に": 1, "に泊": 1}, "summary": {}, "category": {}}
+    conn.execute("UPDATE memories SET terms = ? WHERE id = 'ja'", (json.dumps(old, ensure_ascii=False),))
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'analyzer'")
+    conn.commit()
+    conn.close()
+
+    async def read() -> list[str]:
+        store = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+        hits = [h.record.id for h in (await store.search(U1A1, "泊まる", None, KEYWORD)).hits]
+        painted = [h.record.id for h in (await store.search(U1A1, "painting", None, KEYWORD)).hits]
+        await store.close()
+        return hits + painted
+
+    # 泊まる matches 泊まりたい only through the new analysis (its base form), painting via Snowball
+    assert run(read()) == ["ja", "en"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == "3"
+    conn.close()
