@@ -8,7 +8,8 @@ contradicting statements ("コーヒーが好き" / "紅茶が好き", "辛い�
 "月曜10時" / "金曜10時") as high as real duplicates, so before anything becomes NONE or is merged
 the rules compare the two statements' *features* (:func:`statement_features`): polarity (好き vs
 苦手 / 嫌い / 好きではない; like vs don't like / hate), numbers, dates / weekdays / times, and the
-content words left once those and the function words are removed. A small bilingual lexicon gives
+content words left once those and the function words are removed (Japanese by the morphological
+analysis of :mod:`memory_core.text`: nouns as written, verbs and adjectives by their base form). A small bilingual lexicon gives
 common objects one key in both languages (コーヒー / coffee, 通路側 / aisle, 大阪 / Osaka) and groups
 alike objects (drinks, seats, cities...), so "コーヒーが好き" → "紅茶が好き" is a change of choice while
 "コーヒーが好き" → "京都の旅館が好き" is another fact. In order:
@@ -88,7 +89,7 @@ from .prompts.consolidation import (
     build_consolidation_user_prompt,
     short_ids,
 )
-from .text import analyze, normalize
+from .text import analyze, japanese_words, normalize
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -335,13 +336,6 @@ _STOP_JA_UNITS = frozenset(
     {"私", "僕", "俺", "自分", "わたし", "ぼく", "おれ", "もの", "こと", "の", "方", "ほう", "感じ", "最近", "今", "時",
      "本当", "全然", "結構", "少", "大変", "非常"}
 )
-_PARTICLES = ("から", "まで", "より", "って", "が", "は", "を", "に", "で", "も", "の", "と", "へ", "や", "か", "ね", "よ", "な")
-_ENDINGS = (
-    "ています", "ていた", "ている", "てる", "ました", "ません", "でした", "です", "ます", "だった", "だ",
-    "たい", "ない", "った", "って", "れる", "られる", "する", "した", "して", "る", "た", "て", "う",
-    "く", "す", "ぐ", "む", "ぶ", "つ", "ぬ", "い",
-)
-
 # A small bilingual lexicon. Each group holds alike objects (one slot: drinks, seats, cities...);
 # each entry lists the words of one object in English and Japanese, the first word being its key.
 # Two statements that differ by two objects of one group name different choices in the same slot;
@@ -360,7 +354,7 @@ _LEXICON: tuple[str, ...] = (
     "japanese-food 和食|western-food 洋食|chinese-food 中華|italian イタリアン|french フレンチ|"
     "sushi 寿司 すし|ramen ラーメン|soba 蕎麦 そば|udon うどん|curry カレー|yakiniku 焼肉|pizza ピザ|"
     "pasta パスタ|burger バーガー ハンバーガー",
-    "morning-person 朝型 morningperson 早起|night-owl 夜型 nightowl 夜更",
+    "morning-person 朝型 morningperson 早起 早起き|night-owl 夜型 nightowl 夜更 夜更かし",
     "tokyo 東京|osaka 大阪|kyoto 京都|sapporo 札幌|fukuoka 福岡|nagoya 名古屋|yokohama 横浜|kobe 神戸|"
     "sendai 仙台|hiroshima 広島|naha 那覇|okinawa 沖縄|hokkaido 北海道|kanazawa 金沢|nara 奈良|"
     "hakone 箱根|london ロンドン|paris パリ|seattle シアトル|new-york ニューヨーク",
@@ -371,8 +365,8 @@ _LEXICON: tuple[str, ...] = (
 #: The same thing in both languages (no slot): words that only canonicalize.
 _SYNONYMS: tuple[str, ...] = (
     "seat 席 座席", "room 部屋", "food 料理 食べ物", "drink 飲み物", "trip 旅行",
-    "live 住 住まい 引越 moved move moving relocated",
-    "work 勤め 勤務 働", "name 名前", "birthday 誕生日", "kid 子供 子ども", "lesson レッスン",
+    "live 住 住む 住まい 引越 引っ越し moved move moving relocated",
+    "work 勤め 勤める 勤務 働 働く", "name 名前", "birthday 誕生日", "kid 子供 子ども", "lesson レッスン",
 )
 
 
@@ -436,26 +430,6 @@ def normalized_statement(text: str) -> str:
     value = normalize(text)
     value = re.sub(r"(?:なんです|んです|のです|です|でした|だよ|だね|だ|ます|よ|ね)(?=[\s。．.!！?？]*$)", "", value)
     return _PUNCT.sub("", value)
-
-
-def _strip_hiragana(run: str) -> str:
-    changed = True
-    while changed and run:
-        changed = False
-        for particle in _PARTICLES:
-            if run.startswith(particle) and len(run) > len(particle):
-                run = run[len(particle):]
-                changed = True
-                break
-    changed = True
-    while changed and run:
-        changed = False
-        for ending in (*_PARTICLES, *_ENDINGS):
-            if run.endswith(ending):
-                run = run[: -len(ending)]
-                changed = True
-                break
-    return run
 
 
 def _lemma(word: str) -> str:
@@ -633,26 +607,50 @@ def _content_units(text: str) -> list[str]:
         if not piece:
             continue
         position = 0
-        while position < len(piece):
-            match = _CJK_RUN.search(piece, position)
-            latin_part = piece[position: match.start() if match else len(piece)]
-            for word in _LATIN_WORD.findall(latin_part):
-                word = word.replace("’", "'")
-                if word.endswith("'s"):
-                    word = word[:-2]
-                if word and word not in _STOP_EN and not word.isdigit():
-                    units.append(_lemma(word))
-            if match is None:
-                break
-            run = match.group(0)
-            if "\u3040" <= run[0] <= "\u309f":
-                run = _strip_hiragana(run)
-                if len(run) >= 2 and run not in _STOP_JA_UNITS:
-                    units.append(run)
-            elif run not in _STOP_JA_UNITS:
-                units.append(run)
+        for match in _JAPANESE_SEGMENT.finditer(piece):
+            units.extend(_latin_units(piece[position : match.start()]))
+            units.extend(_japanese_units(match.group(0)))
             position = match.end()
+        units.extend(_latin_units(piece[position:]))
     return units
+
+
+_JAPANESE_SEGMENT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]+")
+#: Parts of speech that carry no content of their own in a statement.
+_FUNCTION_POS = frozenset({"助詞", "助動詞", "接続詞", "感動詞", "代名詞", "連体詞"})
+
+
+def _latin_units(text: str) -> list[str]:
+    units = []
+    for word in _LATIN_WORD.findall(text):
+        word = word.replace("’", "'")
+        if word.endswith("'s"):
+            word = word[:-2]
+        if word and word not in _STOP_EN and not word.isdigit():
+            units.append(_lemma(word))
+    return units
+
+
+def _japanese_units(text: str) -> list[str]:
+    """Content words of a Japanese segment by morphological analysis (:func:`memory_core.text.japanese_words`):
+    a run of nouns is one unit as written (通路 + 側 → 通路側; the lexicon splits 京都旅行 again), verbs
+    and adjectives by their normalized base form (住んで → 住む), function words and dependent verbs
+    (いる, する) left out."""
+    units: list[str] = []
+    noun = ""
+    for surface, normalized, pos, subtype in japanese_words(text):
+        if pos in ("名詞", "接頭辞") or (pos == "接尾辞" and noun):
+            noun += surface
+            continue
+        if noun:
+            units.append(noun)
+            noun = ""
+        if pos in _FUNCTION_POS or pos == "接尾辞" or subtype == "非自立可能":
+            continue
+        units.append(normalized)
+    if noun:
+        units.append(noun)
+    return [u for u in units if u not in _STOP_JA_UNITS]
 
 
 def _render_time_ja(match: re.Match[str]) -> str:
@@ -757,10 +755,14 @@ class Comparison:
 
     @property
     def alike_objects(self) -> tuple[str, str] | None:
-        """One differing object on each side, of the same lexicon group (coffee / tea)."""
+        """One differing object on each side, of the same lexicon group (coffee / tea). A new statement
+        that itself compares two objects of the group (「そばとうどんならそば」) chooses between those two and
+        replaces no third one."""
         for old_unit in self.only_old:
             group = _GROUP_OF.get(old_unit)
             if group is None:
+                continue
+            if len({u for u in self.new.units if _GROUP_OF.get(u) == group}) > 1:
                 continue
             for new_unit in self.only_new:
                 if _GROUP_OF.get(new_unit) == group:

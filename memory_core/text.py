@@ -1,8 +1,9 @@
 """Text analysis for the embedded keyword index (and the hashing embedder).
 
-Text is NFKC-normalized and lower-cased. :func:`analyze` (the hashing embedder's and consolidation's
-terms) splits Latin words and turns runs of CJK characters into overlapping bigrams, the approach of
-Lucene's CJK bigram filter.
+Text is NFKC-normalized and lower-cased. :func:`analyze` (the hashing embedder's features, and the
+terms consolidation compares content words by) splits Latin words and turns runs of CJK characters into
+overlapping bigrams, the approach of Lucene's CJK bigram filter. Consolidation finds a Japanese
+statement's content words with the same morphological analysis as the index (:func:`japanese_words`).
 
 The keyword index (:func:`index_terms`, :func:`query_terms`) analyses each language as itself:
 
@@ -37,6 +38,7 @@ __all__ = [
     "analyze",
     "index_terms",
     "japanese_terms",
+    "japanese_words",
     "normalize",
     "query_terms",
     "stem_english",
@@ -153,6 +155,19 @@ def japanese_terms(text: str, *, query: bool = False) -> list[str]:
         if content:
             return content
     return [w for w, _ in words]
+
+
+def japanese_words(text: str) -> list[tuple[str, str, str, str]]:
+    """The words of a Japanese text as ``(surface, normalized form, part of speech, its subtype)``,
+    punctuation left out (the analysis :func:`japanese_terms` indexes; consolidation reads the parts of
+    speech)."""
+    tokenizer = _tokenizer()
+    return [
+        (m.surface(), m.normalized_form(), m.part_of_speech()[0], m.part_of_speech()[1])
+        for start in range(0, len(text), _PIECE)
+        for m in tokenizer.tokenize(text[start : start + _PIECE])
+        if m.part_of_speech()[0] not in _NOT_INDEXED and m.surface().strip()
+    ]
 
 
 def _terms(text: str, query: bool) -> list[str]:
