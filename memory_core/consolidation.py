@@ -1500,7 +1500,7 @@ class MemoryConsolidator:
         for attempt in range(1, self._max_attempts + 1):
             try:
                 answer = await self._chat_model.complete_json(
-                    system=system, user=user, schema=ConsolidationDecision, temperature=0.0
+                    system=system, user=user, schema=ConsolidationDecision
                 )
             except ValidationError as exc:
                 problem = f"invalid answer: {exc}"

@@ -1239,7 +1239,8 @@ class MemoryExtractor:
             model's transport retries come on top and are the adapter's business.
         on_transient: ``"fallback"`` (default) uses the rule path when the model stays unavailable;
             ``"raise"`` re-raises the :class:`TransientError` so the turn is redelivered.
-        temperature: Sampling temperature of the extraction call.
+        temperature: Sampling temperature of the extraction call; ``None`` (default) sends none, so
+            models that take only their own (reasoning models) are asked the same way as others.
     """
 
     def __init__(
@@ -1249,7 +1250,7 @@ class MemoryExtractor:
         clock: Clock | None = None,
         max_attempts: int = 2,
         on_transient: Literal["fallback", "raise"] = "fallback",
-        temperature: float = 0.0,
+        temperature: float | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")

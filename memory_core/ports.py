@@ -320,7 +320,7 @@ class ChatModel(Protocol):
     """
 
     async def complete_json(
-        self, *, system: str, user: str, schema: type[SchemaT], temperature: float = 0.0
+        self, *, system: str, user: str, schema: type[SchemaT], temperature: float | None = None
     ) -> SchemaT:
         """Ask once (plus transport retries) and return the answer validated into ``schema``."""
         ...

@@ -18,6 +18,7 @@ object closes only what it created itself: a client passed in stays open.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -128,6 +129,10 @@ class OpenAIChatModel:
         credential: An async credential to close in :meth:`close` (one this object created).
         max_completion_tokens: Upper bound of the answer's length; ``None`` (default) sends none, which
             every API version accepts.
+
+    Optional parameters (``temperature``, ``max_completion_tokens``) are sent only when asked for. A
+    model that rejects one (HTTP 400 naming it, as reasoning models do with ``temperature``) is asked
+    again once without it, and the parameter is not sent to that model again by this object.
     """
 
     def __init__(
@@ -146,6 +151,8 @@ class OpenAIChatModel:
         self._owns_client = owns_client
         self._credential = credential
         self._max_completion_tokens = max_completion_tokens
+        #: Optional parameters this model rejected; never sent again (for the life of this object).
+        self._rejected: set[str] = set()
 
     @classmethod
     def azure(
@@ -208,28 +215,38 @@ class OpenAIChatModel:
         """The model or deployment name."""
         return self._model
 
-    async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.0) -> T:
-        """Ask once (plus the SDK's transport retries) for JSON validated into ``schema``.
+    async def complete_json(
+        self, *, system: str, user: str, schema: type[T], temperature: float | None = None
+    ) -> T:
+        """Ask once (plus the SDK's transport retries, and once more without an optional parameter the
+        model rejects) for JSON validated into ``schema``.
+
+        Args:
+            system: The system prompt.
+            user: The user prompt.
+            schema: The pydantic model of the answer (sent as a JSON schema).
+            temperature: Sampling temperature; ``None`` (default) sends none (the model's default).
 
         Raises:
             TransientError: Timeouts, throttling, 5xx and connection failures that outlived the retries.
             ValidationError: The answer is not JSON, breaks the schema, is empty or was cut off.
             PermanentError: Any other refusal (4xx, content filter, refusal message).
         """
-        extra: dict[str, Any] = {}
+        optional: dict[str, Any] = {}
+        if temperature is not None:
+            optional["temperature"] = temperature
         if self._max_completion_tokens is not None:
-            extra["max_completion_tokens"] = self._max_completion_tokens
+            optional["max_completion_tokens"] = self._max_completion_tokens
         try:
-            completion = await self._client.chat.completions.parse(
-                model=self._model,
-                messages=[
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": user},
-                ],
-                response_format=schema,
-                temperature=temperature,
-                **extra,
-            )
+            try:
+                completion = await self._parse(system, user, schema, optional)
+            except openai.BadRequestError as exc:
+                rejected = _rejected_parameter(exc, optional)
+                if rejected is None:
+                    raise
+                logger.warning("model %s rejects %r; asking again without it", self._model, rejected)
+                self._rejected.add(rejected)
+                completion = await self._parse(system, user, schema, optional)
         except pydantic.ValidationError as exc:
             raise _invalid_answer(exc) from None
         except openai.LengthFinishReasonError:
@@ -245,7 +262,19 @@ class OpenAIChatModel:
             raise PermanentError(f"the model refused: {message.refusal[:200]}")
         if message.parsed is None:
             raise ValidationError("answer", "is empty")
-        return message.parsed
+        parsed: T = message.parsed
+        return parsed
+
+    async def _parse(self, system: str, user: str, schema: type[T], optional: dict[str, Any]) -> Any:
+        return await self._client.chat.completions.parse(
+            model=self._model,
+            messages=[
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+            response_format=schema,
+            **{name: value for name, value in optional.items() if name not in self._rejected},
+        )
 
     async def close(self) -> None:
         """Close the client and credential this object created (never ones passed in)."""
@@ -253,6 +282,20 @@ class OpenAIChatModel:
             await self._client.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def _rejected_parameter(exc: openai.BadRequestError, sent: dict[str, Any]) -> str | None:
+    """The optional parameter a 400 says the model does not take (``param``, or its name in the
+    message), if it was sent; ``None`` for any other bad request."""
+    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error")
+    error: dict[str, Any] = inner if isinstance(inner, dict) else body
+    param = getattr(exc, "param", None) or error.get("param")
+    if isinstance(param, str) and param in sent:
+        return param
+    message = str(error.get("message") or exc.message or "")
+    named = [name for name in sent if f"'{name}'" in message or f"`{name}`" in message or f'"{name}"' in message]
+    return named[0] if len(named) == 1 and re.search(r"unsupported|not support", message, re.IGNORECASE) else None
 
 
 class AzureOpenAIEmbedder:

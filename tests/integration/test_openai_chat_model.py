@@ -89,7 +89,7 @@ def test_valid_answer_and_the_request_on_the_wire(server: FakeOpenAIServer) -> N
     (request,) = server.requests
     assert request.path == "/v1/chat/completions"
     assert request.body["model"] == "gpt-test"
-    assert request.body["temperature"] == 0.0
+    assert "temperature" not in request.body  # sampling parameters only when asked for
     assert "max_completion_tokens" not in request.body
     assert request.messages() == [{"role": "system", "content": "sys"}, {"role": "user", "content": "usr"}]
     response_format = request.body["response_format"]
@@ -422,3 +422,40 @@ def test_azure_without_a_provider_or_transport_is_a_configuration_error(server: 
         pytest.skip("aiohttp is installed; the credential can be built")
     with pytest.raises(ConfigurationError, match="aiohttp"):
         OpenAIChatModel.azure(endpoint=server.origin, deployment="d", api_version="2024-10-21")
+
+
+def test_a_model_that_rejects_a_parameter_is_asked_again_without_it_and_never_again(
+    server: FakeOpenAIServer,
+) -> None:
+    rejected = Reply(
+        status_code=400,
+        body={
+            "error": {
+                "message": "Unsupported value: 'temperature' does not support 0.2 with this model. "
+                "Only the default (1) value is supported.",
+                "type": "invalid_request_error",
+                "param": "temperature",
+                "code": "unsupported_value",
+            }
+        },
+    )
+    server.script(rejected, Reply.json(VALID), Reply.json(VALID))
+    model = model_for(server)
+
+    async def twice() -> None:
+        for _ in range(2):
+            answer = await model.complete_json(system="sys", user="usr", schema=ExtractionOutput, temperature=0.2)
+            assert answer.memories[0].memory == "コーヒーが好き"
+
+    run(twice)
+    first, retried, later = server.requests
+    assert first.body["temperature"] == 0.2
+    assert "temperature" not in retried.body and "temperature" not in later.body  # the lesson is kept
+
+
+def test_any_other_bad_request_is_permanent_and_not_retried(server: FakeOpenAIServer) -> None:
+    server.script(Reply.status(400, message="The prompt is too long"))
+    model = model_for(server)
+    with pytest.raises(PermanentError, match="HTTP 400"):
+        run(lambda: model.complete_json(system="sys", user="usr", schema=ExtractionOutput, temperature=0.2))
+    assert len(server.requests) == 1

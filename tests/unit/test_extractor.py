@@ -102,7 +102,7 @@ def test_llm_answer_becomes_candidates() -> None:
     assert plan.expires_at == expiry_after(datetime(2026, 12, 6).date())
     assert forget.kind is CandidateKind.FORGET
     call = model.calls[0]
-    assert call["temperature"] == 0.0
+    assert call["temperature"] is None  # the model's own default
     assert "2026-11-26" in call["user"]
 
 
