@@ -1191,12 +1191,14 @@ class Consolidation:
         path: ``"rules"``, ``"llm"`` or ``"rules-fallback"`` (the model's answer was rejected).
         fallback_reason: Why the model's answer was rejected.
         neighbours: The memories the candidate was compared with.
+        model: The chat model that decided (``path == "llm"``), recorded in the history.
     """
 
     decision: Decision
     path: Literal["rules", "llm", "rules-fallback"]
     fallback_reason: str | None = None
     neighbours: tuple[Neighbour, ...] = field(default_factory=tuple)
+    model: str | None = None
 
 
 class MemoryConsolidator:
@@ -1346,7 +1348,10 @@ class MemoryConsolidator:
         else:
             text_vector = vector
         decision = self._build(candidate, verdict, scope, now, new_memory_id, turn_id, text_vector, provenance)
-        return Consolidation(decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found))
+        model = self._chat_model.name if path == "llm" and self._chat_model is not None else None
+        return Consolidation(
+            decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found), model=model
+        )
 
     # -- records ------------------------------------------------------------------------------
     def _episode(

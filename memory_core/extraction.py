@@ -74,6 +74,7 @@ __all__ = [
     "annotate_dates",
     "expiry_after",
     "extract_with_rules",
+    "llm_source",
     "resolve_calendar_date",
     "resolve_date_word",
     "split_sentences",
@@ -88,6 +89,12 @@ DEFAULT_IMPORTANCE = 0.65
 DEFAULT_CONFIDENCE = 0.55
 RULE_SOURCE = "rule-fallback"
 LLM_SOURCE = "llm"
+
+
+def llm_source(model: str) -> str:
+    """The ``source`` of what a chat model produced: ``llm.<model>`` ("llm.gpt-4.1-mini"), the name
+    reduced to the characters a source may hold (so "llama3:8b" is "llm.llama3-8b")."""
+    return f"{LLM_SOURCE}.{re.sub(r'[^A-Za-z0-9_.-]', '-', model)}"[:64]
 #: Sentences longer than this are not turned into rule candidates (pasted text, not a statement).
 MAX_RULE_SENTENCE_CHARS = 400
 #: At most this many candidates per turn, on either path.
@@ -1178,7 +1185,7 @@ def _user_text(turn: Turn) -> str:
     return "\n".join(strip_recalled_memories(m.text) for m in turn.messages if m.role is MessageRole.USER)
 
 
-def _to_candidates(output: ExtractionOutput, turn: Turn) -> list[MemoryCandidate]:
+def _to_candidates(output: ExtractionOutput, turn: Turn, source: str = LLM_SOURCE) -> list[MemoryCandidate]:
     """Validate the model's answer against the turn and turn it into candidates.
 
     Raises:
@@ -1200,7 +1207,7 @@ def _to_candidates(output: ExtractionOutput, turn: Turn) -> list[MemoryCandidate
         if key in seen:
             continue
         seen.add(key)
-        candidate = _candidate_from(item, evidence)
+        candidate = _candidate_from(item, evidence, source)
         # where it was said and by whom, as on the rule path
         said_in = next(
             (i for i, m in enumerate(turn.messages) if m.role is MessageRole.USER and evidence and evidence in m.text),
@@ -1215,7 +1222,7 @@ def _to_candidates(output: ExtractionOutput, turn: Turn) -> list[MemoryCandidate
     return candidates[:MAX_CANDIDATES]
 
 
-def _candidate_from(item: ExtractedMemory, evidence: str) -> MemoryCandidate:
+def _candidate_from(item: ExtractedMemory, evidence: str, source: str = LLM_SOURCE) -> MemoryCandidate:
     last_day = item.expiry_date()
     return MemoryCandidate(
         kind=CandidateKind(item.kind),
@@ -1224,7 +1231,7 @@ def _candidate_from(item: ExtractedMemory, evidence: str) -> MemoryCandidate:
         importance=item.importance,
         confidence=item.confidence,
         expires_at=None if last_day is None else expiry_after(last_day),
-        source=LLM_SOURCE,
+        source=source,
         evidence=evidence or item.evidence,
     )
 
@@ -1299,7 +1306,9 @@ class MemoryExtractor:
                 )
                 now = ensure_utc(self._clock.now())
                 candidates = [
-                    c for c in _to_candidates(output, turn) if c.expires_at is None or c.expires_at > now
+                    c
+                    for c in _to_candidates(output, turn, llm_source(self._chat_model.name))
+                    if c.expires_at is None or c.expires_at > now
                 ]
             except ValidationError as exc:
                 previous_error = str(exc)

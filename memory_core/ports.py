@@ -319,6 +319,11 @@ class ChatModel(Protocol):
     Deciding whether to ask again after an invalid answer is the caller's business.
     """
 
+    @property
+    def name(self) -> str:
+        """The model (or deployment) name, recorded with what it produced."""
+        return "chat-model"
+
     async def complete_json(
         self, *, system: str, user: str, schema: type[SchemaT], temperature: float | None = None
     ) -> SchemaT:

@@ -274,8 +274,10 @@ class _TimedEmbedder(EmbedderWrapper):
             self.seconds += time.perf_counter() - started
 
 
-def _entry(decision: Decision, scope: Scope, turn: Turn, path: str) -> HistoryEntry:
-    reason = decision.reason if path in ("rules", "recorded") else f"[{path}] {decision.reason}"
+def _entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str | None = None) -> HistoryEntry:
+    """The history entry of one step; a decision not made by the rules says how (``[llm gpt-4.1-mini]``)."""
+    how = f"{path} {model}" if model else path
+    reason = decision.reason if path in ("rules", "recorded") else f"[{how}] {decision.reason}"
     return HistoryEntry.of_change(
         decision.event,
         scope,
@@ -554,7 +556,7 @@ async def ingest_turn(
             provenance=provenance_of(turn, candidate),
         )
         decision = outcome.decision
-        await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path)])
+        await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path, outcome.model)])
         await _write(store, decision)
         if decision.event is MemoryEvent.DELETE and decision.after is not None:
             await forget_in_episodes(store, history, timed, decision.after, turn)

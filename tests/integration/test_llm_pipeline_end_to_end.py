@@ -77,7 +77,10 @@ def test_llm_answers_retries_and_fallbacks_through_the_service(tmp_path: Path) -
             (step,) = first.ingest.steps
             assert step.decision.event.value == "ADD" and step.path == "llm"
             added = step.decision.after
-            assert added is not None and added.source == "llm" and added.importance == 0.8
+            assert added is not None and added.source == "llm.test-model" and added.importance == 0.8
+            # which model extracted and decided it is in the memory's history
+            (entry,) = await service.history_of(SCOPE, step.decision.memory_id or "")
+            assert entry.reason.startswith("[llm test-model] ") and entry.after["source"] == "llm.test-model"
 
             # 2. Throttled once (retried by the client), then an invented id: the rules decide.
             server.script(

@@ -299,7 +299,7 @@ def test_extractor_llm_path(server: FakeOpenAIServer) -> None:
     server.script(Reply.json(VALID))
     result = extract_with(server, f"{RECALL_HEADER}\n- 京都に住んでいる\n\nコーヒーが好きです。")
     assert result.path == "llm" and result.fallback_reason is None
-    assert [(c.memory, c.source) for c in result.candidates] == [("コーヒーが好き", "llm")]
+    assert [(c.memory, c.source) for c in result.candidates] == [("コーヒーが好き", "llm.gpt-test")]
     sent = server.requests[0].messages()[1]["content"]
     assert "京都に住んでいる" not in sent  # recall text stripped before the model sees it
     assert "コーヒーが好きです。" in sent

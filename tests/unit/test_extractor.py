@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from memory_core.errors import PermanentError, TransientError, ValidationError
-from memory_core.extraction import ExtractionResult, MemoryExtractor, expiry_after
-from memory_core.models import CandidateKind, MessageRole, Turn, TurnMessage, parse_model
+from memory_core.extraction import ExtractionResult, MemoryExtractor, expiry_after, llm_source
+from memory_core.models import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage, parse_model
 from memory_core.ports import ChatModel, FixedClock
 from memory_core.prompts import RECALL_HEADER
 
@@ -96,7 +96,7 @@ def test_llm_answer_becomes_candidates() -> None:
         "preference",
         0.8,
         0.9,
-        "llm",
+        "llm.chat-model",  # the source names the model
     )
     assert first.evidence == "コーヒーが好きです。"
     assert plan.expires_at == expiry_after(datetime(2026, 12, 6).date())
@@ -191,3 +191,12 @@ def test_configuration_is_checked() -> None:
         MemoryExtractor(on_transient="ignore")  # type: ignore[arg-type]
     assert MemoryExtractor(chat_model=ScriptedChatModel()).uses_llm
     assert not MemoryExtractor().uses_llm
+
+
+def test_the_source_names_the_model_within_what_a_source_may_hold() -> None:
+    assert llm_source("gpt-4.1-mini") == "llm.gpt-4.1-mini"
+    assert llm_source("llama3:8b") == "llm.llama3-8b"
+    assert llm_source("meta-llama/Llama-3.3-70B-Instruct") == "llm.meta-llama-Llama-3.3-70B-Instruct"
+    long = llm_source("x" * 200)
+    assert len(long) == 64 and long.startswith("llm.")
+    MemoryCandidate(memory="m", source=long)  # a valid source
