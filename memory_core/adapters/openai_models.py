@@ -17,6 +17,7 @@ object closes only what it created itself: a client passed in stays open.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -132,7 +133,10 @@ class OpenAIChatModel:
 
     Optional parameters (``temperature``, ``max_completion_tokens``) are sent only when asked for. A
     model that rejects one (HTTP 400 naming it, as reasoning models do with ``temperature``) is asked
-    again once without it, and the parameter is not sent to that model again by this object.
+    again once without it, and the parameter is not sent to that model again by this object. A server
+    that does not take structured output (``response_format`` of type ``json_schema``, which many local
+    servers lack) is asked again in JSON mode with the schema in the system prompt, the answer validated
+    here; this object then uses JSON mode for that model from then on.
     """
 
     def __init__(
@@ -153,6 +157,8 @@ class OpenAIChatModel:
         self._max_completion_tokens = max_completion_tokens
         #: Optional parameters this model rejected; never sent again (for the life of this object).
         self._rejected: set[str] = set()
+        #: Whether the server takes ``json_schema`` structured output (until it says it does not).
+        self._structured = True
 
     @classmethod
     def azure(
@@ -238,9 +244,15 @@ class OpenAIChatModel:
         if self._max_completion_tokens is not None:
             optional["max_completion_tokens"] = self._max_completion_tokens
         try:
+            if not self._structured:
+                return await self._json_mode(system, user, schema, optional)
             try:
                 completion = await self._parse(system, user, schema, optional)
             except openai.BadRequestError as exc:
+                if _rejects_structured_output(exc):
+                    logger.warning("model %s takes no json_schema output; using JSON mode", self._model)
+                    self._structured = False
+                    return await self._json_mode(system, user, schema, optional)
                 rejected = _rejected_parameter(exc, optional)
                 if rejected is None:
                     raise
@@ -265,6 +277,29 @@ class OpenAIChatModel:
         parsed: T = message.parsed
         return parsed
 
+    async def _json_mode(self, system: str, user: str, schema: type[T], optional: dict[str, Any]) -> T:
+        """Ask in JSON mode (``response_format`` ``json_object``) with the schema in the system prompt,
+        and validate the answer here."""
+        instructions = (
+            f"{system}\n\nAnswer with one JSON object and nothing else, matching this JSON schema:\n"
+            f"{json.dumps(schema.model_json_schema(), ensure_ascii=False)}"
+        )
+        completion = await self._client.chat.completions.create(
+            model=self._model,
+            messages=[{"role": "system", "content": instructions}, {"role": "user", "content": user}],
+            response_format={"type": "json_object"},
+            **{name: value for name, value in optional.items() if name not in self._rejected},
+        )
+        if not completion.choices:
+            raise ValidationError("answer", "has no choices")
+        choice = completion.choices[0]
+        if choice.finish_reason == "length":
+            raise ValidationError("answer", "was cut off at the token limit")
+        content = choice.message.content
+        if not content or not content.strip():
+            raise ValidationError("answer", "is empty")
+        return schema.model_validate_json(content)
+
     async def _parse(self, system: str, user: str, schema: type[T], optional: dict[str, Any]) -> Any:
         return await self._client.chat.completions.parse(
             model=self._model,
@@ -282,6 +317,16 @@ class OpenAIChatModel:
             await self._client.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def _rejects_structured_output(exc: openai.BadRequestError) -> bool:
+    """A 400 that says the server does not take ``response_format`` / ``json_schema``."""
+    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error")
+    error: dict[str, Any] = inner if isinstance(inner, dict) else body
+    param = getattr(exc, "param", None) or error.get("param")
+    message = str(error.get("message") or exc.message or "")
+    return param == "response_format" or bool(re.search(r"response_format|json_schema", message))
 
 
 def _rejected_parameter(exc: openai.BadRequestError, sent: dict[str, Any]) -> str | None:

@@ -166,7 +166,7 @@ def test_slow_answer_times_out_and_is_transient(server: FakeOpenAIServer) -> Non
 
 
 def test_bad_request_is_permanent_and_not_retried(server: FakeOpenAIServer) -> None:
-    server.script(Reply.status(400, message="unsupported response_format"))
+    server.script(Reply.status(400, message="the prompt is too long"))
     with pytest.raises(PermanentError, match="HTTP 400") as info:
         run(lambda: ask(model_for(server)))
     assert not isinstance(info.value, TransientError | ValidationError)
@@ -459,3 +459,28 @@ def test_any_other_bad_request_is_permanent_and_not_retried(server: FakeOpenAISe
     with pytest.raises(PermanentError, match="HTTP 400"):
         run(lambda: model.complete_json(system="sys", user="usr", schema=ExtractionOutput, temperature=0.2))
     assert len(server.requests) == 1
+
+
+def test_a_server_without_structured_output_is_asked_in_json_mode_and_the_answer_checked_here(
+    server: FakeOpenAIServer,
+) -> None:
+    no_schema = Reply(
+        status_code=400,
+        body={"error": {"message": "response_format of type 'json_schema' is not supported", "type": "invalid_request_error"}},
+    )
+    server.script(no_schema, Reply.json(VALID), Reply.text('{"memories": "not a list"}'))
+    model = model_for(server)
+
+    async def twice() -> None:
+        answer = await model.complete_json(system="sys", user="usr", schema=ExtractionOutput)
+        assert answer.memories[0].memory == "コーヒーが好き"
+        with pytest.raises(ValidationError):  # validated here, against the same schema
+            await model.complete_json(system="sys", user="usr", schema=ExtractionOutput)
+
+    run(twice)
+    first, json_mode, later = server.requests
+    assert first.body["response_format"]["type"] == "json_schema"
+    for request in (json_mode, later):  # the lesson is kept for this model
+        assert request.body["response_format"] == {"type": "json_object"}
+        system = request.messages()[0]["content"]
+        assert system.startswith("sys") and '"memories"' in system  # the schema rides in the prompt
