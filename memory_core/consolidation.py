@@ -62,7 +62,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import PermanentError, TransientError, ValidationError
-from .extraction import statement_parts
+from .extraction import statement_parts, strip_discourse_markers
 from .models import (
     MAX_PROVENANCE,
     CandidateKind,
@@ -89,7 +89,7 @@ from .prompts.consolidation import (
     build_consolidation_user_prompt,
     short_ids,
 )
-from .text import analyze, japanese_words, normalize
+from .text import JAPANESE_RUN, analyze, has_japanese, japanese_words, normalize
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -290,7 +290,6 @@ _BYGONE = re.compile(
     r"\bback (?:then|in the day|in (?:high )?school|in college)\b|(?<!'ve )(?<!have )\bworked (?:at|for|as)\b|\bgrowing up\b"
 )
 _MOVE_JA = re.compile(r"引っ越し|引っ越|引越し")
-_LEAD = re.compile(r"^(?:(?:so|and|but|actually|oh|well|also|btw|anyway),?\s+)+", re.IGNORECASE)
 #: Phrases that are one object: "morning person", "night owl".
 _PHRASES = {"morning person": "morningperson", "early bird": "morningperson", "night owl": "nightowl"}
 _PHRASES_RX = re.compile(r"\b(?:" + "|".join(_PHRASES) + r")\b")
@@ -420,7 +419,6 @@ def _canonical(unit: str) -> str:
     return _CANONICAL.get(unit, unit)
 
 
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3005\u3006\u3007]+|[\u30a0-\u30ff\u31f0-\u31ff]+|[\u3040-\u309f]+")
 _LATIN_WORD = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 
@@ -533,7 +531,7 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
     for match in _FAVOURITE_SLOT.finditer(text):
         words = next(g for g in match.groups() if g)
         slots.add("fav:" + " ".join(_lemma(w) for w in words.split()))
-    other = bool(_OTHER_PERSON.search(_LEAD.sub("", statement.strip())))
+    other = bool(_OTHER_PERSON.search(strip_discourse_markers(statement)))
     if other:
         slots.clear()
     text = _CHANGE_MARKERS.sub(" ", text)
@@ -607,7 +605,7 @@ def _content_units(text: str) -> list[str]:
         if not piece:
             continue
         position = 0
-        for match in _JAPANESE_SEGMENT.finditer(piece):
+        for match in JAPANESE_RUN.finditer(piece):
             units.extend(_latin_units(piece[position : match.start()]))
             units.extend(_japanese_units(match.group(0)))
             position = match.end()
@@ -615,7 +613,6 @@ def _content_units(text: str) -> list[str]:
     return units
 
 
-_JAPANESE_SEGMENT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]+")
 #: Parts of speech that carry no content of their own in a statement.
 _FUNCTION_POS = frozenset({"助詞", "助動詞", "接続詞", "感動詞", "代名詞", "連体詞"})
 
@@ -947,7 +944,7 @@ def _rule_contradiction(p: _Pair) -> Verdict | _Skip | None:
     if rest is not None:
         speaker, body = split_speaker(text, p.candidate.speaker)
         _, kept = split_speaker(rest, speaker_of(p.record))
-        joined = join_clauses([*statement_clauses(kept), body], bool(_CJK_RUN.search(body)))
+        joined = join_clauses([*statement_clauses(kept), body], has_japanese(body))
         text = f"{speaker}: {joined}" if speaker else joined
     return Verdict(
         MemoryEvent.UPDATE,
@@ -1124,7 +1121,7 @@ def _remainder(memory: str, speaker: str | None, named: Callable[[StatementFeatu
     kept = [c for c in clauses if not named(statement_features(c))]
     if not kept or len(kept) == len(clauses):
         return None
-    text = join_clauses(kept, bool(_CJK_RUN.search(body)))
+    text = join_clauses(kept, has_japanese(body))
     return f"{name}: {text}" if name else text
 
 

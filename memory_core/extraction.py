@@ -80,6 +80,7 @@ __all__ = [
     "split_sentences",
     "statement_parts",
     "strip_date_annotations",
+    "strip_discourse_markers",
     "with_speaker",
 ]
 
@@ -200,29 +201,15 @@ _WEEKDAYS_EN = {
 }
 _WEEKDAYS_JA = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
 
-# Ordered: longer and more specific words first.
-_DATE_WORDS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"明後日|あさって|day after tomorrow", re.IGNORECASE), "day-after-tomorrow"),
-    (re.compile(r"明日|あした|tomorrow", re.IGNORECASE), "tomorrow"),
-    (re.compile(r"再来週|week after next", re.IGNORECASE), "week-after-next"),
-    (re.compile(r"来週末|next weekend", re.IGNORECASE), "next-weekend"),
-    (re.compile(r"今週末|this weekend", re.IGNORECASE), "this-weekend"),
-    (re.compile(r"来週|next week", re.IGNORECASE), "next-week"),
-    (re.compile(r"今週|this week", re.IGNORECASE), "this-week"),
-    (re.compile(r"再来月|month after next", re.IGNORECASE), "month-after-next"),
-    (re.compile(r"来月|next month", re.IGNORECASE), "next-month"),
-    (re.compile(r"今月|this month", re.IGNORECASE), "this-month"),
-    (re.compile(r"来年|next year", re.IGNORECASE), "next-year"),
-    (re.compile(r"今年|this year", re.IGNORECASE), "this-year"),
-    (
-        re.compile(
-            r"\b(?:on|this|next|coming)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-            re.IGNORECASE,
-        ),
-        "weekday-en",
-    ),
-    (re.compile(r"(?:今度の|次の|来週の)?([月火水木金土日])曜(?:日)?(?:に|は|の)"), "weekday-ja"),
-]
+#: Words that put a statement on a day ahead (a plan's date): 明日, next week, on Friday...
+_DATES_AHEAD = re.compile(
+    r"明後日|あさって|day after tomorrow|明日|あした|tomorrow|再来週|week after next|来週末|next weekend|今週末|"
+    r"this weekend|来週|next week|今週|this week|再来月|month after next|来月|next month|今月|this month|来年|"
+    r"next year|今年|this year|"
+    r"\b(?:on|this|next|coming)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|"
+    r"(?:今度の|次の|来週の)?[月火水木金土日]曜(?:日)?(?:に|は|の)",
+    re.IGNORECASE,
+)
 
 
 def _fold(word: str) -> str:
@@ -334,38 +321,25 @@ _CALENDAR_PATTERNS: tuple[tuple[re.Pattern[str], int, int, int], ...] = (
 )
 
 
-def _find_calendar_date(sentence: str, reference: date) -> date | None:
-    match = _CALENDAR_JA.search(sentence)
-    if match:
-        year = int(match.group(1)) if match.group(1) else None
-        return resolve_calendar_date(int(match.group(2)), int(match.group(3)), reference, year)
-    match = _CALENDAR_EN_MD.search(sentence)
-    if match:
-        month = _MONTHS_EN[_fold(match.group(1))[:3]]
-        year = int(match.group(3)) if match.group(3) else None
-        return resolve_calendar_date(month, int(match.group(2)), reference, year)
-    match = _CALENDAR_EN_DM.search(sentence)
-    if match:
-        month = _MONTHS_EN[_fold(match.group(2))[:3]]
-        year = int(match.group(3)) if match.group(3) else None
-        return resolve_calendar_date(month, int(match.group(1)), reference, year)
-    return None
+def _month_day(match: re.Match[str], month_group: int, day_group: int) -> tuple[int, int]:
+    """The month and day of a :data:`_CALENDAR_PATTERNS` match."""
+    month_text = match.group(month_group)
+    month = int(month_text) if month_text.isdigit() else _MONTHS_EN[_fold(month_text)[:3]]
+    return month, int(match.group(day_group))
 
 
-def _find_date(sentence: str, reference: date) -> date | None:
-    calendar_date = _find_calendar_date(sentence, reference)
-    if calendar_date is not None:
-        return calendar_date
-    for pattern, word in _DATE_WORDS:
+def _is_dated(sentence: str, reference: date) -> bool:
+    """Whether a statement puts itself on a day: a calendar date that exists (the first one written
+    decides), or a word for a day ahead (:data:`_DATES_AHEAD`)."""
+    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS:
         match = pattern.search(sentence)
-        if not match:
-            continue
-        if word == "weekday-en":
-            return resolve_date_word("weekday", reference, _WEEKDAYS_EN[_fold(match.group(1))])
-        if word == "weekday-ja":
-            return resolve_date_word("weekday", reference, _WEEKDAYS_JA[match.group(1)])
-        return resolve_date_word(word, reference)
-    return None
+        if match:
+            month, day = _month_day(match, month_group, day_group)
+            year = int(match.group(year_group)) if match.group(year_group) else None
+            if resolve_calendar_date(month, day, reference, year) is not None:
+                return True
+            break
+    return _DATES_AHEAD.search(sentence) is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -408,6 +382,8 @@ _AGO_EN = re.compile(
 _AGO_JA = re.compile(
     r"(?<![0-9一二三四五六七八九十百])([0-9]{1,3}|[一二三四五六七八九十百]{1,4})(日|週間|か月|ヶ月|ヵ月|カ月|年)前"
 )
+#: The unit of an "ago" (three days ago, 三日前; か月 and its spellings are months).
+_AGO_UNITS = {"day": "day", "week": "week", "month": "month", "year": "year", "日": "day", "週間": "week", "年": "year"}
 _WEEKDAY_REL_EN = re.compile(
     r"\b(last|this|next|coming|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
 )
@@ -486,25 +462,16 @@ def annotate_dates(
             return
         spans.append((start, end, annotation))
 
-    for match in _AGO_EN.finditer(text):
-        raw = match.group(1)
-        count = int(raw) if raw.isdigit() else _NUMBER_WORDS[_fold(raw)]
-        unit = match.group(2).lower()
-        day = _ago(unit, count, reference)
-        add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
-    for match in _AGO_JA.finditer(text):
-        raw = match.group(1)
-        count = int(raw) if raw.isdigit() else _kanji_number(raw)
-        unit = {"日": "day", "週間": "week", "年": "year"}.get(match.group(2), "month")
+    for match in (*_AGO_EN.finditer(text), *_AGO_JA.finditer(text)):
+        raw, unit = match.group(1), _AGO_UNITS.get(_fold(match.group(2)), "month")
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS.get(_fold(raw)) or _kanji_number(raw)
         day = _ago(unit, count, reference)
         add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
     for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS if calendar else ():
         for match in pattern.finditer(text):
             if match.group(year_group):
                 continue  # already absolute
-            month_text = match.group(month_group)
-            month = int(month_text) if month_text.isdigit() else _MONTHS_EN[_fold(month_text)[:3]]
-            meant = _calendar_day(month, int(match.group(day_group)), reference, past)
+            meant = _calendar_day(*_month_day(match, month_group, day_group), reference, past)
             if meant is not None:
                 add(match.start(), match.end(), _render_span("day", meant, japanese))
     for match in _WEEKDAY_REL_EN.finditer(text):
@@ -819,9 +786,10 @@ _STARTING = _rx(
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-def _clean(sentence: str) -> str:
-    """The candidate text of a sentence: discourse markers and closing punctuation removed."""
-    text = sentence.strip()
+def strip_discourse_markers(text: str) -> str:
+    """``text`` without the words it opens with that say nothing of their own ("Actually, so", "Ugh,",
+    "I think", 「ちなみに、」, 「やっぱり」)."""
+    text = text.strip()
     previous = None
     while previous != text:
         previous = text
@@ -829,7 +797,12 @@ def _clean(sentence: str) -> str:
         text = _LEAD_JA_BARE.sub("", text)
         text = _LEAD_EN.sub("", text)
         text = _I_THINK_EN.sub("", text)
-    text = _TRAILING_PUNCT.sub("", text).strip()
+    return text
+
+
+def _clean(sentence: str) -> str:
+    """The candidate text of a sentence: discourse markers and closing punctuation removed."""
+    text = _TRAILING_PUNCT.sub("", strip_discourse_markers(sentence)).strip()
     if text[:1].islower() and not _CJK.search(text[:1]):
         text = text[0].upper() + text[1:]
     if re.match(r"^i(?:\b|')", text):
@@ -1035,7 +1008,7 @@ def _category(body: str, reference: date) -> str | None:
         return None
     if category in ("constraint", "event") or not _PLAN_INTENT.search(body):
         return category
-    if _find_date(body, reference) is None:
+    if not _is_dated(body, reference):
         return category or ("plan" if _PLAN_UNDATED.search(body) else None)
     if _RECURRING.search(body) and not any(p.search(body) for p, _, _ in _RELATIVE_WORDS):
         return category or "profile"  # a birthday on a calendar date: every year, not a plan
@@ -1209,10 +1182,7 @@ def _to_candidates(output: ExtractionOutput, turn: Turn, source: str = LLM_SOURC
         seen.add(key)
         candidate = _candidate_from(item, evidence, source)
         # where it was said and by whom, as on the rule path
-        said_in = next(
-            (i for i, m in enumerate(turn.messages) if m.role is MessageRole.USER and evidence and evidence in m.text),
-            None,
-        )
+        said_in = turn.user_message_with(evidence)
         if said_in is not None:
             name = turn.messages[said_in].name
             candidate = candidate.model_copy(

@@ -25,10 +25,11 @@ the language's default.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from .text import has_japanese
 
 __all__ = ["FUSIONS", "Fusion", "fusion_for", "query_language"]
 
@@ -54,12 +55,9 @@ FUSIONS: Mapping[str, Fusion] = {
     "*": Fusion(vector_weight=0.5, text_match="any"),
 }
 
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]")
-
-
 def query_language(query: str) -> str:
     """``ja`` for a query with kana or kanji, ``*`` otherwise."""
-    return "ja" if _JAPANESE.search(query) else "*"
+    return "ja" if has_japanese(query) else "*"
 
 
 def fusion_for(query: str, vector_weight: float | None = None) -> Fusion:

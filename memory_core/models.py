@@ -600,6 +600,15 @@ class Turn(BaseModel):
     def scope(self) -> Scope:
         return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
 
+    def user_message_with(self, words: str) -> int | None:
+        """The index of the first user message whose text holds ``words`` (``None`` for none, or for no
+        words): where a statement a model quoted was said."""
+        if not words:
+            return None
+        return next(
+            (i for i, m in enumerate(self.messages) if m.role is MessageRole.USER and words in m.text), None
+        )
+
     def to_json_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", by_alias=True)
         for message in data["messages"]:

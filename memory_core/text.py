@@ -34,8 +34,10 @@ from typing import Any
 
 __all__ = [
     "ANALYZER_VERSION",
+    "JAPANESE_RUN",
     "QUERY_STOPWORDS",
     "analyze",
+    "has_japanese",
     "index_terms",
     "japanese_terms",
     "japanese_words",
@@ -118,7 +120,7 @@ def _snowball() -> Any:
 # -- Japanese ------------------------------------------------------------------------------------
 
 #: A run of Japanese: kana, kanji, the iteration marks and the long vowel mark.
-_JAPANESE_RUN = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]+")
+JAPANESE_RUN = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3005-\u3007]+")
 #: Parts of speech that are never indexed (punctuation, space), and those a query leaves out.
 _NOT_INDEXED = frozenset({"補助記号", "空白", "記号"})
 _NOT_QUERIED = frozenset({"助詞", "助動詞"})
@@ -138,18 +140,30 @@ def _tokenizer() -> Any:
     return tokenizer
 
 
+def has_japanese(text: str) -> bool:
+    """Whether ``text`` has kana or kanji (the script :func:`index_terms` analyses as Japanese)."""
+    return JAPANESE_RUN.search(text) is not None
+
+
+def japanese_words(text: str) -> list[tuple[str, str, str, str]]:
+    """The words of a Japanese text as ``(surface, normalized form, part of speech, its subtype)``,
+    punctuation left out (what :func:`japanese_terms` indexes; consolidation reads the parts of speech)."""
+    tokenizer = _tokenizer()
+    words = []
+    # The analyser takes at most 48 KiB at a time: long texts go in pieces (a word cut at a piece's edge
+    # is a small price for never failing).
+    for start in range(0, len(text), _PIECE):
+        for m in tokenizer.tokenize(text[start : start + _PIECE]):
+            pos = m.part_of_speech()
+            if pos[0] not in _NOT_INDEXED and m.surface().strip():
+                words.append((m.surface(), m.normalized_form(), pos[0], pos[1]))
+    return words
+
+
 def japanese_terms(text: str, *, query: bool = False) -> list[str]:
     """Normalized forms of the words of a Japanese text (already :func:`normalize`-d), punctuation left
     out; with ``query``, particles and auxiliary verbs too (unless nothing else is left)."""
-    tokenizer = _tokenizer()
-    # The analyser takes at most 48 KiB at a time: long texts go in pieces (a word cut at a piece's edge
-    # is a small price for never failing).
-    words = [
-        (m.normalized_form().lower(), m.part_of_speech()[0])
-        for start in range(0, len(text), _PIECE)
-        for m in tokenizer.tokenize(text[start : start + _PIECE])
-        if m.part_of_speech()[0] not in _NOT_INDEXED and m.surface().strip()
-    ]
+    words = [(normalized.lower(), pos) for _, normalized, pos, _ in japanese_words(text)]
     if query:
         content = [w for w, pos in words if pos not in _NOT_QUERIED]
         if content:
@@ -157,24 +171,11 @@ def japanese_terms(text: str, *, query: bool = False) -> list[str]:
     return [w for w, _ in words]
 
 
-def japanese_words(text: str) -> list[tuple[str, str, str, str]]:
-    """The words of a Japanese text as ``(surface, normalized form, part of speech, its subtype)``,
-    punctuation left out (the analysis :func:`japanese_terms` indexes; consolidation reads the parts of
-    speech)."""
-    tokenizer = _tokenizer()
-    return [
-        (m.surface(), m.normalized_form(), m.part_of_speech()[0], m.part_of_speech()[1])
-        for start in range(0, len(text), _PIECE)
-        for m in tokenizer.tokenize(text[start : start + _PIECE])
-        if m.part_of_speech()[0] not in _NOT_INDEXED and m.surface().strip()
-    ]
-
-
 def _terms(text: str, query: bool) -> list[str]:
     normalized = normalize(text)
     terms: list[str] = []
     position = 0
-    for match in _JAPANESE_RUN.finditer(normalized):
+    for match in JAPANESE_RUN.finditer(normalized):
         terms.extend(_other_terms(normalized[position : match.start()], query))
         terms.extend(japanese_terms(match.group(0), query=query))
         position = match.end()

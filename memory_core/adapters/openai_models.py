@@ -319,26 +319,27 @@ class OpenAIChatModel:
             await self._credential.close()
 
 
-def _rejects_structured_output(exc: openai.BadRequestError) -> bool:
-    """A 400 that says the server does not take ``response_format`` / ``json_schema``."""
+def _error_detail(exc: openai.BadRequestError) -> tuple[str | None, str]:
+    """The ``param`` and the message of an OpenAI-format error (whether or not the SDK unwrapped ``error``)."""
     body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
     inner = body.get("error")
     error: dict[str, Any] = inner if isinstance(inner, dict) else body
     param = getattr(exc, "param", None) or error.get("param")
-    message = str(error.get("message") or exc.message or "")
+    return (param if isinstance(param, str) else None), str(error.get("message") or exc.message or "")
+
+
+def _rejects_structured_output(exc: openai.BadRequestError) -> bool:
+    """A 400 that says the server does not take ``response_format`` / ``json_schema``."""
+    param, message = _error_detail(exc)
     return param == "response_format" or bool(re.search(r"response_format|json_schema", message))
 
 
 def _rejected_parameter(exc: openai.BadRequestError, sent: dict[str, Any]) -> str | None:
     """The optional parameter a 400 says the model does not take (``param``, or its name in the
     message), if it was sent; ``None`` for any other bad request."""
-    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
-    inner = body.get("error")
-    error: dict[str, Any] = inner if isinstance(inner, dict) else body
-    param = getattr(exc, "param", None) or error.get("param")
-    if isinstance(param, str) and param in sent:
+    param, message = _error_detail(exc)
+    if param is not None and param in sent:
         return param
-    message = str(error.get("message") or exc.message or "")
     named = [name for name in sent if f"'{name}'" in message or f"`{name}`" in message or f'"{name}"' in message]
     return named[0] if len(named) == 1 and re.search(r"unsupported|not support", message, re.IGNORECASE) else None
 

@@ -66,6 +66,7 @@ from ..models import (
 )
 from ..ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
 from ..prompts import strip_recalled_memories
+from ..text import has_japanese
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -179,10 +180,8 @@ def provenance_of(turn: Turn, candidate: MemoryCandidate) -> Provenance:
     if candidate.evidence and not (
         index < len(turn.messages) and candidate.evidence in turn.messages[index].text
     ):  # a model's candidate: find the message that says it
-        index = next(
-            (i for i, m in enumerate(turn.messages) if m.role is MessageRole.USER and candidate.evidence in m.text),
-            index,
-        )
+        found = turn.user_message_with(candidate.evidence)
+        index = index if found is None else found
     message = turn.messages[index] if index < len(turn.messages) else None
     start = end = 0
     if message is not None and candidate.evidence:
@@ -382,7 +381,7 @@ def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
         clauses = statement_clauses(sentence)
         rest = [c for c in clauses if not says(c)]
         if len(clauses) > 1 and rest:
-            japanese = any("\u3040" <= ch <= "\u9fff" for ch in sentence)
+            japanese = has_japanese(sentence)
             kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
     return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
 
