@@ -300,7 +300,7 @@ EXPECTED_SCORING_PROFILES = [
             {
                 "type": "magnitude",
                 "fieldName": "importance",
-                "boost": 8.0,
+                "boost": 2.0,
                 "interpolation": "linear",
                 "magnitude": {
                     "boostingRangeStart": 0.0,
@@ -311,7 +311,7 @@ EXPECTED_SCORING_PROFILES = [
             {
                 "type": "magnitude",
                 "fieldName": "retention_score",
-                "boost": 4.0,
+                "boost": 1.5,
                 "interpolation": "linear",
                 "magnitude": {
                     "boostingRangeStart": 0.0,
@@ -322,7 +322,7 @@ EXPECTED_SCORING_PROFILES = [
             {
                 "type": "magnitude",
                 "fieldName": "access_count",
-                "boost": 4.0,
+                "boost": 1.5,
                 "interpolation": "logarithmic",
                 "magnitude": {
                     "boostingRangeStart": 0.0,
@@ -339,7 +339,7 @@ EXPECTED_SCORING_PROFILES = [
             {
                 "type": "freshness",
                 "fieldName": "updated_at",
-                "boost": 8.0,
+                "boost": 2.0,
                 "interpolation": "linear",
                 "freshness": {"boostingDuration": "P90D"},
             },

@@ -28,15 +28,15 @@ def test_profiles_are_the_designs() -> None:
     assert profile_for(RankingProfile.RECENT) is MEMORY_RECENCY
     assert profile_for(RankingProfile.NONE) is None
     assert [(f.field, f.boost, f.interpolation.value) for f in MEMORY_PRIORITY.functions] == [
-        ("importance", 8.0, "linear"),
-        ("retention_score", 4.0, "linear"),
-        ("access_count", 4.0, "logarithmic"),
+        ("importance", 2.0, "linear"),
+        ("retention_score", 1.5, "linear"),
+        ("access_count", 1.5, "logarithmic"),
     ]
     (fresh,) = MEMORY_RECENCY.functions
     assert (fresh.kind, fresh.field, fresh.boost, fresh.boosting_duration_days) == (
         FunctionKind.FRESHNESS,
         "updated_at",
-        8.0,
+        2.0,
         90.0,
     )
 
