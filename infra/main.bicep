@@ -83,26 +83,42 @@ param searchSemanticSearch string = 'free'
 param searchIndexName string = 'memories'
 
 // ---- Azure OpenAI ----------------------------------------------------------------------------
+// Every default model and version is listed in model-retirements.json with its retirement date;
+// tests/unit/test_infra_models.py fails once that date has passed, so move the default before then.
+// main.parameters.json maps the model parameters to azd environment values (docs/deploy.md).
 
-param chatDeploymentName string = 'gpt-4o-mini'
-param chatModelName string = 'gpt-4o-mini'
-param chatModelVersion string = '2024-07-18'
+@description('Chat deployment name. Defaults to the model name; AZURE_OPENAI_CHAT_MODEL sets both.')
+param chatDeploymentName string = 'gpt-5.4-mini'
+
+@description('Chat model for extraction and consolidation (AZURE_OPENAI_CHAT_MODEL). A reasoning model: it rejects temperature, which memory-core does not send unless asked to.')
+param chatModelName string = 'gpt-5.4-mini'
+
+@description('Chat model version (AZURE_OPENAI_CHAT_MODEL_VERSION).')
+param chatModelVersion string = '2026-03-17'
+
+@description('Chat deployment type (AZURE_OPENAI_CHAT_DEPLOYMENT_SKU), such as GlobalStandard, DataZoneStandard or Standard.')
 param chatDeploymentSku string = 'GlobalStandard'
 
-@description('Chat deployment capacity, in thousands of tokens per minute.')
+@description('Chat deployment capacity, in thousands of tokens per minute (AZURE_OPENAI_CHAT_DEPLOYMENT_CAPACITY).')
 param chatDeploymentCapacity int = 30
 
-@description('Defaults to the model name: the index vectorizer takes the model name from the deployment name.')
+@description('Embedding deployment name. Defaults to the model name, which the index vectorizer takes from the deployment name; AZURE_OPENAI_EMBEDDING_MODEL sets both.')
 param embeddingDeploymentName string = 'text-embedding-3-small'
+
+@description('Embedding model (AZURE_OPENAI_EMBEDDING_MODEL); the index expects its vector size.')
 param embeddingModelName string = 'text-embedding-3-small'
+
+@description('Embedding model version (AZURE_OPENAI_EMBEDDING_MODEL_VERSION).')
 param embeddingModelVersion string = '1'
+
+@description('Embedding deployment type (AZURE_OPENAI_EMBEDDING_DEPLOYMENT_SKU).')
 param embeddingDeploymentSku string = 'GlobalStandard'
 
-@description('Embedding deployment capacity, in thousands of tokens per minute.')
+@description('Embedding deployment capacity, in thousands of tokens per minute (AZURE_OPENAI_EMBEDDING_DEPLOYMENT_CAPACITY).')
 param embeddingDeploymentCapacity int = 30
 
-@description('Azure OpenAI data-plane API version (AZURE_OPENAI_API_VERSION).')
-param openAiApiVersion string = '2024-10-21'
+@description('Azure OpenAI data-plane API version (AZURE_OPENAI_API_VERSION): v1 is the GA /openai/v1 API, which needs no dated version; a dated version such as 2024-10-21 uses the deployment endpoint.')
+param openAiApiVersion string = 'v1'
 
 // ---- Memory policy (strings: Bicep has no floating-point type) ------------------------------
 

@@ -261,14 +261,15 @@ class PurgeResponse(BaseModel):
 
 
 class TurnAccepted(BaseModel):
-    """``POST /api/turns``: the turn was queued (or, without a queue, ingested at once)."""
+    """``POST /api/turns``: the turn was queued (or, without a queue, ingested at once), or it was a duplicate."""
 
     model_config = ConfigDict(extra="forbid")
 
     turn_id: str
     session_id: str
     status: str = Field(
-        description="`queued` (sent to the ordered queue) or `ingested` (no queue configured)"
+        description="`queued` (sent to the ordered queue), `ingested` (no queue configured) or `duplicate` "
+        "(this scope already sent or ingested this turn id; nothing was queued)"
     )
 
 

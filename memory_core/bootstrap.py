@@ -67,11 +67,28 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "azure_openai":
         from .adapters import openai_models
 
-        embedder: Embedder = openai_models.AzureOpenAIEmbedder.azure(
+        embedder: Embedder = openai_models.OpenAIEmbedder.azure(
             endpoint=settings.azure_openai_endpoint,
             deployment=settings.azure_openai_embedding_deployment,
             api_version=settings.azure_openai_api_version,
+            dimensions=settings.embedding_dimensions,
             client_id=settings.azure_client_id or None,
+            timeout=settings.llm_timeout_seconds,
+            headers=settings.llm_header_map(),
+        )
+        return embedder
+    if settings.embedder in {"openai", "compatible"}:
+        from .adapters import openai_models
+
+        embedder = openai_models.OpenAIEmbedder.openai_compatible(
+            base_url=settings.llm_api_root,
+            model=settings.embedding_model,
+            dimensions=settings.embedding_dimensions,
+            api_key=settings.openai_api_key or None,
+            send_dimensions=settings.embedder == "openai",
+            provider=settings.embedder,
+            timeout=settings.llm_timeout_seconds,
+            headers=settings.llm_header_map(),
         )
         return embedder
     from .adapters.local_embedder import E5LocalEmbedder
@@ -135,17 +152,37 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
 
 
 def build_chat_model(settings: Settings) -> ChatModel | None:
-    """The Azure OpenAI chat model, or ``None`` (rule-based extraction) when none is configured."""
-    if not (settings.azure_openai_endpoint and settings.azure_openai_chat_deployment):
+    """The chat model of extraction and consolidation (``MEMORY_LLM_PROVIDER``), or ``None`` (rules).
+
+    ``azure``: Azure OpenAI with Microsoft Entra ID on the deployment or ``/openai/v1`` endpoint;
+    ``openai`` and ``compatible``: the ``openai`` client on ``MEMORY_LLM_BASE_URL`` with
+    ``OPENAI_API_KEY`` (optional for ``compatible``). Sampling parameters are never sent unless asked
+    for, and structured output falls back to JSON mode where a server lacks it
+    (:class:`~memory_core.adapters.openai_models.OpenAIChatModel`).
+    """
+    provider = settings.chat_provider
+    if provider == "none":
         return None
     from .adapters.openai_models import OpenAIChatModel
 
-    model: ChatModel = OpenAIChatModel.azure(
-        endpoint=settings.azure_openai_endpoint,
-        deployment=settings.azure_openai_chat_deployment,
-        api_version=settings.azure_openai_api_version,
-        client_id=settings.azure_client_id or None,
-    )
+    model: ChatModel
+    if provider == "azure":
+        model = OpenAIChatModel.azure(
+            endpoint=settings.azure_openai_endpoint,
+            deployment=settings.azure_openai_chat_deployment,
+            api_version=settings.azure_openai_api_version,
+            client_id=settings.azure_client_id or None,
+            timeout=settings.llm_timeout_seconds,
+            headers=settings.llm_header_map(),
+        )
+    else:
+        model = OpenAIChatModel.openai_compatible(
+            base_url=settings.llm_api_root,
+            model=settings.llm_model,
+            api_key=settings.openai_api_key or None,
+            timeout=settings.llm_timeout_seconds,
+            headers=settings.llm_header_map(),
+        )
     return model
 
 

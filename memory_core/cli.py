@@ -240,7 +240,7 @@ async def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from .demo import run_demo
 
     code: int = await run_demo(
-        db_path=args.db, out=lambda line="": out.write(f"{line}\n"), json_output=args.json
+        db_path=args.db, out=lambda line="": out.write(f"{line}\n"), json_output=args.json, llm=args.llm
     )
     return code
 
@@ -267,6 +267,7 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         lock_seconds=args.lock_seconds,
         max_deliveries=args.max_deliveries,
         scheduler=not args.no_scheduler,
+        token=args.token,
     )
     try:
         return await serve_async(_settings(args), options, out=out)
@@ -335,6 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--agent", required=agent_required, help="agent id")
 
     p = sub.add_parser("demo", help="a scripted conversation through the whole local pipeline")
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="extract and consolidate with the chat model MEMORY_LLM_PROVIDER configures (default: rules)",
+    )
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("ingest", help="turn messages (turn.v1 JSON lines) through extraction and consolidation")
@@ -448,6 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lock-seconds", type=float, default=60.0, help="peek-lock duration (default 60)")
     p.add_argument("--max-deliveries", type=int, default=10, help="deliveries before dead-lettering (default 10)")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly forgetting job")
+    p.add_argument(
+        "--token",
+        help="bearer token every route but health requires (default MEMORY_API_TOKEN; prefer the variable: "
+        "arguments are visible to other users of the machine); required for a non-loopback --host",
+    )
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("queue", help="inspect the embedded queue (<db>.queue)")

@@ -7,15 +7,26 @@ Every setting has exactly one environment variable; the same names appear in
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .policy import HumanMemoryPolicy
 
-__all__ = ["Settings"]
+__all__ = ["EMBEDDERS", "LLM_PROVIDERS", "OPENAI_BASE_URL", "Settings"]
+
+#: ``MEMORY_EMBEDDER`` values.
+EMBEDDERS = ("e5-local", "hash", "azure_openai", "openai", "compatible")
+#: ``MEMORY_LLM_PROVIDER`` values (empty: automatic).
+LLM_PROVIDERS = ("", "none", "azure", "openai", "compatible")
+#: The API root of ``MEMORY_LLM_PROVIDER=openai`` when ``MEMORY_LLM_BASE_URL`` is empty.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _env(name: str, default: Any, doc: str) -> Any:
@@ -33,7 +44,8 @@ class Settings:
     embedder: str = _env(
         "MEMORY_EMBEDDER",
         "e5-local",
-        "Embedder: `e5-local` (multilingual-e5-small, offline), `hash` (tests), `azure_openai`.",
+        "Embedder: `e5-local` (multilingual-e5-small, offline), `hash` (tests), `azure_openai`, `openai` "
+        "(OpenAI's API) or `compatible` (an OpenAI-compatible server at MEMORY_LLM_BASE_URL).",
     )
     embedder_threads: int = _env(
         "MEMORY_EMBEDDER_THREADS", 2, "Threads the local embedder may use (pins OMP_NUM_THREADS)."
@@ -76,10 +88,65 @@ class Settings:
         "AZURE_OPENAI_EMBEDDING_DEPLOYMENT", "", "Embedding deployment (with MEMORY_EMBEDDER=azure_openai)."
     )
     azure_openai_api_version: str = _env(
-        "AZURE_OPENAI_API_VERSION", "2024-10-21", "Azure OpenAI data-plane API version."
+        "AZURE_OPENAI_API_VERSION",
+        "v1",
+        "Azure OpenAI data-plane API version: `v1` (the `/openai/v1` endpoint) or a dated version "
+        "such as `2024-10-21` (the deployment endpoint).",
     )
     azure_client_id: str = _env(
         "AZURE_CLIENT_ID", "", "Client id of a user-assigned managed identity (empty: default credential)."
+    )
+
+    llm_provider: str = _env(
+        "MEMORY_LLM_PROVIDER",
+        "",
+        "Chat model of extraction and consolidation: `azure` (Azure OpenAI, Microsoft Entra ID), `openai` "
+        "(OpenAI's API, OPENAI_API_KEY), `compatible` (any OpenAI-compatible server at MEMORY_LLM_BASE_URL) "
+        "or `none` (rules); empty: `azure` when AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT are "
+        "set, else `none`.",
+    )
+    llm_model: str = _env(
+        "MEMORY_LLM_MODEL",
+        "",
+        "Chat model name with MEMORY_LLM_PROVIDER=openai or compatible (Azure: AZURE_OPENAI_CHAT_DEPLOYMENT).",
+    )
+    llm_base_url: str = _env(
+        "MEMORY_LLM_BASE_URL",
+        "",
+        "API root of `openai` (default `https://api.openai.com/v1`) or `compatible` (required, for example "
+        "`http://127.0.0.1:11434/v1`); also the embedder's with MEMORY_EMBEDDER=openai or compatible.",
+    )
+    openai_api_key: str = _env(
+        "OPENAI_API_KEY",
+        "",
+        "API key of `openai` (required) or `compatible` (optional: a server without authentication needs "
+        "none); never sent to Azure, which uses Microsoft Entra ID.",
+    )
+    llm_headers: str = _env(
+        "MEMORY_LLM_HEADERS",
+        "",
+        "Extra HTTP headers for the chat and embedding endpoints, as a JSON object of strings.",
+    )
+    llm_timeout_seconds: float = _env(
+        "MEMORY_LLM_TIMEOUT_SECONDS", 30.0, "Seconds per chat or embedding HTTP attempt (the SDK retries 3 times)."
+    )
+    embedding_model: str = _env(
+        "MEMORY_EMBEDDING_MODEL",
+        "",
+        "Embedding model with MEMORY_EMBEDDER=openai or compatible (Azure: AZURE_OPENAI_EMBEDDING_DEPLOYMENT).",
+    )
+    embedding_dimensions: int = _env(
+        "MEMORY_EMBEDDING_DIMENSIONS",
+        1536,
+        "Vector size of the Azure OpenAI, OpenAI or compatible embedder (asked for from Azure and OpenAI; "
+        "a compatible server's model must return it).",
+    )
+
+    api_token: str = _env(
+        "MEMORY_API_TOKEN",
+        "",
+        "Bearer token `memory-core serve` requires on every route but health (at least 16 characters); "
+        "empty: no token, and only a loopback address may be bound.",
     )
 
     turns_queue: str = _env("MEMORY_TURNS_QUEUE", "memory-turns", "Service Bus queue that carries turns.")
@@ -116,9 +183,9 @@ class Settings:
     def __post_init__(self) -> None:
         if self.store not in {"sqlite", "azure_search"}:
             raise ConfigurationError(f"MEMORY_STORE must be 'sqlite' or 'azure_search', not {self.store!r}")
-        if self.embedder not in {"e5-local", "hash", "azure_openai"}:
+        if self.embedder not in EMBEDDERS:
             raise ConfigurationError(
-                f"MEMORY_EMBEDDER must be 'e5-local', 'hash' or 'azure_openai', not {self.embedder!r}"
+                f"MEMORY_EMBEDDER must be one of {', '.join(map(repr, EMBEDDERS))}, not {self.embedder!r}"
             )
         if self.store == "azure_search" and not self.azure_search_endpoint:
             raise ConfigurationError("MEMORY_STORE=azure_search needs AZURE_SEARCH_ENDPOINT")
@@ -130,6 +197,7 @@ class Settings:
             )
         if self.embedder_threads < 1:
             raise ConfigurationError("MEMORY_EMBEDDER_THREADS must be at least 1")
+        self._check_llm()
         try:
             self.policy()
         except ValueError as exc:  # the policy names the parameter
@@ -138,6 +206,77 @@ class Settings:
             raise ConfigurationError("MEMORY_FORGET_TOLERANCE must be in [0, 1)")
         if not (math.isfinite(self.episode_importance) and 0 <= self.episode_importance <= 1):
             raise ConfigurationError("MEMORY_EPISODE_IMPORTANCE must be in [0, 1]")
+
+    def _check_llm(self) -> None:
+        """Say exactly what is missing or wrong in the chat model and embedder settings."""
+        if self.llm_provider not in LLM_PROVIDERS:
+            raise ConfigurationError(
+                f"MEMORY_LLM_PROVIDER must be one of {', '.join(map(repr, LLM_PROVIDERS))} (empty: automatic), "
+                f"not {self.llm_provider!r}"
+            )
+        provider = self.chat_provider
+        if provider == "azure" and not (self.azure_openai_endpoint and self.azure_openai_chat_deployment):
+            raise ConfigurationError(
+                "MEMORY_LLM_PROVIDER=azure needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT"
+            )
+        for needs_api, role, model, model_var in (
+            (provider, "MEMORY_LLM_PROVIDER", self.llm_model, "MEMORY_LLM_MODEL"),
+            (self.embedder, "MEMORY_EMBEDDER", self.embedding_model, "MEMORY_EMBEDDING_MODEL"),
+        ):
+            if needs_api not in {"openai", "compatible"}:
+                continue
+            if not model:
+                raise ConfigurationError(f"{role}={needs_api} needs {model_var} (the model's name)")
+            if needs_api == "openai" and not self.openai_api_key:
+                raise ConfigurationError(f"{role}=openai needs OPENAI_API_KEY")
+            if needs_api == "compatible" and not self.llm_base_url:
+                raise ConfigurationError(
+                    f"{role}=compatible needs MEMORY_LLM_BASE_URL (for example http://127.0.0.1:11434/v1)"
+                )
+        if self.llm_base_url:
+            parts = urlsplit(self.llm_base_url)
+            if parts.scheme not in {"http", "https"} or not parts.hostname:
+                raise ConfigurationError(
+                    f"MEMORY_LLM_BASE_URL must be an http(s) URL such as http://127.0.0.1:11434/v1, "
+                    f"not {self.llm_base_url!r}"
+                )
+        self.llm_header_map()
+        if not self.llm_timeout_seconds > 0:
+            raise ConfigurationError("MEMORY_LLM_TIMEOUT_SECONDS must be positive")
+        if self.embedding_dimensions < 1:
+            raise ConfigurationError("MEMORY_EMBEDDING_DIMENSIONS must be at least 1")
+
+    @property
+    def chat_provider(self) -> str:
+        """The chat model's provider: ``MEMORY_LLM_PROVIDER``, or when empty ``azure`` if Azure OpenAI
+        is configured and ``none`` otherwise."""
+        if self.llm_provider:
+            return self.llm_provider
+        return "azure" if self.azure_openai_endpoint and self.azure_openai_chat_deployment else "none"
+
+    @property
+    def llm_api_root(self) -> str:
+        """The API root of ``openai`` / ``compatible`` (``MEMORY_LLM_BASE_URL``; OpenAI's by default)."""
+        return self.llm_base_url or OPENAI_BASE_URL
+
+    def llm_header_map(self) -> dict[str, str]:
+        """``MEMORY_LLM_HEADERS`` as a dict (validated)."""
+        if not self.llm_headers:
+            return {}
+        try:
+            value = json.loads(self.llm_headers)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"MEMORY_LLM_HEADERS is not JSON: {exc.msg} at position {exc.pos}") from None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ConfigurationError(
+                'MEMORY_LLM_HEADERS must be a JSON object of header names to strings, e.g. {"X-Team": "memory"}'
+            )
+        bad = [k for k, v in value.items() if not _HEADER_NAME.fullmatch(k) or "\n" in v or "\r" in v]
+        if bad:
+            raise ConfigurationError(f"MEMORY_LLM_HEADERS has an invalid header: {bad[0]!r}")
+        return dict(value)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> Settings:

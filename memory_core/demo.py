@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigurationError
 from .models import MemorySearchOptions, MessageRole, RankingProfile, Scope, SearchMode, Turn, TurnMessage
 from .ports import FixedClock
 from .service.ingest import format_decision
@@ -63,7 +64,7 @@ def _turns() -> list[Turn]:
 
 
 async def run_demo(
-    *, db_path: str | None, out: Callable[..., Any] = print, json_output: bool = False
+    *, db_path: str | None, out: Callable[..., Any] = print, json_output: bool = False, llm: bool = False
 ) -> int:
     """Run the scripted conversation, the searches and a forgetting dry run; returns 0.
 
@@ -71,14 +72,29 @@ async def run_demo(
         db_path: The SQLite file to use; ``None`` uses a temporary one that is removed afterwards.
         out: Where lines go (called with one string per line).
         json_output: Print one JSON object per line (decisions, search results, forgetting report).
-    """
-    from .bootstrap import build_service, load_settings
+        llm: Extract and consolidate with the chat model the environment configures
+            (``MEMORY_LLM_PROVIDER`` and its settings) instead of the rules.
 
+    Raises:
+        ConfigurationError: ``llm`` without a configured chat model.
+    """
+    from .bootstrap import build_chat_model, build_service, load_settings
+
+    chat_model = None
+    if llm:
+        chat_model = build_chat_model(load_settings())
+        if chat_model is None:
+            raise ConfigurationError(
+                "demo --llm needs a chat model: set MEMORY_LLM_PROVIDER (azure, openai or compatible) and "
+                "its settings (see the README's 'Using an LLM')"
+            )
     with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
         path = db_path or str(Path(tmp) / "demo.db")
         clock = FixedClock(DEMO_START)
-        # Embedded defaults whatever the environment says: the local e5 embedder, rules, no LLM.
-        service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock)
+        # Embedded defaults whatever the environment says: the local e5 embedder, and rules unless --llm.
+        service = build_service(
+            load_settings(environ={}, sqlite_path=path), clock=clock, chat_model=chat_model
+        )
 
         def emit(kind: str, data: Any, text: str | None = None) -> None:
             if json_output:
@@ -89,7 +105,13 @@ async def run_demo(
         try:
             if not json_output:
                 out(f"memory-core demo: {DEMO_SCOPE.user_id}/{DEMO_SCOPE.agent_id}, store {path}")
-                out(f"embedder {service.embedder_name}, rule extraction and consolidation (no LLM)")
+                if chat_model is None:
+                    out(f"embedder {service.embedder_name}, rule extraction and consolidation (no LLM)")
+                else:
+                    out(
+                        f"embedder {service.embedder_name}, extraction and consolidation by {chat_model.name} "
+                        "(the rules where it fails)"
+                    )
                 out("")
             for turn in _turns():
                 clock.set(turn.occurred_at)
@@ -143,7 +165,9 @@ async def run_demo(
             emit("forgetting", {"at": later.isoformat(), **report.as_dict()})
             if not json_output:
                 out("")
-                out(f"forgetting dry run with the clock at {later:%Y-%m-%d} (90 days later; nothing written):")
+                out(
+                    f"forgetting dry run with the clock at {later:%Y-%m-%d} (90 days later; nothing written):"
+                )
                 out(
                     f"  scanned {report.scanned}, would archive {report.archived}, expired {report.expired}, "
                     f"rescore {report.rescored}, unchanged {report.unchanged}"
@@ -155,6 +179,18 @@ async def run_demo(
                         f"  {change.old_status.value} → {change.new_status.value}: {text} "
                         f"(retention {change.old_retention:.2f} → {change.new_retention:.2f}, {why})"
                     )
+            usage = getattr(chat_model, "usage", None)
+            if usage is not None:
+                emit("llm_usage", {"model": chat_model.name if chat_model else None, **usage.as_dict()})
+                if not json_output:
+                    out("")
+                    out(
+                        f"LLM {chat_model.name if chat_model else ''}: {usage.calls} calls, {usage.requests} "
+                        f"requests, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+                        f"tokens, {usage.seconds:.1f} s"
+                    )
         finally:
             await service.close()
+            if chat_model is not None:
+                await chat_model.close()
     return 0

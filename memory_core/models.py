@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -58,6 +58,7 @@ __all__ = [
     "UtcDateTime",
     "ensure_utc",
     "field_type",
+    "message_id_for",
     "new_memory_id",
     "parse_model",
     "session_id_for",
@@ -755,6 +756,20 @@ class RecallUpdate(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+
+def message_id_for(scope: Scope, kind: Literal["turn", "recall"], item_id: str) -> str:
+    """The queue message id of a turn or recall update: unique per scope, so duplicate detection (which
+    the queue applies to every message id it saw in its window) drops a repeat of the same scope's
+    turn and never another user's turn that happens to reuse the id.
+
+    ``turn:`` or ``recall:`` and the SHA-256 of ``user_id``, ``agent_id`` and the id (69 characters; Service
+    Bus allows 128).
+    """
+    import hashlib
+
+    digest = hashlib.sha256(f"{scope.user_id}\x1f{scope.agent_id}\x1f{item_id}".encode()).hexdigest()
+    return f"{kind}:{digest}"
 
 
 def session_id_for(scope: Scope) -> str:

@@ -211,11 +211,14 @@ class RetentionWrite:
 class TurnPublisher(Protocol):
     """Sends turns and recall updates onto the ordered, per-scope queue path.
 
-    Implementations set the message id from ``turn_id`` / ``recall_id`` (duplicate detection) and the
-    session id from the scope (:func:`memory_core.models.session_id_for`).
+    Implementations set the message id from the scope and ``turn_id`` / ``recall_id``
+    (:func:`memory_core.models.message_id_for`, duplicate detection per scope) and the session id from
+    the scope (:func:`memory_core.models.session_id_for`).
     """
 
-    async def publish_turn(self, turn: Turn) -> None: ...
+    async def publish_turn(self, turn: Turn) -> bool | None:
+        """Send ``turn``; ``False`` if the queue dropped it as a duplicate, ``None`` if it cannot tell."""
+        ...
 
     async def publish_recall(self, update: RecallUpdate) -> None: ...
 

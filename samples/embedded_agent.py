@@ -8,7 +8,7 @@ Environment (all optional):
                          answer with an Azure OpenAI deployment (Microsoft Entra ID via
                          DefaultAzureCredential, `az login` locally); without them an in-process
                          offline model answers, and shows what it was given
-    AZURE_OPENAI_API_VERSION                           (default 2024-10-21)
+    AZURE_OPENAI_API_VERSION                           (default v1: the /openai/v1 endpoint)
 
 Install and run:
 
@@ -51,9 +51,9 @@ class OfflineChatClient(BaseChatClient):
     async def _inner_get_response(
         self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
     ) -> ChatResponse:
-        memories = [m.text for m in messages if m.text.startswith(MEMORY_HEADER)]
+        memories = [m.text for m in messages if MEMORY_HEADER in m.text]
         if memories:
-            lines = memories[-1].split("\n")[2:]
+            lines = memories[-1].split("\n")[3:-1]  # the entries: after the heading, before the end marker
             answer = "(offline model) From what I remember about you:\n  " + "\n  ".join(lines)
         else:
             answer = "(offline model) Thanks, I'll keep that in mind."
@@ -65,16 +65,13 @@ class AzureOpenAIChat(BaseChatClient):
 
     def __init__(self, *, endpoint: str, deployment: str, api_version: str) -> None:
         super().__init__()
-        from openai import AsyncAzureOpenAI
+        from memory_core.adapters.openai_models import azure_openai_client
 
-        from memory_core.adapters.openai_models import azure_token_provider
-
-        token_provider, self._credential = azure_token_provider(os.environ.get("AZURE_CLIENT_ID"))
-        self._client = AsyncAzureOpenAI(
-            azure_endpoint=endpoint,
-            azure_deployment=deployment,
+        self._client, self._credential = azure_openai_client(
+            endpoint=endpoint,
+            deployment=deployment,
             api_version=api_version,
-            azure_ad_token_provider=token_provider,
+            client_id=os.environ.get("AZURE_CLIENT_ID"),
         )
         self._deployment = deployment
 
@@ -101,7 +98,7 @@ def chat_client() -> BaseChatClient:
         return AzureOpenAIChat(
             endpoint=endpoint,
             deployment=deployment,
-            api_version=os.environ.get("AZURE_OPENAI_API_VERSION", "2024-10-21"),
+            api_version=os.environ.get("AZURE_OPENAI_API_VERSION", "v1"),
         )
     # The stand-in has no tool calling; the framework's warning about it is noise here.
     logging.getLogger("agent_framework").setLevel(logging.ERROR)

@@ -157,11 +157,15 @@ class AzureOpenAIVectorizerConfig:
 
 
 def vectorizer_config(endpoint: str, deployment: str) -> AzureOpenAIVectorizerConfig | None:
-    """The integrated vectorizer for an Azure OpenAI embedding deployment (``None`` when either is empty)."""
+    """The integrated vectorizer for an Azure OpenAI embedding deployment (``None`` when either is empty).
+
+    The vectorizer wants the resource's root, so an ``/openai/v1`` endpoint is cut back to it.
+    """
     if not (endpoint and deployment):
         return None
+    root = re.sub(r"/openai(/v1)?/?$", "", endpoint.strip().rstrip("/"))
     return AzureOpenAIVectorizerConfig(
-        resource_url=endpoint.rstrip("/"),
+        resource_url=root,
         deployment=deployment,
         model_name=deployment if deployment in _AOAI_MODELS else None,
     )

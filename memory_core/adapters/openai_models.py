@@ -11,8 +11,11 @@ OpenAI-compatible endpoint.
 * :class:`AzureOpenAIEmbedder` implements :class:`~memory_core.ports.Embedder` with an embeddings
   deployment (float32 unit vectors).
 
-Azure clients authenticate with a bearer token provider from ``azure.identity.aio`` (no API keys). Each
-object closes only what it created itself: a client passed in stays open.
+Azure clients authenticate with a bearer token provider from ``azure.identity.aio`` (no API keys), on
+either Azure endpoint: the versioned one (``/openai/deployments/NAME/...?api-version=...``) or the
+``/openai/v1`` one (API version ``v1``, or an endpoint that ends in ``/openai/v1``). Each object closes
+only what it created itself: a client passed in stays open. Each chat model counts its calls, tokens
+and seconds (:attr:`OpenAIChatModel.usage`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,15 +37,23 @@ from ..errors import ConfigurationError, PermanentError, TransientError, Validat
 
 __all__ = [
     "AZURE_OPENAI_SCOPE",
+    "AZURE_OPENAI_V1",
     "AzureOpenAIEmbedder",
+    "ModelUsage",
     "OpenAIChatModel",
+    "OpenAIEmbedder",
+    "azure_openai_client",
     "azure_token_provider",
+    "azure_v1_base_url",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: The Entra ID scope of Azure OpenAI (Cognitive Services) data-plane calls.
 AZURE_OPENAI_SCOPE = "https://cognitiveservices.azure.com/.default"
+
+#: The ``AZURE_OPENAI_API_VERSION`` that selects Azure OpenAI's version-less ``/openai/v1`` endpoint.
+AZURE_OPENAI_V1 = "v1"
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 TokenProvider = Callable[[], Awaitable[str]]
@@ -69,6 +82,23 @@ def azure_token_provider(client_id: str | None = None) -> tuple[TokenProvider, A
     return get_bearer_token_provider(credential, AZURE_OPENAI_SCOPE), credential
 
 
+def azure_v1_base_url(endpoint: str, api_version: str) -> str | None:
+    """The ``/openai/v1/`` base URL of an Azure OpenAI resource, when the endpoint or the API version asks
+    for it (``None``: the versioned endpoint).
+
+    ``https://NAME.openai.azure.com`` with version ``v1`` and ``https://NAME.openai.azure.com/openai/v1``
+    with any version both give ``https://NAME.openai.azure.com/openai/v1/``.
+    """
+    root = endpoint.strip().rstrip("/")
+    if root.endswith("/openai/v1"):
+        return f"{root}/"
+    if api_version.strip().lower() != AZURE_OPENAI_V1:
+        return None
+    if root.endswith("/openai"):
+        root = root[: -len("/openai")]
+    return f"{root}/openai/v1/"
+
+
 def _azure_client(
     endpoint: str,
     deployment: str,
@@ -77,20 +107,70 @@ def _azure_client(
     client_id: str | None,
     timeout: float,
     max_retries: int,
-) -> tuple[AsyncAzureOpenAI, Any]:
-    """An Azure OpenAI client with Entra ID tokens, and the credential it created (``None`` if given a provider)."""
+    headers: Mapping[str, str] | None = None,
+) -> tuple[AsyncOpenAI, Any]:
+    """An Azure OpenAI client with Entra ID tokens, and the credential it created (``None`` if given a provider).
+
+    On the ``/openai/v1`` endpoint this is a plain ``AsyncOpenAI`` client whose key is the token provider
+    (the SDK sends it as the bearer token); otherwise an ``AsyncAzureOpenAI`` client on the deployment.
+    """
     credential: Any = None
     if token_provider is None:
         token_provider, credential = azure_token_provider(client_id)
-    client = AsyncAzureOpenAI(
-        azure_endpoint=endpoint,
-        azure_deployment=deployment,
-        api_version=api_version,
-        azure_ad_token_provider=token_provider,
+    v1 = azure_v1_base_url(endpoint, api_version)
+    client: AsyncOpenAI
+    if v1 is not None:
+        client = AsyncOpenAI(
+            base_url=v1,
+            api_key=token_provider,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=dict(headers or {}) or None,
+        )
+    else:
+        client = AsyncAzureOpenAI(
+            azure_endpoint=endpoint,
+            azure_deployment=deployment,
+            api_version=api_version,
+            azure_ad_token_provider=token_provider,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=dict(headers or {}) or None,
+        )
+    return client, credential
+
+
+def _compatible_client(
+    base_url: str, api_key: str | None, timeout: float, max_retries: int, headers: Mapping[str, str] | None
+) -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` client on ``base_url``; an endpoint without authentication gets a placeholder key
+    (the SDK would otherwise read ``OPENAI_API_KEY`` itself)."""
+    return AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key or "unused",
         timeout=timeout,
         max_retries=max_retries,
+        default_headers=dict(headers or {}) or None,
     )
-    return client, credential
+
+
+def azure_openai_client(
+    *,
+    endpoint: str,
+    deployment: str,
+    api_version: str = AZURE_OPENAI_V1,
+    client_id: str | None = None,
+    timeout: float = 30.0,
+    max_retries: int = 3,
+) -> tuple[AsyncOpenAI, Any]:
+    """An ``openai`` client on an Azure OpenAI deployment with Microsoft Entra ID (``DefaultAzureCredential``),
+    on the ``/openai/v1`` endpoint (``api_version="v1"``) or the versioned one, for code that wants the
+    client itself (an agent's own chat model).
+
+    Returns:
+        ``(client, credential)``: close both when done.
+    """
+    return _azure_client(endpoint, deployment, api_version, None, client_id, timeout, max_retries)
 
 
 def _translate(exc: openai.OpenAIError, what: str) -> Exception:
@@ -118,6 +198,35 @@ def _invalid_answer(exc: pydantic.ValidationError) -> ValidationError:
     return ValidationError(f"answer.{location}" if location != "answer" else location, first.get("msg", ""))
 
 
+@dataclass(slots=True)
+class ModelUsage:
+    """What a chat model has cost so far (this process): requests sent, tokens the server reported,
+    and seconds spent in :meth:`OpenAIChatModel.complete_json` (retries included)."""
+
+    calls: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, completion: Any) -> None:
+        """Count one answered request and the tokens its ``usage`` reports (if any)."""
+        self.requests += 1
+        usage = getattr(completion, "usage", None)
+        if usage is not None:
+            self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+            self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "calls": self.calls,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": self.seconds,
+        }
+
+
 class OpenAIChatModel:
     """:class:`~memory_core.ports.ChatModel` on an ``openai`` async client.
 
@@ -136,7 +245,8 @@ class OpenAIChatModel:
     again once without it, and the parameter is not sent to that model again by this object. A server
     that does not take structured output (``response_format`` of type ``json_schema``, which many local
     servers lack) is asked again in JSON mode with the schema in the system prompt, the answer validated
-    here; this object then uses JSON mode for that model from then on.
+    here; this object then uses JSON mode for that model from then on. :attr:`usage` counts calls,
+    requests, tokens and seconds.
     """
 
     def __init__(
@@ -159,6 +269,7 @@ class OpenAIChatModel:
         self._rejected: set[str] = set()
         #: Whether the server takes ``json_schema`` structured output (until it says it does not).
         self._structured = True
+        self.usage = ModelUsage()
 
     @classmethod
     def azure(
@@ -171,23 +282,27 @@ class OpenAIChatModel:
         client_id: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
+        headers: Mapping[str, str] | None = None,
     ) -> OpenAIChatModel:
         """A chat model on an Azure OpenAI deployment with Microsoft Entra ID tokens.
 
         Args:
-            endpoint: ``https://NAME.openai.azure.com`` (``AZURE_OPENAI_ENDPOINT``).
+            endpoint: ``https://NAME.openai.azure.com``, or ``https://NAME.openai.azure.com/openai/v1``
+                (``AZURE_OPENAI_ENDPOINT``).
             deployment: The chat deployment (``AZURE_OPENAI_CHAT_DEPLOYMENT``).
-            api_version: Data-plane API version (``AZURE_OPENAI_API_VERSION``).
+            api_version: Data-plane API version (``AZURE_OPENAI_API_VERSION``); ``v1`` for the
+                ``/openai/v1`` endpoint.
             token_provider: Async callable returning a bearer token; when ``None`` one is made from
                 ``DefaultAzureCredential`` (with ``client_id``) and closed with this object.
             client_id: User-assigned managed identity (``AZURE_CLIENT_ID``), when no provider is given.
             timeout: Seconds per HTTP attempt.
             max_retries: Transport retries after the first attempt.
+            headers: Extra HTTP headers on every request (for example a gateway's).
         """
         if not endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI needs an endpoint and a chat deployment")
         client, credential = _azure_client(
-            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries
+            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries, headers
         )
         return cls(client, model=deployment, owns_client=True, credential=credential)
 
@@ -200,20 +315,23 @@ class OpenAIChatModel:
         api_key: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
+        headers: Mapping[str, str] | None = None,
     ) -> OpenAIChatModel:
-        """A chat model on any OpenAI-compatible endpoint (``.../v1``).
+        """A chat model on OpenAI or any OpenAI-compatible endpoint (``.../v1``).
 
         Args:
-            base_url: The API root, for example ``http://localhost:8000/v1``.
+            base_url: The API root, for example ``https://api.openai.com/v1`` or
+                ``http://127.0.0.1:11434/v1``.
             model: Model name.
             api_key: Bearer key if the endpoint wants one; endpoints without authentication get a
                 placeholder.
             timeout: Seconds per HTTP attempt.
             max_retries: Transport retries after the first attempt.
+            headers: Extra HTTP headers on every request.
         """
-        client = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=max_retries
-        )
+        if not base_url or not model:
+            raise ConfigurationError("an OpenAI-compatible chat model needs a base URL and a model name")
+        client = _compatible_client(base_url, api_key, timeout, max_retries, headers)
         return cls(client, model=model, owns_client=True)
 
     @property
@@ -238,6 +356,14 @@ class OpenAIChatModel:
             ValidationError: The answer is not JSON, breaks the schema, is empty or was cut off.
             PermanentError: Any other refusal (4xx, content filter, refusal message).
         """
+        started = time.perf_counter()
+        self.usage.calls += 1
+        try:
+            return await self._complete_json(system, user, schema, temperature)
+        finally:
+            self.usage.seconds += time.perf_counter() - started
+
+    async def _complete_json(self, system: str, user: str, schema: type[T], temperature: float | None) -> T:
         optional: dict[str, Any] = {}
         if temperature is not None:
             optional["temperature"] = temperature
@@ -290,6 +416,7 @@ class OpenAIChatModel:
             response_format={"type": "json_object"},
             **{name: value for name, value in optional.items() if name not in self._rejected},
         )
+        self.usage.add(completion)
         if not completion.choices:
             raise ValidationError("answer", "has no choices")
         choice = completion.choices[0]
@@ -301,7 +428,7 @@ class OpenAIChatModel:
         return schema.model_validate_json(content)
 
     async def _parse(self, system: str, user: str, schema: type[T], optional: dict[str, Any]) -> Any:
-        return await self._client.chat.completions.parse(
+        completion = await self._client.chat.completions.parse(
             model=self._model,
             messages=[
                 {"role": "system", "content": system},
@@ -310,6 +437,8 @@ class OpenAIChatModel:
             response_format=schema,
             **{name: value for name, value in optional.items() if name not in self._rejected},
         )
+        self.usage.add(completion)
+        return completion
 
     async def close(self) -> None:
         """Close the client and credential this object created (never ones passed in)."""
@@ -344,18 +473,21 @@ def _rejected_parameter(exc: openai.BadRequestError, sent: dict[str, Any]) -> st
     return named[0] if len(named) == 1 and re.search(r"unsupported|not support", message, re.IGNORECASE) else None
 
 
-class AzureOpenAIEmbedder:
-    """:class:`~memory_core.ports.Embedder` on an Azure OpenAI (or OpenAI-compatible) embeddings model.
+class OpenAIEmbedder:
+    """:class:`~memory_core.ports.Embedder` on an Azure OpenAI, OpenAI or OpenAI-compatible embeddings model.
 
     Queries and passages are embedded the same way. Vectors are re-normalized to unit length.
 
     Args:
         client: An ``AsyncOpenAI`` or ``AsyncAzureOpenAI`` client.
         model: Model name, or the embeddings deployment on Azure.
-        dimensions: Vector size; sent as ``dimensions`` (text-embedding-3 models can shorten vectors).
+        dimensions: Vector size. Sent as ``dimensions`` when ``send_dimensions`` (text-embedding-3
+            models can shorten vectors); otherwise only checked against what the model returns.
         owns_client: Close ``client`` in :meth:`close`.
         credential: An async credential to close in :meth:`close`.
         batch_size: Texts per request.
+        send_dimensions: Ask the model for ``dimensions`` (many compatible servers reject the parameter).
+        provider: The first part of :attr:`name` (``azure-openai``, ``openai``, ``compatible``).
     """
 
     def __init__(
@@ -367,15 +499,21 @@ class AzureOpenAIEmbedder:
         owns_client: bool = False,
         credential: Any = None,
         batch_size: int = 64,
+        send_dimensions: bool = True,
+        provider: str = "azure-openai",
     ) -> None:
         if dimensions < 1:
             raise ConfigurationError("embedding dimensions must be positive")
+        if not model:
+            raise ConfigurationError("an embedding model or deployment name is required")
         self._client = client
         self._model = model
         self._dimensions = dimensions
         self._owns_client = owns_client
         self._credential = credential
         self._batch_size = max(1, batch_size)
+        self._send_dimensions = send_dimensions
+        self._provider = provider
 
     @classmethod
     def azure(
@@ -389,18 +527,59 @@ class AzureOpenAIEmbedder:
         client_id: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
-    ) -> AzureOpenAIEmbedder:
-        """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens."""
+        headers: Mapping[str, str] | None = None,
+    ) -> OpenAIEmbedder:
+        """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens (either
+        endpoint, as for :meth:`OpenAIChatModel.azure`)."""
         if not endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI embeddings need an endpoint and a deployment")
         client, credential = _azure_client(
-            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries
+            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries, headers
         )
         return cls(client, model=deployment, dimensions=dimensions, owns_client=True, credential=credential)
 
+    @classmethod
+    def openai_compatible(
+        cls,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: str | None = None,
+        send_dimensions: bool = False,
+        provider: str = "compatible",
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        headers: Mapping[str, str] | None = None,
+    ) -> OpenAIEmbedder:
+        """An embedder on OpenAI or an OpenAI-compatible endpoint (``.../v1/embeddings``).
+
+        Args:
+            base_url: The API root.
+            model: Model name.
+            dimensions: The model's vector size (or the size to ask for, with ``send_dimensions``).
+            api_key: Bearer key if the endpoint wants one.
+            send_dimensions: Send ``dimensions`` (OpenAI's text-embedding-3 models take it).
+            provider: The first part of :attr:`name`.
+            timeout: Seconds per HTTP attempt.
+            max_retries: Transport retries after the first attempt.
+            headers: Extra HTTP headers on every request.
+        """
+        if not base_url:
+            raise ConfigurationError("an OpenAI-compatible embedder needs a base URL")
+        client = _compatible_client(base_url, api_key, timeout, max_retries, headers)
+        return cls(
+            client,
+            model=model,
+            dimensions=dimensions,
+            owns_client=True,
+            send_dimensions=send_dimensions,
+            provider=provider,
+        )
+
     @property
     def name(self) -> str:
-        return f"azure-openai-{self._model}-{self._dimensions}"
+        return f"{self._provider}-{self._model}-{self._dimensions}"
 
     @property
     def dimensions(self) -> int:
@@ -420,9 +599,12 @@ class AzureOpenAIEmbedder:
         for start in range(0, len(texts), self._batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self._batch_size]]
             try:
-                response = await self._client.embeddings.create(
-                    model=self._model, input=batch, dimensions=self._dimensions
-                )
+                if self._send_dimensions:
+                    response = await self._client.embeddings.create(
+                        model=self._model, input=batch, dimensions=self._dimensions
+                    )
+                else:
+                    response = await self._client.embeddings.create(model=self._model, input=batch)
             except openai.OpenAIError as exc:
                 raise _translate(exc, "embedding") from exc
             items = sorted(response.data, key=lambda item: item.index)
@@ -432,7 +614,8 @@ class AzureOpenAIEmbedder:
                 vector = np.asarray(item.embedding, dtype=np.float32)
                 if vector.shape != (self._dimensions,):
                     raise PermanentError(
-                        f"embedding has {vector.shape[0]} dimensions; expected {self._dimensions}"
+                        f"embedding model {self._model!r} returned {vector.shape[0]} dimensions; "
+                        f"expected {self._dimensions} (MEMORY_EMBEDDING_DIMENSIONS)"
                     )
                 norm = float(np.linalg.norm(vector))
                 rows.append(vector / norm if norm > 0 else vector)
@@ -445,3 +628,7 @@ class AzureOpenAIEmbedder:
             await self._client.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+#: The former name of :class:`OpenAIEmbedder` (it always took any OpenAI-compatible client).
+AzureOpenAIEmbedder = OpenAIEmbedder

@@ -2,9 +2,10 @@
 
 Every message goes on the session of its scope (:func:`memory_core.models.session_id_for`), so the
 queue trigger applies the writes of one scope in order, one at a time, while different scopes run in
-parallel. The message id is the ``turn_id`` / ``recall_id``: with duplicate detection on the queue
-(the Bicep enables it) a turn published twice inside the detection window is stored once, and the
-pipeline's history makes any later duplicate a no-op.
+parallel. The message id is derived from the scope and the ``turn_id`` / ``recall_id``
+(:func:`memory_core.models.message_id_for`): with duplicate detection on the queue (the Bicep enables
+it) a turn published twice inside the detection window is stored once, a turn of another scope with
+the same id is not affected, and the pipeline's history makes any later duplicate a no-op.
 
 One :class:`ServiceBusClient` and one sender are created on first use and reused. The SDK retries
 retryable failures itself (bounded attempts and back-off, per-operation timeout); what is still
@@ -38,7 +39,7 @@ from azure.servicebus.exceptions import (
 )
 
 from ..errors import ConfigurationError, MemoryCoreError, PermanentError, TransientError
-from ..models import RecallUpdate, Turn, session_id_for
+from ..models import RecallUpdate, Turn, message_id_for, session_id_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from azure.core.credentials_async import AsyncTokenCredential
@@ -94,10 +95,14 @@ def build_message(item: Turn | RecallUpdate) -> ServiceBusMessage:
     """The Service Bus message of a turn or recall update.
 
     The body is the JSON of ``item`` (``memory-core.turn.v1`` / ``memory-core.recall.v1``), the
-    session id is the scope's, the message id is the ``turn_id`` / ``recall_id`` and the subject is the
-    schema (so the queue can be inspected without reading bodies).
+    session id is the scope's, the message id is unique per scope (:func:`message_id_for`: duplicate
+    detection drops a repeat of the scope's own turn, never another user's that reuses the id) and the
+    subject is the schema (so the queue can be inspected without reading bodies).
     """
-    message_id = item.turn_id if isinstance(item, Turn) else item.recall_id
+    if isinstance(item, Turn):
+        message_id = message_id_for(item.scope, "turn", item.turn_id)
+    else:
+        message_id = message_id_for(item.scope, "recall", item.recall_id)
     body = json.dumps(item.to_json_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return ServiceBusMessage(
         body,
@@ -220,11 +225,14 @@ class ServiceBusTurnPublisher:
                 logger.debug("closing a failed Service Bus sender raised", exc_info=True)
 
     async def publish_turn(self, turn: Turn) -> None:
-        """Send one turn on its scope's session (message id = ``turn_id``)."""
+        """Send one turn on its scope's session (message id from scope and ``turn_id``).
+
+        Returns ``None``: the broker drops a duplicate silently, so whether this one was is not known here.
+        """
         await self._send("publish turn", build_message(turn))
 
     async def publish_recall(self, update: RecallUpdate) -> None:
-        """Send one recall update on its scope's session (message id = ``recall_id``)."""
+        """Send one recall update on its scope's session (message id from scope and ``recall_id``)."""
         await self._send("publish recall update", build_message(update))
 
     async def close(self) -> None:

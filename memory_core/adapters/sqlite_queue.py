@@ -2,8 +2,9 @@
 
 What it keeps from a Service Bus queue with sessions and duplicate detection:
 
-- **Duplicate detection.** Every message has a ``message_id`` (the turn id, the recall id); a message
-  whose id was sent within the duplicate detection window is dropped.
+- **Duplicate detection.** Every message has a ``message_id`` (derived from the scope and the turn or
+  recall id, :func:`memory_core.models.message_id_for`); a message whose id was sent within the
+  duplicate detection window is dropped.
 - **Sessions.** Every message has a ``session_id`` (the scope's, :func:`~memory_core.models.session_id_for`).
   Only the oldest waiting message of a session can be received, and only while no other message of
   that session is locked, so one session is processed in order, one message at a time, while
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PermanentError, TransientError, ValidationError
-from ..models import RecallUpdate, Turn, session_id_for
+from ..models import RecallUpdate, Turn, message_id_for, session_id_for
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -550,16 +551,29 @@ class SQLiteQueue:
                 )
 
     # -- the TurnPublisher port -----------------------------------------------------------------
-    async def publish_turn(self, turn: Turn) -> None:
-        """Enqueue a turn on its scope's session; ``turn_id`` is the message id."""
+    async def publish_turn(self, turn: Turn) -> bool:
+        """Enqueue a turn on its scope's session (message id from scope and ``turn_id``).
+
+        Returns:
+            ``False`` when duplicate detection dropped it (the same scope sent this turn id within the
+            window).
+        """
         body = json.dumps(turn.to_json_dict(), ensure_ascii=False).encode("utf-8")
-        self.send(body, message_id=turn.turn_id, session_id=session_id_for(turn.scope), subject="turn")
+        return self.send(
+            body,
+            message_id=message_id_for(turn.scope, "turn", turn.turn_id),
+            session_id=session_id_for(turn.scope),
+            subject="turn",
+        )
 
     async def publish_recall(self, update: RecallUpdate) -> None:
-        """Enqueue a recall update on its scope's session; ``recall_id`` is the message id."""
+        """Enqueue a recall update on its scope's session (message id from scope and ``recall_id``)."""
         body = json.dumps(update.to_json_dict(), ensure_ascii=False).encode("utf-8")
         self.send(
-            body, message_id=update.recall_id, session_id=session_id_for(update.scope), subject="recall"
+            body,
+            message_id=message_id_for(update.scope, "recall", update.recall_id),
+            session_id=session_id_for(update.scope),
+            subject="recall",
         )
 
     async def close(self) -> None:

@@ -13,6 +13,11 @@ all@k and MRR for the default search (hybrid + ``important``) and per mode, over
 category; the same after a forgetting run at question time; and, for LoCoMo, the same questions over
 the raw turns imported verbatim (what a plain turn store finds), in the same run.
 
+With ``--llm`` extraction and consolidation use the chat model the environment configures
+(``MEMORY_LLM_PROVIDER`` and its settings; the rules where it fails), and the report adds what it
+cost: calls, requests, prompt and completion tokens and seconds, in all and per turn, beside the
+ingest latency per turn.
+
 LoCoMo turns become ``turn.v1`` messages with ``role=user`` and ``name`` = the speaker (both people of a
 LoCoMo conversation are users of the memory); a turn's ``occurred_at`` is its session's date plus its
 position in seconds. Japanese set turns are one user message each, dated by their ``day``.
@@ -32,6 +37,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..errors import ConfigurationError
 from ..models import (
     CandidateKind,
     MemoryKind,
@@ -41,7 +47,7 @@ from ..models import (
     Scope,
     SearchMode,
 )
-from ..ports import Embedder, EmbedderWrapper, FixedClock
+from ..ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
 from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
 from .locomo import (
     CATEGORY_NAMES,
@@ -208,8 +214,18 @@ async def evaluate_cases(
     embedder: Embedder,
     modes: Sequence[SearchMode] = _MODES,
     out: TextIO | None = None,
+    chat_model: ChatModel | None = None,
 ) -> dict[str, Any]:
-    """Ingest every case through the service, then search its questions; see the module docstring."""
+    """Ingest every case through the service, then search its questions; see the module docstring.
+
+    Args:
+        cases: The conversations and their questions.
+        embedder: The passage and query embedder.
+        modes: Search modes reported with the ``important`` profile.
+        out: Where progress goes (None: silent).
+        chat_model: The LLM of extraction and consolidation (None: the rules); its ``usage`` (if it
+            counts one) is reported under ``llm``.
+    """
     from ..bootstrap import build_service, load_settings
 
     configs = [(mode, RankingProfile.IMPORTANT) for mode in modes]
@@ -218,6 +234,8 @@ async def evaluate_cases(
     before = {c: MetricAccumulator() for c in configs}
     after = MetricAccumulator()
     turns_total = sum(len(c.turns) for c in cases)
+    usage = getattr(chat_model, "usage", None)
+    usage_before: dict[str, float] = usage.as_dict() if usage is not None else {}
     stats = {"turns": 0, "turns_with_a_fact": 0, "facts_active": 0, "episodes_active": 0, "store_bytes": 0}
     evidence_turns: set[tuple[str, str]] = set()
     remembered_turns: set[tuple[str, str]] = set()
@@ -228,7 +246,10 @@ async def evaluate_cases(
             path = Path(tmp) / f"{case.name}.db"
             clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
             service = build_service(
-                load_settings(environ={}, sqlite_path=str(path)), clock=clock, embedder=embedder
+                load_settings(environ={}, sqlite_path=str(path)),
+                clock=clock,
+                embedder=embedder,
+                chat_model=chat_model,
             )
             try:
                 started = time.perf_counter()
@@ -262,7 +283,18 @@ async def evaluate_cases(
     if progress is not None:
         progress.finish()
     turns = max(stats["turns"], 1)
+    llm: dict[str, Any] | None = None
+    if chat_model is not None:
+        # this set's share of the model's counters (one model object serves every set)
+        totals = {k: v - usage_before[k] for k, v in usage.as_dict().items()} if usage is not None else {}
+        llm = {
+            "model": chat_model.name,
+            **totals,
+            "per_turn": {name: value / turns for name, value in totals.items()},
+            "ingest_seconds_per_turn": ingest_seconds / turns,
+        }
     return {
+        "llm": llm,
         "cases": len(cases),
         "questions": sum(len(c.questions) for c in cases),
         "ingest": {
@@ -293,8 +325,20 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     parts = []
     for name, section in report["sets"].items():
         ingest = section["ingest"]
+        llm = section.get("llm")
+        cost = ""
+        if llm:
+            per = llm.get("per_turn", {})
+            cost = (
+                f"LLM `{llm['model']}`: {llm.get('calls', 0)} calls, {llm.get('requests', 0)} requests, "
+                f"{llm.get('prompt_tokens', 0)} prompt + {llm.get('completion_tokens', 0)} completion tokens "
+                f"({per.get('prompt_tokens', 0):.0f} + {per.get('completion_tokens', 0):.0f} per turn), "
+                f"{per.get('seconds', 0):.2f} s of LLM time and {llm['ingest_seconds_per_turn']:.2f} s of "
+                "ingest per turn\n\n"
+            )
         parts.append(
             f"### {name}: {section['cases']} conversations, {ingest['turns']} turns, {section['questions']} questions\n\n"
+            + cost
             + markdown_table(
                 [
                     "evidence turns remembered",
@@ -380,11 +424,26 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     cache = None if args.no_cache else Path(args.cache) / f"pipeline-passages-{inner.name}.npz"
     embedder = CachingEmbedder(inner, cache)
     modes = [SearchMode(m) for m in args.modes]
-    report: dict[str, Any] = {"benchmark": "pipeline", "embedder": inner.name, "sets": {}}
+    chat_model = None
+    if args.llm:
+        from ..bootstrap import build_chat_model, load_settings
+
+        chat_model = build_chat_model(load_settings())
+        if chat_model is None:
+            raise ConfigurationError(
+                "eval pipeline --llm needs a chat model: set MEMORY_LLM_PROVIDER (azure, openai or compatible) "
+                "and its settings (see the README's 'Using an LLM')"
+            )
+    report: dict[str, Any] = {
+        "benchmark": "pipeline",
+        "embedder": inner.name,
+        "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
+        "sets": {},
+    }
     try:
         if args.data:
             cases, data = locomo_cases(args.data, audit_path(args), args.limit_conversations)
-            section = await evaluate_cases(cases, embedder=embedder, modes=modes, out=out)
+            section = await evaluate_cases(cases, embedder=embedder, modes=modes, out=out, chat_model=chat_model)
             embedder.save()
             raw = await evaluate_raw(
                 data,
@@ -398,10 +457,12 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
             report["sets"]["LoCoMo"] = section
         if not args.skip_japanese:
             report["sets"]["Japanese"] = await evaluate_cases(
-                japanese_cases(args.set), embedder=embedder, modes=modes, out=out
+                japanese_cases(args.set), embedder=embedder, modes=modes, out=out, chat_model=chat_model
             )
     finally:
         embedder.save()
+        if chat_model is not None:
+            await chat_model.close()
     publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 
@@ -414,6 +475,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", metavar="PATH", help="the Japanese evaluation set (default: the packaged one)"
     )
     parser.add_argument("--skip-japanese", action="store_true", help="LoCoMo only")
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="extract and consolidate with the chat model MEMORY_LLM_PROVIDER configures, and report its cost",
+    )
     parser.add_argument(
         "--modes",
         nargs="+",

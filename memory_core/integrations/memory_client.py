@@ -41,7 +41,7 @@ from ..models import (
     Turn,
     parse_model,
 )
-from ..ports import Embedder, TurnPublisher
+from ..ports import ChatModel, Embedder, TurnPublisher
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters.sqlite_queue import SQLiteQueue
@@ -125,6 +125,7 @@ class LocalMemoryClient(MemoryClient):
         queue: bool | str | Path = False,
         worker: bool = False,
         settings: Settings | None = None,
+        chat_model: ChatModel | None = None,
         **overrides: Any,
     ) -> LocalMemoryClient:
         """Build an embedded memory service from settings (environment plus overrides) and own it.
@@ -137,7 +138,10 @@ class LocalMemoryClient(MemoryClient):
                 the default file beside the store (the one ``memory-core serve`` drains), or a path.
             worker: Drain that queue in this process too (otherwise ``memory-core serve`` does).
             settings: Ready :class:`~memory_core.config.Settings` (overrides are then ignored).
-            **overrides: Other settings fields (``embedder="hash"``, ``half_life_days=30``...).
+            chat_model: The LLM of extraction and consolidation, instead of the one the settings name
+                (``MEMORY_LLM_PROVIDER``); it stays open when the client closes.
+            **overrides: Other settings fields (``embedder="hash"``, ``llm_provider="compatible"``,
+                ``llm_base_url=...``, ``llm_model=...``, ``half_life_days=30``...).
         """
         from ..bootstrap import build_local_queue, build_service, load_settings
 
@@ -150,7 +154,11 @@ class LocalMemoryClient(MemoryClient):
             sqlite_queue = build_local_queue(settings, path=None if queue is True else str(queue))
             publisher = sqlite_queue
         service = build_service(
-            settings, embedder=embedder, publisher=publisher, recall_via_queue=sqlite_queue is not None
+            settings,
+            embedder=embedder,
+            publisher=publisher,
+            recall_via_queue=sqlite_queue is not None,
+            chat_model=chat_model,
         )
         return cls(service, owns_service=True, queue=sqlite_queue, worker=worker)
 
@@ -251,6 +259,7 @@ class RemoteMemoryClient(MemoryClient):
     Args:
         base_url: Root of the API (``https://APP.azurewebsites.net`` or ``http://127.0.0.1:7071``).
         function_key: Azure Functions key sent as ``x-functions-key`` (``None`` locally).
+        api_token: Bearer token of a ``memory-core serve`` started with ``MEMORY_API_TOKEN``.
         publisher: Where turns go (for example a ``ServiceBusTurnPublisher``); ``None`` posts them to
             ``POST /api/turns``. A publisher passed in is not closed by the client.
         http_client: An ``httpx.AsyncClient`` to use; one the client creates is closed with it.
@@ -263,6 +272,7 @@ class RemoteMemoryClient(MemoryClient):
         base_url: str,
         *,
         function_key: str | None = None,
+        api_token: str | None = None,
         publisher: TurnPublisher | None = None,
         http_client: Any | None = None,
         timeout: float = 5.0,
@@ -276,6 +286,8 @@ class RemoteMemoryClient(MemoryClient):
         self._headers = {"content-type": "application/json", "accept": "application/json"}
         if function_key:
             self._headers[FUNCTION_KEY_HEADER] = function_key
+        if api_token:
+            self._headers["authorization"] = f"Bearer {api_token}"
         self._http_module = _import_http()
         self._owns_http = http_client is None
         self._http = http_client or self._http_module.AsyncClient(timeout=timeout)

@@ -55,6 +55,8 @@ class RuntimeOptions:
         grace_seconds: How long a stop waits for in-flight messages before releasing them.
         idle_seconds: Queue polling interval when idle.
         http: Serve the HTTP API (off: workers and scheduler only).
+        token: The bearer token the API requires (``None``: ``MEMORY_API_TOKEN``; empty there too:
+            none, and only a loopback ``host`` is allowed).
     """
 
     host: str = "127.0.0.1"
@@ -68,6 +70,7 @@ class RuntimeOptions:
     grace_seconds: float = 30.0
     idle_seconds: float = 0.2
     http: bool = True
+    token: str | None = None
 
 
 class EmbeddedRuntime:
@@ -118,7 +121,8 @@ class EmbeddedRuntime:
         try:
             if opts.http:
                 api = MemoryApi(service, health_details=lambda: {"queue": queue.stats().as_dict()})
-                self.server = ApiServer(api, loop, host=opts.host, port=opts.port)
+                token = opts.token if opts.token is not None else self.settings.api_token
+                self.server = ApiServer(api, loop, host=opts.host, port=opts.port, token=token or None)
                 self.server.start()
                 self._say(
                     f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"

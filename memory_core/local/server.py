@@ -2,8 +2,10 @@
 
 A stdlib :class:`http.server.ThreadingHTTPServer` reads each request on its own thread and hands it
 to the runtime's single asyncio loop (where the memory service lives) with
-:func:`asyncio.run_coroutine_threadsafe`, then writes the JSON response. No authentication: it
-binds to the loopback interface by default and is meant for one machine.
+:func:`asyncio.run_coroutine_threadsafe`, then writes the JSON response. It binds to the loopback
+interface by default; with a token (``MEMORY_API_TOKEN``) every route but ``/api/health`` needs
+``Authorization: Bearer <token>`` (401 otherwise, compared in constant time), and only with one may it
+bind another interface (:func:`check_binding`).
 
 Transport rules (before the API sees a request): a path outside ``/api`` is 404, a body needs a
 ``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hmac
+import ipaddress
 import json
 import logging
 import threading
@@ -24,12 +28,46 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .. import telemetry
 from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, MemoryApi
+from ..errors import ConfigurationError
 
-__all__ = ["API_PREFIX", "ApiServer"]
+__all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api"
+#: The one route a token does not guard (process liveness; it shows no user data).
+OPEN_ROUTES = frozenset({API_PREFIX + "/health"})
+#: The shortest token accepted (a guessable token guards nothing).
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse what would open every user's memories to the network.
+
+    Raises:
+        ConfigurationError: A token shorter than :data:`MIN_TOKEN_CHARS`, or a non-loopback ``host``
+            without a token.
+    """
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigurationError(
+            f"MEMORY_API_TOKEN must be at least {MIN_TOKEN_CHARS} characters (for example the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    if not token and not is_loopback(host):
+        raise ConfigurationError(
+            f"refusing to serve on {host} without a token: anyone who can reach it could read, change and "
+            "erase every user's memories; set MEMORY_API_TOKEN (or --token), or bind 127.0.0.1"
+        )
 
 
 def _error_response(status: int, code: str, message: str, **headers: str) -> ApiResponse:
@@ -69,6 +107,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
             self._discard_body()
             return _error_response(404, "no_route", f"no route for {path[:100]!r}; the API lives under /api")
+        token = self.server.token
+        if token and path.rstrip("/") not in OPEN_ROUTES and not _authorized(self.headers.get("Authorization"), token):
+            self._discard_body()
+            return _error_response(
+                401,
+                "unauthorized",
+                "this server needs Authorization: Bearer <MEMORY_API_TOKEN>",
+                **{"WWW-Authenticate": 'Bearer realm="memory-core"'},
+            )
         length_header = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") and length_header is None:
             self.close_connection = True
@@ -129,9 +176,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
 
+def _authorized(header: str | None, token: str) -> bool:
+    """Whether ``header`` is ``Bearer <token>`` (constant-time comparison)."""
+    if not header:
+        return False
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(value.strip().encode("utf-8"), token.encode("utf-8"))
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64  # the listen backlog (the default 5 resets bursts of connections)
 
     def __init__(
         self,
@@ -139,11 +197,13 @@ class _Server(ThreadingHTTPServer):
         api: MemoryApi,
         loop: asyncio.AbstractEventLoop,
         request_timeout: float,
+        token: str | None,
     ) -> None:
         super().__init__(address, _Handler)
         self.api = api
         self.loop = loop
         self.request_timeout = request_timeout
+        self.token = token
 
 
 class ApiServer:
@@ -155,6 +215,10 @@ class ApiServer:
         host: Interface to bind (loopback by default).
         port: Port to bind; 0 picks a free one (see :attr:`port`).
         request_timeout: Seconds a request may take before it is answered with 503.
+        token: The bearer token every route but health requires (``None``: none, loopback only).
+
+    Raises:
+        ConfigurationError: See :func:`check_binding`.
     """
 
     def __init__(
@@ -165,8 +229,10 @@ class ApiServer:
         host: str = "127.0.0.1",
         port: int = 7071,
         request_timeout: float = 120.0,
+        token: str | None = None,
     ) -> None:
-        self._server = _Server((host, port), api, loop, request_timeout)
+        check_binding(host, token or None)
+        self._server = _Server((host, port), api, loop, request_timeout, token or None)
         self._thread: threading.Thread | None = None
 
     @property

@@ -1,10 +1,11 @@
 """The consolidation prompt (LLM path) and the decision schema the chat model must answer with.
 
-The model sees one candidate and the scope's nearest existing memories, each under a short id
-(``m1``, ``m2``, ...; see :func:`short_ids`) instead of its real id, and answers with one decision:
-ADD, UPDATE, DELETE or NONE, the target's short id, the merged text and a reason. Checking that the
-target id is one of the ids shown (models do invent ids) is the consolidator's job; this module only
-guarantees the answer is well-formed.
+The model sees one candidate and the scope's nearest existing memories (sanitised, see
+:func:`~memory_core.sanitize.sanitize_memory_text`), each under a short id (``m1``, ``m2``, ...; see
+:func:`short_ids`) instead of its real id, and answers with one decision: ADD, UPDATE, DELETE or
+NONE, the target's short id, the merged text and a reason. Checking that the target id is one of the
+ids shown (models do invent ids) is the consolidator's job; this module only guarantees the answer is
+well-formed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..models import MAX_MEMORY_CHARS, MemoryCandidate
+from ..sanitize import sanitize_memory_text
 
 __all__ = [
     "ConsolidationDecision",
@@ -150,6 +152,10 @@ def build_consolidation_system_prompt() -> str:
 def build_consolidation_user_prompt(candidate: MemoryCandidate, existing: Sequence[ShownMemory]) -> str:
     """The user prompt: the candidate and the existing memories, JSON-encoded.
 
+    Existing memories are stored text shown to the model, so they are sanitised first
+    (:func:`~memory_core.sanitize.sanitize_memory_text`: one line, no control, bidi or zero-width
+    characters, no markup); the candidate is the user's words of this turn and is shown as it is.
+
     Args:
         candidate: The extracted candidate to decide on.
         existing: The nearest existing memories under their short ids (see :func:`short_ids`).
@@ -164,7 +170,12 @@ def build_consolidation_user_prompt(candidate: MemoryCandidate, existing: Sequen
             "category": candidate.category,
         },
         "existing_memories": [
-            {"id": shown.short_id, "memory": shown.memory, "category": shown.category} for shown in existing
+            {
+                "id": shown.short_id,
+                "memory": sanitize_memory_text(shown.memory),
+                "category": sanitize_memory_text(shown.category),
+            }
+            for shown in existing
         ],
     }
     return "Decide for this candidate (JSON):\n\n" + json.dumps(payload, ensure_ascii=False, indent=1)

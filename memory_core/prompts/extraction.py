@@ -2,9 +2,9 @@
 
 The chat model is asked for durable facts about the user only (preferences, constraints, profile,
 recurring needs, dated plans) and for explicit forget requests, written in the language the user
-used. Memory text that the agent provider injected from recall (a block under :data:`RECALL_HEADER`)
-is removed from every message before either path sees it, so a recalled memory is never extracted
-again as if the user had said it.
+used. Memory text that the agent provider injected from recall (a block between its recall markers,
+or an older block under :data:`RECALL_HEADER`) is removed from every message before either path sees
+it, so a recalled memory is never extracted again as if the user had said it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..models import MAX_MEMORY_CHARS, MessageRole, Turn, TurnMessage, ensure_utc
+from ..sanitize import RECALL_END, RECALL_START, recall_end_marker
 
 __all__ = [
     "CATEGORIES",
@@ -32,7 +33,8 @@ __all__ = [
     "strip_recalled_memories",
 ]
 
-#: The header under which the agent provider injects recalled memories into the conversation.
+#: The heading the agent provider shows inside its marked recall block (and the one older versions
+#: injected recalled memories under, without markers).
 RECALL_HEADER = "## Relevant memories"
 
 #: The categories extraction assigns, with what each one holds.
@@ -55,23 +57,72 @@ _HEADER_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 _RECALL_LINE = re.compile(r"^\s{0,3}#{1,6}\s*relevant memories\s*:?\s*$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d{1,3}[.)])\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
 
 
 def strip_recalled_memories(text: str) -> str:
     """Remove blocks of recalled memories that the agent provider injected into ``text``.
 
-    A block starts at a heading line reading ``Relevant memories`` (any heading level, any case, for
-    example :data:`RECALL_HEADER`). It runs to the next heading, or to the first blank line that is not
-    followed by another list item (``-``, ``*``, ``1.`` ...). So a bulleted list survives blank lines
-    between its items, and the user's own words after a blank line are kept. Text before the block
-    and after it is returned unchanged (joined by newlines).
+    **Marked blocks** (what the provider injects): everything from a start marker
+    ``<<memory-core:recalled:NONCE>>`` to the end marker with the same nonce
+    ``<<memory-core:end:NONCE>>`` is removed, markers included, whatever heading or language the
+    block shows; text before and after it is kept (a block on lines of its own takes its line break
+    with it). A start marker without its end marker (a truncated block) removes the rest of its
+    paragraph only, up to the next blank line; an end marker without a start removes its paragraph up
+    to the marker. Stored memory text cannot contain a marker (see
+    :func:`~memory_core.sanitize.sanitize_memory_text`), so a memory cannot end a block early.
+
+    **Heading blocks** (what older versions injected, without markers): a block starts at a heading
+    line reading ``Relevant memories`` (any heading level, any case, for example
+    :data:`RECALL_HEADER`). It runs to the next heading, to the first blank line that is not followed
+    by another list item (``-``, ``*``, ``1.`` ...), or, once it had list items, to the first line that
+    is neither a list item nor indented. So a bulleted list survives blank lines between its items, and
+    the user's own words after the list are kept.
 
     Args:
         text: A message text.
 
     Returns:
-        The text without recall blocks (the input itself when there is none).
+        The text without recall blocks, surrounding blank lines trimmed (the input itself when there
+        is none).
     """
+    return _strip_heading_blocks(_strip_marked_blocks(text))
+
+
+def _strip_marked_blocks(text: str) -> str:
+    if "memory-core:" not in text:
+        return text
+    pieces: list[str] = []
+    pos = 0
+    found = False
+    while (start := RECALL_START.search(text, pos)) is not None:
+        found = True
+        pieces.append(text[pos : start.start()])
+        end_marker = recall_end_marker(start.group(1))
+        end = text.find(end_marker, start.end())
+        if end >= 0:
+            pos = end + len(end_marker)
+        else:  # truncated: the rest of this paragraph, never the user's next one
+            brk = _PARAGRAPH_BREAK.search(text, start.end())
+            pos = len(text) if brk is None else brk.start()
+        if (start.start() == 0 or text[start.start() - 1] == "\n") and text.startswith("\n", pos):
+            pos += 1  # the block was on lines of its own
+    pieces.append(text[pos:])
+    result = "".join(pieces)
+    kept: list[str] = []
+    last = 0
+    for orphan in RECALL_END.finditer(result):  # an end marker whose start was cut off
+        found = True
+        begin = last
+        for brk in _PARAGRAPH_BREAK.finditer(result, last, orphan.start()):
+            begin = brk.end()
+        kept.append(result[last:begin])
+        last = orphan.end() + (1 if result.startswith("\n", orphan.end()) else 0)
+    kept.append(result[last:])
+    return "".join(kept).strip("\n") if found else text
+
+
+def _strip_heading_blocks(text: str) -> str:
     lines = text.splitlines()
     if not any(_RECALL_LINE.match(line) for line in lines):
         return text
@@ -84,6 +135,7 @@ def strip_recalled_memories(text: str) -> str:
             i += 1
             continue
         i += 1  # drop the header itself
+        listed = False
         while i < len(lines):
             current = lines[i]
             if _HEADER_LINE.match(current):
@@ -96,6 +148,10 @@ def strip_recalled_memories(text: str) -> str:
                     i = j
                     continue
                 break
+            if _LIST_ITEM.match(current):
+                listed = True
+            elif listed and not current[:1].isspace():
+                break  # the user's own words right after the list
             i += 1
     return "\n".join(kept).strip("\n")
 
@@ -193,8 +249,9 @@ Rules:
    assumed, unless the user clearly confirmed it (then write it as the user's fact).
 2. Ignore questions, requests to the assistant, greetings, thanks and small talk. Ignore moods and
    states that only hold right now ("today I'm tired").
-3. Text under a "Relevant memories" heading was recalled from memory by the system; it was not said in
-   this turn. Never extract it again.
+3. Text between <<memory-core:recalled:...>> and <<memory-core:end:...>> markers, or under a
+   "Relevant memories" heading, was recalled from memory by the system; it was not said in this turn.
+   Never extract it again.
 4. Write each memory in the language the user used, close to the user's words. Never translate:
    Japanese stays Japanese, English stays English. One fact per memory; a short, self-contained
    sentence from the user's point of view.

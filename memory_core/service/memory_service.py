@@ -63,7 +63,7 @@ _List = list  # ``list`` is also a method name of the service
 MAX_CLOCK_SKEW_SECONDS = 300.0
 
 #: What happened to a posted turn: sent to the ordered queue, or ingested at once (no queue).
-TurnStatus = Literal["queued", "ingested"]
+TurnStatus = Literal["queued", "ingested", "duplicate"]
 
 
 class MemoryService:
@@ -215,13 +215,21 @@ class MemoryService:
         )
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
-        """Queue a turn for ingestion, or ingest it now when there is no queue."""
+        """Queue a turn for ingestion, or ingest it now when there is no queue.
+
+        Returns:
+            ``queued``; ``ingested`` (no queue); or ``duplicate``: the scope already ingested this turn id,
+            or the queue dropped it as a repeat within its duplicate detection window. Turn ids are
+            unique per scope: another user's turn with the same id is a different turn.
+        """
         parsed = self._valid_turn(turn)
+        if self._history is not None and await self._history.turn_processed(parsed.scope, parsed.turn_id):
+            return "duplicate"
         if self._publisher is None:
-            await self._ingest(parsed)
-            return "ingested"
-        await self._publisher.publish_turn(parsed)
-        return "queued"
+            result = await self._ingest(parsed)
+            return "duplicate" if result.status == "duplicate" else "ingested"
+        sent = await self._publisher.publish_turn(parsed)
+        return "duplicate" if sent is False else "queued"
 
     async def process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome:
         """Handle one queue message (a turn or a recall update).

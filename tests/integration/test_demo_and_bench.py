@@ -6,8 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+from fake_openai_server import FakeOpenAIServer, Reply
+
 from memory_core.bench import ingest as bench_ingest
 from memory_core.demo import run_demo
+from memory_core.errors import ConfigurationError
 
 
 def test_demo_prints_decisions_searches_and_forgetting(tmp_path: Path) -> None:
@@ -36,3 +40,32 @@ def test_bench_ingest_reports_throughput_and_embedding_share() -> None:
     assert report["turns"] == 12 and report["turns_per_second"] > 0
     assert 0 < report["embedding_share"] < 1
     assert "turns per second" in printed[0]
+
+
+def test_demo_llm_uses_the_configured_model_and_reports_its_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``demo --llm`` talks to the chat model the environment names; where it fails the rules decide."""
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("MEMORY_LLM_PROVIDER", "compatible")
+        monkeypatch.setenv("MEMORY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMORY_LLM_MODEL", "local-model")
+        monkeypatch.setenv("MEMORY_LLM_TIMEOUT_SECONDS", "2")
+        # One good extraction, then a server with nothing left to say (500, no retry): rules fallback.
+        server.script(Reply.json({"memories": []}))
+        lines: list[str] = []
+        assert asyncio.run(run_demo(db_path=str(tmp_path / "demo.db"), out=lines.append, llm=True)) == 0
+        assert any("extraction and consolidation by local-model" in line for line in lines)
+        assert any(
+            line.startswith("LLM local-model: ") and " requests, 10 prompt + 10 completion" in line
+            for line in lines
+        )
+        assert server.requests and all(r.body["model"] == "local-model" for r in server.requests)
+        assert "DELETE" in "\n".join(lines)  # the rules still did the rest
+
+
+def test_demo_llm_without_a_model_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MEMORY_LLM_PROVIDER", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_CHAT_DEPLOYMENT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigurationError, match="demo --llm needs a chat model: set MEMORY_LLM_PROVIDER"):
+        asyncio.run(run_demo(db_path=None, out=print, llm=True))

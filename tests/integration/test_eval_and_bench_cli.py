@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fake_openai_server import FakeOpenAIServer, Reply
 from unit.test_evaluation_metrics import _write_fixture  # type: ignore[import-not-found]
 
 from memory_core.adapters.sqlite_store import SQLiteMemoryStore
@@ -424,7 +425,16 @@ def test_eval_pipeline_measures_what_the_ingest_path_remembers(tmp_path: Path) -
     data, _ = _write_fixture(tmp_path)
     report_path = tmp_path / "pipeline.json"
     printed = _run(
-        ["eval", "pipeline", "--data", str(data), "--cache", str(tmp_path / "cache"), "--output", str(report_path)]
+        [
+            "eval",
+            "pipeline",
+            "--data",
+            str(data),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--output",
+            str(report_path),
+        ]
     )
     assert "### LoCoMo" in printed and "### Japanese" in printed and "raw turns" in printed
     report = json.loads(report_path.read_text(encoding="utf-8"))
@@ -442,3 +452,45 @@ def test_eval_pipeline_measures_what_the_ingest_path_remembers(tmp_path: Path) -
     japanese = report["sets"]["Japanese"]
     assert japanese["cases"] == 30 and japanese["questions"] == 65
     assert list((tmp_path / "cache").glob("pipeline-passages-*.npz"))  # passages cached for the next run
+
+
+def test_eval_pipeline_llm_reports_the_models_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data, _ = _write_fixture(tmp_path)
+    report_path = tmp_path / "pipeline.json"
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("MEMORY_LLM_PROVIDER", "compatible")
+        monkeypatch.setenv("MEMORY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("MEMORY_LLM_MODEL", "local-model")
+        # Three answers, then a server with nothing left to say (500, no retry): the rules take over.
+        server.script(*[Reply.json({"memories": []})] * 3)
+        printed = _run(
+            [
+                "eval",
+                "pipeline",
+                "--data",
+                str(data),
+                "--skip-japanese",
+                "--llm",
+                "--no-cache",
+                "--output",
+                str(report_path),
+            ]
+        )
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["extraction"] == "llm local-model"
+    llm = report["sets"]["LoCoMo"]["llm"]
+    turns = report["sets"]["LoCoMo"]["ingest"]["turns"]
+    assert llm["model"] == "local-model" and llm["calls"] >= turns  # at least one extraction call a turn
+    assert llm["requests"] == 3 and llm["prompt_tokens"] == 30 and llm["completion_tokens"] == 30
+    assert llm["per_turn"]["prompt_tokens"] == pytest.approx(30 / turns)
+    assert llm["ingest_seconds_per_turn"] > 0
+    assert "LLM `local-model`: " in printed and "per turn" in printed
+
+
+def test_eval_pipeline_llm_without_a_model_says_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("MEMORY_LLM_PROVIDER", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_CHAT_DEPLOYMENT"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["eval", "pipeline", "--skip-japanese", "--llm"], out=io.StringIO()) != 0
+    assert "eval pipeline --llm needs a chat model: set MEMORY_LLM_PROVIDER" in capsys.readouterr().err

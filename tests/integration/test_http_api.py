@@ -86,8 +86,9 @@ def test_turns_are_queued_then_ingested_in_the_background(rt: RunningRuntime) ->
     texts = sorted(m["memory"] for m in memories)
     assert "I like green tea" in texts and "I am allergic to peanuts" in texts
     assert all("embedding" not in m for m in memories)
+    # the same scope sending the same turn again: nothing is queued, and the answer says so
     again = rt.client.post("/api/turns", turn_body(0, CONVERSATION[0]))
-    assert again.status == 202 and again.body == {"turn_id": "t0", "session_id": "u1|a1", "status": "queued"}
+    assert again.status == 202 and again.body == {"turn_id": "t0", "session_id": "u1|a1", "status": "duplicate"}
     rt.drain()
     assert sorted(m["memory"] for m in _memories(rt)) == texts  # a repeated turn changes nothing
 

@@ -33,7 +33,7 @@ from memory_core.adapters.servicebus_queue import (
 from memory_core.bootstrap import build_publisher, build_service
 from memory_core.config import Settings
 from memory_core.errors import ConfigurationError, PermanentError, TransientError
-from memory_core.models import RecallUpdate, Scope, Turn, session_id_for
+from memory_core.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -85,7 +85,9 @@ class FakeClient:
 def test_a_turn_message_carries_session_message_id_body_and_content_type() -> None:
     message = build_message(turn())
     assert message.session_id == "u1|a1" == session_id_for(Scope.of("u1", "a1"))
-    assert message.message_id == "turn-1"
+    assert message.message_id == message_id_for(Scope.of("u1", "a1"), "turn", "turn-1")
+    # unique per scope: another user's turn with the same id is another message
+    assert build_message(turn("turn-1", user="u2")).message_id != message.message_id
     assert message.content_type == CONTENT_TYPE == "application/json"
     assert message.subject == "memory-core.turn.v1"
     body = json.loads(b"".join(message.body).decode("utf-8"))
@@ -96,7 +98,8 @@ def test_a_turn_message_carries_session_message_id_body_and_content_type() -> No
 def test_a_recall_message_uses_the_same_session_and_its_recall_id() -> None:
     update = RecallUpdate(user_id="u1", agent_id="a1", memory_ids=["m1", "m2"], at=NOW, recall_id="recall-7")
     message = build_message(update)
-    assert message.session_id == "u1|a1" and message.message_id == "recall-7"
+    assert message.session_id == "u1|a1"
+    assert message.message_id == message_id_for(Scope.of("u1", "a1"), "recall", "recall-7")
     assert message.subject == "memory-core.recall.v1"
     assert json.loads(b"".join(message.body))["memory_ids"] == ["m1", "m2"]
 
@@ -115,7 +118,9 @@ def test_one_client_and_sender_are_reused_and_closed_only_if_owned() -> None:
         await publisher.publish_turn(turn("turn-2"))
         await publisher.publish_recall(RecallUpdate(user_id="u1", agent_id="a1", memory_ids=["m1"], at=NOW))
         assert client.senders == ["memory-turns"]
-        assert [m.message_id for m, _ in client.sender.sent][:2] == ["turn-1", "turn-2"]
+        assert [m.message_id for m, _ in client.sender.sent][:2] == [
+            message_id_for(Scope.of("u1", "a1"), "turn", t) for t in ("turn-1", "turn-2")
+        ]
         assert all(timeout == PublisherSettings().operation_timeout for _, timeout in client.sender.sent)
         await publisher.close()
         assert client.sender.closed and not client.closed  # the client was handed in

@@ -16,7 +16,7 @@ import pytest
 from memory_core.adapters.sqlite_queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
 from memory_core.errors import TransientError, ValidationError
 from memory_core.local.worker import MessageProcessor, QueueWorker
-from memory_core.models import RecallUpdate, Scope, Turn, session_id_for
+from memory_core.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
 from memory_core.service import ProcessOutcome
 
 
@@ -155,17 +155,22 @@ def test_publisher_port_uses_turn_and_recall_ids_and_the_scope_session(queue: SQ
     )
     recall = RecallUpdate(user_id="u1", agent_id="a1", memory_ids=["m1"], at="2026-05-01T09:00:00Z")
 
-    async def publish() -> None:
-        await queue.publish_turn(turn)
-        await queue.publish_turn(turn)  # a retried publish is a duplicate
-        await queue.publish_recall(recall)
+    other_user = turn.model_copy(update={"user_id": "u2"})
 
-    asyncio.run(publish())
+    async def publish() -> list[bool]:
+        sent = [await queue.publish_turn(turn), await queue.publish_turn(turn)]  # a retry is a duplicate
+        sent.append(await queue.publish_turn(other_user))  # the same id in another scope is not
+        await queue.publish_recall(recall)
+        return sent
+
+    assert asyncio.run(publish()) == [True, False, True]
     messages = queue.peek()
-    session = session_id_for(Scope.of("u1", "a1"))
+    scope = Scope.of("u1", "a1")
+    session = session_id_for(scope)
     assert [(m.message_id, m.session_id, m.subject) for m in messages] == [
-        ("t-1", session, "turn"),
-        (recall.recall_id, session, "recall"),
+        (message_id_for(scope, "turn", "t-1"), session, "turn"),
+        (message_id_for(Scope.of("u2", "a1"), "turn", "t-1"), session_id_for(Scope.of("u2", "a1")), "turn"),
+        (message_id_for(scope, "recall", recall.recall_id), session, "recall"),
     ]
     assert json.loads(messages[0].body)["schema"] == "memory-core.turn.v1"
 

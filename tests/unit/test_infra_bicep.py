@@ -56,6 +56,18 @@ INTENTIONALLY_UNSET = {
     "MEMORY_SQLITE_PATH": "only the embedded SQLite store uses it",
     # Only the local embedder reads it; in Azure MEMORY_EMBEDDER=azure_openai.
     "MEMORY_EMBEDDER_THREADS": "only the local embedder uses it",
+    # Empty selects Azure OpenAI whenever its endpoint and chat deployment are set, as they are here.
+    "MEMORY_LLM_PROVIDER": "empty selects `azure`, since the endpoint and chat deployment are set",
+    # OpenAI and OpenAI-compatible servers only; the deployment uses Azure OpenAI with Entra ID.
+    "MEMORY_LLM_MODEL": "only the `openai` and `compatible` providers use it",
+    "MEMORY_LLM_BASE_URL": "only the `openai` and `compatible` providers use it",
+    "OPENAI_API_KEY": "only the `openai` and `compatible` providers use it (no keys in Azure)",
+    "MEMORY_LLM_HEADERS": "no gateway headers are needed in front of Azure OpenAI",
+    "MEMORY_LLM_TIMEOUT_SECONDS": "the default suits Azure OpenAI",
+    "MEMORY_EMBEDDING_MODEL": "only the `openai` and `compatible` embedders use it",
+    "MEMORY_EMBEDDING_DIMENSIONS": "the default is the size of the deployed text-embedding-3-small",
+    # The embedded server's token; the Function App's routes are guarded by the Functions host.
+    "MEMORY_API_TOKEN": "only `memory-core serve` uses it",
 }
 
 # App settings that memory-core does not read but the Functions host or its extensions do.
