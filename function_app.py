@@ -20,8 +20,16 @@ Functions:
   raises, and after ``maxDeliveryCount`` deliveries Service Bus dead-letters the message itself.
 - ``nightly_forgetting``: timer trigger on ``%MEMORY_FORGET_SCHEDULE%``; applies forgetting in
   bounded pages within a time budget and saves where it stopped, so the next run resumes there.
-- HTTP functions, one per route of the contract (function key; ``health`` is anonymous), each
-  forwarding to :meth:`MemoryApi.handle`.
+- HTTP functions, one per route of the contract, each forwarding to :meth:`MemoryApi.handle`.
+
+HTTP authentication (``docs/security.md``): when ``MEMORY_AUTH_TENANT_ID`` and ``MEMORY_AUTH_AUDIENCE``
+are set, the routes are bound with ``AuthLevel.ANONYMOUS`` and every route but ``health`` validates a
+Microsoft Entra ID bearer token in code and authorises the caller's role for the scope it names (401 /
+403). Otherwise they keep ``AuthLevel.FUNCTION`` (the shared Functions key, every tenant) and a warning
+is logged on first use. Bindings are decided when the worker indexes the functions, so this one
+choice reads the two settings at import (the worker has the app settings in its environment then; an
+app settings change restarts it); nothing else is read or built at import. If the routes were bound
+anonymous but the validator cannot be built at run time, every route answers 503: it fails closed.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -38,17 +47,22 @@ from urllib.parse import quote
 import azure.functions as func
 
 from memory_core import telemetry
-from memory_core.errors import MemoryCoreError, PermanentError, TransientError
+from memory_core.errors import ConfigurationError, MemoryCoreError, PermanentError, TransientError
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.api import MemoryApi
+    from memory_core.auth import Authenticator
+    from memory_core.config import Settings
     from memory_core.service import MemoryService
 
 __all__ = [
+    "AUTH_SETTINGS",
     "FORGET_PAGE_SIZE",
     "FORGET_TIME_BUDGET_SECONDS",
+    "HTTP_AUTH_LEVEL",
     "MAX_REDELIVERY_DELAY_SECONDS",
     "app",
+    "http_auth_level",
     "redelivery_delay",
     "runtime",
 ]
@@ -62,7 +76,25 @@ FORGET_TIME_BUDGET_SECONDS = 420.0
 #: Longest wait before a message that failed transiently is handed back for redelivery.
 MAX_REDELIVERY_DELAY_SECONDS = 60.0
 
-app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+#: The settings that turn on Microsoft Entra ID validation (both must be set).
+AUTH_SETTINGS = ("MEMORY_AUTH_TENANT_ID", "MEMORY_AUTH_AUDIENCE")
+
+
+def http_auth_level(environ: Mapping[str, str]) -> func.AuthLevel:
+    """The host-level auth of the HTTP routes: anonymous when the code validates Entra ID tokens.
+
+    Only whether :data:`AUTH_SETTINGS` are non-empty is read (never raises); their values are
+    validated on first use, and a bad value then fails closed (503), not open.
+    """
+    if all(str(environ.get(name) or "").strip() for name in AUTH_SETTINGS):
+        return func.AuthLevel.ANONYMOUS
+    return func.AuthLevel.FUNCTION
+
+
+#: Read once, when the worker indexes the functions (see the module docstring).
+HTTP_AUTH_LEVEL = http_auth_level(os.environ)
+
+app = func.FunctionApp(http_auth_level=HTTP_AUTH_LEVEL)
 
 _sleep = asyncio.sleep
 _monotonic = time.monotonic
@@ -80,6 +112,8 @@ class _Runtime:
     def __init__(self) -> None:
         self._service: MemoryService | None = None
         self._api: MemoryApi | None = None
+        self._authenticator: Authenticator | None = None
+        self._settings: Settings | None = None
         self._lock: asyncio.Lock | None = None
 
     async def service(self) -> MemoryService:
@@ -93,16 +127,44 @@ class _Runtime:
 
     async def api(self) -> MemoryApi:
         if self._api is None:
-            from memory_core.api import MemoryApi
-
-            self._api = MemoryApi(await self.service())
+            service = await self.service()
+            if self._api is None:
+                self._api = self._build_api(service)
         return self._api
 
-    @staticmethod
-    def _build() -> MemoryService:
+    def _build_api(self, service: MemoryService) -> MemoryApi:
+        """The HTTP contract with the Entra ID validator the settings describe (or none, with a warning).
+
+        Raises:
+            ConfigurationError: The routes were bound anonymous (:data:`HTTP_AUTH_LEVEL`) but no
+                validator can be built: serving them would open every route to everyone.
+        """
+        from memory_core import bootstrap
+        from memory_core.api import MemoryApi
+
+        authenticator = self._authenticator
+        if authenticator is None:
+            authenticator = bootstrap.build_authenticator(self._settings or bootstrap.load_settings())
+        if authenticator is None:
+            if HTTP_AUTH_LEVEL is func.AuthLevel.ANONYMOUS:
+                raise ConfigurationError(
+                    "the HTTP routes were bound without the Functions key because MEMORY_AUTH_TENANT_ID and "
+                    "MEMORY_AUTH_AUDIENCE were set, but no token validator is configured now; refusing to serve"
+                )
+            logger.warning(
+                "Microsoft Entra ID validation is off (MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE are not "
+                "set): the HTTP API is protected by the Functions key only, and every key holder may read, "
+                "change and erase every user's memories"
+            )
+        else:
+            logger.info("HTTP API: Microsoft Entra ID tokens are validated and roles enforced")
+        return MemoryApi(service, authenticator=authenticator)
+
+    def _build(self) -> MemoryService:
         from memory_core import bootstrap
 
         settings = bootstrap.load_settings()
+        self._settings = settings
         bootstrap.configure_telemetry(settings)
         publisher = bootstrap.build_publisher(settings) if settings.servicebus_namespace else None
         service = bootstrap.build_service(settings, publisher=publisher, recall_via_queue=True)
@@ -113,14 +175,24 @@ class _Runtime:
         )
         return service
 
-    def use(self, service: MemoryService | None, api: MemoryApi | None = None) -> None:
-        """Serve with an already built service (and optionally an API object) instead of settings."""
+    def use(
+        self,
+        service: MemoryService | None,
+        api: MemoryApi | None = None,
+        *,
+        authenticator: Authenticator | None = None,
+    ) -> None:
+        """Serve with an already built service (and optionally an API object or an authenticator)
+        instead of settings."""
         self._service = service
         self._api = api
+        self._authenticator = authenticator
+        self._settings = None
 
     async def close(self) -> None:
         """Close the service (tests; the worker process simply ends in Azure)."""
         service, self._service, self._api = self._service, None, None
+        self._authenticator, self._settings = None, None
         if service is not None:
             await service.close()
 
@@ -183,7 +255,7 @@ async def ingest_turns(msg: func.ServiceBusMessage) -> None:
                 "memory.recalled": outcome.recalled,
             }
         )
-        logger.info("message %s: %s %s", msg.message_id, outcome.kind, outcome.status)
+        logger.info("message %s (%s %s): %s", msg.message_id, outcome.kind, outcome.message_id, outcome.status)
 
 
 async def _set_aside(service: MemoryService, msg: func.ServiceBusMessage, error: PermanentError) -> None:
@@ -266,7 +338,8 @@ async def _serve(req: func.HttpRequest, path: str) -> func.HttpResponse:
             503, "unavailable", f"memory-core is not configured: {exc}", **{"Retry-After": "30"}
         )
     query: Mapping[str, str] = dict(req.params)
-    response = await api.handle(ApiRequest(req.method, path, query, req.get_body() or b""))
+    request = ApiRequest(req.method, path, query, req.get_body() or b"", headers=dict(req.headers))
+    response = await api.handle(request)
     headers = dict(response.headers)
     headers.setdefault("Content-Type", "application/json; charset=utf-8")
     return func.HttpResponse(body=response.json_bytes(), status_code=response.status, headers=headers)

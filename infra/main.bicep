@@ -346,6 +346,7 @@ module developerRoles './app/rbac.bicep' = if (!empty(principalId)) {
   params: {
     principalId: principalId
     principalType: principalType
+    manageSearchIndex: true
     storageAccountName: storage.outputs.name
     serviceBusNamespaceName: serviceBus.outputs.namespaceName
     turnsQueueName: serviceBus.outputs.queueName

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -18,9 +18,12 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.json_schema import models_json_schema
 
 from . import __version__
+from .auth import Action, Authenticator, Principal, authorize
 from .errors import (
+    AuthenticationError,
     ConfigurationError,
     ConflictError,
+    ForbiddenError,
     NotFoundError,
     PermanentError,
     TransientError,
@@ -64,6 +67,7 @@ __all__ = [
     "ErrorResponse",
     "ExportResponse",
     "ForgettingResponse",
+    "Headers",
     "HealthResponse",
     "MemoryApi",
     "MemoryDetail",
@@ -269,7 +273,8 @@ class TurnAccepted(BaseModel):
     session_id: str
     status: str = Field(
         description="`queued` (sent to the ordered queue), `ingested` (no queue configured) or `duplicate` "
-        "(this scope already sent or ingested this turn id; nothing was queued)"
+        "(this scope already ingested this turn id, or the embedded queue already holds it; nothing was "
+        "queued)"
     )
 
 
@@ -315,6 +320,33 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+class Headers(Mapping[str, str]):
+    """Request headers; names are looked up in any case (the last of repeated ones wins).
+
+    Args:
+        values: A mapping or ``(name, value)`` pairs.
+    """
+
+    def __init__(self, values: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        pairs = values.items() if isinstance(values, Mapping) else values
+        self._values = {name.lower(): value for name, value in pairs}
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:  # never print credentials
+        return f"Headers({sorted(self._values)})"
+
+
 @dataclass(frozen=True)
 class ApiRequest:
     """One HTTP request, independent of the web framework.
@@ -324,12 +356,19 @@ class ApiRequest:
         path: The URL path after the ``/api`` prefix, still percent-encoded (``/memories/search``).
         query: Query parameters (one value each; hosts keep the last of repeated ones).
         body: The raw request body.
+        headers: The request headers (any mapping is turned into :class:`Headers`, so names are
+            looked up in any case); ``Authorization`` is what the authenticator reads.
     """
 
     method: str
     path: str
     query: Mapping[str, str]
     body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=Headers, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, Headers):
+            object.__setattr__(self, "headers", Headers(self.headers))
 
 
 @dataclass(frozen=True)
@@ -362,6 +401,16 @@ class _HttpError(Exception):
         self.message = message
         self.field = field
         self.headers = dict(headers or {})
+
+
+def _challenge(error: str | None, description: str) -> str:
+    """A ``WWW-Authenticate: Bearer`` challenge (RFC 6750), the description reduced to quotable ASCII."""
+    if error is None:
+        return 'Bearer realm="memory-core"'
+    text = "".join(
+        c if " " <= c <= "~" and c not in {'"', "\\"} else "'" if c == '"' else " " for c in description
+    )
+    return f'Bearer realm="memory-core", error="{error}", error_description="{text[:300]}"'
 
 
 def _error(status: int, code: str, message: str, field: str | None = None, **headers: str) -> ApiResponse:
@@ -431,15 +480,87 @@ def _json_body(request: ApiRequest) -> dict[str, Any]:
     return data
 
 
-Handler = Callable[[ApiRequest, dict[str, str]], Awaitable[ApiResponse]]
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a request acts on: the scope authorisation checks, and the parsed input its handler uses.
+
+    Attributes:
+        user_id: The user whose memories the request touches (``None``: no single user).
+        agent_id: The agent whose memories it touches (``None``: every agent of the user, or none).
+        memory_id: The memory of ``/memories/{memory_id}``.
+        body: The validated request body (``SearchRequest``, ``Turn``), if the route has one.
+    """
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    memory_id: str | None = None
+    body: Any = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.of(self.user_id, self.agent_id)
+
+
+TargetReader = Callable[[ApiRequest, dict[str, str]], _Target]
+Handler = Callable[[ApiRequest, _Target], Awaitable[ApiResponse]]
+
+
+def _no_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    return _Target()
+
+
+def _search_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    body = parse_model(SearchRequest, _json_body(request))
+    return _Target(body.user_id, body.agent_id, body=body)
+
+
+def _scope_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    scope = _Query(request.query).scope()
+    return _Target(scope.user_id, scope.agent_id)
+
+
+def _memory_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    memory_id = validate_memory_id(params["memory_id"], "memory_id")
+    scope = _Query(request.query).scope()
+    return _Target(scope.user_id, scope.agent_id, memory_id)
+
+
+def _user_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    user_id = validate_scope_id(params["user_id"], "user_id")
+    return _Target(user_id, _Query(request.query).scope_id("agent_id", required=False))
+
+
+def _turn_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    turn = parse_model(Turn, _json_body(request))
+    return _Target(turn.user_id, turn.agent_id, body=turn)
 
 
 @dataclass(frozen=True, slots=True)
 class _Route:
+    """One route of the contract and how it is guarded.
+
+    Attributes:
+        method: The HTTP method.
+        segments: The path below ``/api``; ``{name}`` segments are parameters.
+        operation: The handler's name (and the OpenAPI ``operationId``).
+        summary: One line for the OpenAPI document.
+        action: What :func:`~memory_core.auth.authorize` is asked about (``None``: any authenticated
+            caller, or anyone when ``anonymous``).
+        target: Reads the scope the request acts on (and its parsed input) before anything runs.
+        anonymous: Served without authentication (health only).
+    """
+
     method: str
     segments: tuple[str, ...]
     operation: str
     summary: str
+    action: Action | None
+    target: TargetReader
+    anonymous: bool = False
+
+    def __post_init__(self) -> None:
+        if self.anonymous and self.action is not None:
+            raise ValueError(f"{self.operation}: an anonymous route cannot be authorised")
 
     def match(self, parts: list[str]) -> dict[str, str] | None:
         if len(parts) != len(self.segments):
@@ -459,20 +580,74 @@ class _Route:
         return "/" + "/".join(self.segments)
 
 
+#: Every route, with the action it is authorised as and where its scope comes from. ``handle`` admits a
+#: request through this table only, so a route cannot be served without its check.
 _ROUTES: tuple[_Route, ...] = (
-    _Route("POST", ("memories", "search"), "search", "Ranked memories for a query (the `before_run` call)"),
-    _Route("GET", ("memories",), "list", "Memories of a user and agent, by id, keyset-paged"),
-    _Route("GET", ("memories", "{memory_id}"), "get", "One memory and its history"),
     _Route(
-        "DELETE", ("memories", "{memory_id}"), "delete", "Soft-delete one memory (recorded in its history)"
+        "POST",
+        ("memories", "search"),
+        "search",
+        "Ranked memories for a query (the `before_run` call)",
+        Action.SEARCH,
+        _search_target,
     ),
-    _Route("GET", ("users", "{user_id}", "export"), "export", "Every record of a user, every field"),
-    _Route("DELETE", ("users", "{user_id}"), "purge", "Physically remove a user's memories and history"),
-    _Route("POST", ("turns",), "post_turn", "Queue a conversation turn (turn.v1) for ingestion"),
-    _Route("POST", ("forgetting",), "forgetting", "Run the forgetting policy (dry run unless dry_run=false)"),
-    _Route("GET", ("health",), "health", "Liveness"),
-    _Route("GET", ("openapi.json",), "openapi", "This OpenAPI document"),
+    _Route(
+        "GET",
+        ("memories",),
+        "list",
+        "Memories of a user and agent, by id, keyset-paged",
+        Action.READ,
+        _scope_target,
+    ),
+    _Route(
+        "GET", ("memories", "{memory_id}"), "get", "One memory and its history", Action.READ, _memory_target
+    ),
+    _Route(
+        "DELETE",
+        ("memories", "{memory_id}"),
+        "delete",
+        "Soft-delete one memory (recorded in its history)",
+        Action.DELETE,
+        _memory_target,
+    ),
+    _Route(
+        "GET",
+        ("users", "{user_id}", "export"),
+        "export",
+        "Every record of a user, every field",
+        Action.EXPORT,
+        _user_target,
+    ),
+    _Route(
+        "DELETE",
+        ("users", "{user_id}"),
+        "purge",
+        "Physically remove a user's memories and history",
+        Action.PURGE,
+        _user_target,
+    ),
+    _Route(
+        "POST",
+        ("turns",),
+        "post_turn",
+        "Queue a conversation turn (turn.v1) for ingestion",
+        Action.POST_TURN,
+        _turn_target,
+    ),
+    _Route(
+        "POST",
+        ("forgetting",),
+        "forgetting",
+        "Run the forgetting policy (dry run unless dry_run=false)",
+        Action.FORGET,
+        _no_target,
+    ),
+    _Route("GET", ("health",), "health", "Liveness", None, _no_target, anonymous=True),
+    _Route("GET", ("openapi.json",), "openapi", "This OpenAPI document", None, _no_target),
 )
+#: The caller of an API without an authenticator (the embedded server, whose token or loopback
+#: binding already gates access; in-process callers): allowed everything.
+_TOKEN_HOLDER = Principal.token_holder()
 
 
 class MemoryApi:
@@ -490,10 +665,18 @@ class MemoryApi:
     (``payload_too_large``); a store conflict 409 (``conflict``); a transient failure 503
     (``unavailable``, with ``Retry-After``). Only a bug is a 500.
 
+    Identity: with an ``authenticator`` every route but health needs credentials it accepts (401
+    ``unauthorized`` with ``WWW-Authenticate: Bearer`` otherwise; 503 when it cannot decide, for example
+    because the identity provider's keys cannot be fetched), and each request is then authorised once,
+    by :func:`~memory_core.auth.authorize`, on the scope it names, before the service is touched (403
+    ``forbidden``, saying what is missing). Without one, every caller acts as the token holder (all
+    actions allowed): for embedded callers that gate access themselves, such as ``memory-core serve``.
+
     Args:
         service: The memory service.
         max_body_bytes: Largest request body accepted.
         health_details: Optional extra facts for ``GET /health`` (queue depth, ...).
+        authenticator: Turns request headers into a principal (``None``: no authentication).
     """
 
     def __init__(
@@ -502,9 +685,11 @@ class MemoryApi:
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
         health_details: Callable[[], Mapping[str, Any]] | None = None,
+        authenticator: Authenticator | None = None,
     ) -> None:
         self.service = service
         self.max_body_bytes = max_body_bytes
+        self.authenticator = authenticator
         self._health_details = health_details
         self._openapi: dict[str, Any] | None = None
         self._handlers: dict[str, Handler] = {
@@ -533,9 +718,24 @@ class MemoryApi:
                     "body",
                 )
             route, params = self._route(method, request.path)
-            return await self._handlers[route.operation](request, params)
+            target = await self._admit(route, request, params)
+            return await self._handlers[route.operation](request, target)
         except _HttpError as exc:
             return _error(exc.status, exc.code, exc.message, exc.field, **exc.headers)
+        except AuthenticationError as exc:
+            logger.info("%s %s: not authenticated: %s", method, request.path, exc)
+            return _error(
+                401, "unauthorized", str(exc), None, **{"WWW-Authenticate": _challenge(exc.error, str(exc))}
+            )
+        except ForbiddenError as exc:
+            logger.info("%s %s: forbidden: %s", method, request.path, exc)
+            return _error(
+                403,
+                "forbidden",
+                str(exc),
+                None,
+                **{"WWW-Authenticate": _challenge("insufficient_scope", str(exc))},
+            )
         except ValidationError as exc:
             return _error(422, "validation_error", exc.message, exc.field)
         except PydanticValidationError as exc:
@@ -557,6 +757,29 @@ class MemoryApi:
         except Exception:
             logger.exception("%s %s failed", method, request.path)
             return _error(500, "internal_error", "the request failed unexpectedly; see the server log")
+
+    async def _admit(self, route: _Route, request: ApiRequest, params: dict[str, str]) -> _Target:
+        """Authenticate and authorise one request: the only gate between a route and the service.
+
+        The caller is authenticated first (so an unknown caller learns nothing from validation), the
+        route's target (the scope it acts on) is read, and the route's action is authorised on it.
+
+        Raises:
+            AuthenticationError: No acceptable credentials.
+            ForbiddenError: The caller may not perform the route's action on that scope.
+        """
+        if route.anonymous:
+            return route.target(request, params)
+        principal = await self._authenticate(request)
+        target = route.target(request, params)
+        if route.action is not None:
+            authorize(principal, route.action, user_id=target.user_id, agent_id=target.agent_id)
+        return target
+
+    async def _authenticate(self, request: ApiRequest) -> Principal:
+        if self.authenticator is None:
+            return _TOKEN_HOLDER
+        return await self.authenticator.authenticate(request.headers)
 
     def _route(self, method: str, path: str) -> tuple[_Route, dict[str, str]]:
         raw = path.split("?", 1)[0]
@@ -582,16 +805,16 @@ class MemoryApi:
         raise _HttpError(404, "no_route", f"no route for {raw[:100]!r}")
 
     # -- routes ---------------------------------------------------------------------------------
-    async def _search(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
-        body = parse_model(SearchRequest, _json_body(request))
+    async def _search(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        body: SearchRequest = target.body
         result = await self.service.search(
             Scope.of(body.user_id, body.agent_id), body.query, body.options(), recall=body.recall
         )
         return ApiResponse(200, search_response(result).model_dump(mode="json"))
 
-    async def _list(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+    async def _list(self, request: ApiRequest, target: _Target) -> ApiResponse:
         query = _Query(request.query)
-        scope = query.scope()
+        scope = target.scope
         status = query.text("status", max_length=16)
         statuses = None
         if status is not None:
@@ -609,31 +832,26 @@ class MemoryApi:
         page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
         return ApiResponse(200, memory_list_response(page).model_dump(mode="json"))
 
-    async def _get(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        memory_id = validate_memory_id(params["memory_id"], "memory_id")
-        scope = _Query(request.query).scope()
+    async def _get(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        scope, memory_id = target.scope, str(target.memory_id)
         record = await self.service.get(scope, memory_id)
         history = await self.service.history_of(scope, memory_id)
         return ApiResponse(200, memory_detail(record, history).model_dump(mode="json"))
 
-    async def _delete(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        memory_id = validate_memory_id(params["memory_id"], "memory_id")
-        scope = _Query(request.query).scope()
+    async def _delete(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        scope, memory_id = target.scope, str(target.memory_id)
         after = await self.service.delete(scope, memory_id, reason="deleted through the API")
         return ApiResponse(200, memory_view(after).model_dump(mode="json"))
 
-    async def _export(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        user_id = validate_scope_id(params["user_id"], "user_id")
-        agent_id = _Query(request.query).scope_id("agent_id", required=False)
+    async def _export(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        user_id, agent_id = str(target.user_id), target.agent_id
         records = [r async for r in self.service.export(user_id, agent_id)]
         response = ExportResponse(user_id=user_id, agent_id=agent_id, count=len(records), memories=records)
         return ApiResponse(200, response.model_dump(mode="json"))
 
-    async def _purge(self, request: ApiRequest, params: dict[str, str]) -> ApiResponse:
-        user_id = validate_scope_id(params["user_id"], "user_id")
-        query = _Query(request.query)
-        agent_id = query.scope_id("agent_id", required=False)
-        if not query.boolean("confirm", default=False):
+    async def _purge(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        user_id, agent_id = str(target.user_id), target.agent_id
+        if not _Query(request.query).boolean("confirm", default=False):
             raise ValidationError(
                 "confirm",
                 "purge removes memories and history physically and cannot be undone; add confirm=true",
@@ -641,13 +859,13 @@ class MemoryApi:
         report = await self.service.purge(user_id, agent_id)
         return ApiResponse(200, purge_response(report).model_dump(mode="json"))
 
-    async def _post_turn(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
-        turn = parse_model(Turn, _json_body(request))
+    async def _post_turn(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        turn: Turn = target.body
         status = await self.service.publish_turn(turn)
         accepted = TurnAccepted(turn_id=turn.turn_id, session_id=session_id_for(turn.scope), status=status)
         return ApiResponse(202, accepted.model_dump(mode="json"))
 
-    async def _forgetting(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+    async def _forgetting(self, request: ApiRequest, _: _Target) -> ApiResponse:
         query = _Query(request.query)
         dry_run = query.boolean("dry_run", default=True)
         limit = query.integer("limit", default=DEFAULT_FORGET_LIMIT, low=1, high=MAX_FORGET_LIMIT)
@@ -655,13 +873,13 @@ class MemoryApi:
         report = await self.service.apply_forgetting(dry_run=dry_run, limit=limit, cursor=cursor)
         return ApiResponse(200, forgetting_response(report).model_dump(mode="json"))
 
-    async def _health(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+    async def _health(self, request: ApiRequest, _: _Target) -> ApiResponse:
         details = dict(self._health_details()) if self._health_details is not None else {}
         return ApiResponse(
             200, HealthResponse(status="ok", version=__version__, details=details).model_dump()
         )
 
-    async def _openapi_route(self, request: ApiRequest, _: dict[str, str]) -> ApiResponse:
+    async def _openapi_route(self, request: ApiRequest, _: _Target) -> ApiResponse:
         return ApiResponse(200, self.openapi())
 
     # -- the OpenAPI document -------------------------------------------------------------------
@@ -741,6 +959,18 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
         "503": error("A dependency is temporarily unavailable; retry after `Retry-After` seconds"),
     }
     not_found = {"404": error("No such memory in this user's and agent's scope")}
+    unauthorized = {
+        "401": error(
+            "No acceptable bearer token (when the API validates tokens); see `WWW-Authenticate`. The "
+            "embedded server answers 401 on every route but health without its token"
+        )
+    }
+    guarded = {
+        **unauthorized,
+        "403": error(
+            "The caller's role, user id or agent binding does not cover this scope; the message says which"
+        ),
+    }
 
     def body(model: type[BaseModel]) -> dict[str, Any]:
         return {"required": True, "content": {"application/json": {"schema": ref(model, "validation")}}}
@@ -754,7 +984,11 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
             "post": operation(
                 "search",
                 requestBody=body(SearchRequest),
-                responses={"200": ok(SearchResponse, "Ranked hits with score breakdowns"), **errors},
+                responses={
+                    "200": ok(SearchResponse, "Ranked hits with score breakdowns"),
+                    **errors,
+                    **guarded,
+                },
             )
         },
         "/memories": {
@@ -782,26 +1016,40 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         "Page size",
                     ),
                 ],
-                responses={"200": ok(MemoryListResponse, "One page of memories"), **errors},
+                responses={"200": ok(MemoryListResponse, "One page of memories"), **errors, **guarded},
             )
         },
         "/memories/{memory_id}": {
             "get": operation(
                 "get",
                 parameters=[memory_p, user_q, agent_q],
-                responses={"200": ok(MemoryDetail, "The memory and its history"), **not_found, **errors},
+                responses={
+                    "200": ok(MemoryDetail, "The memory and its history"),
+                    **not_found,
+                    **errors,
+                    **guarded,
+                },
             ),
             "delete": operation(
                 "delete",
                 parameters=[memory_p, user_q, agent_q],
-                responses={"200": ok(MemoryView, "The memory, now `deleted`"), **not_found, **errors},
+                responses={
+                    "200": ok(MemoryView, "The memory, now `deleted`"),
+                    **not_found,
+                    **errors,
+                    **guarded,
+                },
             ),
         },
         "/users/{user_id}/export": {
             "get": operation(
                 "export",
                 parameters=[user_p, agent_opt],
-                responses={"200": ok(ExportResponse, "Every record, embeddings included"), **errors},
+                responses={
+                    "200": ok(ExportResponse, "Every record, embeddings included"),
+                    **errors,
+                    **guarded,
+                },
             )
         },
         "/users/{user_id}": {
@@ -814,14 +1062,18 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         "confirm", "query", {"type": "boolean", "enum": [True]}, "Must be true", required=True
                     ),
                 ],
-                responses={"200": ok(PurgeResponse, "What was removed"), **errors},
+                responses={"200": ok(PurgeResponse, "What was removed"), **errors, **guarded},
             )
         },
         "/turns": {
             "post": operation(
                 "post_turn",
                 requestBody=body(Turn),
-                responses={"202": ok(TurnAccepted, "Queued on the scope's ordered session"), **errors},
+                responses={
+                    "202": ok(TurnAccepted, "Queued on the scope's ordered session"),
+                    **errors,
+                    **guarded,
+                },
             )
         },
         "/forgetting": {
@@ -848,10 +1100,14 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         "422 when this store did not issue it)",
                     ),
                 ],
-                responses={"200": ok(ForgettingResponse, "Counts and the status changes"), **errors},
+                responses={
+                    "200": ok(ForgettingResponse, "Counts and the status changes"),
+                    **errors,
+                    **guarded,
+                },
             )
         },
-        "/health": {"get": operation("health", responses={"200": ok(HealthResponse, "Alive")})},
+        "/health": {"get": operation("health", security=[], responses={"200": ok(HealthResponse, "Alive")})},
         "/openapi.json": {
             "get": operation(
                 "openapi",
@@ -859,7 +1115,8 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                     "200": {
                         "description": "This document",
                         "content": {"application/json": {"schema": {"type": "object"}}},
-                    }
+                    },
+                    **unauthorized,
                 },
             )
         },
@@ -873,6 +1130,22 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
             '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`.',
         },
         "servers": [{"url": "/api"}],
+        # A bearer token where the deployment requires one; `memory-core serve` on loopback without a
+        # token requires none, hence the empty alternative.
+        "security": [{"bearer": []}, {}],
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "A Microsoft Entra ID access token for the API (Azure, when "
+                    "MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE are set), or MEMORY_API_TOKEN "
+                    "(`memory-core serve`). Roles: Memory.Agent, Memory.User (or the Memory.ReadWrite "
+                    "scope), Memory.Admin.",
+                }
+            },
+        },
     }

@@ -8,8 +8,10 @@ Nothing happens at import time; callers build what they need when they need it. 
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import telemetry
@@ -31,10 +33,12 @@ from .service import MemoryService
 from .service.ingest import EpisodePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .adapters.entra_tokens import EntraTokenValidator
     from .adapters.servicebus_queue import ServiceBusTurnPublisher
     from .adapters.sqlite_queue import SQLiteQueue
 
 __all__ = [
+    "build_authenticator",
     "build_chat_model",
     "build_embedder",
     "build_history",
@@ -46,6 +50,7 @@ __all__ = [
     "ensure_search_index",
     "load_settings",
     "local_queue_path",
+    "require_chat_model",
 ]
 
 
@@ -65,8 +70,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
         return HashingEmbedder()
     if settings.embedder == "azure_openai":
-        from .adapters import openai_models
-
+        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}")
         embedder: Embedder = openai_models.OpenAIEmbedder.azure(
             endpoint=settings.azure_openai_endpoint,
             deployment=settings.azure_openai_embedding_deployment,
@@ -78,13 +82,12 @@ def build_embedder(settings: Settings) -> Embedder:
         )
         return embedder
     if settings.embedder in {"openai", "compatible"}:
-        from .adapters import openai_models
-
+        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}")
         embedder = openai_models.OpenAIEmbedder.openai_compatible(
             base_url=settings.llm_api_root,
             model=settings.embedding_model,
             dimensions=settings.embedding_dimensions,
-            api_key=settings.openai_api_key or None,
+            api_key=settings.llm_api_key or None,
             send_dimensions=settings.embedder == "openai",
             provider=settings.embedder,
             timeout=settings.llm_timeout_seconds,
@@ -151,19 +154,45 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
     return SQLiteHistoryStore(settings.sqlite_path)
 
 
+def _openai_models(what: str) -> ModuleType:
+    """The ``openai`` adapters, or a message naming the extra that brings the ``openai`` package."""
+    try:
+        openai_models = importlib.import_module(".adapters.openai_models", __package__)
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(
+            f"{what} needs the openai package: pip install 'memory-core[llm]' (or [azure]); {exc}"
+        ) from exc
+    return openai_models
+
+
+def require_chat_model(settings: Settings, what: str) -> ChatModel:
+    """The configured chat model, or a message saying how to configure one (``what`` needs it).
+
+    Raises:
+        ConfigurationError: No chat model is configured (``MEMORY_LLM_PROVIDER`` resolves to ``none``).
+    """
+    model = build_chat_model(settings)
+    if model is None:
+        raise ConfigurationError(
+            f"{what} needs a chat model: set MEMORY_LLM_PROVIDER (azure, openai or compatible) and its "
+            "settings (see the README's 'Using an LLM')"
+        )
+    return model
+
+
 def build_chat_model(settings: Settings) -> ChatModel | None:
     """The chat model of extraction and consolidation (``MEMORY_LLM_PROVIDER``), or ``None`` (rules).
 
     ``azure``: Azure OpenAI with Microsoft Entra ID on the deployment or ``/openai/v1`` endpoint;
     ``openai`` and ``compatible``: the ``openai`` client on ``MEMORY_LLM_BASE_URL`` with
-    ``OPENAI_API_KEY`` (optional for ``compatible``). Sampling parameters are never sent unless asked
+    ``MEMORY_LLM_API_KEY`` (optional for ``compatible``). Sampling parameters are never sent unless asked
     for, and structured output falls back to JSON mode where a server lacks it
     (:class:`~memory_core.adapters.openai_models.OpenAIChatModel`).
     """
     provider = settings.chat_provider
     if provider == "none":
         return None
-    from .adapters.openai_models import OpenAIChatModel
+    OpenAIChatModel = _openai_models(f"MEMORY_LLM_PROVIDER={provider}").OpenAIChatModel
 
     model: ChatModel
     if provider == "azure":
@@ -179,7 +208,7 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
         model = OpenAIChatModel.openai_compatible(
             base_url=settings.llm_api_root,
             model=settings.llm_model,
-            api_key=settings.openai_api_key or None,
+            api_key=settings.llm_api_key or None,
             timeout=settings.llm_timeout_seconds,
             headers=settings.llm_header_map(),
         )
@@ -294,6 +323,26 @@ def build_service(
         forget_tolerance=settings.forget_tolerance,
         episodes=EpisodePolicy(enabled=settings.episodes, importance=settings.episode_importance),
         owned=owned,
+    )
+
+
+def build_authenticator(settings: Settings) -> EntraTokenValidator | None:
+    """The HTTP API's Microsoft Entra ID token validator, or ``None`` when it is not configured.
+
+    ``MEMORY_AUTH_TENANT_ID`` and ``MEMORY_AUTH_AUDIENCE`` turn it on; ``MEMORY_AUTH_USER_ID_CLAIM``,
+    ``MEMORY_AUTH_AGENT_BINDINGS`` and ``MEMORY_AUTH_AUTHORITY`` shape it. Nothing is fetched here:
+    the tenant's keys are read on the first request that needs them.
+    """
+    if not settings.auth_enabled:
+        return None
+    from .adapters.entra_tokens import EntraTokenValidator
+
+    return EntraTokenValidator(
+        tenant_id=settings.auth_tenant_id,
+        audiences=settings.auth_audiences(),
+        user_id_claim=settings.auth_user_id_claim,
+        agent_bindings=settings.agent_binding_map(),
+        authority=settings.auth_authority,
     )
 
 

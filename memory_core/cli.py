@@ -267,7 +267,7 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         lock_seconds=args.lock_seconds,
         max_deliveries=args.max_deliveries,
         scheduler=not args.no_scheduler,
-        token=args.token,
+        token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
     )
     try:
         return await serve_async(_settings(args), options, out=out)

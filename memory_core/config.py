@@ -7,6 +7,7 @@ Every setting has exactly one environment variable; the same names appear in
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, ValidationError
+from .models import validate_scope_id
 from .policy import HumanMemoryPolicy
 
 __all__ = ["EMBEDDERS", "LLM_PROVIDERS", "OPENAI_BASE_URL", "Settings"]
@@ -27,10 +29,22 @@ LLM_PROVIDERS = ("", "none", "azure", "openai", "compatible")
 #: The API root of ``MEMORY_LLM_PROVIDER=openai`` when ``MEMORY_LLM_BASE_URL`` is empty.
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_CLAIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
-def _env(name: str, default: Any, doc: str) -> Any:
-    return field(default=default, metadata={"env": name, "doc": doc})
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _env(name: str, default: Any, doc: str, *, secret: bool = False) -> Any:
+    """A setting read from the environment variable ``name``; a ``secret`` one is left out of ``repr``."""
+    return field(default=default, repr=not secret, metadata={"env": name, "doc": doc})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +90,10 @@ class Settings:
     )
     azure_search_index_name: str = _env("AZURE_SEARCH_INDEX_NAME", "memories", "Azure AI Search index.")
     azure_search_api_key: str = _env(
-        "AZURE_SEARCH_API_KEY", "", "Optional admin key; leave empty to use Microsoft Entra ID (recommended)."
+        "AZURE_SEARCH_API_KEY",
+        "",
+        "Optional admin key; leave empty to use Microsoft Entra ID (recommended).",
+        secret=True,
     )
     azure_openai_endpoint: str = _env(
         "AZURE_OPENAI_ENDPOINT", "", "Azure OpenAI endpoint; empty means rule-based extraction."
@@ -101,7 +118,7 @@ class Settings:
         "MEMORY_LLM_PROVIDER",
         "",
         "Chat model of extraction and consolidation: `azure` (Azure OpenAI, Microsoft Entra ID), `openai` "
-        "(OpenAI's API, OPENAI_API_KEY), `compatible` (any OpenAI-compatible server at MEMORY_LLM_BASE_URL) "
+        "(OpenAI's API, MEMORY_LLM_API_KEY), `compatible` (any OpenAI-compatible server at MEMORY_LLM_BASE_URL) "
         "or `none` (rules); empty: `azure` when AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT are "
         "set, else `none`.",
     )
@@ -116,11 +133,13 @@ class Settings:
         "API root of `openai` (default `https://api.openai.com/v1`) or `compatible` (required, for example "
         "`http://127.0.0.1:11434/v1`); also the embedder's with MEMORY_EMBEDDER=openai or compatible.",
     )
-    openai_api_key: str = _env(
-        "OPENAI_API_KEY",
+    llm_api_key: str = _env(
+        "MEMORY_LLM_API_KEY",
         "",
-        "API key of `openai` (required) or `compatible` (optional: a server without authentication needs "
-        "none); never sent to Azure, which uses Microsoft Entra ID.",
+        "API key of `openai` (required; for example your `$OPENAI_API_KEY`) or `compatible` (optional: a "
+        "server without authentication needs none); its own variable, so a key in your shell's "
+        "OPENAI_API_KEY is never sent to another server; never sent to Azure, which uses Microsoft Entra ID.",
+        secret=True,
     )
     llm_headers: str = _env(
         "MEMORY_LLM_HEADERS",
@@ -147,6 +166,41 @@ class Settings:
         "",
         "Bearer token `memory-core serve` requires on every route but health (at least 16 characters); "
         "empty: no token, and only a loopback address may be bound.",
+        secret=True,
+    )
+
+    auth_tenant_id: str = _env(
+        "MEMORY_AUTH_TENANT_ID",
+        "",
+        "Directory (tenant) id whose Microsoft Entra ID access tokens the HTTP API accepts (a GUID). With "
+        "MEMORY_AUTH_AUDIENCE it turns on token validation and role checks on every route but health; "
+        "empty (both): the Function App's routes are protected by the Functions key only.",
+    )
+    auth_audience: str = _env(
+        "MEMORY_AUTH_AUDIENCE",
+        "",
+        "Accepted token audiences, comma-separated: the API's application ID URI (`api://...`) and/or "
+        "its client id.",
+    )
+    auth_user_id_claim: str = _env(
+        "MEMORY_AUTH_USER_ID_CLAIM",
+        "oid",
+        "Claim of a signed-in user's token that is their `user_id` (never taken from the request); "
+        "`oid` is stable per tenant.",
+    )
+    auth_agent_bindings: str = _env(
+        "MEMORY_AUTH_AGENT_BINDINGS",
+        "",
+        "Agent identities: a JSON object from an app's client id (`azp` / `appid` claim) to the agent ids "
+        'its `Memory.Agent` tokens may act for, for example {"<client id>": ["support-bot"]} '
+        '(`["*"]`: every agent).',
+    )
+    auth_authority: str = _env(
+        "MEMORY_AUTH_AUTHORITY",
+        "https://login.microsoftonline.com",
+        "Microsoft Entra authority: the tenant's OpenID configuration and keys are read from "
+        "`<authority>/<tenant>/v2.0/.well-known/openid-configuration` (sovereign clouds: for example "
+        "`https://login.microsoftonline.us`).",
     )
 
     turns_queue: str = _env("MEMORY_TURNS_QUEUE", "memory-turns", "Service Bus queue that carries turns.")
@@ -189,6 +243,11 @@ class Settings:
             )
         if self.store == "azure_search" and not self.azure_search_endpoint:
             raise ConfigurationError("MEMORY_STORE=azure_search needs AZURE_SEARCH_ENDPOINT")
+        if self.api_token and len(self.api_token) < 16:
+            raise ConfigurationError(
+                "MEMORY_API_TOKEN must be at least 16 characters (for example the output of "
+                "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
         if self.embedder == "azure_openai" and not (
             self.azure_openai_endpoint and self.azure_openai_embedding_deployment
         ):
@@ -206,6 +265,89 @@ class Settings:
             raise ConfigurationError("MEMORY_FORGET_TOLERANCE must be in [0, 1)")
         if not (math.isfinite(self.episode_importance) and 0 <= self.episode_importance <= 1):
             raise ConfigurationError("MEMORY_EPISODE_IMPORTANCE must be in [0, 1]")
+        self._check_auth()
+
+    def _check_auth(self) -> None:
+        """Say exactly what is missing or wrong in the Microsoft Entra ID settings."""
+        if bool(self.auth_tenant_id) != bool(self.auth_audience):
+            missing = "MEMORY_AUTH_AUDIENCE" if self.auth_tenant_id else "MEMORY_AUTH_TENANT_ID"
+            raise ConfigurationError(
+                f"MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE go together: {missing} is empty (set both "
+                "to require Microsoft Entra ID tokens on the HTTP API, or neither)"
+            )
+        if self.auth_tenant_id and not _GUID.fullmatch(self.auth_tenant_id):
+            raise ConfigurationError(
+                "MEMORY_AUTH_TENANT_ID must be the directory (tenant) id, a GUID such as "
+                f"00000000-0000-0000-0000-000000000000, not {self.auth_tenant_id!r} (a domain name is not "
+                "the tid claim)"
+            )
+        for audience in self.auth_audiences():
+            if any(c.isspace() for c in audience):
+                raise ConfigurationError(f"MEMORY_AUTH_AUDIENCE has an audience with spaces: {audience!r}")
+        if self.auth_audience and not self.auth_audiences():
+            raise ConfigurationError("MEMORY_AUTH_AUDIENCE names no audience")
+        if not _CLAIM_NAME.fullmatch(self.auth_user_id_claim):
+            raise ConfigurationError(
+                "MEMORY_AUTH_USER_ID_CLAIM must be a claim name such as oid or sub, "
+                f"not {self.auth_user_id_claim!r}"
+            )
+        parts = urlsplit(self.auth_authority)
+        if (
+            parts.scheme not in {"http", "https"}
+            or not parts.hostname
+            or parts.query
+            or parts.fragment
+            or (parts.scheme == "http" and not _is_loopback(parts.hostname))
+        ):
+            raise ConfigurationError(
+                "MEMORY_AUTH_AUTHORITY must be an https URL such as https://login.microsoftonline.com "
+                f"(http only on a loopback address), not {self.auth_authority!r}"
+            )
+        self.agent_binding_map()
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether the HTTP API validates Microsoft Entra ID tokens (tenant and audience are set)."""
+        return bool(self.auth_tenant_id and self.auth_audience)
+
+    def auth_audiences(self) -> tuple[str, ...]:
+        """``MEMORY_AUTH_AUDIENCE`` as a tuple (comma-separated, blanks dropped)."""
+        return tuple(a.strip() for a in self.auth_audience.split(",") if a.strip())
+
+    def agent_binding_map(self) -> dict[str, tuple[str, ...]]:
+        """``MEMORY_AUTH_AGENT_BINDINGS`` as client id -> agent ids (validated)."""
+        if not self.auth_agent_bindings:
+            return {}
+        example = '{"<client id>": ["support-bot", "travel-bot"]} or {"<client id>": ["*"]}'
+        try:
+            value = json.loads(self.auth_agent_bindings)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"MEMORY_AUTH_AGENT_BINDINGS is not JSON: {exc.msg} at position {exc.pos}; expected {example}"
+            ) from None
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"MEMORY_AUTH_AGENT_BINDINGS must be a JSON object such as {example}")
+        bindings: dict[str, tuple[str, ...]] = {}
+        for client, agents in value.items():
+            if not client.strip() or client != client.strip():
+                raise ConfigurationError(
+                    f"MEMORY_AUTH_AGENT_BINDINGS has an empty or padded client id: {client!r}"
+                )
+            if not isinstance(agents, list) or not agents or not all(isinstance(a, str) for a in agents):
+                raise ConfigurationError(
+                    f'MEMORY_AUTH_AGENT_BINDINGS[{client!r}] must be a non-empty list of agent ids (or ["*"])'
+                )
+            for agent in agents:
+                if agent != "*":
+                    try:
+                        validate_scope_id(agent, "agent_id")
+                    except ValidationError as exc:
+                        raise ConfigurationError(
+                            f"MEMORY_AUTH_AGENT_BINDINGS[{client!r}] has an invalid agent id {agent!r}: "
+                            f"{exc.message}"
+                        ) from None
+            bindings[client] = tuple(agents)
+        return bindings
 
     def _check_llm(self) -> None:
         """Say exactly what is missing or wrong in the chat model and embedder settings."""
@@ -227,8 +369,8 @@ class Settings:
                 continue
             if not model:
                 raise ConfigurationError(f"{role}={needs_api} needs {model_var} (the model's name)")
-            if needs_api == "openai" and not self.openai_api_key:
-                raise ConfigurationError(f"{role}=openai needs OPENAI_API_KEY")
+            if needs_api == "openai" and not self.llm_api_key:
+                raise ConfigurationError(f"{role}=openai needs MEMORY_LLM_API_KEY")
             if needs_api == "compatible" and not self.llm_base_url:
                 raise ConfigurationError(
                     f"{role}=compatible needs MEMORY_LLM_BASE_URL (for example http://127.0.0.1:11434/v1)"

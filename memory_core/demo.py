@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError
 from .models import MemorySearchOptions, MessageRole, RankingProfile, Scope, SearchMode, Turn, TurnMessage
 from .ports import FixedClock
 from .service.ingest import format_decision
@@ -78,23 +77,21 @@ async def run_demo(
     Raises:
         ConfigurationError: ``llm`` without a configured chat model.
     """
-    from .bootstrap import build_chat_model, build_service, load_settings
+    from .bootstrap import build_service, load_settings, require_chat_model
 
-    chat_model = None
-    if llm:
-        chat_model = build_chat_model(load_settings())
-        if chat_model is None:
-            raise ConfigurationError(
-                "demo --llm needs a chat model: set MEMORY_LLM_PROVIDER (azure, openai or compatible) and "
-                "its settings (see the README's 'Using an LLM')"
-            )
+    chat_model = require_chat_model(load_settings(), "demo --llm") if llm else None
     with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
         path = db_path or str(Path(tmp) / "demo.db")
         clock = FixedClock(DEMO_START)
         # Embedded defaults whatever the environment says: the local e5 embedder, and rules unless --llm.
-        service = build_service(
-            load_settings(environ={}, sqlite_path=path), clock=clock, chat_model=chat_model
-        )
+        try:
+            service = build_service(
+                load_settings(environ={}, sqlite_path=path), clock=clock, chat_model=chat_model
+            )
+        except BaseException:
+            if chat_model is not None:
+                await chat_model.close()
+            raise
 
         def emit(kind: str, data: Any, text: str | None = None) -> None:
             if json_output:

@@ -8,8 +8,10 @@ bad input, schema violations). Validation errors are permanent and name the offe
 from __future__ import annotations
 
 __all__ = [
+    "AuthenticationError",
     "ConfigurationError",
     "ConflictError",
+    "ForbiddenError",
     "MemoryCoreError",
     "NotFoundError",
     "PermanentError",
@@ -50,6 +52,24 @@ class NotFoundError(PermanentError, LookupError):
 
 class ConflictError(PermanentError):
     """The store's state does not allow the operation (for example an embedding of another size)."""
+
+
+class AuthenticationError(PermanentError):
+    """The caller did not prove who they are: no bearer token, or one that does not validate (HTTP 401).
+
+    Args:
+        message: What is wrong, in words a caller can act on (never the token itself).
+        error: The RFC 6750 error code for ``WWW-Authenticate`` (``invalid_token``), or ``None`` when
+            the request carried no credentials at all.
+    """
+
+    def __init__(self, message: str, *, error: str | None = "invalid_token") -> None:
+        self.error = error
+        super().__init__(message)
+
+
+class ForbiddenError(PermanentError):
+    """The caller is known but may not do this, or not for this scope (HTTP 403); the message says what is missing."""
 
 
 class ConfigurationError(MemoryCoreError):

@@ -718,8 +718,8 @@ RECALL_SCHEMA = "memory-core.recall.v1"
 class RecallUpdate(BaseModel):
     """Memories returned to an agent, sent on the scope's ordered queue path (``memory-core.recall.v1``).
 
-    Applying one reinforces each memory once; ``recall_id`` doubles as the message id, so a redelivered
-    update is recognised.
+    Applying one reinforces each memory once; ``recall_id`` (with the scope, :func:`message_id_for`) is
+    the message id, so a redelivered update is recognised.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -763,7 +763,7 @@ def message_id_for(scope: Scope, kind: Literal["turn", "recall"], item_id: str) 
     the queue applies to every message id it saw in its window) drops a repeat of the same scope's
     turn and never another user's turn that happens to reuse the id.
 
-    ``turn:`` or ``recall:`` and the SHA-256 of ``user_id``, ``agent_id`` and the id (69 characters; Service
+    ``turn:`` or ``recall:`` and the SHA-256 of ``user_id``, ``agent_id`` and the id (69 or 71 characters; Service
     Bus allows 128).
     """
     import hashlib

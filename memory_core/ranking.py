@@ -162,7 +162,7 @@ class ScoringProfile:
 
 #: How strongly a profile may reorder what the search found. Hybrid relevance is Reciprocal Rank
 #: Fusion, where neighbouring ranks differ by under 2 % (``1/60`` against ``1/61``) and the tenth hit
-#: still has about 85 % of the first one's relevance: boosts of 8 made a profile sort the candidates
+#: still has about 87 % of the first one's relevance: boosts of 8 made a profile sort the candidates
 #: by its fields and pushed the answer out of the first five. Boosts of 2 (1.5 for the secondary
 #: fields) let a profile order memories of similar relevance without overruling relevance. Measured
 #: end to end (``eval pipeline``, LoCoMo, hybrid; ``docs/evaluation.md``): ``important`` any@5 0.562

@@ -43,6 +43,7 @@ __all__ = [
     "recall_end_marker",
     "recall_start_marker",
     "sanitize_memory_text",
+    "strip_invisible",
 ]
 
 #: How the line that opens a recalled block starts (the nonce and ``>>`` follow).
@@ -108,6 +109,17 @@ def _visible(line: str) -> str:
             continue
         kept.append(char)
     return "".join(kept)
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` on one line without control, bidi, zero-width and other format characters, and nothing
+    else changed.
+
+    For prompts that carry stored text as JSON data (the consolidation prompt), where markup cannot open
+    a section but hidden characters could still hide or reorder words, and where the model may write the
+    text back (an UPDATE), so brackets and markers must survive as stored.
+    """
+    return " ".join(_visible(text).split())
 
 
 def sanitize_memory_text(text: str) -> str:

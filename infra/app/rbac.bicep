@@ -19,6 +19,9 @@ param searchServiceName string
 param openAiAccountName string
 param applicationInsightsName string
 
+@description('Also grant Search Service Contributor (create or update the index definition). Only the developer who runs azd needs it: `memory-core index ensure` runs in the postprovision hook with their sign-in. The app identity reads and writes documents only, so it cannot delete or redefine the index.')
+param manageSearchIndex bool = false
+
 var roles = {
   serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0' // Azure Service Bus Data Receiver
   serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39' // Azure Service Bus Data Sender
@@ -88,8 +91,9 @@ resource searchIndexDataContributor 'Microsoft.Authorization/roleAssignments@202
   }
 }
 
-// Search Service Contributor: create or update the index definition (`memory-core index ensure`).
-resource searchServiceContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+// Search Service Contributor: create or update the index definition (`memory-core index ensure`);
+// a control-plane role, so only for the deploying developer (manageSearchIndex), never the app.
+resource searchServiceContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (manageSearchIndex) {
   name: guid(search.id, principalId, roles.searchServiceContributor)
   scope: search
   properties: {

@@ -8,8 +8,9 @@ OpenAI-compatible endpoint.
   (``max_retries``); what still fails afterwards becomes :class:`~memory_core.errors.TransientError`.
   An answer that is not JSON or breaks the schema becomes :class:`~memory_core.errors.ValidationError`;
   other refusals (4xx, content filter) become :class:`~memory_core.errors.PermanentError`.
-* :class:`AzureOpenAIEmbedder` implements :class:`~memory_core.ports.Embedder` with an embeddings
-  deployment (float32 unit vectors).
+* :class:`OpenAIEmbedder` (formerly ``AzureOpenAIEmbedder``, still importable) implements
+  :class:`~memory_core.ports.Embedder` on an Azure OpenAI deployment, OpenAI or an OpenAI-compatible
+  server (float32 unit vectors).
 
 Azure clients authenticate with a bearer token provider from ``azure.identity.aio`` (no API keys), on
 either Azure endpoint: the versioned one (``/openai/deployments/NAME/...?api-version=...``) or the

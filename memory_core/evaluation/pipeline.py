@@ -37,7 +37,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..errors import ConfigurationError
 from ..models import (
     CandidateKind,
     MemoryKind,
@@ -426,14 +425,9 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     modes = [SearchMode(m) for m in args.modes]
     chat_model = None
     if args.llm:
-        from ..bootstrap import build_chat_model, load_settings
+        from ..bootstrap import load_settings, require_chat_model
 
-        chat_model = build_chat_model(load_settings())
-        if chat_model is None:
-            raise ConfigurationError(
-                "eval pipeline --llm needs a chat model: set MEMORY_LLM_PROVIDER (azure, openai or compatible) "
-                "and its settings (see the README's 'Using an LLM')"
-            )
+        chat_model = require_chat_model(load_settings(), "eval pipeline --llm")
     report: dict[str, Any] = {
         "benchmark": "pipeline",
         "embedder": inner.name,

@@ -2,8 +2,9 @@
 
 One SQLite file (WAL) holds each undelivered turn once, keyed by ``turn_id``: putting the same turn
 twice keeps one row, and a row is removed only after a publish succeeded, so a turn leaves the outbox
-exactly once. Downstream, ``turn_id`` is the Service Bus message id and the pipeline's idempotency
-key, so even a publish whose acknowledgement was lost is applied once.
+exactly once. Downstream, the scope and ``turn_id`` make the Service Bus message id
+(:func:`memory_core.models.message_id_for`) and the pipeline's idempotency key, so even a publish whose
+acknowledgement was lost is applied once.
 
 Failed deliveries are retried with exponential backoff (``base_delay`` doubling up to ``max_delay``).
 """

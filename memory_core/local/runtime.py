@@ -121,7 +121,7 @@ class EmbeddedRuntime:
         try:
             if opts.http:
                 api = MemoryApi(service, health_details=lambda: {"queue": queue.stats().as_dict()})
-                token = opts.token if opts.token is not None else self.settings.api_token
+                token = opts.token or self.settings.api_token
                 self.server = ApiServer(api, loop, host=opts.host, port=opts.port, token=token or None)
                 self.server.start()
                 self._say(

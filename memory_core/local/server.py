@@ -7,6 +7,12 @@ interface by default; with a token (``MEMORY_API_TOKEN``) every route but ``/api
 ``Authorization: Bearer <token>`` (401 otherwise, compared in constant time), and only with one may it
 bind another interface (:func:`check_binding`).
 
+Identity: the token (or, without one, the loopback binding) is the only credential this server knows,
+so whoever passes it acts as the token holder, an administrator of every scope (the API it serves has
+no authenticator; :class:`~memory_core.auth.Principal.token_holder`). The request headers are passed
+through, so an API built with an authenticator (per-user tokens, Microsoft Entra ID) decides per
+request instead.
+
 Transport rules (before the API sees a request): a path outside ``/api`` is 404, a body needs a
 ``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
 reading the body, and a request the loop does not answer within ``request_timeout`` is 503.
@@ -27,7 +33,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .. import telemetry
-from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, MemoryApi
+from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
 from ..errors import ConfigurationError
 
 __all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
@@ -135,7 +141,13 @@ class _Handler(BaseHTTPRequestHandler):
             )
         body = self.rfile.read(length) if length else b""
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        request = ApiRequest(method=self.command, path=path[len(API_PREFIX) :] or "/", query=query, body=body)
+        request = ApiRequest(
+            method=self.command,
+            path=path[len(API_PREFIX) :] or "/",
+            query=query,
+            body=body,
+            headers=Headers(self.headers.items()),
+        )
         started = time.perf_counter()
         future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
         try:

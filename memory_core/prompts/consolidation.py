@@ -1,7 +1,7 @@
 """The consolidation prompt (LLM path) and the decision schema the chat model must answer with.
 
-The model sees one candidate and the scope's nearest existing memories (sanitised, see
-:func:`~memory_core.sanitize.sanitize_memory_text`), each under a short id (``m1``, ``m2``, ...; see
+The model sees one candidate and the scope's nearest existing memories (hidden characters removed, see
+:func:`~memory_core.sanitize.strip_invisible`), each under a short id (``m1``, ``m2``, ...; see
 :func:`short_ids`) instead of its real id, and answers with one decision: ADD, UPDATE, DELETE or
 NONE, the target's short id, the merged text and a reason. Checking that the target id is one of the
 ids shown (models do invent ids) is the consolidator's job; this module only guarantees the answer is
@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..models import MAX_MEMORY_CHARS, MemoryCandidate
-from ..sanitize import sanitize_memory_text
+from ..sanitize import strip_invisible
 
 __all__ = [
     "ConsolidationDecision",
@@ -152,9 +152,10 @@ def build_consolidation_system_prompt() -> str:
 def build_consolidation_user_prompt(candidate: MemoryCandidate, existing: Sequence[ShownMemory]) -> str:
     """The user prompt: the candidate and the existing memories, JSON-encoded.
 
-    Existing memories are stored text shown to the model, so they are sanitised first
-    (:func:`~memory_core.sanitize.sanitize_memory_text`: one line, no control, bidi or zero-width
-    characters, no markup); the candidate is the user's words of this turn and is shown as it is.
+    Existing memories are stored text shown to the model as JSON data: their control, bidi, zero-width
+    and other format characters are removed (:func:`~memory_core.sanitize.strip_invisible`), but not
+    their brackets or markup, because the model may write one back as an UPDATE and stored text must
+    not drift with each merge; the candidate is the user's words of this turn and is shown as it is.
 
     Args:
         candidate: The extracted candidate to decide on.
@@ -172,8 +173,8 @@ def build_consolidation_user_prompt(candidate: MemoryCandidate, existing: Sequen
         "existing_memories": [
             {
                 "id": shown.short_id,
-                "memory": sanitize_memory_text(shown.memory),
-                "category": sanitize_memory_text(shown.category),
+                "memory": strip_invisible(shown.memory),
+                "category": strip_invisible(shown.category),
             }
             for shown in existing
         ],

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..models import MAX_MEMORY_CHARS, MessageRole, Turn, TurnMessage, ensure_utc
-from ..sanitize import RECALL_END, RECALL_START, recall_end_marker
+from ..sanitize import RECALL_END_PREFIX, RECALL_START, recall_end_marker
 
 __all__ = [
     "CATEGORIES",
@@ -89,29 +89,51 @@ def strip_recalled_memories(text: str) -> str:
     return _strip_heading_blocks(_strip_marked_blocks(text))
 
 
+#: A start marker with its matching end marker is the provider's block wherever it sits; a lone start
+#: marker counts (a block cut short) only on a line of its own, as the provider writes it, so a marker
+#: quoted inside prose stays the user's text.
+_START_LINE = re.compile(r"[ \t]*" + RECALL_START.pattern + r"[ \t]*$", re.MULTILINE)
+#: An end marker whose start was cut off counts only on a line of its own and with a nonce of the
+#: provider's own form (16 hex digits), so a hand-written ``<<memory-core:end:x>>`` never takes the
+#: user's paragraph with it.
+_ORPHAN_END_LINE = re.compile(
+    r"^[ \t]*" + re.escape(RECALL_END_PREFIX) + r"[0-9a-f]{16}>>[ \t]*$",
+    re.MULTILINE,
+)
+
+
 def _strip_marked_blocks(text: str) -> str:
     if "memory-core:" not in text:
         return text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
     pieces: list[str] = []
     pos = 0
+    search_from = 0
     found = False
-    while (start := RECALL_START.search(text, pos)) is not None:
-        found = True
-        pieces.append(text[pos : start.start()])
+    while (start := RECALL_START.search(text, search_from)) is not None:
+        own_line = start.start() == 0 or text[start.start() - 1] == "\n"
         end_marker = recall_end_marker(start.group(1))
         end = text.find(end_marker, start.end())
         if end >= 0:
-            pos = end + len(end_marker)
-        else:  # truncated: the rest of this paragraph, never the user's next one
-            brk = _PARAGRAPH_BREAK.search(text, start.end())
-            pos = len(text) if brk is None else brk.start()
-        if (start.start() == 0 or text[start.start() - 1] == "\n") and text.startswith("\n", pos):
-            pos += 1  # the block was on lines of its own
+            stop = end + len(end_marker)
+        elif own_line and _START_LINE.match(text, start.start()):
+            brk = _PARAGRAPH_BREAK.search(text, start.end())  # cut short: this paragraph only
+            stop = len(text) if brk is None else brk.start()
+        else:  # a marker quoted in the user's own words
+            search_from = start.end()
+            continue
+        found = True
+        pieces.append(text[pos : start.start()])
+        pos = search_from = stop
+        if own_line and text.startswith("\n", pos):
+            pos += 1  # the block's lines go with it
+            search_from = pos
     pieces.append(text[pos:])
     result = "".join(pieces)
     kept: list[str] = []
     last = 0
-    for orphan in RECALL_END.finditer(result):  # an end marker whose start was cut off
+    for orphan in _ORPHAN_END_LINE.finditer(result):  # an end marker whose start was cut off
         found = True
         begin = last
         for brk in _PARAGRAPH_BREAK.finditer(result, last, orphan.start()):

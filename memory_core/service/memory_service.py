@@ -219,15 +219,17 @@ class MemoryService:
 
         Returns:
             ``queued``; ``ingested`` (no queue); or ``duplicate``: the scope already ingested this turn id,
-            or the queue dropped it as a repeat within its duplicate detection window. Turn ids are
-            unique per scope: another user's turn with the same id is a different turn.
+            or the queue dropped it as a repeat within its duplicate detection window (the embedded
+            queue says so; Service Bus drops a repeat silently, so there a turn still waiting on the
+            queue is answered ``queued`` and the repeat is dropped all the same). Turn ids are unique
+            per scope: another user's turn with the same id is a different turn.
         """
         parsed = self._valid_turn(turn)
+        if self._publisher is None:
+            result = await self._ingest(parsed)  # recognises a turn it already ingested
+            return "duplicate" if result.status == "duplicate" else "ingested"
         if self._history is not None and await self._history.turn_processed(parsed.scope, parsed.turn_id):
             return "duplicate"
-        if self._publisher is None:
-            result = await self._ingest(parsed)
-            return "duplicate" if result.status == "duplicate" else "ingested"
         sent = await self._publisher.publish_turn(parsed)
         return "duplicate" if sent is False else "queued"
 

@@ -168,7 +168,7 @@ def test_openai_with_a_key_and_extra_headers(tmp_path: Path, server: FakeOpenAIS
             "MEMORY_LLM_PROVIDER": "openai",
             "MEMORY_LLM_BASE_URL": server.base_url,  # OpenAI's own root by default
             "MEMORY_LLM_MODEL": "gpt-small",
-            "OPENAI_API_KEY": "sk-test-key",
+            "MEMORY_LLM_API_KEY": "sk-test-key",
             "MEMORY_LLM_HEADERS": '{"X-Team": "memory", "OpenAI-Project": "proj_1"}',
         },
     )
@@ -242,9 +242,9 @@ def test_no_provider_means_rules() -> None:
         ({"MEMORY_LLM_PROVIDER": "azure"}, "needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT"),
         (
             {"MEMORY_LLM_PROVIDER": "openai", "MEMORY_LLM_MODEL": "m"},
-            "MEMORY_LLM_PROVIDER=openai needs OPENAI_API_KEY",
+            "MEMORY_LLM_PROVIDER=openai needs MEMORY_LLM_API_KEY",
         ),
-        ({"MEMORY_LLM_PROVIDER": "openai", "OPENAI_API_KEY": "k"}, "needs MEMORY_LLM_MODEL"),
+        ({"MEMORY_LLM_PROVIDER": "openai", "MEMORY_LLM_API_KEY": "k"}, "needs MEMORY_LLM_MODEL"),
         ({"MEMORY_LLM_PROVIDER": "compatible", "MEMORY_LLM_MODEL": "m"}, "needs MEMORY_LLM_BASE_URL"),
         (
             {
@@ -259,7 +259,7 @@ def test_no_provider_means_rules() -> None:
         ({"MEMORY_LLM_HEADERS": '{"Bad Name": "x"}'}, "invalid header: 'Bad Name'"),
         ({"MEMORY_LLM_TIMEOUT_SECONDS": "0"}, "MEMORY_LLM_TIMEOUT_SECONDS must be positive"),
         (
-            {"MEMORY_EMBEDDER": "openai", "OPENAI_API_KEY": "k"},
+            {"MEMORY_EMBEDDER": "openai", "MEMORY_LLM_API_KEY": "k"},
             "MEMORY_EMBEDDER=openai needs MEMORY_EMBEDDING_MODEL",
         ),
         (
@@ -290,7 +290,7 @@ def test_compatible_embedder_checks_dimensions_and_openai_asks_for_them(server: 
                 {
                     "MEMORY_EMBEDDER": "openai",
                     "MEMORY_LLM_BASE_URL": server.base_url,
-                    "OPENAI_API_KEY": "sk-test",
+                    "MEMORY_LLM_API_KEY": "sk-test",
                     "MEMORY_EMBEDDING_MODEL": "text-embedding-3-small",
                     "MEMORY_EMBEDDING_DIMENSIONS": "3",
                 }
@@ -374,3 +374,39 @@ def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, serv
 
 class _Memories(pydantic.BaseModel):
     memories: list[dict[str, Any]]
+
+
+def test_secrets_stay_out_of_the_settings_repr() -> None:
+    settings = load_settings(
+        {
+            "MEMORY_LLM_PROVIDER": "openai",
+            "MEMORY_LLM_MODEL": "m",
+            "MEMORY_LLM_API_KEY": "sk-very-secret",
+            "MEMORY_API_TOKEN": "token-very-secret-0123",
+            "AZURE_SEARCH_API_KEY": "search-very-secret",
+        }
+    )
+    assert "very-secret" not in repr(settings)
+
+
+def test_a_short_serve_token_is_refused_when_settings_load() -> None:
+    with pytest.raises(ConfigurationError, match="MEMORY_API_TOKEN must be at least 16 characters"):
+        load_settings({"MEMORY_API_TOKEN": "short"})
+
+
+def test_a_missing_openai_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "memory_core.adapters.openai_models", None)
+    settings = load_settings(
+        {
+            "MEMORY_LLM_PROVIDER": "compatible",
+            "MEMORY_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+            "MEMORY_LLM_MODEL": "m",
+        }
+    )
+    with pytest.raises(
+        ConfigurationError,
+        match=r"MEMORY_LLM_PROVIDER=compatible needs the openai package: pip install 'memory-core\[llm\]'",
+    ):
+        build_chat_model(settings)

@@ -61,13 +61,21 @@ INTENTIONALLY_UNSET = {
     # OpenAI and OpenAI-compatible servers only; the deployment uses Azure OpenAI with Entra ID.
     "MEMORY_LLM_MODEL": "only the `openai` and `compatible` providers use it",
     "MEMORY_LLM_BASE_URL": "only the `openai` and `compatible` providers use it",
-    "OPENAI_API_KEY": "only the `openai` and `compatible` providers use it (no keys in Azure)",
+    "MEMORY_LLM_API_KEY": "only the `openai` and `compatible` providers use it (no keys in Azure)",
     "MEMORY_LLM_HEADERS": "no gateway headers are needed in front of Azure OpenAI",
     "MEMORY_LLM_TIMEOUT_SECONDS": "the default suits Azure OpenAI",
     "MEMORY_EMBEDDING_MODEL": "only the `openai` and `compatible` embedders use it",
     "MEMORY_EMBEDDING_DIMENSIONS": "the default is the size of the deployed text-embedding-3-small",
     # The embedded server's token; the Function App's routes are guarded by the Functions host.
     "MEMORY_API_TOKEN": "only `memory-core serve` uses it",
+    # Microsoft Entra ID on the HTTP API needs the API's app registration, which the deployment does not
+    # create yet: until it does, they are set by hand after `azd up` (docs/security.md), and the
+    # routes keep the Functions key meanwhile.
+    "MEMORY_AUTH_TENANT_ID": "set by hand once the API's app registration exists (not created by the Bicep yet)",
+    "MEMORY_AUTH_AUDIENCE": "set by hand once the API's app registration exists (not created by the Bicep yet)",
+    "MEMORY_AUTH_AGENT_BINDINGS": "names client ids of agent apps, which the deployment does not register",
+    "MEMORY_AUTH_USER_ID_CLAIM": "the default `oid` is the right claim in Azure",
+    "MEMORY_AUTH_AUTHORITY": "the default is the public cloud's authority",
 }
 
 # App settings that memory-core does not read but the Functions host or its extensions do.
@@ -703,6 +711,8 @@ def check_local_settings(code: set[str] | None = None, docs: dict[str, dict[str,
     filled = {k: v or "https://filled-from-azd.example" for k, v in values.items() if k in code}
     filled["AZURE_SEARCH_API_KEY"] = ""
     filled["AZURE_CLIENT_ID"] = ""
+    # Not azd outputs: Microsoft Entra ID on the HTTP API is set by hand once the app registration exists.
+    filled.update({k: values[k] for k in filled if k.startswith("MEMORY_AUTH_")})
     Settings.from_env(filled)
 
 
