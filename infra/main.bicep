@@ -32,6 +32,14 @@ param principalId string = ''
 ])
 param principalType string = 'User'
 
+// ---- Microsoft Entra ID on the HTTP API ------------------------------------------------------
+
+@description('Create the app registration of the API (app roles Memory.Agent, Memory.User, Memory.Admin; delegated scope Memory.ReadWrite) and make the Function App require its tokens (MEMORY_CREATE_API_REGISTRATION). Needs the right to register applications in the directory. false: no registration, the routes keep the Functions key.')
+param createApiRegistration bool = true
+
+@description('MEMORY_AUTH_AGENT_BINDINGS as an object: client id of an agent identity holding Memory.Agent -> the agent ids it may act for (["*"]: every agent). Set it in main.parameters.json: app settings set by hand are replaced on the next provision.')
+param authAgentBindings object = {}
+
 // ---- Function App ----------------------------------------------------------------------------
 
 @allowed([
@@ -253,6 +261,18 @@ module searchVectorizerRole './app/search-openai-role.bicep' = {
   }
 }
 
+// The API's Microsoft Entra ID app registration and service principal (Microsoft Graph Bicep
+// extension). Memory.Admin goes to the developer who runs azd when that is a user.
+module apiIdentity './app/api-identity.bicep' = if (createApiRegistration) {
+  name: 'api-identity'
+  scope: rg
+  params: {
+    uniqueName: 'memory-core-api-${resourceToken}'
+    displayName: 'memory-core API (${environmentName})'
+    adminUserObjectId: (principalType == 'User') ? principalId : ''
+  }
+}
+
 module plan 'br/public:avm/res/web/serverfarm:0.1.1' = {
   name: 'plan'
   scope: rg
@@ -270,7 +290,10 @@ module plan 'br/public:avm/res/web/serverfarm:0.1.1' = {
 
 // Every setting memory-core reads (memory_core/config.py, Settings.environment_variables()),
 // named exactly as it reads them. Not set on purpose: AZURE_SEARCH_API_KEY (keys are disabled),
-// MEMORY_SQLITE_PATH and MEMORY_EMBEDDER_THREADS (embedded store and local embedder only).
+// MEMORY_SQLITE_PATH and MEMORY_EMBEDDER_THREADS (embedded store and local embedder only), and the
+// rest listed in tests/unit/test_infra_bicep.py (INTENTIONALLY_UNSET).
+// MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE: with the app registration the routes require its
+// tokens; without it both are empty and the routes keep the Functions key.
 var memoryAppSettings = {
   MEMORY_STORE: 'azure_search'
   MEMORY_EMBEDDER: 'azure_openai'
@@ -295,6 +318,11 @@ var memoryAppSettings = {
   APPLICATIONINSIGHTS_CONNECTION_STRING: monitoring.outputs.applicationInsightsConnectionString
   MEMORY_TELEMETRY_CONSOLE: 'false'
   MEMORY_TELEMETRY_CONTENT: 'false'
+  MEMORY_AUTH_TENANT_ID: createApiRegistration ? tenant().tenantId : ''
+  MEMORY_AUTH_AUDIENCE: createApiRegistration ? apiIdentity!.outputs.audience : ''
+  // The cloud's own authority (sovereign clouds too); unused while the two above are empty.
+  MEMORY_AUTH_AUTHORITY: environment().authentication.loginEndpoint
+  MEMORY_AUTH_AGENT_BINDINGS: string(authAgentBindings)
 }
 
 module functionApp './app/function.bicep' = {
@@ -391,3 +419,11 @@ output AZURE_OPENAI_API_VERSION string = memoryAppSettings.AZURE_OPENAI_API_VERS
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = memoryAppSettings.APPLICATIONINSIGHTS_CONNECTION_STRING
 output MEMORY_TELEMETRY_CONSOLE string = memoryAppSettings.MEMORY_TELEMETRY_CONSOLE
 output MEMORY_TELEMETRY_CONTENT string = memoryAppSettings.MEMORY_TELEMETRY_CONTENT
+output MEMORY_AUTH_TENANT_ID string = memoryAppSettings.MEMORY_AUTH_TENANT_ID
+output MEMORY_AUTH_AUDIENCE string = memoryAppSettings.MEMORY_AUTH_AUDIENCE
+output MEMORY_AUTH_AUTHORITY string = memoryAppSettings.MEMORY_AUTH_AUTHORITY
+output MEMORY_AUTH_AGENT_BINDINGS string = memoryAppSettings.MEMORY_AUTH_AGENT_BINDINGS
+
+// For clients and role assignments (docs/deploy.md); empty without the app registration.
+output MEMORY_API_CLIENT_ID string = createApiRegistration ? apiIdentity!.outputs.appId : ''
+output MEMORY_API_SCOPE string = createApiRegistration ? apiIdentity!.outputs.scope : ''

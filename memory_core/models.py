@@ -30,6 +30,7 @@ __all__ = [
     "MAX_MEMORY_CHARS",
     "MAX_PROVENANCE",
     "MAX_STATUS_REASON",
+    "MESSAGE_CONTROL_CHARACTERS",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
     "AgentId",
@@ -81,6 +82,8 @@ MAX_MEMORY_CHARS = 4000
 MAX_SUMMARY_CHARS = 1000
 #: What memory text may not contain: the C0 control characters other than tab and line feed.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f]")
+#: Control characters a message may not carry (tab, line feed and carriage return are text).
+MESSAGE_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 #: Longest ``status_reason`` kept in a memory's metadata.
 MAX_STATUS_REASON = 500
 
@@ -558,9 +561,24 @@ class TurnMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: MessageRole
-    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+    text: str = Field(
+        max_length=MAX_MESSAGE_CHARS,
+        # the JSON schema says what the validator below checks (no control characters but tab, LF, CR)
+        json_schema_extra={"pattern": "^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]*$"},
+    )
     #: Who said it, when the role alone does not tell (two people in one conversation).
     name: SpeakerName | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        found = MESSAGE_CONTROL_CHARACTERS.search(value)
+        if found:
+            raise ValueError(
+                f"contains the control character U+{ord(found.group()):04X} at position {found.start()}; "
+                "only tab, line feed and carriage return are allowed"
+            )
+        return value
 
 
 class Turn(BaseModel):

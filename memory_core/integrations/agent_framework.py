@@ -50,6 +50,7 @@ from ..errors import ConfigurationError, ValidationError
 from ..models import (
     MAX_MESSAGE_CHARS,
     MAX_TURN_MESSAGES,
+    MESSAGE_CONTROL_CHARACTERS,
     SCOPE_ID_PATTERN,
     MemoryKind,
     MemorySearchOptions,
@@ -361,6 +362,8 @@ class MemoryContextProvider(ContextProvider):
         base_url: str,
         function_key: str | None = None,
         api_token: str | None = None,
+        credential: Any | None = None,
+        api_scope: str | None = None,
         publisher: TurnPublisher | None = None,
         http_client: Any | None = None,
         http_timeout: float = 5.0,
@@ -372,6 +375,10 @@ class MemoryContextProvider(ContextProvider):
             base_url: Root of the memory HTTP API (Function App URL, or ``memory-core serve``).
             function_key: The Functions key for the HTTP functions.
             api_token: The bearer token of a ``memory-core serve`` started with ``MEMORY_API_TOKEN``.
+            credential: An ``azure-identity`` async credential (``DefaultAzureCredential``, the agent's
+                managed identity); its Microsoft Entra ID token for ``api_scope`` goes on every request
+                to a Function App that validates tokens. Not closed by the provider.
+            api_scope: The API's scope, ``api://<application ID URI or client id>/.default``.
             publisher: Where turns go (for example ``ServiceBusTurnPublisher``); ``None`` posts them
                 to ``POST /api/turns``. Not closed by the provider.
             http_client: An ``httpx.AsyncClient`` to use (not closed by the provider).
@@ -382,6 +389,8 @@ class MemoryContextProvider(ContextProvider):
             base_url,
             function_key=function_key,
             api_token=api_token,
+            credential=credential,
+            api_scope=api_scope,
             publisher=publisher,
             http_client=http_client,
             timeout=http_timeout,
@@ -573,7 +582,9 @@ class MemoryContextProvider(ContextProvider):
             role = _role(message)
             if role not in ("user", "assistant"):
                 continue
-            text = (message.text or "").strip()
+            # Control characters (a terminal's escape codes, stray NULs) carry no meaning and would make
+            # the turn invalid: they are dropped here, before publishing.
+            text = MESSAGE_CONTROL_CHARACTERS.sub("", message.text or "").strip()
             if not text:
                 continue
             messages.append(TurnMessage.model_construct(role=role, text=text[:MAX_MESSAGE_CHARS]))

@@ -260,6 +260,11 @@ class RemoteMemoryClient(MemoryClient):
         base_url: Root of the API (``https://APP.azurewebsites.net`` or ``http://127.0.0.1:7071``).
         function_key: Azure Functions key sent as ``x-functions-key`` (``None`` locally).
         api_token: Bearer token of a ``memory-core serve`` started with ``MEMORY_API_TOKEN``.
+        credential: An ``azure.core`` async token credential (``DefaultAzureCredential``, a managed
+            identity) whose Microsoft Entra ID access token for ``api_scope`` is sent on every request,
+            for a Function App that validates tokens (``MEMORY_AUTH_*``). Tokens are refreshed by the
+            credential (it caches them until shortly before they expire); the client does not close it.
+        api_scope: The API's scope, ``api://<application ID URI or client id>/.default``.
         publisher: Where turns go (for example a ``ServiceBusTurnPublisher``); ``None`` posts them to
             ``POST /api/turns``. A publisher passed in is not closed by the client.
         http_client: An ``httpx.AsyncClient`` to use; one the client creates is closed with it.
@@ -273,6 +278,8 @@ class RemoteMemoryClient(MemoryClient):
         *,
         function_key: str | None = None,
         api_token: str | None = None,
+        credential: Any | None = None,
+        api_scope: str | None = None,
         publisher: TurnPublisher | None = None,
         http_client: Any | None = None,
         timeout: float = 5.0,
@@ -280,6 +287,15 @@ class RemoteMemoryClient(MemoryClient):
     ) -> None:
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ConfigurationError(f"base_url must be an http(s) URL, not {base_url!r}")
+        if (credential is None) != (not api_scope):
+            raise ConfigurationError(
+                "credential and api_scope go together: the token is asked for the API's scope "
+                "(api://<application ID URI or client id>/.default)"
+            )
+        if credential is not None and api_token:
+            raise ConfigurationError("pass either credential (Microsoft Entra ID) or api_token, not both")
+        self._credential = credential
+        self._api_scope = api_scope
         self.base_url = base_url.rstrip("/")
         self.publisher = publisher
         self._owns_publisher = owns_publisher
@@ -294,8 +310,15 @@ class RemoteMemoryClient(MemoryClient):
 
     async def _post(self, route: str, body: dict[str, Any]) -> Any:
         httpx = self._http_module
+        headers = self._headers
+        if self._credential is not None:
+            try:
+                token = await self._credential.get_token(self._api_scope)
+            except Exception as exc:  # the credential's own errors vary by kind; all mean "no token now"
+                raise TransientError(f"could not get an access token for {self._api_scope}: {exc}") from exc
+            headers = {**headers, "authorization": f"Bearer {token.token}"}
         try:
-            response = await self._http.post(self.base_url + route, json=body, headers=self._headers)
+            response = await self._http.post(self.base_url + route, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             raise TransientError(f"POST {route} timed out: {exc}") from exc
         except httpx.TransportError as exc:

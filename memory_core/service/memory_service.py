@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+import pydantic
+
 from ..consolidation import MemoryConsolidator
 from ..errors import ConfigurationError, NotFoundError, PermanentError, ValidationError
 from ..models import (
@@ -237,9 +239,16 @@ class MemoryService:
         """Handle one queue message (a turn or a recall update).
 
         Raises:
-            PermanentError: The message can never be processed (dead-letter it).
+            PermanentError: The message can never be processed (dead-letter it at once): it does not
+                decode, or what it says cannot make a valid memory (a model refused it).
             TransientError: A dependency is unavailable (let the queue redeliver it).
         """
+        try:
+            return await self._process_message(body)
+        except pydantic.ValidationError as exc:  # the same message fails the same way on every delivery
+            raise PermanentError(f"the message cannot make a valid record: {exc.errors()[0]['msg']}") from exc
+
+    async def _process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome:
         message = decode_message(body)
         if isinstance(message, Turn):
             result = await self.ingest(message)

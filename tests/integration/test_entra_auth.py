@@ -789,3 +789,66 @@ def test_the_host_auth_level_follows_the_entra_settings() -> None:
     entra = _bindings({"MEMORY_AUTH_TENANT_ID": TENANT, "MEMORY_AUTH_AUDIENCE": AUDIENCE})
     assert {entra[name] for name in http_functions} == {"ANONYMOUS"} and entra["health"] == "ANONYMOUS"
     assert set(function_app.AUTH_SETTINGS) <= set(Settings.environment_variables())
+
+
+# ------------------------------------------------------------------------------------------------
+# The remote client acquires its own tokens (azure-identity's credential protocol)
+# ------------------------------------------------------------------------------------------------
+
+
+class MintingCredential:
+    """An ``AsyncTokenCredential`` of an agent's app identity: the local provider signs its tokens."""
+
+    def __init__(self, idp: IdentityProvider, client: str) -> None:
+        self.idp, self.client = idp, client
+        self.scopes: list[tuple[str, ...]] = []
+
+    async def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        from azure.core.credentials import AccessToken
+
+        self.scopes.append(scopes)
+        return AccessToken(self.idp.app_token(self.client), int(time.time()) + 3600)
+
+
+def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_path: Path) -> None:
+    from memory_core.errors import PermanentError
+    from memory_core.integrations.memory_client import RemoteMemoryClient
+    from memory_core.local.server import ApiServer
+    from memory_core.models import MemorySearchOptions
+
+    async def scenario() -> None:
+        async with world(tmp_path, validator(idp)) as w:
+            server = ApiServer(w.api, asyncio.get_running_loop(), host="127.0.0.1", port=0)
+            server.start()
+            base = f"http://127.0.0.1:{server.port}"
+            mine = MintingCredential(idp, AGENT_CLIENT)
+            other = MintingCredential(idp, OTHER_AGENT_CLIENT)
+            ours = RemoteMemoryClient(base, credential=mine, api_scope=f"{AUDIENCE}/.default")
+            theirs = RemoteMemoryClient(base, credential=other, api_scope=f"{AUDIENCE}/.default")
+            anonymous = RemoteMemoryClient(base)
+            try:
+                found = await ours.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
+                assert [h.record.memory for h in found.hits] == ["I love green tea"]
+                assert mine.scopes == [(f"{AUDIENCE}/.default",)]
+                with pytest.raises(PermanentError, match="403"):
+                    await theirs.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
+                with pytest.raises(PermanentError, match="401"):
+                    await anonymous.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
+            finally:
+                for client in (ours, theirs, anonymous):
+                    await client.close()
+                await asyncio.to_thread(server.stop)
+
+    asyncio.run(scenario())
+
+
+def test_the_remote_client_wants_a_scope_with_a_credential() -> None:
+    from memory_core.errors import ConfigurationError
+    from memory_core.integrations.memory_client import RemoteMemoryClient
+
+    with pytest.raises(ConfigurationError, match="credential and api_scope go together"):
+        RemoteMemoryClient("http://127.0.0.1:1", credential=object())
+    with pytest.raises(ConfigurationError, match="either credential"):
+        RemoteMemoryClient(
+            "http://127.0.0.1:1", credential=object(), api_scope="api://x/.default", api_token="t" * 20
+        )

@@ -22,7 +22,7 @@ from memory_core.adapters.sqlite_history import SQLiteHistoryStore
 from memory_core.adapters.sqlite_store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli import main
-from memory_core.errors import TransientError
+from memory_core.errors import TransientError, ValidationError
 from memory_core.models import (
     HistoryEntry,
     MemoryKind,
@@ -268,19 +268,21 @@ def test_a_redaction_interrupted_by_a_crash_is_recorded_once_when_the_turn_comes
     asyncio.run(scenario())
 
 
-def test_control_characters_are_dropped_from_what_is_kept_not_the_turn(tmp_path: Path) -> None:
+def test_control_characters_are_refused_and_whitespace_is_kept_as_said(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with service_on(tmp_path / "m.db") as service:
-            said = "I like\x07 green tea.\r\nI live\tin Kyoto.\x00"
-            result = await service.ingest(turn(0, ("user", said)))
+            with pytest.raises(ValidationError, match="U\\+0007"):
+                await service.ingest(turn(0, ("user", "I like\x07 green tea.")))
+            said = "I like green tea.\r\nI live\tin Kyoto."
+            result = await service.ingest(turn(1, ("user", said)))
             assert result.status == "ingested"
             records = await everything(service)
             (episode,) = by_kind(records, MemoryKind.EPISODE)
             assert episode.memory == "I like green tea.\nI live\tin Kyoto."
             facts = {r.memory: r.provenance[0] for r in by_kind(records, MemoryKind.FACT)}
             assert {memory: said[p.start : p.end] for memory, p in facts.items()} == {  # spans of what was said
-                "I like green tea": "I like\x07 green tea.",
-                "I live in Kyoto": "I live\tin Kyoto.\x00",  # a fact's whitespace is one space
+                "I like green tea": "I like green tea.",
+                "I live in Kyoto": "I live\tin Kyoto.",  # a fact's whitespace is one space
             }
 
     asyncio.run(scenario())

@@ -68,14 +68,10 @@ INTENTIONALLY_UNSET = {
     "MEMORY_EMBEDDING_DIMENSIONS": "the default is the size of the deployed text-embedding-3-small",
     # The embedded server's token; the Function App's routes are guarded by the Functions host.
     "MEMORY_API_TOKEN": "only `memory-core serve` uses it",
-    # Microsoft Entra ID on the HTTP API needs the API's app registration, which the deployment does not
-    # create yet: until it does, they are set by hand after `azd up` (docs/security.md), and the
-    # routes keep the Functions key meanwhile.
-    "MEMORY_AUTH_TENANT_ID": "set by hand once the API's app registration exists (not created by the Bicep yet)",
-    "MEMORY_AUTH_AUDIENCE": "set by hand once the API's app registration exists (not created by the Bicep yet)",
-    "MEMORY_AUTH_AGENT_BINDINGS": "names client ids of agent apps, which the deployment does not register",
+    # Microsoft Entra ID on the HTTP API: MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE come from the
+    # API's app registration (infra/app/api-identity.bicep), MEMORY_AUTH_AUTHORITY from the cloud
+    # deployed to, MEMORY_AUTH_AGENT_BINDINGS from a parameter; this one keeps its default.
     "MEMORY_AUTH_USER_ID_CLAIM": "the default `oid` is the right claim in Azure",
-    "MEMORY_AUTH_AUTHORITY": "the default is the public cloud's authority",
 }
 
 # App settings that memory-core does not read but the Functions host or its extensions do.
@@ -154,6 +150,15 @@ LOCAL_AUTH_OFF: dict[str, list[tuple[tuple[str, ...], bool]]] = {
     "Microsoft.Web/sites/basicPublishingCredentialsPolicies": [(("properties", "allow"), False)],
 }
 
+# App settings whose values are known only at deployment: a stand-in of the right form, so that
+# Settings validates them (the rest get an https URL).
+DEPLOYMENT_STAND_INS = {
+    "MEMORY_AUTH_TENANT_ID": "00000000-0000-0000-0000-000000000000",
+    "MEMORY_AUTH_AUDIENCE": "api://00000000-0000-0000-0000-000000000000/memory-core-api-x,"
+    "11111111-1111-1111-1111-111111111111",
+    "MEMORY_AUTH_AGENT_BINDINGS": '{"22222222-2222-2222-2222-222222222222":["support-bot"]}',
+}
+
 GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 IDENT = re.compile(r"[A-Za-z_]\w*")
 UPPER_SNAKE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
@@ -174,6 +179,19 @@ def _pycep() -> BicepParser:
 @functools.cache
 def _tree_sitter() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bicep.language()))
+
+
+# tree-sitter-bicep 1.1.0, its newest release, predates Bicep's `extension` statement (it knows only
+# the older `import '...'` form), so a file that declares an extension would always show a syntax
+# error. pycep-parser reads the statement (its "extensions"); for tree-sitter only the exact form
+# `extension <alias>` (the alias that infra/bicepconfig.json pins to a version) is commented out,
+# and the rest of the file is checked as usual. Any other form still fails to parse.
+EXTENSION_STATEMENT = re.compile(r"^extension[ \t]+([A-Za-z_]\w*)[ \t]*$", re.MULTILINE)
+
+
+def syntax_tree(text: str) -> tree_sitter.Tree:
+    """tree-sitter's syntax tree of one template, ``extension <alias>`` statements commented out."""
+    return _tree_sitter().parse(EXTENSION_STATEMENT.sub(r"// \g<0>", text).encode())
 
 
 def bicep_files() -> list[str]:
@@ -480,7 +498,7 @@ def check_role_assignments(docs: dict[str, dict[str, Any]]) -> list[tuple[str, s
 def check_role_comments(docs: dict[str, dict[str, Any]]) -> None:
     """The comment right above each role assignment names its role (tree-sitter keeps comments)."""
     for rel, symbol, role in check_role_assignments(docs):
-        tree = _tree_sitter().parse(read(rel).encode())
+        tree = syntax_tree(read(rel))
         decls = [
             node
             for node in tree.root_node.named_children
@@ -634,7 +652,9 @@ def check_app_settings(docs: dict[str, dict[str, Any]], code: set[str] | None = 
         if isinstance(ref, Param):
             assert isinstance(value, str), f"{name}: app settings are strings (parameter {ref.name})"
         # Literals and parameter defaults as written; values known only at deployment get a stand-in.
-        env[name] = value if isinstance(value, str) else "https://runtime.example"
+        env[name] = (
+            value if isinstance(value, str) else DEPLOYMENT_STAND_INS.get(name, "https://runtime.example")
+        )
     Settings.from_env(env)
     defaults = Settings()
     for name, expr in memory.items():
@@ -711,7 +731,9 @@ def check_local_settings(code: set[str] | None = None, docs: dict[str, dict[str,
     filled = {k: v or "https://filled-from-azd.example" for k, v in values.items() if k in code}
     filled["AZURE_SEARCH_API_KEY"] = ""
     filled["AZURE_CLIENT_ID"] = ""
-    # Not azd outputs: Microsoft Entra ID on the HTTP API is set by hand once the app registration exists.
+    # Microsoft Entra ID on the HTTP API: azd fills in a tenant GUID, an audience list, the authority
+    # and the agent bindings (the first two empty without the app registration); the sample keeps its
+    # own values (no tenant and audience: the key-only mode).
     filled.update({k: values[k] for k in filled if k.startswith("MEMORY_AUTH_")})
     Settings.from_env(filled)
 
@@ -737,17 +759,46 @@ def azure_source(main: dict[str, Any], memory: dict[str, Any], name: str) -> str
         return f"not set: {INTENTIONALLY_UNSET[name]}"
     if name not in memory:
         return "MISSING"
-    expr = memory[name]
-    value = resolve(main, expr)
     out = "" if name in NOT_OUTPUTS else f"; azd output `{OUTPUT_NAMES.get(name, name)}`"
+    return describe_value(main, memory[name]) + out
+
+
+def describe_value(main: dict[str, Any], expr: Any) -> str:
+    """Where an app setting's value comes from, in words (a parameter, a module output, a condition)."""
+    op = expr.get("operator") if isinstance(expr, dict) else None
+    if isinstance(op, dict) and op["type"] == "conditional":
+        operands = op["operands"]
+        cond = resolve(main, operands["condition"])
+        when = (
+            f"parameter `{cond.name}` (default `{str(param_default(main, cond)).lower()}`)"
+            if isinstance(cond, Param)
+            else f"`{cond}`"
+        )
+        otherwise = operands["false_value"]
+        otherwise_text = "empty" if otherwise == "" else describe_value(main, otherwise)
+        return f"{describe_value(main, operands['true_value'])} if {when}, else {otherwise_text}"
+    if isinstance(op, dict) and op["type"] == "property_accessor":
+        target, member = op["operands"]["operand_1"], op["operands"]["operand_2"]
+        function = target.get("function") if isinstance(target, dict) else None
+        members = chain(member)
+        if isinstance(function, dict) and not function.get("parameters") and members:
+            return f"`{function['type']}().{'.'.join(members)}`"
+    function = expr.get("function") if isinstance(expr, dict) else None
+    if isinstance(function, dict) and function["type"] == "string":
+        (argument,) = [v for v in function.get("parameters", {}).values() if v is not None]
+        param = resolve(main, argument)
+        if isinstance(param, Param):
+            default = json.dumps(param_default(main, param), separators=(",", ":"))
+            return f"parameter `{param.name}` as JSON (default `{default}`)"
+    value = resolve(main, expr)
     if isinstance(value, Param):
-        return f"parameter `{value.name}` (default `{param_default(main, value)}`){out}"
+        return f"parameter `{value.name}` (default `{param_default(main, value)}`)"
     parts = chain(expr)
     if parts and len(parts) == 3 and parts[1] == "outputs":
         detail = main["modules"][parts[0]]["detail"]
         where = f"infra/{detail['path'].removeprefix('./')}" if "tag" not in detail else detail["path"]
-        return f"output `{parts[2]}` of `{where}`{out}"
-    return f"`{value}`{out}"
+        return f"output `{parts[2]}` of `{where}`"
+    return f"`{value}`"
 
 
 def check_readme(readme: str, docs: dict[str, dict[str, Any]]) -> None:
@@ -780,7 +831,7 @@ def test_every_bicep_file_parses_with_pycep(rel: str) -> None:
 
 @pytest.mark.parametrize("rel", bicep_files())
 def test_every_bicep_file_parses_with_tree_sitter(rel: str) -> None:
-    tree = _tree_sitter().parse(read(rel).encode())
+    tree = syntax_tree(read(rel))
     assert not tree.root_node.has_error, f"{rel} has syntax errors"
 
 
