@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -317,6 +318,7 @@ DEFAULT_FORGET_LIMIT = 1000
 RETRY_AFTER_SECONDS = 5
 _JSON = {"Content-Type": "application/json; charset=utf-8"}
 _TRUE = {"true", "1", "yes", "on"}
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 _FALSE = {"false", "0", "no", "off"}
 
 
@@ -354,7 +356,8 @@ class ApiRequest:
     Attributes:
         method: The HTTP method (any case).
         path: The URL path after the ``/api`` prefix, still percent-encoded (``/memories/search``).
-        query: Query parameters (one value each; hosts keep the last of repeated ones).
+        query: Query parameters (one value each: the embedded server refuses a repeated parameter
+            with 400; the Azure Functions host keeps the last one).
         body: The raw request body.
         headers: The request headers (any mapping is turned into :class:`Headers`, so names are
             looked up in any case); ``Authorization`` is what the authenticator reads.
@@ -445,10 +448,11 @@ class _Query:
         raw = self.text(name, max_length=20)
         if raw is None:
             return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValidationError(name, f"{raw!r} is not an integer") from None
+        # Strict: ASCII digits with an optional minus; no spaces, "+", "_" or other scripts' digits
+        # (which Python's int() would take).
+        if not _INTEGER.fullmatch(raw):
+            raise ValidationError(name, f"{raw!r} is not an integer (ASCII digits only)")
+        value = int(raw)
         if not low <= value <= high:
             raise ValidationError(name, f"must be between {low} and {high}, got {value}")
         return value
@@ -677,6 +681,8 @@ class MemoryApi:
         max_body_bytes: Largest request body accepted.
         health_details: Optional extra facts for ``GET /health`` (queue depth, ...).
         authenticator: Turns request headers into a principal (``None``: no authentication).
+        healthy: Decides from those facts whether the service works; ``False`` answers ``GET /health``
+            with 503 and ``"status": "unhealthy"`` (``None``: always 200 ``ok``).
     """
 
     def __init__(
@@ -686,11 +692,13 @@ class MemoryApi:
         max_body_bytes: int = MAX_BODY_BYTES,
         health_details: Callable[[], Mapping[str, Any]] | None = None,
         authenticator: Authenticator | None = None,
+        healthy: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self.service = service
         self.max_body_bytes = max_body_bytes
         self.authenticator = authenticator
         self._health_details = health_details
+        self._healthy = healthy
         self._openapi: dict[str, Any] | None = None
         self._handlers: dict[str, Handler] = {
             "search": self._search,
@@ -875,8 +883,10 @@ class MemoryApi:
 
     async def _health(self, request: ApiRequest, _: _Target) -> ApiResponse:
         details = dict(self._health_details()) if self._health_details is not None else {}
+        ok = self._healthy is None or self._healthy(details)
         return ApiResponse(
-            200, HealthResponse(status="ok", version=__version__, details=details).model_dump()
+            200 if ok else 503,
+            HealthResponse(status="ok" if ok else "unhealthy", version=__version__, details=details).model_dump(),
         )
 
     async def _openapi_route(self, request: ApiRequest, _: _Target) -> ApiResponse:

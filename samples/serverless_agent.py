@@ -4,7 +4,12 @@ Environment:
 
     MEMORY_API_URL       the Function App URL, https://APP.azurewebsites.net (required;
                          http://127.0.0.1:7071 for `memory-core serve`)
-    MEMORY_FUNCTION_KEY  a function key of the app (`az functionapp keys list`); empty locally
+    MEMORY_API_SCOPE     the API's scope (azd output MEMORY_API_SCOPE, api://.../.default): the agent
+                         sends a Microsoft Entra ID token of its identity (DefaultAzureCredential:
+                         `az login` locally, the managed identity in Azure), which needs the
+                         Memory.Agent app role and a binding to this agent id (docs/security.md)
+    MEMORY_FUNCTION_KEY  a function key of the app, for a deployment without the app registration
+                         (`az functionapp keys list`); empty locally
     MEMORY_USER_ID       whose memories to use (default sample-user)
     ServiceBusConnection__fullyQualifiedNamespace
                          NAME.servicebus.windows.net: publish turns straight to Service Bus
@@ -20,7 +25,8 @@ Install and run:
     pip install 'memory-core[agent,azure]'
     python samples/serverless_agent.py
 
-Search goes over HTTP (`POST /api/memories/search`, function key in `x-functions-key`); turns go to
+Search goes over HTTP (`POST /api/memories/search`, with the identity's bearer token or the function
+key in `x-functions-key`); turns go to
 Service Bus (or `POST /api/turns`) and are extracted and consolidated by the queue-triggered
 function, so the second session waits until the new memories are searchable. A turn that cannot be
 published in time waits in `.memory-core/serverless-outbox.db` and is delivered on a later run.
@@ -54,9 +60,17 @@ async def main() -> None:
         raise SystemExit("set MEMORY_API_URL to the Function App URL (or http://127.0.0.1:7071)")
     user_id = os.environ.get("MEMORY_USER_ID", "sample-user")
     turns = publisher()  # ours to close: the provider closes only the HTTP client it creates
+    scope = os.environ.get("MEMORY_API_SCOPE") or None
+    credential = None
+    if scope:
+        from azure.identity.aio import DefaultAzureCredential
+
+        credential = DefaultAzureCredential(managed_identity_client_id=os.environ.get("AZURE_CLIENT_ID") or None)
     memory = MemoryContextProvider.remote(
         base_url=base_url,
-        function_key=os.environ.get("MEMORY_FUNCTION_KEY") or None,
+        credential=credential,  # ours to close too
+        api_scope=scope,
+        function_key=None if scope else os.environ.get("MEMORY_FUNCTION_KEY") or None,
         publisher=turns,  # type: ignore[arg-type]
         user_id=user_id,
         agent_id=AGENT_ID,
@@ -91,6 +105,8 @@ async def main() -> None:
     finally:
         if turns is not None:
             await turns.close()  # type: ignore[attr-defined]
+        if credential is not None:
+            await credential.close()
         if isinstance(client, AzureOpenAIChat):
             await client.close()
 

@@ -7,9 +7,10 @@ timed out, and search and indexing are both ``POST``. Every request memory-core 
 
 Throttling (429), unavailability (503 and other 5xx, 408) and timeouts or connection failures are
 retried with exponential back-off, honouring ``Retry-After``; when the attempts run out they surface
-as :class:`~memory_core.errors.TransientError` so a queue redelivers the message. Other 4xx answers
-become :class:`~memory_core.errors.PermanentError` (404 :class:`~memory_core.errors.NotFoundError`,
-409/412 :class:`~memory_core.errors.ConflictError`).
+as :class:`~memory_core.errors.TransientError` so a queue redelivers the message. So do 401, 403 and a
+credential that cannot produce a token (not retried here: role assignments take minutes to apply
+after a deployment). Other 4xx answers become :class:`~memory_core.errors.PermanentError` (404
+:class:`~memory_core.errors.NotFoundError`, 409/412 :class:`~memory_core.errors.ConflictError`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "Sleep",
     "call_with_retries",
     "describe_error",
+    "is_access_denied",
     "permanent_error",
     "retry_after_seconds",
 ]
@@ -123,6 +125,13 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def is_access_denied(error: HttpResponseError) -> bool:
+    """A 401 or 403, or a credential that could not produce a token (``ClientAuthenticationError``, which
+    ``CredentialUnavailableError`` extends): transient for the pipeline, never a reason to set a message
+    aside."""
+    return isinstance(error, ClientAuthenticationError) or error.status_code in (401, 403)
+
+
 def permanent_error(operation: str, error: HttpResponseError) -> MemoryCoreError:
     """The project error for an answer that retrying cannot fix."""
     detail = f"{operation} failed: {describe_error(error)}"
@@ -131,8 +140,6 @@ def permanent_error(operation: str, error: HttpResponseError) -> MemoryCoreError
         return NotFoundError(detail)
     if status in (409, 412):
         return ConflictError(detail)
-    if isinstance(error, ClientAuthenticationError):
-        return PermanentError(detail + " (check the credential and the search service's role assignments)")
     return PermanentError(detail)
 
 
@@ -163,6 +170,14 @@ async def call_with_retries(
         try:
             return await call()
         except HttpResponseError as exc:
+            if is_access_denied(exc):
+                # Role assignments take minutes to apply after a deployment, and an identity endpoint
+                # can be down: the same call succeeds later, so the queue redelivers instead of
+                # setting the message aside.
+                raise TransientError(
+                    f"{operation} was not authorised yet: {describe_error(exc)} (check the credential and "
+                    "the role assignments; role assignments can take several minutes to apply)"
+                ) from exc
             if exc.status_code not in RETRYABLE_STATUS:
                 raise permanent_error(operation, exc) from exc
             last, retry_after = exc, retry_after_seconds(exc)

@@ -239,6 +239,8 @@ class SQLiteQueue:
         duplicate_window_seconds: How long a message id is remembered for duplicate detection.
         clock: Source of wall-clock epoch seconds (tests inject their own).
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
+        busy_timeout_seconds: How long an operation waits for another connection's write lock before
+            it fails with a :class:`~memory_core.errors.TransientError`.
     """
 
     def __init__(
@@ -251,6 +253,7 @@ class SQLiteQueue:
         duplicate_window_seconds: float = 600.0,
         clock: Callable[[], float] = time.time,
         synchronous: str = "NORMAL",
+        busy_timeout_seconds: float = 10.0,
     ) -> None:
         if lock_seconds <= 0:
             raise ValidationError("lock_seconds", "must be positive")
@@ -260,6 +263,8 @@ class SQLiteQueue:
             raise ValidationError("duplicate_window_seconds", "must not be negative")
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
+        if busy_timeout_seconds < 0:
+            raise ValidationError("busy_timeout_seconds", "must not be negative")
         self._path = str(path)
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
@@ -271,7 +276,7 @@ class SQLiteQueue:
         self._lock = threading.RLock()
         self._closed = False
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout = 10000")
+        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
         if self._path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -532,6 +537,15 @@ class SQLiteQueue:
         return QueueStats(
             active=int(row[0]), locked=int(row[1]), dead_letters=int(row[2]), sessions=int(row[3])
         )
+
+    def oldest_age_seconds(self) -> float | None:
+        """How long the oldest waiting message (locked or not) has been in the queue; ``None``: none waits."""
+        # The lowest seq is the oldest (a requeued message gets a new seq and a new time): one index step.
+        rows = self._read(
+            "SELECT enqueued_at FROM queue_messages WHERE queue = ? AND state = 'active' ORDER BY seq LIMIT 1",
+            (self.queue,),
+        )
+        return None if not rows else max(0.0, self._clock() - float(rows[0][0]))
 
     def get_state(self, key: str) -> str | None:
         """A small persisted value (the scheduler keeps its bookmark here)."""

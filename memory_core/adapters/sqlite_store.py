@@ -959,10 +959,10 @@ class SQLiteMemoryStore:
         row each.
         """
         validate_positive_int(limit, "limit")
-        try:
-            last_pk = int(after) if after is not None else 0
-        except ValueError:
-            raise ValidationError("cursor", "is not a cursor this store returned") from None
+        # A row key this store issued: ASCII digits within SQLite's 64-bit integers.
+        if after is not None and not (after.isascii() and after.isdigit() and int(after) < 2**63):
+            raise ValidationError("cursor", "is not a cursor this store returned")
+        last_pk = int(after) if after is not None else 0
         with self._lock:
             rows = self._conn.execute(
                 "SELECT pk, status = ?, retention_score, importance, access_count, updated_at, "

@@ -10,6 +10,14 @@ at the next start); a second signal releases at once. Killing the process (SIGKI
 loses nothing either: in-flight messages stay locked until their lock expires and are then
 delivered again; ingestion is idempotent, so the store ends up as if each message was processed
 once.
+
+Supervision: a queue error does not stop a worker (it backs off and retries, see
+:mod:`memory_core.local.worker`); a worker or scheduler task that dies anyway (a bug) is logged and
+restarted after a back-off that doubles with each crash in a row (``retry_initial_seconds`` up to
+``retry_max_seconds``), so a crash loop cannot spin. ``GET /api/health`` shows each worker's state,
+restarts and counts, and the queue's depth, oldest message age and dead letters; it answers 503
+(``"status": "unhealthy"``) when messages wait and no worker drains them: every worker stopped or
+backing off for at least ``stalled_after_seconds``.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -29,7 +38,7 @@ from ..config import Settings
 from ..service import MemoryService
 from .scheduler import ForgettingScheduler
 from .server import ApiServer
-from .worker import QueueWorker
+from .worker import QueueWorker, exponential_backoff
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters.sqlite_queue import SQLiteQueue
@@ -57,6 +66,11 @@ class RuntimeOptions:
         http: Serve the HTTP API (off: workers and scheduler only).
         token: The bearer token the API requires (``None``: ``MEMORY_API_TOKEN``; empty there too:
             none, and only a loopback ``host`` is allowed).
+        retry_initial_seconds: First back-off of a worker after a queue error, and before restarting
+            a task that died; it doubles with each failure in a row.
+        retry_max_seconds: The longest such back-off.
+        stalled_after_seconds: ``GET /health`` answers 503 when messages wait and every worker has been
+            stopped or backing off at least this long.
     """
 
     host: str = "127.0.0.1"
@@ -71,6 +85,9 @@ class RuntimeOptions:
     idle_seconds: float = 0.2
     http: bool = True
     token: str | None = None
+    retry_initial_seconds: float = 0.2
+    retry_max_seconds: float = 30.0
+    stalled_after_seconds: float = 60.0
 
 
 class EmbeddedRuntime:
@@ -80,16 +97,33 @@ class EmbeddedRuntime:
         settings: memory-core settings (store file, embedder, policy, schedule).
         options: Host, port, workers and queue behaviour.
         out: Where the "listening on" line is printed (``None``: only logged).
+        clock: Monotonic seconds for the workers' state durations (tests inject theirs).
+
+    Attributes:
+        worker_class: The worker type :meth:`build_worker` makes (a subclass may change it).
     """
 
+    worker_class: type[QueueWorker] = QueueWorker
+
     def __init__(
-        self, settings: Settings, options: RuntimeOptions | None = None, *, out: TextIO | None = None
+        self,
+        settings: Settings,
+        options: RuntimeOptions | None = None,
+        *,
+        out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.options = options or RuntimeOptions()
-        if self.options.workers < 0:
+        opts = self.options
+        if opts.workers < 0:
             raise ValueError("workers must not be negative")
+        if not 0 < opts.retry_initial_seconds <= opts.retry_max_seconds:
+            raise ValueError("retry_initial_seconds must be positive and at most retry_max_seconds")
+        if opts.stalled_after_seconds <= 0:
+            raise ValueError("stalled_after_seconds must be positive")
         self.out = out
+        self.clock = clock
         self.queue: SQLiteQueue | None = None
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
@@ -101,16 +135,85 @@ class EmbeddedRuntime:
 
         return self.options.queue_path or local_queue_path(self.settings)
 
+    def build_queue(self) -> SQLiteQueue:
+        """Open the queue the runtime drains and publishes to."""
+        from ..bootstrap import build_local_queue
+
+        opts = self.options
+        return build_local_queue(
+            self.settings, path=self.queue_path, lock_seconds=opts.lock_seconds, max_deliveries=opts.max_deliveries
+        )
+
+    def build_worker(self, queue: SQLiteQueue, service: MemoryService, name: str) -> QueueWorker:
+        """One queue worker (a :attr:`worker_class`) with the runtime's polling and back-off."""
+        opts = self.options
+        return self.worker_class(
+            queue,
+            service,
+            name=name,
+            idle_seconds=opts.idle_seconds,
+            retry_delay=self._backoff,
+            clock=self.clock,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        return exponential_backoff(
+            attempt, initial=self.options.retry_initial_seconds, maximum=self.options.retry_max_seconds
+        )
+
+    # -- health ---------------------------------------------------------------------------------
+    def health_details(self) -> dict[str, Any]:
+        """What ``GET /health`` shows: ingestion verdict, the queue and every worker.
+
+        ``ingestion`` is ``ok``, ``stopped`` (messages wait and no worker drains them; ``problem`` says
+        why) or ``off`` (no workers in this process).
+        """
+        queue = self.queue
+        waiting: int | None = None
+        queue_facts: dict[str, Any]
+        if queue is None:
+            queue_facts = {"error": "the queue is not open"}
+        else:
+            try:
+                stats = queue.stats()
+                oldest = queue.oldest_age_seconds()
+            except Exception as exc:  # health must answer; an unreadable queue is itself the news
+                queue_facts = {"error": f"{type(exc).__name__}: {exc}"}
+            else:
+                waiting = stats.active
+                queue_facts = {
+                    **stats.as_dict(),
+                    "oldest_age_seconds": None if oldest is None else round(oldest, 3),
+                }
+        workers = [w.health() for w in self.workers]
+        details: dict[str, Any] = {"ingestion": "ok", "queue": queue_facts, "workers": workers}
+        threshold = self.options.stalled_after_seconds
+        stalled = bool(self.workers) and all(w.is_stalled(threshold) for w in self.workers)
+        if self.options.workers == 0:
+            details["ingestion"] = "off"
+        elif stalled and (waiting is None or waiting > 0):
+            details["ingestion"] = "stopped"
+            what = "messages may be waiting" if waiting is None else f"{waiting} message(s) wait"
+            details["problem"] = (
+                f"{what} and no worker is draining the queue (each is stopped or has been backing off "
+                f"for at least {threshold:g}s; last error: "
+                f"{next((w.last_error for w in self.workers if w.last_error), 'none')})"
+            )
+        return details
+
+    @staticmethod
+    def healthy(details: Mapping[str, Any]) -> bool:
+        """Whether :meth:`health_details` describe a working runtime (ingestion not stopped)."""
+        return details.get("ingestion") != "stopped"
+
     async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
-        from ..bootstrap import build_local_queue, build_service, configure_telemetry
+        from ..bootstrap import build_service, configure_telemetry
 
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
             Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
-        queue = build_local_queue(
-            self.settings, path=self.queue_path, lock_seconds=opts.lock_seconds, max_deliveries=opts.max_deliveries
-        )
+        queue = self.build_queue()
         self.queue = queue
         configure_telemetry(self.settings)
         service = build_service(self.settings, publisher=queue, recall_via_queue=True)
@@ -119,24 +222,31 @@ class EmbeddedRuntime:
         tasks: list[asyncio.Task[None]] = []
         worker_stop = asyncio.Event()
         try:
+            # The workers exist before the API answers, so health never sees a runtime without them.
+            self.workers = [self.build_worker(queue, service, f"worker-{i + 1}") for i in range(opts.workers)]
             if opts.http:
-                api = MemoryApi(service, health_details=lambda: {"queue": queue.stats().as_dict()})
+                api = MemoryApi(service, health_details=self.health_details, healthy=self.healthy)
                 token = opts.token or self.settings.api_token
                 self.server = ApiServer(api, loop, host=opts.host, port=opts.port, token=token or None)
                 self.server.start()
                 self._say(
                     f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"
                 )
-            self.workers = [
-                QueueWorker(queue, service, name=f"worker-{i + 1}", idle_seconds=opts.idle_seconds)
-                for i in range(opts.workers)
+            tasks = [
+                asyncio.create_task(
+                    self._supervise(w.name, w.run, worker_stop, worker=w), name=f"{w.name} supervisor"
+                )
+                for w in self.workers
             ]
-            tasks = [asyncio.create_task(w.run(worker_stop), name=w.name) for w in self.workers]
             if opts.scheduler:
                 scheduler = ForgettingScheduler(
                     service, self.settings.forget_schedule, page_size=opts.forget_page_size
                 )
-                tasks.append(asyncio.create_task(scheduler.run(worker_stop), name="scheduler"))
+                tasks.append(
+                    asyncio.create_task(
+                        self._supervise("scheduler", scheduler.run, worker_stop), name="scheduler supervisor"
+                    )
+                )
                 logger.info(
                     "forgetting scheduled at %r (UTC); next run %s",
                     self.settings.forget_schedule,
@@ -152,6 +262,67 @@ class EmbeddedRuntime:
             await self._finish(tasks, force)
             await service.close()
             self._say("memory-core serve: stopped")
+
+    async def _supervise(
+        self,
+        name: str,
+        run: Callable[[asyncio.Event], Awaitable[None]],
+        stop: asyncio.Event,
+        *,
+        worker: QueueWorker | None = None,
+    ) -> None:
+        """Run ``run(stop)`` until ``stop`` is set, restarting it whenever it dies.
+
+        A task that raises (or returns before ``stop``) is logged and restarted after a back-off that
+        doubles with each crash in a row and resets once a run lasted ``retry_max_seconds``: in a crash
+        loop the restarts slow down to one every ``retry_max_seconds``. Cancelling the supervisor
+        cancels the task.
+        """
+        crashes = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            error: BaseException
+            try:
+                await run(stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc
+            else:
+                if stop.is_set():
+                    return
+                error = RuntimeError("it returned before it was asked to stop")
+            if stop.is_set():
+                logger.error(
+                    "%s: the task died while stopping: %s: %s",
+                    name,
+                    type(error).__name__,
+                    error,
+                    exc_info=error,
+                )
+                return
+            if time.monotonic() - started >= self.options.retry_max_seconds:
+                crashes = 0  # it had been working: not a crash loop
+            crashes += 1
+            delay = self._backoff(crashes)
+            if worker is not None:
+                worker.note_crash(error)
+            logger.error(
+                "%s: the task died (crash %s in a row), restarting in %.1fs: %s: %s",
+                name,
+                crashes,
+                delay,
+                type(error).__name__,
+                error,
+                exc_info=error,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            if stop.is_set():
+                return
+            if worker is not None:
+                worker.restarts += 1
+            logger.warning("%s: restarted after %s crash(es) in a row", name, crashes)
 
     async def _finish(self, tasks: list[asyncio.Task[None]], force: asyncio.Event | None) -> None:
         if not tasks:

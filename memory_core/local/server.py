@@ -140,7 +140,11 @@ class _Handler(BaseHTTPRequestHandler):
                 413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"
             )
         body = self.rfile.read(length) if length else b""
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = dict(pairs)
+        if len(query) != len(pairs):  # which one would count is a guess; say so instead of guessing
+            repeated = next(name for name in query if sum(1 for n, _ in pairs if n == name) > 1)
+            return _error_response(400, "bad_request", f"the query parameter {repeated!r} is repeated")
         request = ApiRequest(
             method=self.command,
             path=path[len(API_PREFIX) :] or "/",
@@ -160,6 +164,9 @@ class _Handler(BaseHTTPRequestHandler):
             return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
 
     def _discard_body(self) -> None:
+        if self.headers.get("Transfer-Encoding"):
+            self.close_connection = True  # a chunked body is never read here: the connection cannot go on
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:

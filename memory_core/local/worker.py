@@ -14,6 +14,14 @@ Several workers may drain one queue (in one process or several): the queue hands
 session at a time, so a scope's messages are still applied one by one, in order. A worker that is
 stopped finishes its message; one that is cancelled releases it; one that is killed leaves it locked
 until the lock expires, then it is delivered again.
+
+Queue faults do not end :meth:`QueueWorker.run`: an error while receiving (disk full, the queue file
+locked by another process beyond the busy timeout) is logged and counted, and the worker backs off
+(``retry_delay``: 0.2 s doubling to 30 s by default, reset by the next success) and tries again. A
+settlement (complete, abandon, dead-letter) that fails with a storage error is retried in place the same
+way, while the message's lock is renewed, so a processed message is not delivered and processed again.
+:meth:`QueueWorker.health` tells what the worker is doing (``running``, ``backing_off`` since when and
+why, ``stopped``) for ``GET /health``.
 """
 
 from __future__ import annotations
@@ -21,18 +29,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
 
 from .. import telemetry
 from ..adapters.sqlite_queue import LockLostError, QueueMessage, SQLiteQueue
-from ..errors import PermanentError
+from ..errors import PermanentError, TransientError
 from ..service.ingest import ProcessOutcome
 
-__all__ = ["MessageProcessor", "QueueWorker", "WorkerStats", "default_backoff"]
+__all__ = [
+    "MessageProcessor",
+    "QueueWorker",
+    "WorkerState",
+    "WorkerStats",
+    "default_backoff",
+    "default_retry_delay",
+    "exponential_backoff",
+]
 
 logger = logging.getLogger(__name__)
+
+#: What a worker is doing: ``starting`` (not yet received once), ``running``, ``backing_off`` (waiting
+#: to retry after a queue error or a crash), ``stopped``.
+WorkerState = Literal["starting", "running", "backing_off", "stopped"]
+
+#: Errors of the queue's storage that are worth retrying in place (locked, busy, disk full, I/O).
+_STORAGE_ERRORS: tuple[type[BaseException], ...] = (TransientError, sqlite3.OperationalError, OSError)
 
 
 class MessageProcessor(Protocol):
@@ -44,6 +70,23 @@ class MessageProcessor(Protocol):
 def default_backoff(delivery_count: int) -> float:
     """Seconds a failed message waits before its next delivery: 0.5, 1, 2, ... up to 30."""
     return float(min(30.0, 0.5 * 2 ** max(0, delivery_count - 1)))
+
+
+def exponential_backoff(attempt: int, *, initial: float = 0.2, maximum: float = 30.0) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``initial`` doubling up to ``maximum``.
+
+    Args:
+        attempt: How many attempts in a row have failed (values below 1 count as 1).
+        initial: The first delay.
+        maximum: The largest delay.
+    """
+    exponent = min(max(0, attempt - 1), 64)  # 2**64 * initial is past any maximum; no float overflow
+    return float(min(maximum, initial * 2.0**exponent))
+
+
+def default_retry_delay(failures: int) -> float:
+    """Seconds a worker waits after ``failures`` queue errors in a row: 0.2, 0.4, ... up to 30."""
+    return exponential_backoff(failures)
 
 
 @dataclass(slots=True)
@@ -74,6 +117,16 @@ class QueueWorker:
         idle_seconds: How long to wait before polling again when nothing could be received.
         backoff: Delay before a failed message is delivered again, from its delivery count.
         renew_locks: Renew the lock of a message while it is processed (for long extractions).
+        retry_delay: Delay before the worker tries the queue again, from the number of queue errors in
+            a row (receive or settle).
+        clock: Monotonic seconds, for how long the worker has been in its state (tests inject theirs).
+
+    Attributes:
+        state: What the worker is doing (:data:`WorkerState`).
+        errors: Queue errors (receive or settle) since it was created.
+        consecutive_errors: Queue errors since the last success.
+        last_error: The last queue error or crash, as ``"<type>: <message>"``.
+        restarts: How often its task was restarted after dying (counted by the runtime).
     """
 
     def __init__(
@@ -85,6 +138,8 @@ class QueueWorker:
         idle_seconds: float = 0.2,
         backoff: Callable[[int], float] = default_backoff,
         renew_locks: bool = True,
+        retry_delay: Callable[[int], float] = default_retry_delay,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.queue = queue
         self.processor = processor
@@ -92,19 +147,119 @@ class QueueWorker:
         self.idle_seconds = idle_seconds
         self.backoff = backoff
         self.renew_locks = renew_locks
+        self.retry_delay = retry_delay
+        self.clock = clock
         self.stats = WorkerStats()
+        self.state: WorkerState = "starting"
+        self.errors = 0
+        self.consecutive_errors = 0
+        self.last_error: str | None = None
+        self.restarts = 0
+        self._since = clock()
+        self._since_utc = datetime.now(UTC)
+        self._stop: asyncio.Event | None = None
+
+    # -- state and health -----------------------------------------------------------------------
+    @property
+    def state_seconds(self) -> float:
+        """How long the worker has been in its current state (a back-off counts from its first error)."""
+        return max(0.0, self.clock() - self._since)
+
+    def is_stalled(self, after_seconds: float) -> bool:
+        """Whether the worker is not draining: stopped, or backing off for at least ``after_seconds``."""
+        if self.state == "stopped":
+            return True
+        return self.state == "backing_off" and self.state_seconds >= after_seconds
+
+    def health(self) -> dict[str, Any]:
+        """The worker for ``GET /health``: state, since when, last error, restarts and counts."""
+        return {
+            "name": self.name,
+            "state": self.state,
+            "since": self._since_utc.isoformat().replace("+00:00", "Z"),
+            "state_seconds": round(self.state_seconds, 3),
+            "last_error": self.last_error,
+            "consecutive_errors": self.consecutive_errors,
+            "restarts": self.restarts,
+            "processed": self.stats.completed,
+            "failed": self.stats.dead_lettered + self.stats.abandoned,
+            "errors": self.errors,
+        }
+
+    def note_crash(self, exc: BaseException) -> None:
+        """Record that the worker's task died with ``exc`` (the runtime restarts it)."""
+        self.last_error = f"crashed: {type(exc).__name__}: {exc}"
+        self._enter("backing_off")
+
+    def _enter(self, state: WorkerState) -> None:
+        if state != self.state:
+            self.state = state
+            self._since = self.clock()
+            self._since_utc = datetime.now(UTC)
+
+    def _succeeded(self) -> None:
+        if self.consecutive_errors:
+            logger.info(
+                "%s: the queue works again after %s error(s) in %.1fs",
+                self.name,
+                self.consecutive_errors,
+                self.state_seconds,
+            )
+            self.consecutive_errors = 0
+        self._enter("running")
+
+    def _failed(self, exc: BaseException, doing: str) -> float:
+        """Count and log a queue error; returns how long to back off."""
+        self.errors += 1
+        self.consecutive_errors += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        self._enter("backing_off")
+        delay = self.retry_delay(self.consecutive_errors)
+        logger.warning(
+            "%s: %s failed (error %s in a row), retrying in %.1fs: %s: %s",
+            self.name,
+            doing,
+            self.consecutive_errors,
+            delay,
+            type(exc).__name__,
+            exc,
+            exc_info=not isinstance(exc, _STORAGE_ERRORS),  # a bug: show where
+        )
+        return delay
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less if the worker is asked to stop."""
+        if self._stop is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process messages until ``stop`` is set; the message in hand is finished first."""
+        """Process messages until ``stop`` is set; the message in hand is finished first.
+
+        A queue error does not end the loop: it is logged and counted, and the worker backs off
+        (``retry_delay``) and tries again; the next success resets the back-off.
+        """
         logger.info("%s: started", self.name)
-        while not stop.is_set():
-            handled = await self.run_once()
-            if not handled:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=self.idle_seconds)
-            else:
-                await asyncio.sleep(0)  # let the other workers and the HTTP requests in
-        logger.info("%s: stopped (%s)", self.name, self.stats.as_dict())
+        self._stop = stop
+        try:
+            while not stop.is_set():
+                try:
+                    handled = await self.run_once()
+                except Exception as exc:  # receive or settle: the queue's storage, or a bug
+                    await self._pause(self._failed(exc, "the queue"))
+                    continue
+                self._succeeded()
+                if not handled:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=self.idle_seconds)
+                else:
+                    await asyncio.sleep(0)  # let the other workers and the HTTP requests in
+        finally:
+            self._stop = None
+        self._enter("stopped")
+        logger.info("%s: stopped (%s; %s queue error(s))", self.name, self.stats.as_dict(), self.errors)
 
     async def run_once(self) -> bool:
         """Receive and settle one message; ``False`` when there was nothing to receive."""
@@ -132,13 +287,24 @@ class QueueWorker:
                     if outcome.ingest is not None:
                         telemetry.record_ingest(outcome.ingest, op.elapsed)
             except asyncio.CancelledError:
-                self._settle(self.queue.abandon, message, error="processing was cancelled (shutdown)")
-                logger.info(
-                    "%s: released message %s (session %s) on shutdown",
-                    self.name,
-                    message.message_id,
-                    message.session_id,
-                )
+                try:
+                    self._settle_now(self.queue.abandon, message, error="processing was cancelled (shutdown)")
+                except Exception as exc:  # the lock expires; the message is delivered again then
+                    logger.warning(
+                        "%s: could not release message %s on shutdown (delivered again when its lock "
+                        "expires): %s: %s",
+                        self.name,
+                        message.message_id,
+                        type(exc).__name__,
+                        exc,
+                    )
+                else:
+                    logger.info(
+                        "%s: released message %s (session %s) on shutdown",
+                        self.name,
+                        message.message_id,
+                        message.session_id,
+                    )
                 raise
             except PermanentError as exc:
                 reason = type(exc).__name__
@@ -151,7 +317,7 @@ class QueueWorker:
                     reason,
                     exc,
                 )
-                if self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
+                if await self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
                     self.stats.dead_lettered += 1
                     telemetry.record_dead_letter(reason, message_id=message.message_id)
                 return
@@ -168,12 +334,12 @@ class QueueWorker:
                     type(exc).__name__,
                     exc,
                 )
-                if self._settle(
+                if await self._settle(
                     self.queue.abandon, message, error=f"{type(exc).__name__}: {exc}", delay_seconds=delay
                 ):
                     self.stats.abandoned += 1
                 return
-            if self._settle(self.queue.complete, message):
+            if await self._settle(self.queue.complete, message):
                 self.stats.completed += 1
         finally:
             if renewer is not None:
@@ -181,7 +347,36 @@ class QueueWorker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewer
 
-    def _settle(self, action: Callable[..., Any], message: QueueMessage, **kwargs: Any) -> bool:
+    async def _settle(self, action: Callable[..., Any], message: QueueMessage, **kwargs: Any) -> bool:
+        """Settle ``message``; ``False`` when it could not be (lock lost, or stopping mid-retry).
+
+        Inside :meth:`run`, a storage error is retried in place with the worker's back-off (the lock
+        renewer keeps the message), so a processed message is not processed again; outside it (as in
+        :meth:`drain`) the error is raised.
+        """
+        doing = f"settling message {message.message_id} ({getattr(action, '__name__', 'settle')})"
+        while True:
+            try:
+                settled = self._settle_now(action, message, **kwargs)
+            except _STORAGE_ERRORS as exc:
+                if self._stop is None:
+                    raise
+                if self._stop.is_set():
+                    logger.warning(
+                        "%s: stopping while %s fails; it is delivered again when its lock expires: %s: %s",
+                        self.name,
+                        doing,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    return False
+                await self._pause(self._failed(exc, doing))
+                continue
+            if self.consecutive_errors:
+                self._succeeded()
+            return settled
+
+    def _settle_now(self, action: Callable[..., Any], message: QueueMessage, **kwargs: Any) -> bool:
         try:
             action(message, **kwargs)
         except LockLostError as exc:

@@ -1406,9 +1406,11 @@ def test_timeouts_are_retried_then_transient(error: Exception) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "kind"), [(400, PermanentError), (403, PermanentError), (412, ConflictError)]
+    ("status", "kind"), [(400, PermanentError), (403, TransientError), (401, TransientError), (412, ConflictError)]
 )
 def test_other_client_errors_are_permanent_and_not_retried(status: int, kind: type[Exception]) -> None:
+    """Not retried in the call; 401 and 403 are transient for the pipeline (role assignments still
+    applying after a deployment), so the queue redelivers the message instead of setting it aside."""
     transport = CapturingTransport([json_response(status, {"error": {"code": "Bad", "message": "no"}})])
     with pytest.raises(kind):
         run(make_store(transport).upsert([make_record()]))

@@ -57,7 +57,9 @@ def _error(reply: Any, status: int, code: str, field: str | None = "*") -> dict[
 def test_health_and_openapi(rt: RunningRuntime) -> None:
     health = rt.client.get("/api/health")
     assert health.status == 200 and health.body["status"] == "ok"
-    assert set(health.body["details"]["queue"]) == {"active", "locked", "dead_letters", "sessions"}
+    details = health.body["details"]
+    assert set(details["queue"]) == {"active", "locked", "dead_letters", "sessions", "oldest_age_seconds"}
+    assert details["ingestion"] == "ok" and len(details["workers"]) == rt.runtime.options.workers
     doc = rt.client.get("/api/openapi.json").body
     assert doc["openapi"].startswith("3.") and doc["servers"] == [{"url": "/api"}]
     operations = {(path, method) for path, item in doc["paths"].items() for method in item}

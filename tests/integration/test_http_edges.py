@@ -1,0 +1,56 @@
+"""Clean edges of the embedded HTTP API (issue 16, item 7): strict integers, repeated parameters refused,
+a cursor no store issued refused with 422 (not a 500), and no request smuggled after an early answer."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from runtime_helpers import RunningRuntime, running
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRuntime]:
+    with running(tmp_path_factory.mktemp("edges") / "memory.db", workers=1) as runtime:
+        yield runtime
+
+
+@pytest.mark.parametrize(
+    "raw", [" 5", "%EF%BC%95", "%2B5", "1_000", "5.0", "0x5", "", "99999999999999999999"]
+)
+def test_integers_are_strict(rt: RunningRuntime, raw: str) -> None:
+    reply = rt.client.get(f"/api/memories?user_id=u1&agent_id=a1&limit={raw.replace(' ', '%20')}")
+    if raw == "":  # empty means "not given"
+        assert reply.status == 200
+        return
+    assert reply.status == 422, (raw, reply.body)
+    assert reply.body["error"]["field"] == "limit"
+
+
+def test_a_repeated_parameter_is_refused(rt: RunningRuntime) -> None:
+    reply = rt.client.get("/api/memories?user_id=u1&agent_id=a1&user_id=u2")
+    assert reply.status == 400 and "'user_id' is repeated" in reply.body["error"]["message"]
+
+
+@pytest.mark.parametrize("cursor", ["99999999999999999999", "-1", "１２", "12abc", "9223372036854775808"])
+def test_a_cursor_no_store_issued_is_422_not_500(rt: RunningRuntime, cursor: str) -> None:
+    from urllib.parse import quote
+
+    reply = rt.client.post(f"/api/forgetting?cursor={quote(cursor)}")
+    assert reply.status == 422, (cursor, reply.status, reply.body)
+    assert reply.body["error"]["field"] == "cursor"
+
+
+def test_a_chunked_body_after_an_early_answer_closes_the_connection(rt: RunningRuntime) -> None:
+    assert rt.runtime.server is not None
+    smuggled = b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    chunk = hex(len(smuggled))[2:].encode() + b"\r\n" + smuggled + b"\r\n0\r\n\r\n"
+    request = b"POST /nowhere HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk
+    with socket.create_connection(("127.0.0.1", rt.runtime.server.port), timeout=5) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk_ := conn.recv(65536):
+            received += chunk_
+    assert received.count(b"HTTP/1.1 ") == 1  # one answer (404); the body was not read as a request
+    assert b"Connection: close" in received
