@@ -26,6 +26,7 @@ from .errors import AuthenticationError, ForbiddenError
 
 __all__ = [
     "ADMIN_ACTIONS",
+    "ADMIN_SCOPE",
     "AGENT_ACTIONS",
     "ANY_AGENT",
     "ROLE_ADMIN",
@@ -49,6 +50,10 @@ ROLE_USER = "Memory.User"
 USER_SCOPE = "Memory.ReadWrite"
 #: App role of an administrator (user or app): every action on every scope.
 ROLE_ADMIN = "Memory.Admin"
+#: Delegated permission (``scp``, admin consent only) without which a signed-in user's
+#: :data:`ROLE_ADMIN` does not count: a user's token lists their app roles whichever client app asked
+#: for it, so an app consented for :data:`USER_SCOPE` alone must not act with its user's admin rights.
+ADMIN_SCOPE = "Memory.Admin.All"
 #: An agent binding that covers every agent id.
 ANY_AGENT = "*"
 
@@ -115,8 +120,11 @@ class Principal:
 
     @property
     def is_admin(self) -> bool:
-        """Whether the principal holds :data:`ROLE_ADMIN`."""
-        return ROLE_ADMIN in self.roles
+        """Whether the principal acts as an administrator: :data:`ROLE_ADMIN` in an app-only token, or in
+        a signed-in user's token that also carries the admin-consented scope :data:`ADMIN_SCOPE`."""
+        if ROLE_ADMIN not in self.roles:
+            return False
+        return self.kind is not PrincipalKind.USER or ADMIN_SCOPE in self.scopes
 
     @property
     def acts_as_user(self) -> bool:

@@ -59,8 +59,10 @@ async def main() -> None:
     if not base_url:
         raise SystemExit("set MEMORY_API_URL to the Function App URL (or http://127.0.0.1:7071)")
     user_id = os.environ.get("MEMORY_USER_ID", "sample-user")
-    turns = publisher()  # ours to close: the provider closes only the HTTP client it creates
     scope = os.environ.get("MEMORY_API_SCOPE") or None
+    # With Entra ID the turns go through POST /api/turns, where the agent's bindings are checked; the
+    # queue itself checks nothing, so only the app (not each agent) should hold Data Sender on it.
+    turns = None if scope else publisher()  # ours to close: the provider closes only its HTTP client
     credential = None
     if scope:
         from azure.identity.aio import DefaultAzureCredential

@@ -33,6 +33,7 @@ var appRoleIds = {
   admin: guid(uniqueName, 'appRole', 'Memory.Admin')
 }
 var userScopeId = guid(uniqueName, 'oauth2PermissionScope', 'Memory.ReadWrite')
+var adminScopeId = guid(uniqueName, 'oauth2PermissionScope', 'Memory.Admin.All')
 
 var owners = empty(adminUserObjectId) ? [] : [
   adminUserObjectId
@@ -59,6 +60,16 @@ resource api 'Microsoft.Graph/applications@v1.0' = {
         adminConsentDescription: 'Lets the app search, read, export and delete the memories of the signed-in user and post turns for them.'
         userConsentDisplayName: 'Read and change your memories'
         userConsentDescription: 'Lets the app search, read, export and delete your memories and post turns for you.'
+      }
+      {
+        // Admin consent only: a signed-in user's Memory.Admin role counts only in a token that also
+        // carries this scope, so an app consented for Memory.ReadWrite never acts with its user's admin rights.
+        id: adminScopeId
+        value: 'Memory.Admin.All'
+        type: 'Admin'
+        isEnabled: true
+        adminConsentDisplayName: 'Administer every user\'s memories'
+        adminConsentDescription: 'Lets the app act with the signed-in administrator\'s Memory.Admin role: forgetting, and export and purge of any user.'
       }
     ]
   }
@@ -103,6 +114,8 @@ resource api 'Microsoft.Graph/applications@v1.0' = {
 
 resource apiServicePrincipal 'Microsoft.Graph/servicePrincipals@v1.0' = {
   appId: api.appId
+  // Only users and apps assigned a role get tokens for the API (Memory.User gates users).
+  appRoleAssignmentRequired: true
   owners: {
     relationships: owners
   }

@@ -294,6 +294,11 @@ class RemoteMemoryClient(MemoryClient):
             )
         if credential is not None and api_token:
             raise ConfigurationError("pass either credential (Microsoft Entra ID) or api_token, not both")
+        if (credential is not None or api_token or function_key) and _plain_http_off_machine(base_url):
+            raise ConfigurationError(
+                f"refusing to send credentials to {base_url} over plain http: use https (plain http is "
+                "accepted for 127.0.0.1 and localhost only)"
+            )
         self._credential = credential
         self._api_scope = api_scope
         self.base_url = base_url.rstrip("/")
@@ -375,3 +380,13 @@ def _detail(response: Any) -> str:
     text = str(getattr(response, "text", "") or "")
     text = " ".join(text.split())
     return text[:300] if text else "(no body)"
+
+
+def _plain_http_off_machine(base_url: str) -> bool:
+    """Whether ``base_url`` is plain ``http`` to another machine (credentials would travel in clear)."""
+    from urllib.parse import urlsplit
+
+    from ..local.server import is_loopback
+
+    parts = urlsplit(base_url)
+    return parts.scheme == "http" and not is_loopback(parts.hostname or "")

@@ -113,6 +113,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
             self._discard_body()
             return _error_response(404, "no_route", f"no route for {path[:100]!r}; the API lives under /api")
+        refused = self._cross_site()
+        if refused is not None:
+            self._discard_body()
+            return _error_response(403, "forbidden", refused)
         token = self.server.token
         if token and path.rstrip("/") not in OPEN_ROUTES and not _authorized(self.headers.get("Authorization"), token):
             self._discard_body()
@@ -139,6 +143,11 @@ class _Handler(BaseHTTPRequestHandler):
             return _error_response(
                 413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"
             )
+        if length and not _is_json(self.headers.get("Content-Type")):
+            self.close_connection = True  # the unread body makes the connection unusable
+            return _error_response(
+                415, "unsupported_media_type", "send the body as Content-Type: application/json"
+            )
         body = self.rfile.read(length) if length else b""
         pairs = parse_qsl(parts.query, keep_blank_values=True)
         query = dict(pairs)
@@ -162,6 +171,24 @@ class _Handler(BaseHTTPRequestHandler):
         except concurrent.futures.TimeoutError:
             future.cancel()
             return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+
+    def _cross_site(self) -> str | None:
+        """Why a request from a web page must be refused, or ``None``.
+
+        A page in the user's browser can send requests to 127.0.0.1 (a form POST needs no preflight)
+        and, by pointing its own host name at 127.0.0.1 (DNS rebinding), read the answers. So on a
+        loopback address the ``Host`` must name this machine, and anywhere an ``Origin`` (which browsers
+        send on such requests) must be this server's own.
+        """
+        host = (self.headers.get("Host") or "").strip()
+        if self.server.loopback and host and not is_loopback(_host_name(host)):
+            return f"the Host {host[:100]!r} is not this machine; the API answers requests to 127.0.0.1 only"
+        origin = (self.headers.get("Origin") or "").strip()
+        if origin:
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or not host or parts.netloc.lower() != host.lower():
+                return f"cross-site request from {origin[:100]!r} refused"
+        return None
 
     def _discard_body(self) -> None:
         if self.headers.get("Transfer-Encoding"):
@@ -195,6 +222,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
 
+def _host_name(host: str) -> str:
+    """The name part of a ``Host`` header (``127.0.0.1:7071`` → ``127.0.0.1``, ``[::1]:7071`` → ``::1``)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` is JSON (``application/json``, any parameters)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
+
+
 def _authorized(header: str | None, token: str) -> bool:
     """Whether ``header`` is ``Bearer <token>`` (constant-time comparison)."""
     if not header:
@@ -223,6 +262,7 @@ class _Server(ThreadingHTTPServer):
         self.loop = loop
         self.request_timeout = request_timeout
         self.token = token
+        self.loopback = is_loopback(address[0])
 
 
 class ApiServer:

@@ -43,7 +43,7 @@ from jwt.algorithms import RSAAlgorithm
 import function_app
 from memory_core.adapters.entra_tokens import MIN_REFRESH_SECONDS, EntraTokenValidator
 from memory_core.api import ApiRequest, ApiResponse, MemoryApi
-from memory_core.auth import ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
+from memory_core.auth import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
 from memory_core.bootstrap import build_authenticator, build_service
 from memory_core.config import Settings
 from memory_core.errors import AuthenticationError, TransientError
@@ -316,7 +316,7 @@ def token_for(idp: IdentityProvider, caller: str) -> str | None:
         "an agent token for another agent": lambda: idp.app_token(OTHER_AGENT_CLIENT),
         "the user's own token": lambda: idp.user_token(ALICE),
         "an agent token for its agent": lambda: idp.app_token(AGENT_CLIENT),
-        "admin": lambda: idp.user_token(ROOT_ADMIN, roles=(ROLE_ADMIN,)),
+        "admin": lambda: idp.user_token(ROOT_ADMIN, roles=(ROLE_ADMIN,), scp=f"{USER_SCOPE} {ADMIN_SCOPE}"),
     }[caller]()
 
 
@@ -678,7 +678,8 @@ def test_the_functions_validate_tokens_and_authorise(idp: IdentityProvider, tmp_
             function_app.runtime.use(env.service, authenticator=validator(idp))
             await env.service.ingest(turn("t-alice", ALICE, AGENT, "I love green tea.", NOW))
             alice, bob = idp.user_token(ALICE), idp.user_token(BOB)
-            bot, admin = idp.app_token(AGENT_CLIENT), idp.user_token(ROOT_ADMIN, roles=(ROLE_ADMIN,))
+            bot = idp.app_token(AGENT_CLIENT)
+            admin = idp.user_token(ROOT_ADMIN, roles=(ROLE_ADMIN,), scp=f"{USER_SCOPE} {ADMIN_SCOPE}")
             search = {"user_id": ALICE, "agent_id": AGENT, "query": "green tea"}
 
             assert (await function_app.health(http("GET", "health"))).status_code == 200
@@ -852,3 +853,22 @@ def test_the_remote_client_wants_a_scope_with_a_credential() -> None:
         RemoteMemoryClient(
             "http://127.0.0.1:1", credential=object(), api_scope="api://x/.default", api_token="t" * 20
         )
+
+
+def test_a_client_app_with_the_user_scope_alone_gets_no_admin_rights(
+    idp: IdentityProvider, tmp_path: Path
+) -> None:
+    """Regression: a token with scp=Memory.ReadWrite and roles=[Memory.Admin] from any consented client
+    could run forgetting and purge other users."""
+
+    async def scenario() -> None:
+        async with world(tmp_path, validator(idp)) as w:
+            token = idp.user_token(ROOT_ADMIN, roles=(ROLE_ADMIN,), azp="some-third-party-client")
+            headers = {"Authorization": f"Bearer {token}"}
+            forget = await w.api.handle(ApiRequest("POST", "/forgetting", {}, b"", headers))
+            purge = await w.api.handle(
+                ApiRequest("DELETE", f"/users/{ALICE}", {"confirm": "true"}, b"", headers)
+            )
+            assert (forget.status, purge.status) == (403, 403)
+
+    asyncio.run(scenario())

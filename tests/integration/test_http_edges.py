@@ -54,3 +54,33 @@ def test_a_chunked_body_after_an_early_answer_closes_the_connection(rt: RunningR
             received += chunk_
     assert received.count(b"HTTP/1.1 ") == 1  # one answer (404); the body was not read as a request
     assert b"Connection: close" in received
+
+
+# -- a web page in the user's browser cannot drive the server (regression: with no token, a text/plain
+# -- form POST wrote turns and ran forgetting, and a rebound host name read and purged a user) ----------
+
+
+def test_a_foreign_host_is_refused(rt: RunningRuntime) -> None:
+    reply = rt.client.get("/api/users/u1/export", headers={"Host": "rebind.evil.example"})
+    assert reply.status == 403 and "is not this machine" in reply.body["error"]["message"]
+    assert (
+        rt.client.request(
+            "DELETE", "/api/users/u1?confirm=true", headers={"Host": "rebind.evil.example:7071"}
+        ).status
+        == 403
+    )
+
+
+def test_a_cross_site_origin_is_refused(rt: RunningRuntime) -> None:
+    reply = rt.client.post("/api/forgetting?dry_run=false", headers={"Origin": "https://evil.example"})
+    assert reply.status == 403 and "cross-site request" in reply.body["error"]["message"]
+    assert rt.runtime.server is not None
+    own = f"http://127.0.0.1:{rt.runtime.server.port}"
+    assert rt.client.post("/api/forgetting", headers={"Origin": own}).status == 200
+
+
+def test_a_body_must_be_json(rt: RunningRuntime) -> None:
+    reply = rt.client.request(
+        "POST", "/api/turns", raw=b'{"schema": "memory-core.turn.v1"}', headers={"Content-Type": "text/plain"}
+    )
+    assert reply.status == 415 and reply.body["error"]["code"] == "unsupported_media_type"

@@ -119,3 +119,12 @@ def test_serve_refuses_a_public_address_without_a_token(
     )
     assert code != 0
     assert "refusing to serve on 0.0.0.0 without a token" in capsys.readouterr().err
+
+
+def test_the_remote_client_sends_credentials_only_over_https_or_to_this_machine() -> None:
+    with pytest.raises(ConfigurationError, match="over plain http"):
+        RemoteMemoryClient("http://memory.example.com", api_token=TOKEN)
+    with pytest.raises(ConfigurationError, match="over plain http"):
+        RemoteMemoryClient("http://10.0.0.5:7071", function_key="key")
+    RemoteMemoryClient("https://memory.example.com", api_token=TOKEN)
+    RemoteMemoryClient("http://localhost:7071", api_token=TOKEN)

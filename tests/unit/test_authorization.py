@@ -11,6 +11,7 @@ import pytest
 from memory_core.api import _ROUTES, ApiRequest, Headers
 from memory_core.auth import (
     ADMIN_ACTIONS,
+    ADMIN_SCOPE,
     AGENT_ACTIONS,
     ROLE_ADMIN,
     ROLE_AGENT,
@@ -33,7 +34,17 @@ ALICE = Principal("oid-alice", PrincipalKind.USER, frozenset({ROLE_USER}), user_
 ALICE_BY_SCOPE = Principal("oid-alice", PrincipalKind.USER, scopes=frozenset({USER_SCOPE}), user_id="alice")
 BOT = Principal("client-bot", PrincipalKind.APP, frozenset({ROLE_AGENT}), agent_ids=frozenset({"support"}))
 ANY_BOT = Principal("client-any", PrincipalKind.APP, frozenset({ROLE_AGENT}), agent_ids=frozenset({"*"}))
-ADMIN_USER = Principal("oid-root", PrincipalKind.USER, frozenset({ROLE_ADMIN}), user_id="root")
+ADMIN_USER = Principal(
+    "oid-root",
+    PrincipalKind.USER,
+    frozenset({ROLE_ADMIN}),
+    frozenset({USER_SCOPE, ADMIN_SCOPE}),
+    user_id="root",
+)
+#: A user holding Memory.Admin, in a token a client app got with Memory.ReadWrite alone.
+ADMIN_ROLE_WITHOUT_ADMIN_SCOPE = Principal(
+    "oid-root", PrincipalKind.USER, frozenset({ROLE_ADMIN}), frozenset({USER_SCOPE}), user_id="root"
+)
 ADMIN_APP = Principal("client-ops", PrincipalKind.APP, frozenset({ROLE_ADMIN}))
 HOLDER = Principal.token_holder()
 NOBODY_USER = Principal("oid-eve", PrincipalKind.USER, frozenset(), user_id="eve")
@@ -244,3 +255,13 @@ def test_a_loopback_authority_may_be_http() -> None:
     assert Settings.from_env({"MEMORY_AUTH_AUTHORITY": "http://127.0.0.1:8080"}).auth_authority.startswith(
         "http:"
     )
+
+
+@pytest.mark.parametrize("action", [Action.FORGET, Action.PURGE, Action.EXPORT])
+def test_a_users_admin_role_needs_the_admin_scope(action: Action) -> None:
+    """A user's token lists their app roles whichever client app asked for it: an app consented for
+    Memory.ReadWrite alone must not act with its user's admin rights (only their own scope)."""
+    with pytest.raises(ForbiddenError):
+        authorize(ADMIN_ROLE_WITHOUT_ADMIN_SCOPE, action, user_id="someone-else", agent_id=None)
+    authorize(ADMIN_USER, action, user_id="someone-else", agent_id=None)
+    assert not ADMIN_ROLE_WITHOUT_ADMIN_SCOPE.is_admin and ADMIN_USER.is_admin and ADMIN_APP.is_admin

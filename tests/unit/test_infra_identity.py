@@ -40,7 +40,7 @@ from test_infra_bicep import (
     syntax_tree,
 )
 
-from memory_core.auth import ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
+from memory_core.auth import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
 from memory_core.config import Settings
 
 IDENTITY = "app/api-identity.bicep"
@@ -122,11 +122,16 @@ def check_registration(docs: dict[str, dict[str, Any]]) -> None:
     assert api.get("requestedAccessTokenVersion") == 2, "v2 access tokens (audience: the client id)"
 
     ids: dict[str, tuple[Any, ...]] = {}
-    (scope,) = api["oauth2PermissionScopes"]
-    assert scope["value"] == USER_SCOPE, f"the delegated scope is {USER_SCOPE}"
+    scopes = {scope["value"]: scope for scope in api["oauth2PermissionScopes"]}
+    assert set(scopes) == {USER_SCOPE, ADMIN_SCOPE}, f"delegated scopes {sorted(scopes)}"
+    scope = scopes[USER_SCOPE]
     assert scope["type"] == "User" and scope["isEnabled"] is True
     assert scope["adminConsentDisplayName"] and scope["userConsentDisplayName"]
     ids[USER_SCOPE] = check_stable_id(doc, scope["id"], USER_SCOPE)
+    # A user's Memory.Admin counts only with this scope, which only an administrator can consent to.
+    admin = scopes[ADMIN_SCOPE]
+    assert admin["type"] == "Admin" and admin["isEnabled"] is True, f"{ADMIN_SCOPE}: admin consent only"
+    ids[ADMIN_SCOPE] = check_stable_id(doc, admin["id"], ADMIN_SCOPE)
 
     roles = app["appRoles"]
     assert isinstance(roles, list), "appRoles is a literal list"
@@ -148,6 +153,7 @@ def check_registration(docs: dict[str, dict[str, Any]]) -> None:
     _, sp_symbol, sp = principals[0]
     assert chain(body(sp)["appId"]) == [symbol, "appId"], "the service principal is the registration's"
     assert "condition" not in sp["config"]
+    assert body(sp).get("appRoleAssignmentRequired") is True, "only assigned users and apps get tokens"
 
     # Memory.Admin for the developer, only when one is given.
     assignments = list(declared({IDENTITY: doc}, "Microsoft.Graph/appRoleAssignedTo"))
