@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import PermanentError, TransientError, ValidationError
+from ..errors import ConflictError, PermanentError, TransientError, ValidationError
 from ..models import RecallUpdate, Turn, message_id_for, session_id_for
 
 __all__ = [
@@ -276,12 +276,21 @@ class SQLiteQueue:
         self._lock = threading.RLock()
         self._closed = False
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
-        if self._path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
+            if self._path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            with self._lock:
+                self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+            self._conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise TransientError(f"the queue file {self._path} is busy: {exc}") from exc
+            raise ConflictError(
+                f"{self._path} is not a readable queue file ({exc}): it is damaged or not a memory-core "
+                "queue; move it aside (its messages are lost unless restored from a backup) and start again"
+            ) from None
 
     @property
     def path(self) -> str:

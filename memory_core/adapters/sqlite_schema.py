@@ -312,8 +312,15 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 
 
 def check_ownership(conn: sqlite3.Connection, path: str) -> None:
-    """Refuse a database that belongs to another program (before anything is written to it)."""
-    application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    """Refuse a database that belongs to another program, or a file that is no database at all (before
+    anything is written to it)."""
+    try:
+        application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+        raise ConflictError(
+            f"{path} is not a readable SQLite database ({exc}): it is damaged or not a memory-core file; "
+            "restore it from a backup or pick another MEMORY_SQLITE_PATH / --db"
+        ) from None
     if application_id == APPLICATION_ID:
         return
     if application_id != 0:

@@ -28,6 +28,7 @@ import json
 import logging
 import threading
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -89,6 +90,14 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server_version = "memory-core"
     sys_version = ""
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the HTTP layer finds before the API sees a request (a request line or headers too long,
+        a malformed request line) in the API's JSON error shape instead of the standard library's HTML."""
+        self.close_connection = True
+        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "Error"
+        text = message or explain or phrase
+        self._write(_error_response(code, phrase.lower().replace(" ", "_").replace("-", "_"), text[:300]))
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)

@@ -3,11 +3,18 @@ a cursor no store issued refused with 422 (not a 500), and no request smuggled a
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import socket
 from collections.abc import Iterator
 
 import pytest
 from runtime_helpers import RunningRuntime, running
+
+from memory_core.adapters.sqlite_queue import SQLiteQueue
+from memory_core.cli import main
+from memory_core.errors import ConflictError
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +91,36 @@ def test_a_body_must_be_json(rt: RunningRuntime) -> None:
         "POST", "/api/turns", raw=b'{"schema": "memory-core.turn.v1"}', headers={"Content-Type": "text/plain"}
     )
     assert reply.status == 415 and reply.body["error"]["code"] == "unsupported_media_type"
+
+
+def test_an_oversized_header_gets_the_json_error_shape(rt: RunningRuntime) -> None:
+    assert rt.runtime.server is not None
+    request = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", rt.runtime.server.port), timeout=5) as conn:
+        conn.sendall(request)
+        received = b""
+        while part := conn.recv(65536):
+            received += part
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431") and b"application/json" in head
+    error = json.loads(body)["error"]
+    assert error["code"] == "request_header_fields_too_large" and error["message"]
+
+
+def test_a_damaged_store_or_queue_is_refused_with_one_line(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("damaged")
+    garbage = b"this is not a database, only some bytes that look nothing like SQLite's header " * 3
+    (folder / "store.db").write_bytes(garbage)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(
+            ["--db", str(folder / "store.db"), "list", "--user", "u", "--agent", "a"], out=io.StringIO()
+        )
+    assert (
+        code != 0
+        and "is not a readable SQLite database" in err.getvalue()
+        and "Traceback" not in err.getvalue()
+    )
+    (folder / "fresh.db.queue").write_bytes(garbage)
+    with pytest.raises(ConflictError, match="is not a readable queue file"):
+        SQLiteQueue(folder / "fresh.db.queue")
