@@ -7,6 +7,7 @@ or SQL (see :func:`validate_scope_id`).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import types
@@ -30,6 +31,7 @@ __all__ = [
     "MAX_MEMORY_CHARS",
     "MAX_PROVENANCE",
     "MAX_STATUS_REASON",
+    "MAX_TURN_BYTES",
     "MESSAGE_CONTROL_CHARACTERS",
     "RECALL_SCHEMA",
     "TURN_SCHEMA",
@@ -64,6 +66,7 @@ __all__ = [
     "parse_model",
     "session_id_for",
     "status_note",
+    "turn_json_bytes",
     "utcnow",
     "validate_category",
     "validate_memory_id",
@@ -546,6 +549,9 @@ TURN_SCHEMA = "memory-core.turn.v1"
 TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
 MAX_TURN_MESSAGES = 100
 MAX_MESSAGE_CHARS = 32000
+#: The most a turn's JSON may take (UTF-8): under the HTTP API's 256 KiB body and a Service Bus
+#: Standard message (256 KiB, headers included), with room to spare for both.
+MAX_TURN_BYTES = 192 * 1024
 
 
 class MessageRole(StrEnum):
@@ -615,6 +621,16 @@ class Turn(BaseModel):
     def _session(cls, value: str | None) -> str | None:
         return None if value is None else validate_scope_id(value, "session_id")
 
+    @model_validator(mode="after")
+    def _size(self) -> Turn:
+        size = turn_json_bytes(self.to_json_dict())
+        if size > MAX_TURN_BYTES:
+            raise ValueError(
+                f"the turn is {size} bytes of JSON; the maximum is {MAX_TURN_BYTES} (leave out older "
+                "messages or shorten them; the agent provider does so itself)"
+            )
+        return self
+
     @property
     def scope(self) -> Scope:
         return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
@@ -634,6 +650,11 @@ class Turn(BaseModel):
             if message.get("name") is None:
                 message.pop("name", None)
         return data
+
+
+def turn_json_bytes(data: Any) -> int:
+    """The UTF-8 size of ``data`` as compact JSON (how a turn travels on the queue)."""
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 class CandidateKind(StrEnum):

@@ -49,6 +49,7 @@ from agent_framework import AgentSession, ContextProvider, Message, SessionConte
 from ..errors import ConfigurationError, ValidationError
 from ..models import (
     MAX_MESSAGE_CHARS,
+    MAX_TURN_BYTES,
     MAX_TURN_MESSAGES,
     MESSAGE_CONTROL_CHARACTERS,
     SCOPE_ID_PATTERN,
@@ -63,6 +64,7 @@ from ..models import (
     Turn,
     TurnMessage,
     parse_model,
+    turn_json_bytes,
     validate_scope_id,
 )
 from ..prompts import strip_recalled_memories
@@ -183,6 +185,48 @@ def _scope_from(value: Any, field: str) -> Scope | None:
         except ValidationError as exc:
             raise ValidationError(field, str(exc)) from None
     raise ValidationError(field, "must be a Scope or a mapping with user_id and agent_id")
+
+
+#: What a turn's messages may take, leaving room in :data:`MAX_TURN_BYTES` for the envelope (ids, time).
+TURN_MESSAGES_BUDGET = MAX_TURN_BYTES - 4096
+
+
+def fit_turn(messages: list[TurnMessage], budget: int = TURN_MESSAGES_BUDGET) -> list[TurnMessage]:
+    """The messages of a turn cut to fit ``budget`` bytes of JSON, by a fixed rule.
+
+    Older messages are left out first (newest kept), but never the last user message; if that is still
+    too much, the longest remaining texts are shortened from their end (marked with "…"). Whatever is
+    left out is logged: a turn is never refused for its size.
+    """
+    def size(kept: list[TurnMessage]) -> int:
+        return turn_json_bytes([{"role": str(m.role), "text": m.text} for m in kept])
+
+    if size(messages) <= budget:
+        return messages
+    kept = list(messages)
+    last_user = max(i for i, m in enumerate(kept) if m.role == "user")
+    dropped = 0
+    while size(kept) > budget and len(kept) > 1:
+        oldest = 0 if last_user != 0 else 1
+        if oldest >= len(kept):
+            break
+        del kept[oldest]
+        dropped += 1
+        last_user -= 1 if oldest < last_user else 0
+    shortened = 0
+    while (excess := size(kept) - budget) > 0:
+        longest = max(range(len(kept)), key=lambda i: len(kept[i].text.encode("utf-8")))
+        raw = kept[longest].text.encode("utf-8")
+        cut = raw[: max(0, len(raw) - excess - 16)].decode("utf-8", errors="ignore")
+        kept[longest] = TurnMessage.model_construct(role=kept[longest].role, text=cut + "…", name=kept[longest].name)
+        shortened += 1
+    logger.warning(
+        "a turn was over %s bytes: %s older message(s) left out, %s text(s) shortened (newest kept)",
+        budget,
+        dropped,
+        shortened,
+    )
+    return kept
 
 
 class MemoryContextProvider(ContextProvider):
@@ -590,7 +634,7 @@ class MemoryContextProvider(ContextProvider):
             messages.append(TurnMessage.model_construct(role=role, text=text[:MAX_MESSAGE_CHARS]))
         if not any(m.role == "user" for m in messages):
             return None
-        messages = messages[-MAX_TURN_MESSAGES:]
+        messages = fit_turn(messages[-MAX_TURN_MESSAGES:])
         session_id = context.session_id if context.session_id and _valid_session(context.session_id) else None
         return Turn.model_validate(
             {
