@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from agent_framework import AgentSession, ContextProvider, Message, SessionContext
 
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError, PermanentError, TransientError, ValidationError
 from ..models import (
     MAX_MESSAGE_CHARS,
     MAX_TURN_BYTES,
@@ -76,7 +76,7 @@ from ..sanitize import (
     sanitize_memory_text,
 )
 from .memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
-from .outbox import TurnOutbox
+from .outbox import MAX_PERMANENT_FAILURES, TurnOutbox
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ports import TurnPublisher
@@ -727,6 +727,17 @@ class MemoryContextProvider(ContextProvider):
                     raise
                 except Exception as exc:
                     reason = "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+                    refused = isinstance(exc, PermanentError) and not isinstance(exc, TransientError)
+                    if refused and entry.attempts + 1 >= MAX_PERMANENT_FAILURES:
+                        outbox.set_aside(turn_id, reason)
+                        logger.error(
+                            "outbox: turn %s was refused on %s deliveries from the outbox and is set aside in %s (%s)",
+                            turn_id,
+                            MAX_PERMANENT_FAILURES,
+                            outbox.path,
+                            reason,
+                        )
+                        continue
                     outbox.failed(turn_id, reason)
                     logger.info("outbox: turn %s not delivered yet (%s)", turn_id, reason)
                     continue

@@ -20,7 +20,11 @@ from pathlib import Path
 
 from ..models import Turn, parse_model
 
-__all__ = ["OutboxEntry", "TurnOutbox"]
+__all__ = ["MAX_PERMANENT_FAILURES", "OutboxEntry", "TurnOutbox"]
+
+#: Deliveries a turn may fail permanently (the receiver refused it: too large, invalid, forbidden)
+#: before it is set aside in the outbox's dead letters instead of being retried forever.
+MAX_PERMANENT_FAILURES = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -30,7 +34,14 @@ CREATE TABLE IF NOT EXISTS outbox (
     next_attempt_at REAL NOT NULL,
     last_error TEXT,
     created_at REAL NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS outbox_dead (
+    turn_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    set_aside_at REAL NOT NULL
+);
 """
 
 
@@ -65,7 +76,7 @@ class TurnOutbox:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(_SCHEMA)
+            conn.executescript(_SCHEMA)
             self._conn = conn
         return self._conn
 
@@ -147,6 +158,39 @@ class TurnOutbox:
                 "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE turn_id = ?",
                 (attempts, now + delay, error[:500], turn_id),
             )
+
+    def set_aside(self, turn_id: str, reason: str) -> bool:
+        """Move a turn the receiver keeps refusing to the dead letters (kept, never retried); ``False``
+        if it was not waiting."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT body, attempts FROM outbox WHERE turn_id = ?", (turn_id,)).fetchone()
+                if row is None:
+                    conn.execute("COMMIT")
+                    return False
+                conn.execute(
+                    "INSERT OR REPLACE INTO outbox_dead (turn_id, body, attempts, reason, set_aside_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (turn_id, row[0], int(row[1]) + 1, reason[:500], time.time()),
+                )
+                conn.execute("DELETE FROM outbox WHERE turn_id = ?", (turn_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return True
+
+    def dead_letters(self) -> list[tuple[Turn, str]]:
+        """Turns set aside, oldest first, with the reason."""
+        if not self.exists():
+            return []
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT body, reason FROM outbox_dead ORDER BY set_aside_at, turn_id"
+            ).fetchall()
+        return [(parse_model(Turn, json.loads(body)), str(reason)) for body, reason in rows]
 
     def pending(self) -> int:
         """How many turns are waiting."""

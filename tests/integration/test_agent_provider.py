@@ -32,7 +32,7 @@ from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite_queue import SQLiteQueue
 from memory_core.api import ApiRequest, MemoryApi
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.errors import TransientError
+from memory_core.errors import PermanentError, TransientError
 from memory_core.integrations.agent_framework import (
     DEFAULT_SOURCE_ID,
     MEMORY_HEADER,
@@ -143,6 +143,7 @@ class FlakyPublisher(TurnPublisher):
         self.fail = fail
         self.delay = delay
         self.attempts = 0
+        self.refuse = False  # the receiver refuses the turn for good (too large, forbidden)
 
     async def publish_turn(self, turn: Turn) -> None:
         self.attempts += 1
@@ -150,6 +151,8 @@ class FlakyPublisher(TurnPublisher):
             await asyncio.sleep(self.delay)
         if self.fail:
             raise TransientError("service bus unavailable")
+        if self.refuse:
+            raise PermanentError("POST /turns answered 403: forbidden")
         await self.inner.publish_turn(turn)
 
     async def publish_recall(self, update: RecallUpdate) -> None:
@@ -712,5 +715,26 @@ def test_remote_mode_with_the_api_down_still_answers(env: Env, tmp_path: Path) -
             )
             assert response.text == "Still here."
             assert provider.outbox is not None and provider.outbox.pending() == 1
+
+    run(scenario())
+
+
+def test_a_turn_the_receiver_keeps_refusing_is_set_aside_not_retried_forever(env: Env) -> None:
+    from memory_core.integrations.outbox import MAX_PERMANENT_FAILURES
+
+    async def scenario() -> None:
+        env.publisher.refuse = True
+        provider = env.provider(publish_timeout=0.3)
+        await Agent(client=RecordingChatClient("Fine."), context_providers=[provider]).run(
+            "I like green tea.", session=AgentSession()
+        )
+        assert provider.outbox is not None and provider.outbox.pending() == 1
+        for _ in range(MAX_PERMANENT_FAILURES + 2):
+            assert await provider.flush_outbox(force=True) == 0
+        assert provider.outbox.pending() == 0  # no longer retried
+        ((turn, reason),) = provider.outbox.dead_letters()  # but kept, with why
+        assert turn.messages[0].text == "I like green tea." and "403" in reason
+        assert env.publisher.attempts == 1 + MAX_PERMANENT_FAILURES  # the run's own publish, then the flushes
+        await provider.close()
 
     run(scenario())
