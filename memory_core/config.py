@@ -7,7 +7,6 @@ Every setting has exactly one environment variable; the same names appear in
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import re
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigurationError, ValidationError
 from .models import validate_scope_id
+from .net import is_loopback
 from .policy import HumanMemoryPolicy
 
 __all__ = ["EMBEDDERS", "LLM_PROVIDERS", "OPENAI_BASE_URL", "Settings"]
@@ -31,15 +31,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CLAIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _env(name: str, default: Any, doc: str, *, secret: bool = False) -> Any:
@@ -297,7 +288,7 @@ class Settings:
             or not parts.hostname
             or parts.query
             or parts.fragment
-            or (parts.scheme == "http" and not _is_loopback(parts.hostname))
+            or (parts.scheme == "http" and not is_loopback(parts.hostname))
         ):
             raise ConfigurationError(
                 "MEMORY_AUTH_AUTHORITY must be an https URL such as https://login.microsoftonline.com "

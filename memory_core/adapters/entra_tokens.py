@@ -24,7 +24,6 @@ Error messages say what is wrong and never contain the token.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import time
@@ -39,6 +38,7 @@ import jwt
 from ..auth import Principal, PrincipalKind, bearer_token
 from ..errors import AuthenticationError, TransientError, ValidationError
 from ..models import validate_scope_id
+from ..net import is_loopback
 
 __all__ = [
     "DEFAULT_AUTHORITY",
@@ -84,14 +84,7 @@ def _fetchable(url: str) -> bool:
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return True
-    if parts.scheme != "http" or not parts.hostname:
-        return False
-    if parts.hostname == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(parts.hostname).is_loopback
-    except ValueError:
-        return False
+    return parts.scheme == "http" and is_loopback(parts.hostname or "")
 
 
 def _get_json(url: str, timeout: float) -> Mapping[str, Any]:

@@ -386,7 +386,7 @@ def _plain_http_off_machine(base_url: str) -> bool:
     """Whether ``base_url`` is plain ``http`` to another machine (credentials would travel in clear)."""
     from urllib.parse import urlsplit
 
-    from ..local.server import is_loopback
+    from ..net import is_loopback
 
     parts = urlsplit(base_url)
     return parts.scheme == "http" and not is_loopback(parts.hostname or "")

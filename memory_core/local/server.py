@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hmac
-import ipaddress
 import json
 import logging
 import threading
@@ -36,6 +35,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .. import telemetry
 from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
 from ..errors import ConfigurationError
+from ..net import is_loopback
 
 __all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
 
@@ -46,16 +46,6 @@ API_PREFIX = "/api"
 OPEN_ROUTES = frozenset({API_PREFIX + "/health"})
 #: The shortest token accepted (a guessable token guards nothing).
 MIN_TOKEN_CHARS = 16
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (``127.0.0.0/8``, ``::1``, ``localhost``)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_binding(host: str, token: str | None) -> None:
