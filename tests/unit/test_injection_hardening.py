@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_provider_format import NOW, hit  # one way to make a recalled memory for both files
 
 pytest.importorskip("agent_framework")
 
@@ -26,10 +26,7 @@ from memory_core.integrations.agent_framework import (
 )
 from memory_core.models import (
     MemoryCandidate,
-    MemoryRecord,
     MessageRole,
-    ScoreBreakdown,
-    SearchHit,
     Turn,
     TurnMessage,
 )
@@ -50,26 +47,11 @@ from memory_core.sanitize import (
 )
 from memory_core.service.ingest import EpisodePolicy, episode_candidates
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 NONCE = "3f9a0c1d2e4b5a69"
 START, END = recall_start_marker(NONCE), recall_end_marker(NONCE)
 # One entry of the block: number, the provider's metadata, then the memory as one JSON string.
 ENTRY = re.compile(r'^(\d+)\. \[([^\[\]"]+)\] ("(?:[^"\\]|\\.)*")$')
 LEADING_MARKUP = re.compile(r"#+(?:\s|$)|[-*+•]\s|\d{1,3}[.)]\s")
-
-
-def hit(text: str, *, category: str = "preference", importance: float = 0.85) -> SearchHit:
-    record = MemoryRecord(
-        user_id="u1",
-        agent_id="a1",
-        memory=text,
-        category=category,
-        importance=importance,
-        retention_score=0.91,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-    return SearchHit(record=record, score=1.0, breakdown=ScoreBreakdown(relevance=1.0))
 
 
 def block(*texts: str, nonce: str = NONCE) -> str:
