@@ -198,27 +198,31 @@ def fit_turn(messages: list[TurnMessage], budget: int = TURN_MESSAGES_BUDGET) ->
     too much, the longest remaining texts are shortened from their end (marked with "…"). Whatever is
     left out is logged: a turn is never refused for its size.
     """
-    def size(kept: list[TurnMessage]) -> int:
-        return turn_json_bytes([{"role": str(m.role), "text": m.text} for m in kept])
+    def item(message: TurnMessage) -> int:
+        return turn_json_bytes({"role": str(message.role), "text": message.text})
 
-    if size(messages) <= budget:
-        return messages
     kept = list(messages)
+    sizes = [item(m) for m in kept]  # each message once; the list's JSON adds "[", "]" and commas
+
+    def total() -> int:
+        return 2 + sum(sizes) + max(len(sizes) - 1, 0)
+
+    if total() <= budget:
+        return messages
     last_user = max(i for i, m in enumerate(kept) if m.role == "user")
     dropped = 0
-    while size(kept) > budget and len(kept) > 1:
+    while total() > budget and len(kept) > 1:
         oldest = 0 if last_user != 0 else 1
-        if oldest >= len(kept):
-            break
-        del kept[oldest]
+        del kept[oldest], sizes[oldest]
         dropped += 1
         last_user -= 1 if oldest < last_user else 0
     shortened = 0
-    while (excess := size(kept) - budget) > 0:
+    while (excess := total() - budget) > 0:
         longest = max(range(len(kept)), key=lambda i: len(kept[i].text.encode("utf-8")))
         raw = kept[longest].text.encode("utf-8")
         cut = raw[: max(0, len(raw) - excess - 16)].decode("utf-8", errors="ignore")
         kept[longest] = TurnMessage.model_construct(role=kept[longest].role, text=cut + "…", name=kept[longest].name)
+        sizes[longest] = item(kept[longest])
         shortened += 1
     logger.warning(
         "a turn was over %s bytes: %s older message(s) left out, %s text(s) shortened (newest kept)",
