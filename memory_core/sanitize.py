@@ -153,12 +153,13 @@ def _sanitize_once(text: str) -> str:
     return _FENCE.sub(r"\1", joined).translate(_BRACKETS)
 
 
-def quote_memory(text: str) -> str:
+def quote_memory(text: str, *, sanitized: bool = False) -> str:
     """``text`` sanitised and inside JSON double quotes (inner quotes and backslashes escaped).
 
-    Example: ``He said "hi"`` becomes ``"He said \\"hi\\""``.
+    Example: ``He said "hi"`` becomes ``"He said \\"hi\\""``. ``sanitized``: ``text`` is already what
+    :func:`sanitize_memory_text` returned (it is not sanitised again).
     """
-    return json.dumps(sanitize_memory_text(text), ensure_ascii=False)
+    return json.dumps(text if sanitized else sanitize_memory_text(text), ensure_ascii=False)
 
 
 def new_recall_nonce() -> str:

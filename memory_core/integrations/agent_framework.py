@@ -114,15 +114,16 @@ _LINGER_SECONDS = 30.0
 
 
 # -- formatting ---------------------------------------------------------------------------------
-def format_memory_line(number: int, hit: SearchHit) -> str:
+def format_memory_line(number: int, hit: SearchHit, *, clean_text: str | None = None) -> str:
     """``N. [category; importance=0.85; retention=0.91] "text"`` for a fact, and
     ``N. [episode; said 2026-05-01] "text"`` for an episode (the user's words, with when they were said).
 
     The text is sanitised and quoted (:func:`~memory_core.sanitize.quote_memory`): one line, inner
     quotes escaped, nothing that could pass for a heading, tag, marker or another entry.
+    ``clean_text``: the memory text already sanitised by the caller (it is not sanitised again).
     """
     record = hit.record
-    text = quote_memory(record.memory)
+    text = quote_memory(record.memory) if clean_text is None else quote_memory(clean_text, sanitized=True)
     if record.kind is MemoryKind.EPISODE:
         return f"{number}. [episode; said {record.created_at:%Y-%m-%d}] {text}"
     return (
@@ -145,11 +146,14 @@ def format_memories(hits: Sequence[SearchHit], *, nonce: str | None = None) -> s
     Raises:
         ValueError: ``nonce`` is not 1-64 letters, digits, ``_`` or ``-``.
     """
-    shown = [hit for hit in hits if sanitize_memory_text(hit.record.memory)]
+    cleaned = ((hit, sanitize_memory_text(hit.record.memory)) for hit in hits)
+    shown = [(hit, text) for hit, text in cleaned if text]  # each memory sanitised once
     if not shown:
         return None
     marker = new_recall_nonce() if nonce is None else nonce
-    lines = [format_memory_line(number, hit) for number, hit in enumerate(shown, start=1)]
+    lines = [
+        format_memory_line(number, hit, clean_text=text) for number, (hit, text) in enumerate(shown, start=1)
+    ]
     return "\n".join(
         [recall_start_marker(marker), MEMORY_HEADER, MEMORY_INSTRUCTION, *lines, recall_end_marker(marker)]
     )
@@ -587,7 +591,7 @@ class MemoryContextProvider(ContextProvider):
             hits = [hit for hit in hits if hit.score >= self.min_score]
             if hits and self.recall:
                 self._spawn(self._recall_later(read, hits))
-        text = format_memories(hits, nonce=new_recall_nonce())  # a fresh marker for every run
+        text = format_memories(hits)  # a fresh marker nonce for every run
         logger.debug(
             "memory search: %s hit(s), %s injected in %.1f ms",
             len(result.hits),
