@@ -18,6 +18,9 @@ Functions:
   binding that can is a pre-release package), so completing after a durable record is what keeps
   the session moving without losing the message. If the record cannot be written the function
   raises, and after ``maxDeliveryCount`` deliveries Service Bus dead-letters the message itself.
+  A turn or recall update dated at or before the last purge of its scope (the tombstone in the
+  history table) is dropped by the service and completed (outcome ``purged``): a purge holds against
+  Service Bus redeliveries and messages queued before it.
 - ``nightly_forgetting``: timer trigger on ``%MEMORY_FORGET_SCHEDULE%``; applies forgetting in
   bounded pages within a time budget and saves where it stopped, so the next run resumes there.
 - HTTP functions, one per route of the contract, each forwarding to :meth:`MemoryApi.handle`.

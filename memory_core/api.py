@@ -11,7 +11,8 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -53,7 +54,7 @@ from .models import (
     validate_memory_id,
     validate_scope_id,
 )
-from .ports import Page
+from .ports import Page, QueuedItem
 from .service.admin import PurgeReport
 from .service.forgetting import ForgettingReport
 
@@ -75,10 +76,12 @@ __all__ = [
     "MemoryListResponse",
     "MemoryView",
     "PurgeResponse",
+    "QueuedMessageView",
     "SearchHitView",
     "SearchRequest",
     "SearchResponse",
     "TurnAccepted",
+    "export_response",
     "forgetting_response",
     "memory_detail",
     "memory_list_response",
@@ -229,6 +232,36 @@ def purge_response(report: PurgeReport) -> PurgeResponse:
         agent_id=report.agent_id,
         purged_memories=report.memories,
         purged_history=report.history,
+        purged_queued=report.queued,
+        purged_at=report.purged_at,
+    )
+
+
+def export_response(
+    user_id: str,
+    agent_id: str | None,
+    records: list[MemoryRecord],
+    history: list[HistoryEntry],
+    queued: list[QueuedItem],
+) -> ExportResponse:
+    """``GET /api/users/{user_id}/export`` (and ``memory-core --json export``)."""
+    return ExportResponse(
+        user_id=user_id,
+        agent_id=agent_id,
+        count=len(records),
+        memories=records,
+        history=history,
+        queued=[
+            QueuedMessageView(
+                message_id=q.message_id,
+                kind=q.kind,
+                agent_id=q.agent_id,
+                item_id=q.item_id,
+                occurred_at=q.occurred_at,
+                dead_lettered=q.dead_lettered,
+            )
+            for q in queued
+        ],
     )
 
 
@@ -243,8 +276,23 @@ class MemoryDetail(MemoryView):
     history: list[HistoryEntry]
 
 
+class QueuedMessageView(BaseModel):
+    """A message of the user still on the embedded queue (not yet processed, or dead-lettered), by ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: str
+    kind: str = Field(description="`turn`, `recall` or what the producer said")
+    agent_id: str | None
+    item_id: str | None = Field(description="The `turn_id` or `recall_id`")
+    occurred_at: datetime | None = Field(description="The turn's `occurred_at` (a recall update's `at`)")
+    dead_lettered: bool
+
+
 class ExportResponse(BaseModel):
-    """``GET /api/users/{user_id}/export``: every record of the user, every field, every status."""
+    """``GET /api/users/{user_id}/export``: every record of the user (every field, provenance included,
+    every status), the decision history of the exported scopes, and what still waits on the embedded
+    queue."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -252,6 +300,16 @@ class ExportResponse(BaseModel):
     agent_id: str | None
     count: int
     memories: list[MemoryRecord]
+    history: list[HistoryEntry] = Field(
+        default_factory=list,
+        description="Every recorded decision (ADD, UPDATE, DELETE, NONE) about the exported scopes, oldest "
+        "first per scope, with the states before and after and the reason",
+    )
+    queued: list[QueuedMessageView] = Field(
+        default_factory=list,
+        description="The user's messages still on the embedded queue (waiting or dead-lettered), by ids and "
+        "time; always empty in Azure (Service Bus messages cannot be listed per user)",
+    )
 
 
 class PurgeResponse(BaseModel):
@@ -263,6 +321,16 @@ class PurgeResponse(BaseModel):
     agent_id: str | None
     purged_memories: int
     purged_history: int
+    purged_queued: int = Field(
+        0,
+        description="Messages of the scope removed from the embedded queue (waiting, in hand, dead-lettered); "
+        "0 in Azure, where Service Bus keeps them and the tombstone drops them on delivery",
+    )
+    purged_at: datetime | None = Field(
+        None,
+        description="The tombstone left by the purge: a turn whose `occurred_at` (a recall update whose `at`) "
+        "is at or before it is dropped from now on, whatever delivers it",
+    )
 
 
 class TurnAccepted(BaseModel):
@@ -273,18 +341,24 @@ class TurnAccepted(BaseModel):
     turn_id: str
     session_id: str
     status: str = Field(
-        description="`queued` (sent to the ordered queue), `ingested` (no queue configured) or `duplicate` "
+        description="`queued` (sent to the ordered queue), `ingested` (no queue configured), `duplicate` "
         "(this scope already ingested this turn id, or the embedded queue already holds it; nothing was "
-        "queued)"
+        "queued) or `purged` (the turn's `occurred_at` is at or before the last purge of its scope or user; "
+        "it was dropped)"
     )
 
 
 class HealthResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    status: str
+    status: Literal["ok", "unhealthy"] = Field(
+        description="`ok` (HTTP 200), or `unhealthy` (HTTP 503): ingestion has stopped (`details.problem` says why)"
+    )
     version: str
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Facts of the deployment: locally `ingestion` (`ok`, `stopped`, `off`), `queue` and `workers`",
+    )
 
 
 class ErrorDetail(BaseModel):
@@ -618,7 +692,7 @@ _ROUTES: tuple[_Route, ...] = (
         "GET",
         ("users", "{user_id}", "export"),
         "export",
-        "Every record of a user, every field",
+        "Every record of a user (every field, provenance included), the decision history and queued messages",
         Action.EXPORT,
         _user_target,
     ),
@@ -626,7 +700,7 @@ _ROUTES: tuple[_Route, ...] = (
         "DELETE",
         ("users", "{user_id}"),
         "purge",
-        "Physically remove a user's memories and history",
+        "Physically remove a user's memories, history and queued messages; later replays of them are dropped",
         Action.PURGE,
         _user_target,
     ),
@@ -854,7 +928,9 @@ class MemoryApi:
     async def _export(self, request: ApiRequest, target: _Target) -> ApiResponse:
         user_id, agent_id = str(target.user_id), target.agent_id
         records = [r async for r in self.service.export(user_id, agent_id)]
-        response = ExportResponse(user_id=user_id, agent_id=agent_id, count=len(records), memories=records)
+        history = await self.service.export_history(user_id, agent_id)
+        queued = await self.service.queued_messages(user_id, agent_id)
+        response = export_response(user_id, agent_id, records, history, queued)
         return ApiResponse(200, response.model_dump(mode="json"))
 
     async def _purge(self, request: ApiRequest, target: _Target) -> ApiResponse:
@@ -1056,7 +1132,11 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                 "export",
                 parameters=[user_p, agent_opt],
                 responses={
-                    "200": ok(ExportResponse, "Every record, embeddings included"),
+                    "200": ok(
+                        ExportResponse,
+                        "Every record (embeddings and provenance included), the decision history of the "
+                        "exported scopes, and the user's messages still on the embedded queue",
+                    ),
                     **errors,
                     **guarded,
                 },
@@ -1072,7 +1152,11 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         "confirm", "query", {"type": "boolean", "enum": [True]}, "Must be true", required=True
                     ),
                 ],
-                responses={"200": ok(PurgeResponse, "What was removed"), **errors, **guarded},
+                responses={
+                    "200": ok(PurgeResponse, "What was removed, and the tombstone that drops replays"),
+                    **errors,
+                    **guarded,
+                },
             )
         },
         "/turns": {
@@ -1117,7 +1201,20 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                 },
             )
         },
-        "/health": {"get": operation("health", security=[], responses={"200": ok(HealthResponse, "Alive")})},
+        "/health": {
+            "get": operation(
+                "health",
+                security=[],
+                responses={
+                    "200": ok(HealthResponse, "Alive (`status` is `ok`)"),
+                    "503": ok(
+                        HealthResponse,
+                        "Unhealthy (`status` is `unhealthy`): messages wait and no worker drains the queue; "
+                        "`details.problem` says why",
+                    ),
+                },
+            )
+        },
         "/openapi.json": {
             "get": operation(
                 "openapi",

@@ -12,7 +12,7 @@ import importlib
 import os
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from . import telemetry
 from .config import Settings
@@ -52,6 +52,8 @@ __all__ = [
     "local_queue_path",
     "require_chat_model",
 ]
+
+T = TypeVar("T")
 
 
 class HistoryAndCheckpoints(HistoryStore, CheckpointStore, Protocol):
@@ -267,6 +269,7 @@ def build_service(
     recall_via_queue: bool = False,
     checkpoints: CheckpointStore | None = None,
     dead_letters: DeadLetterStore | None = None,
+    share_fairly: bool = False,
 ) -> MemoryService:
     """The one :class:`MemoryService`, wired from settings (any adapter may be passed in instead).
 
@@ -283,6 +286,10 @@ def build_service(
         checkpoints: Where the scheduled forgetting keeps its bookmarks (default: the history).
         dead_letters: Where poison messages are set aside (default: the Azure history table; the
             embedded queue dead-letters by itself).
+        share_fairly: For a long-running server on one event loop (``memory-core serve``): the
+            embedded store and history it builds run their SQLite calls on their own threads
+            (:mod:`memory_core.local.offload`), and searches and ingestion take turns at the
+            embedder (:mod:`memory_core.local.sharing`).
     """
     from .consolidation import MemoryConsolidator
     from .extraction import MemoryExtractor
@@ -295,8 +302,12 @@ def build_service(
         owned.append(embedder)
     if store is None:
         store = build_store(settings, clock=clock, embedder=embedder)
+        if share_fairly and settings.store != "azure_search":
+            store = _offloaded(store, "memory-store")
     if history is None:
         built = build_history(settings)
+        if share_fairly and built is not None and settings.store != "azure_search":
+            built = _offloaded(built, "memory-history")
         history = built
         # Both history adapters built here keep checkpoints; the Azure one also keeps dead letters
         # (the Functions binding cannot dead-letter a message itself; the embedded queue can).
@@ -308,6 +319,10 @@ def build_service(
         if chat_model is not None:
             owned.append(chat_model)
     policy = settings.policy()
+    if share_fairly:
+        from .local.sharing import FairEmbedder
+
+        embedder = FairEmbedder(embedder)
     return MemoryService(
         store=store,
         embedder=embedder,
@@ -324,6 +339,13 @@ def build_service(
         episodes=EpisodePolicy(enabled=settings.episodes, importance=settings.episode_importance),
         owned=owned,
     )
+
+
+def _offloaded(adapter: T, name: str) -> T:
+    """``adapter`` with its (blocking SQLite) calls on a thread of its own."""
+    from .local.offload import StorageThread, offloaded
+
+    return offloaded(adapter, StorageThread(name))
 
 
 def build_authenticator(settings: Settings) -> EntraTokenValidator | None:

@@ -17,11 +17,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .api import forgetting_response, memory_detail, memory_list_response, purge_response, search_response
+from .api import (
+    export_response,
+    forgetting_response,
+    memory_detail,
+    memory_list_response,
+    purge_response,
+    search_response,
+)
 from .errors import MemoryCoreError, NotFoundError, PermanentError
 from .models import MemoryKind, MemorySearchOptions, MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .adapters.sqlite_queue import SQLiteQueue
     from .config import Settings
     from .service import MemoryService
 
@@ -60,6 +68,17 @@ def _service(args: argparse.Namespace) -> MemoryService:
     from .bootstrap import build_service
 
     return build_service(_settings(args))
+
+
+def _non_negative_int(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
 
 
 def _short(text: str, width: int = 72) -> str:
@@ -101,10 +120,46 @@ async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _local_queue(settings: Settings) -> SQLiteQueue | None:
+    """The embedded queue beside the store file, when there is one (``None`` for the Azure store, an
+    in-memory store, or a store that never had a queue): purge and export reach into it."""
+    from .bootstrap import build_local_queue, local_queue_path
+
+    if settings.store == "azure_search" or settings.sqlite_path == ":memory:":
+        return None
+    if not Path(local_queue_path(settings)).exists():
+        return None
+    return build_local_queue(settings)
+
+
+def _service_with_queue(settings: Settings, queue: SQLiteQueue | None) -> MemoryService:
+    """The service, with the embedded queue as its publisher (closed with it, or here if building fails)."""
+    from .bootstrap import build_service
+
+    try:
+        return build_service(settings, publisher=queue)
+    except BaseException:
+        if queue is not None:
+            queue.close_sync()
+        raise
+
+
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    async with _service(args) as service:
+    settings = _settings(args)
+    async with _service_with_queue(settings, _local_queue(settings) if args.json else None) as service:
+        if args.json:  # exactly what GET /api/users/{user_id}/export answers
+            records = [record async for record in service.export(args.user, args.agent)]
+            history = await service.export_history(args.user, args.agent)
+            queued = await service.queued_messages(args.user, args.agent)
+            _print_json(export_response(args.user, args.agent, records, history, queued).model_dump(mode="json"), out)
+            return 0
         async for record in service.export(args.user, args.agent):
             out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
+        if args.history:
+            entries = await service.export_history(args.user, args.agent)
+            with Path(args.history).open("w", encoding="utf-8") as handle:
+                for entry in entries:
+                    handle.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
     return 0
 
 
@@ -195,12 +250,22 @@ async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
     if not args.yes:
         raise PermanentError("purge removes memories physically and cannot be undone; add --yes to confirm")
-    async with _service(args) as service:
+    settings = _settings(args)
+    # The embedded queue (if any) loses the scope's messages too, even while `serve` runs.
+    async with _service_with_queue(settings, _local_queue(settings)) as service:
         report = await service.purge(args.user, args.agent)
     if args.json:
         _print_json(purge_response(report).model_dump(mode="json"), out)
-    else:
-        out.write(f"purged {report.memories} memories and {report.history} history entries\n")
+        return 0
+    out.write(
+        f"purged {report.memories} memories, {report.history} history entries and "
+        f"{report.queued} queued message(s)\n"
+    )
+    if report.purged_at is not None:
+        out.write(
+            f"turns and recall updates of this {'user' if args.agent is None else 'agent'} dated at or before "
+            f"{report.purged_at.isoformat()} are dropped from now on\n"
+        )
     return 0
 
 
@@ -217,6 +282,9 @@ async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
             header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
             if result.status == "duplicate":
                 out.write(f"{header}: already ingested, skipped\n")
+                continue
+            if result.status == "purged":
+                out.write(f"{header}: dated at or before the purge of its scope, dropped\n")
                 continue
             note = f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
             out.write(f"{header}: {len(result.steps)} decision(s){note}\n")
@@ -268,11 +336,24 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         max_deliveries=args.max_deliveries,
         scheduler=not args.no_scheduler,
         token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
+        request_concurrency=args.request_concurrency or None,
+        recall_window_seconds=args.recall_window,
     )
     try:
         return await serve_async(_settings(args), options, out=out)
     except OSError as exc:
         raise MemoryCoreError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
+
+
+async def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
+    from .doctor import diagnose
+
+    report = await diagnose(_settings(args), full=args.full, queue_path=args.queue)
+    if args.json:
+        _print_json(report.as_dict(), out)
+    else:
+        out.write("\n".join(report.lines()) + "\n")
+    return 1 if report.failed else 0
 
 
 async def cmd_queue(args: argparse.Namespace, out: TextIO) -> int:
@@ -320,6 +401,12 @@ async def cmd_queue(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+async def cmd_deadletters(args: argparse.Namespace, out: TextIO) -> int:
+    from .deadletters import run_command
+
+    return await run_command(args, _settings(args), out)
+
+
 # -- parser -------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -356,8 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="JSON lines file, or - for standard input")
     p.set_defaults(handler=cmd_import)
 
-    p = sub.add_parser("export", help="a user's memory records as JSON lines, every field")
+    p = sub.add_parser(
+        "export",
+        help="a user's memory records as JSON lines, every field (--json: the API's export, with history)",
+    )
     scope(p, agent_required=False)
+    p.add_argument("--history", metavar="FILE", help="also write the decision history, as JSON lines, to FILE")
     p.set_defaults(handler=cmd_export)
 
     p = sub.add_parser("search", help="ranked memories for a query")
@@ -430,6 +521,21 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b.add_argument("--seed", type=int, default=7)
+    b = bench.add_parser("serve", help="the embedded server under search load while turns are posted")
+    b.add_argument("--searchers", type=int, default=20, help="concurrent searchers")
+    b.add_argument("--seconds", type=float, default=30.0, help="how long the searchers run")
+    b.add_argument("--turns", type=int, default=2000, help="turns posted during the load")
+    b.add_argument("--users", type=int, default=50, help="users (one agent each) the turns and searches spread over")
+    b.add_argument("--seed-turns", type=int, default=4, help="turns per user processed before the load")
+    b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
+    b.add_argument("--workers", type=int, default=2, help="queue workers of the server")
+    b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    b.add_argument("--drain-timeout", type=float, default=600.0, help="longest wait for the rest to be processed")
+    b.add_argument(
+        "--request-concurrency", type=_non_negative_int, default=2, help="the server's --request-concurrency"
+    )
+    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
+    b.add_argument("--seed", type=int, default=7)
     p.set_defaults(handler=cmd_bench)
 
     p = sub.add_parser("eval", help="quality reports (retrieval on LoCoMo, the Japanese set)")
@@ -459,7 +565,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer token every route but health requires (default MEMORY_API_TOKEN; prefer the variable: "
         "arguments are visible to other users of the machine); required for a non-loopback --host",
     )
+    p.add_argument(
+        "--request-concurrency",
+        type=_non_negative_int,
+        default=2,
+        help="requests served at once, the others wait their turn so queue workers keep their share "
+        "(default 2; 0: no limit; health and POST /turns never wait)",
+    )
+    p.add_argument(
+        "--recall-window",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a scope's recall updates are gathered into one before they are queued (default 2; 0: none)",
+    )
     p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("doctor", help="check the store, its history and queue, read-only")
+    p.add_argument("--full", action="store_true", help="full integrity_check even of large files (slower)")
+    p.add_argument("--queue", metavar="PATH", help="the queue file (default <db>.queue)")
+    p.set_defaults(handler=cmd_doctor)
 
     p = sub.add_parser("queue", help="inspect the embedded queue (<db>.queue)")
     queue = p.add_subparsers(dest="queue_command", required=True, metavar="ACTION")
@@ -471,6 +596,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("id")
     queue.add_parser("purge-dead-letters", help="remove every dead letter")
     p.set_defaults(handler=cmd_queue)
+
+    from .deadletters import add_arguments as deadletter_arguments
+
+    p = sub.add_parser("deadletters", help="list or replay dead letters (the embedded queue or the Azure table)")
+    deadletter_arguments(p)
+    p.set_defaults(handler=cmd_deadletters)
     return parser
 
 

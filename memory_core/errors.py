@@ -15,6 +15,7 @@ __all__ = [
     "MemoryCoreError",
     "NotFoundError",
     "PermanentError",
+    "StorageFullError",
     "TransientError",
     "ValidationError",
 ]
@@ -30,6 +31,24 @@ class TransientError(MemoryCoreError):
 
 class PermanentError(MemoryCoreError):
     """A failure that retrying cannot fix (bad input, unknown schema)."""
+
+
+class StorageFullError(TransientError):
+    """The disk holding a store, history or queue file is full (SQLite's "database or disk is full").
+
+    The write was rolled back as a whole, so nothing is half-written; it succeeds when retried once
+    space is freed (a queued turn is delivered again).
+
+    Args:
+        path: The file that could not grow.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"the disk holding {path} is full (database or disk is full): nothing was written; "
+            "free some space and retry"
+        )
 
 
 class ValidationError(PermanentError, ValueError):

@@ -30,6 +30,7 @@ __all__ = [
     "IMMUTABLE_FIELDS",
     "MAX_MEMORY_CHARS",
     "MAX_PROVENANCE",
+    "MAX_RECALL_IDS",
     "MAX_STATUS_REASON",
     "MAX_TURN_BYTES",
     "MESSAGE_CONTROL_CHARACTERS",
@@ -753,6 +754,9 @@ class HistoryEntry(BaseModel):
 
 RECALL_SCHEMA = "memory-core.recall.v1"
 
+#: Memory ids one recall update may carry.
+MAX_RECALL_IDS = 1000
+
 
 class RecallUpdate(BaseModel):
     """Memories returned to an agent, sent on the scope's ordered queue path (``memory-core.recall.v1``).
@@ -767,7 +771,7 @@ class RecallUpdate(BaseModel):
     recall_id: str = Field(default_factory=lambda: f"recall-{uuid.uuid4().hex}")
     user_id: UserId
     agent_id: AgentId
-    memory_ids: list[str] = Field(min_length=1, max_length=1000)
+    memory_ids: list[str] = Field(min_length=1, max_length=MAX_RECALL_IDS)
     at: UtcDateTime
 
     @field_validator("schema_")

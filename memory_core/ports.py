@@ -40,11 +40,16 @@ __all__ = [
     "MemoryRef",
     "MemoryStore",
     "Page",
+    "QueuedItem",
+    "QueuedLister",
     "RetentionPage",
     "RetentionWrite",
+    "ScopePurger",
     "SystemClock",
     "TurnJournal",
     "TurnPublisher",
+    "WalCheckpointer",
+    "supports",
 ]
 
 
@@ -424,7 +429,29 @@ class HistoryStore(Protocol):
         ...
 
     async def purge(self, user_id: str, agent_id: str | None = None) -> int:
-        """Physically remove a user's history and turn journals; returns how many entries."""
+        """Physically remove a user's history and turn journals; returns how many entries.
+
+        Tombstones (:meth:`record_tombstone`) are kept: they are what stops a replay of the purged turns.
+        """
+        ...
+
+    async def record_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> datetime:
+        """Durably record that a user (``agent_id`` ``None``: every agent of the user) or one scope was
+        purged at ``at``, before anything is deleted.
+
+        A tombstone holds ids and a time only. Recording an earlier time than the one kept changes
+        nothing (a tombstone only moves forward).
+
+        Returns:
+            The time now kept for that user or scope.
+        """
+        ...
+
+    async def tombstone(self, scope: Scope) -> datetime | None:
+        """When ``scope`` was last purged (the later of its own tombstone and its user's), or ``None``.
+
+        Turns and recall updates dated at or before that time are dropped, not ingested.
+        """
         ...
 
     async def close(self) -> None: ...
@@ -473,3 +500,68 @@ class DeadLetterStore(Protocol):
     async def record_dead_letter(self, letter: DeadLetter) -> None:
         """Keep ``letter`` (recording the same message id twice keeps one)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedItem:
+    """A message of a user still on a local queue (waiting, in hand or dead-lettered), by ids only.
+
+    Attributes:
+        message_id: The queue's message id.
+        kind: ``turn``, ``recall`` or what the producer said.
+        agent_id: The agent of the scope, when the body names one.
+        item_id: The ``turn_id`` or ``recall_id``, when the body names one.
+        occurred_at: The turn's ``occurred_at`` (a recall update's ``at``), when readable.
+        dead_lettered: ``True`` for a dead letter.
+    """
+
+    message_id: str
+    kind: str
+    agent_id: str | None
+    item_id: str | None
+    occurred_at: datetime | None
+    dead_lettered: bool = False
+
+
+@runtime_checkable
+class ScopePurger(Protocol):
+    """A queue that can remove every message of a user or scope itself (the embedded queue; Service
+    Bus cannot, and relies on the tombstone instead)."""
+
+    async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:
+        """Remove the waiting, locked and dead-lettered messages of one scope (``agent_id`` ``None``:
+        of every scope of the user) in one transaction; returns how many."""
+        ...
+
+
+@runtime_checkable
+class QueuedLister(Protocol):
+    """A queue that can list a user's messages it still holds (export)."""
+
+    async def queued_for(self, user_id: str, agent_id: str | None = None) -> list[QueuedItem]:
+        """The messages of one scope (``agent_id`` ``None``: every scope of the user), oldest first."""
+        ...
+
+
+@runtime_checkable
+class WalCheckpointer(Protocol):
+    """A file-backed adapter that can move its write-ahead log into its file and truncate the log, so
+    deleted text leaves the disk (the SQLite adapters, which also zero deleted content)."""
+
+    async def checkpoint_wal(self) -> bool:
+        """Checkpoint and truncate the write-ahead log; ``False`` if a reader kept part of it."""
+        ...
+
+
+def supports(resource: object, capability: type) -> bool:
+    """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
+    :class:`QueuedLister`, :class:`WalCheckpointer`).
+
+    ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
+    adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12
+    ``isinstance`` looks a protocol's members up statically and no longer sees forwarded ones.
+    """
+    if isinstance(resource, capability):
+        return True
+    members = [name for name, value in vars(capability).items() if not name.startswith("_") and callable(value)]
+    return bool(members) and all(callable(getattr(resource, name, None)) for name in members)

@@ -23,8 +23,7 @@ param applicationInsightsName string
 param manageSearchIndex bool = false
 
 var roles = {
-  serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0' // Azure Service Bus Data Receiver
-  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39' // Azure Service Bus Data Sender
+  serviceBusDataOwner: '090c5cfd-751d-490a-894a-3ce6f1109419' // Azure Service Bus Data Owner
   searchIndexDataContributor: '8ebe5a00-799e-43f5-93ac-243d3dce84a7' // Search Index Data Contributor
   searchServiceContributor: '7ca78c08-252a-4471-8644-bb5ff32d4ba0' // Search Service Contributor
   openAiUser: '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd' // Cognitive Services OpenAI User
@@ -58,23 +57,17 @@ resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing
   name: applicationInsightsName
 }
 
-// Azure Service Bus Data Receiver, on the turns queue only: the queue trigger reads turns.
-resource turnsQueueReceiver 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(turnsQueue.id, principalId, roles.serviceBusDataReceiver)
+// Azure Service Bus Data Owner, on the turns queue only (never the namespace): the queue trigger
+// receives turns, the HTTP turn endpoint, recall updates and `memory-core deadletters replay` send,
+// and Flex Consumption's target-based scaling reads the queue's message count, which needs Manage
+// rights (as in the official Flex Consumption + Service Bus quickstart). Owner's data actions include
+// send and receive, so no separate Data Receiver / Data Sender assignment is made: one assignment is
+// the whole grant on the queue, and nothing on any other entity of the namespace.
+resource turnsQueueOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(turnsQueue.id, principalId, roles.serviceBusDataOwner)
   scope: turnsQueue
   properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataReceiver)
-    principalId: principalId
-    principalType: principalType
-  }
-}
-
-// Azure Service Bus Data Sender, on the turns queue only: the HTTP turn endpoint and recall updates publish.
-resource turnsQueueSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(turnsQueue.id, principalId, roles.serviceBusDataSender)
-  scope: turnsQueue
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataSender)
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.serviceBusDataOwner)
     principalId: principalId
     principalType: principalType
   }

@@ -18,9 +18,21 @@ marker and stores nothing; two writers racing for the counter fail on its ETag a
 again. Long JSON (candidates, before/after records) is split over several string properties (a
 property holds at most 64 KiB).
 
+Size budget. The service counts an entity at 2 bytes a UTF-16 code unit (an emoji is two units)
+plus per-property overhead (:func:`entity_bytes`), at most 1 MiB; a transaction's payload is at most
+4 MiB. Every entity is checked before it is written (:func:`check_entity`; its JSON is held to 1 MiB
+too, which Azurite enforces), and so is every transaction. A history entry, turn journal or checkpoint
+that does not fit is refused with a :class:`~memory_core.errors.ValidationError` (a permanent error)
+naming the field, so the turn is set aside with that reason and nothing is half-written or silently
+cut. A dead letter is never refused: its body is cut to fit and marked (:meth:`record_dead_letter`),
+and a cut body is never replayed.
+
 Two more partitions serve the Functions host: ``~deadletter`` (poison queue messages with the reason
 they were set aside; see ``function_app.py``) and ``~checkpoint`` (where the nightly forgetting job
-resumes). Both start with ``~``, which no scope id can.
+resumes). A third, ``~tombstone``, keeps when a user (row key ``{user_id}|*``) or a scope (``{user_id}|{agent_id}``)
+was purged: ids and a time, no text, recorded before the purge deletes anything and never purged
+itself, so a turn or recall update dated at or before it is dropped however late it is delivered. All
+three start with ``~``, which no scope id can.
 
 Throttling, 5xx and timeouts are retried with back-off (:mod:`memory_core.adapters.azure_retry`)
 and then raise :class:`~memory_core.errors.TransientError`.
@@ -69,18 +81,33 @@ T = TypeVar("T")
 DEFAULT_TABLE = "memoryhistory"
 #: Operations of one entity-group transaction (the service's limit is 100).
 MAX_TRANSACTION_OPS = 100
-#: Keep a transaction well under the service's 4 MiB.
-MAX_TRANSACTION_BYTES = 3 * 1024 * 1024
-#: Characters per string property chunk (a property holds 64 KiB = 32,768 UTF-16 code units).
+#: The payload of one entity-group transaction (the service's limit, and Azurite's).
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+#: One entity as the service measures it (:func:`entity_bytes`: 2 bytes a UTF-16 code unit).
+MAX_ENTITY_BYTES = 1024 * 1024
+#: What this store lets an entity take of :data:`MAX_ENTITY_BYTES` (1 KiB spare).
+ENTITY_BUDGET = MAX_ENTITY_BYTES - 1024
+#: The JSON of one entity as sent (:func:`request_bytes`). Azurite refuses an insert or update whose
+#: body exceeds 1 MiB, and the SDK escapes every non-ASCII character (``\uXXXX``: 6 bytes, 12 outside
+#: the BMP), so this second bound keeps the store working there too.
+REQUEST_BUDGET = MAX_ENTITY_BYTES - 8 * 1024
+#: Characters per string property chunk. A property holds 64 KiB = 32,768 UTF-16 code units; 16,000
+#: characters are at most 32,000 units even when every one lies outside the BMP (two units each).
 CHUNK_CHARS = 16_000
-#: Chunks one long text may use (an entity holds at most 1 MiB).
-MAX_CHUNKS = 60
-#: Largest poison message body kept with a dead letter (a Service Bus message is at most 256 KiB).
+#: Largest poison message body considered for a dead letter (a Service Bus Standard message is at
+#: most 256 KiB); what does not fit the entity budget is cut (see :meth:`record_dead_letter`).
 MAX_DEAD_LETTER_BODY = 256 * 1024
+#: Allowance per operation of a transaction for its MIME part headers and request line.
+_OP_OVERHEAD = 2 * 1024
+#: The ``Timestamp`` property the service adds to every entity (8 + 2 * 9 + 8 bytes).
+_TIMESTAMP_BYTES = 34
 
 _COUNTER = "c"
 _DEAD_LETTER_PARTITION = "~deadletter"
 _CHECKPOINT_PARTITION = "~checkpoint"
+_TOMBSTONE_PARTITION = "~tombstone"
+#: The agent part of a tombstone's row key that covers every agent of the user (not a scope-id character).
+_ALL_AGENTS = "*"
 _SAFE_KEY = re.compile(r"[A-Za-z0-9_.:@\-]{1,200}")
 _WRITE_ATTEMPTS = 20
 
@@ -102,6 +129,11 @@ def _journal_key(turn_id: str) -> str:
     return f"j|{turn_id}"
 
 
+def _counter_entity(pk: str) -> dict[str, Any]:
+    """The scope's counter as a transaction writes it (for sizing)."""
+    return {"PartitionKey": pk, "RowKey": _COUNTER, "seq": 0}
+
+
 def _safe_key(value: str) -> str:
     """A row key for an arbitrary id (ids with characters tables refuse are hashed)."""
     if _SAFE_KEY.fullmatch(value):
@@ -110,18 +142,101 @@ def _safe_key(value: str) -> str:
 
 
 def _put_text(entity: dict[str, Any], name: str, text: str | None) -> None:
-    """Store ``text`` as ``name_0``, ``name_1``... with the chunk count in ``name_n`` (-1: ``None``)."""
+    """Store ``text`` as ``name_0``, ``name_1``... with the chunk count in ``name_n`` (-1: ``None``).
+
+    Each chunk fits a string property (:data:`CHUNK_CHARS`); whether the whole entity fits is
+    :func:`check_entity`'s question, asked once the entity is complete.
+    """
     if text is None:
         entity[f"{name}_n"] = -1
         return
     chunks = [text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
-    if len(chunks) > MAX_CHUNKS:
-        raise ValidationError(
-            name, f"is {len(text)} characters; the history keeps at most {CHUNK_CHARS * MAX_CHUNKS}"
-        )
     entity[f"{name}_n"] = len(chunks)
     for i, chunk in enumerate(chunks):
         entity[f"{name}_{i}"] = chunk
+
+
+def _utf16_units(text: str) -> int:
+    """UTF-16 code units of ``text`` (a character outside the BMP, an emoji say, takes two)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _value_bytes(value: Any) -> int:
+    if isinstance(value, str):
+        return 4 + 2 * _utf16_units(value)
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, int | float | datetime):
+        return 8  # Int64, Double, DateTime (an Int32 takes 4: counted as 8)
+    if isinstance(value, bytes | bytearray):
+        return 4 + len(value)
+    if value is None:
+        return 0
+    return 4 + 2 * _utf16_units(str(value))
+
+
+def entity_bytes(entity: dict[str, Any]) -> int:
+    """The size of ``entity`` as the Table service counts it against its 1 MiB limit.
+
+    4 bytes, plus 2 bytes a UTF-16 code unit of ``PartitionKey`` and ``RowKey``, plus for every other
+    property 8 bytes, 2 bytes a code unit of its name and its value (a string: 4 bytes and 2 a code
+    unit; a number or date: 8; a bool: 1), plus the ``Timestamp`` the service adds.
+    """
+    size = 4 + _TIMESTAMP_BYTES
+    for name, value in entity.items():
+        if name in ("PartitionKey", "RowKey"):
+            size += 2 * _utf16_units(str(value))
+        else:
+            size += 8 + 2 * _utf16_units(name) + _value_bytes(value)
+    return size
+
+
+def request_bytes(entity: dict[str, Any]) -> int:
+    """The JSON body the SDK sends for ``entity`` (``json.dumps``: non-ASCII escaped), with room for
+    the ``@odata.type`` annotations of its non-string values."""
+    annotations = sum(40 + len(name) for name, value in entity.items() if not isinstance(value, str))
+    return len(json.dumps(entity, default=str)) + annotations
+
+
+def _text_fields(entity: dict[str, Any]) -> dict[str, int]:
+    """UTF-16 code units of every text stored with :func:`_put_text` (by field name) or as a plain string."""
+    sizes: dict[str, int] = {}
+    chunked = {name[:-2] for name in entity if name.endswith("_n")}
+    for name, value in entity.items():
+        if not isinstance(value, str) or name in ("PartitionKey", "RowKey"):
+            continue
+        base, _, index = name.rpartition("_")
+        field = base if base in chunked and index.isdigit() else name
+        sizes[field] = sizes.get(field, 0) + _utf16_units(value)
+    return sizes
+
+
+def fits(entity: dict[str, Any]) -> bool:
+    """Whether ``entity`` is within :data:`ENTITY_BUDGET` and :data:`REQUEST_BUDGET`."""
+    return entity_bytes(entity) <= ENTITY_BUDGET and request_bytes(entity) <= REQUEST_BUDGET
+
+
+def check_entity(entity: dict[str, Any], what: str) -> None:
+    """Refuse an entity over the budget, naming its largest text field.
+
+    Raises:
+        ValidationError: (a :class:`PermanentError`) the entity is larger than an entity may be.
+    """
+    if fits(entity):
+        return
+    sizes = _text_fields(entity)
+    field = max(sizes, key=lambda name: sizes[name]) if sizes else "entity"
+    raise ValidationError(
+        field,
+        f"is {sizes.get(field, 0):,} UTF-16 code units, which makes the {what} "
+        f"{entity_bytes(entity):,} bytes as Azure Table storage counts them (2 bytes a code unit) and {request_bytes(entity):,} bytes of JSON; "
+        f"an entity holds at most {MAX_ENTITY_BYTES:,} bytes",
+    )
+
+
+def _transaction_bytes(entities: Iterable[dict[str, Any]]) -> int:
+    """The payload of a transaction writing ``entities`` (each JSON body and its part's headers)."""
+    return sum(request_bytes(e) + _OP_OVERHEAD for e in entities) + _OP_OVERHEAD
 
 
 def _get_text(entity: Any, name: str) -> str | None:
@@ -143,13 +258,11 @@ def _time(value: datetime) -> str:
     return ensure_utc(value).isoformat()
 
 
-def _size(entity: dict[str, Any]) -> int:
-    return sum(len(str(k)) + len(str(v).encode("utf-8")) for k, v in entity.items()) + 64
-
-
 class RecordedDeadLetter(dict[str, Any]):
     """A poison message as recorded: ``message_id``, ``session_id``, ``reason``, ``description``,
-    ``delivery_count``, ``enqueued_time``, ``recorded_at`` and ``body`` (text, possibly cut)."""
+    ``delivery_count``, ``enqueued_time``, ``recorded_at``, ``body`` (text, possibly cut),
+    ``body_bytes`` (the message's length), ``body_complete`` (``body`` is the whole message, as
+    UTF-8) and ``etag`` (of the record, for :meth:`AzureTableHistoryStore.delete_dead_letter`)."""
 
 
 class AzureTableHistoryStore:
@@ -287,6 +400,7 @@ class AzureTableHistoryStore:
             entity["step"] = step
         _put_text(entity, "before", _dump(entry.before))
         _put_text(entity, "after", _dump(entry.after))
+        check_entity(entity, f"history entry of memory {entry.memory_id!r}")
         return entity
 
     @staticmethod
@@ -366,13 +480,14 @@ class AzureTableHistoryStore:
                 await self._write_with_counter("append history", pk, build, len(batch))
 
     def _batches(self, pk: str, items: list[HistoryEntry]) -> Iterable[list[HistoryEntry]]:
+        """Entries in transactions of at most 99 (the counter is the 100th) within the payload limit."""
         batch: list[HistoryEntry] = []
+        room = MAX_TRANSACTION_BYTES - _transaction_bytes([_counter_entity(pk)])
         size = 0
         for entry in items:
-            entity_size = _size(self._entry_entity(pk, 0, entry, entry.turn_id, None, 0))
-            if batch and (
-                len(batch) >= MAX_TRANSACTION_OPS - 1 or size + entity_size > MAX_TRANSACTION_BYTES
-            ):
+            entity = self._entry_entity(pk, 0, entry, entry.turn_id, None, 0)
+            entity_size = request_bytes(entity) + _OP_OVERHEAD
+            if batch and (len(batch) >= MAX_TRANSACTION_OPS - 1 or size + entity_size > room):
                 yield batch
                 batch, size = [], 0
             batch.append(entry)
@@ -405,6 +520,7 @@ class AzureTableHistoryStore:
             "candidates",
             json.dumps([c.model_dump(mode="json") for c in candidates], ensure_ascii=False),
         )
+        check_entity(entity, f"journal of turn {turn_id!r}")
         await self._ensure_table()
         with contextlib.suppress(ConflictError):  # an earlier attempt recorded its candidates: those win
             await self._call("begin turn", lambda: self._client.create_entity(entity))
@@ -455,6 +571,13 @@ class AzureTableHistoryStore:
                 ("create", self._entry_entity(pk, first + position, entry, turn_id, step, position))
                 for position, entry in enumerate(entries)
             )
+            payload = _transaction_bytes([_counter_entity(pk), *(op[1] for op in ops)])
+            if payload > MAX_TRANSACTION_BYTES:  # one step is one transaction: it cannot be split
+                raise ValidationError(
+                    "entries",
+                    f"step {step} of turn {turn_id!r} makes a transaction of {payload:,} bytes; "
+                    f"one holds at most {MAX_TRANSACTION_BYTES:,}",
+                )
             return ops
 
         return await self._write_with_counter("record step", pk, build, len(entries), guard=fresh)
@@ -516,7 +639,8 @@ class AzureTableHistoryStore:
         raise PermanentError(f"marking turn {turn_id!r} processed kept conflicting")
 
     async def purge(self, user_id: str, agent_id: str | None = None) -> int:
-        """Remove a user's (or one agent's) history, journals and set-aside messages; returns the entries removed."""
+        """Remove a user's (or one agent's) history partitions (entries, step markers, journals, counter)
+        and set-aside messages; returns the entries removed. Tombstones stay."""
         validate_scope_id(user_id, "user_id")
         if agent_id is not None:
             pk = partition_key(Scope.of(user_id, agent_id))
@@ -548,7 +672,8 @@ class AzureTableHistoryStore:
         return removed
 
     async def _purge_dead_letters(self, user_id: str, agent_id: str | None, agents: set[str]) -> None:
-        """Remove set-aside messages of the purged scopes (found by their queue session id)."""
+        """Remove set-aside messages of the purged scopes: found by their queue session id, or, for a
+        hashed session (long ids) or none, by the user (and agent) their JSON body names."""
         if agent_id is not None:
             agents = {agent_id}
         sessions = {session_id_for(Scope.of(user_id, agent)) for agent in agents}
@@ -560,8 +685,75 @@ class AzureTableHistoryStore:
         )
         for row in rows:
             session = str(row.get("session_id") or "")
-            if session in sessions or (agent_id is None and session.startswith(f"{user_id}|")):
+            ours = session in sessions or (agent_id is None and session.startswith(f"{user_id}|"))
+            if not ours and (not session or session.startswith("h:")):
+                ours = await self._dead_letter_names(row["RowKey"], user_id, agent_id)
+            if ours:
                 await self._delete_quietly(_DEAD_LETTER_PARTITION, row["RowKey"])
+
+    async def _dead_letter_names(self, rk: str, user_id: str, agent_id: str | None) -> bool:
+        """Whether the body of a set-aside message is a JSON object naming ``user_id`` (and ``agent_id``)."""
+        entity = await self._get(_DEAD_LETTER_PARTITION, rk)
+        if entity is None:
+            return False
+        try:
+            data = json.loads(_get_text(entity, "body") or "")
+        except ValueError:
+            return False
+        return (
+            isinstance(data, dict)
+            and data.get("user_id") == user_id
+            and (agent_id is None or data.get("agent_id") == agent_id)
+        )
+
+    # -- tombstones (a purge that holds) ---------------------------------------------------------
+    async def record_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> datetime:
+        """Record that a user (``agent_id`` ``None``) or a scope was purged at ``at`` (only moves
+        forward; ETag-checked, so two purges racing keep the later time)."""
+        validate_scope_id(user_id, "user_id")
+        agent = _ALL_AGENTS if agent_id is None else validate_scope_id(agent_id, "agent_id")
+        rk, at = f"{user_id}|{agent}", ensure_utc(at)
+        for _ in range(_WRITE_ATTEMPTS):
+            entity = await self._get(_TOMBSTONE_PARTITION, rk)
+            try:
+                if entity is None:
+                    new = {
+                        "PartitionKey": _TOMBSTONE_PARTITION,
+                        "RowKey": rk,
+                        "user_id": user_id,
+                        "agent_id": agent_id or "",
+                        "purged_at": _time(at),
+                    }
+                    await self._call("record tombstone", lambda new=new: self._client.create_entity(new))  # type: ignore[misc]
+                    return at
+                kept = datetime.fromisoformat(entity["purged_at"])
+                if kept >= at:
+                    return kept
+                change = {"PartitionKey": _TOMBSTONE_PARTITION, "RowKey": rk, "purged_at": _time(at)}
+                etag = entity.metadata["etag"]
+                await self._call(
+                    "record tombstone",
+                    lambda change=change, etag=etag: self._client.update_entity(  # type: ignore[misc]
+                        change,
+                        mode=UpdateMode.MERGE,
+                        etag=etag,
+                        match_condition=MatchConditions.IfNotModified,
+                    ),
+                )
+                return at
+            except ConflictError:
+                continue  # another purge wrote it meanwhile: read again
+        raise PermanentError(f"recording the purge of {rk!r} kept conflicting")
+
+    async def tombstone(self, scope: Scope) -> datetime | None:
+        """When ``scope`` was last purged (its own tombstone or its user's, the later), or ``None``:
+        one query over the user's tombstones."""
+        query, params = self._range(_TOMBSTONE_PARTITION, f"{scope.user_id}|", f"{scope.user_id}}}")
+        rows = await self._query("read tombstones", query, ["RowKey", "purged_at"], **params)
+        wanted = {f"{scope.user_id}|{_ALL_AGENTS}", f"{scope.user_id}|{scope.agent_id}"}
+        return max(
+            (datetime.fromisoformat(r["purged_at"]) for r in rows if r["RowKey"] in wanted), default=None
+        )
 
     async def _delete_quietly(self, pk: str, rk: str) -> None:
         with contextlib.suppress(NotFoundError):
@@ -569,21 +761,54 @@ class AzureTableHistoryStore:
 
     # -- dead letters and checkpoints (Functions host) ------------------------------------------
     async def record_dead_letter(self, letter: DeadLetter) -> None:
-        """Keep a poison message with the reason it was set aside (recording it twice keeps one)."""
-        text = letter.body[:MAX_DEAD_LETTER_BODY].decode("utf-8", errors="replace")
-        entity: dict[str, Any] = {
-            "PartitionKey": _DEAD_LETTER_PARTITION,
-            "RowKey": _safe_key(letter.message_id),
-            "message_id": letter.message_id,
-            "session_id": letter.session_id or "",
-            "reason": letter.reason,
-            "description": letter.description[:8000],
-            "delivery_count": letter.delivery_count if letter.delivery_count is not None else -1,
-            "enqueued_time": _time(letter.enqueued_time) if letter.enqueued_time else "",
-            "recorded_at": _time(letter.at),
-            "body_bytes": len(letter.body),
-        }
-        _put_text(entity, "body", text)
+        """Keep a poison message with the reason it was set aside (recording it twice keeps one).
+
+        Recording never fails for size: a poison message is kept with its reason whatever it holds.
+        The body is kept as text. A body that is not valid UTF-8 is kept with replacement characters
+        (``body_utf8`` false); one longer than :data:`MAX_DEAD_LETTER_BODY` bytes, or whose text does
+        not fit the entity budget (:func:`fits`), is cut at a character boundary and marked
+        ``body_truncated``, its full length kept in ``body_bytes``. Either way the record is no longer
+        the message: :meth:`dead_letters` reports it with ``body_complete`` false and it is never
+        replayed (``memory-core deadletters``).
+        """
+        raw = letter.body
+        text = raw[:MAX_DEAD_LETTER_BODY].decode("utf-8", errors="replace")
+        utf8 = text.encode("utf-8") == raw[:MAX_DEAD_LETTER_BODY]
+
+        def build(body: str, truncated: bool) -> dict[str, Any]:
+            entity: dict[str, Any] = {
+                "PartitionKey": _DEAD_LETTER_PARTITION,
+                "RowKey": _safe_key(letter.message_id),
+                "message_id": letter.message_id,
+                "session_id": letter.session_id or "",
+                "reason": letter.reason,
+                "description": letter.description[:8000],
+                "delivery_count": letter.delivery_count if letter.delivery_count is not None else -1,
+                "enqueued_time": _time(letter.enqueued_time) if letter.enqueued_time else "",
+                "recorded_at": _time(letter.at),
+                "body_bytes": len(raw),
+                "body_utf8": utf8,
+                "body_truncated": truncated,
+            }
+            _put_text(entity, "body", body)
+            return entity
+
+        entity = build(text, len(raw) > MAX_DEAD_LETTER_BODY)
+        if not fits(entity):  # the longest prefix that fits (escapes make JSON up to 6x the text)
+            low, high = 0, len(text)
+            while low < high:
+                middle = (low + high + 1) // 2
+                if fits(build(text[:middle], True)):
+                    low = middle
+                else:
+                    high = middle - 1
+            entity = build(text[:low], True)
+            logger.warning(
+                "dead letter %s: its body (%s bytes) is cut to %s characters to fit a table entity",
+                letter.message_id,
+                len(raw),
+                low,
+            )
         await self._ensure_table()
         await self._call(
             "record dead letter", lambda: self._client.upsert_entity(entity, mode=UpdateMode.REPLACE)
@@ -592,19 +817,57 @@ class AzureTableHistoryStore:
     async def dead_letters(self) -> list[RecordedDeadLetter]:
         """Every recorded poison message, by message id."""
         rows = await self._query("list dead letters", "PartitionKey eq @pk", pk=_DEAD_LETTER_PARTITION)
-        return [
-            RecordedDeadLetter(
-                message_id=r["message_id"],
-                session_id=r.get("session_id") or None,
-                reason=r["reason"],
-                description=r["description"],
-                delivery_count=r.get("delivery_count"),
-                enqueued_time=r.get("enqueued_time") or None,
-                recorded_at=r["recorded_at"],
-                body=_get_text(r, "body"),
+        return [self._dead_letter(r) for r in rows]
+
+    @staticmethod
+    def _dead_letter(row: Any) -> RecordedDeadLetter:
+        body = _get_text(row, "body")
+        length = int(row.get("body_bytes", -1))
+        if "body_truncated" in row:
+            complete = not row["body_truncated"] and bool(row.get("body_utf8"))
+        else:  # recorded before the flags: whole when the text is as long as the message was
+            complete = body is not None and "\ufffd" not in body and len(body.encode("utf-8")) == length
+        return RecordedDeadLetter(
+            message_id=row["message_id"],
+            session_id=row.get("session_id") or None,
+            reason=row["reason"],
+            description=row["description"],
+            delivery_count=row.get("delivery_count"),
+            enqueued_time=row.get("enqueued_time") or None,
+            recorded_at=row["recorded_at"],
+            body=body,
+            body_bytes=length,
+            body_complete=complete,
+            etag=getattr(row, "metadata", {}).get("etag"),
+        )
+
+    async def delete_dead_letter(self, message_id: str, *, etag: str | None = None) -> bool:
+        """Remove the record of a set-aside message (once it has been sent again).
+
+        Args:
+            message_id: The message id it was recorded under.
+            etag: The record's ETag as read (:meth:`dead_letters`): the record is removed only if it
+                has not changed since, so a newer record of the same message (set aside again after a
+                replay) is kept.
+
+        Returns:
+            ``True`` when the record is gone (removed now, or there was none); ``False`` when it
+            changed since ``etag`` and was kept.
+        """
+        await self._ensure_table()
+        condition = MatchConditions.IfNotModified if etag else MatchConditions.Unconditionally
+        try:
+            await self._call(
+                "delete dead letter",
+                lambda: self._client.delete_entity(
+                    _DEAD_LETTER_PARTITION, _safe_key(message_id), etag=etag, match_condition=condition
+                ),
             )
-            for r in rows
-        ]
+        except NotFoundError:
+            return True
+        except ConflictError:
+            return False
+        return True
 
     async def get_checkpoint(self, name: str) -> str | None:
         """A saved position (for example the nightly forgetting cursor), or ``None``."""
@@ -620,6 +883,7 @@ class AzureTableHistoryStore:
             return
         entity: dict[str, Any] = {"PartitionKey": _CHECKPOINT_PARTITION, "RowKey": rk}
         _put_text(entity, "value", value)
+        check_entity(entity, f"checkpoint {name!r}")
         await self._ensure_table()
         await self._call(
             "save checkpoint", lambda: self._client.upsert_entity(entity, mode=UpdateMode.REPLACE)

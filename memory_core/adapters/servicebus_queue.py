@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from azure.core.exceptions import ClientAuthenticationError
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.exceptions import (
     MessageSizeExceededError,
@@ -64,6 +65,10 @@ _TRANSIENT = (
 
 #: Content type of every message memory-core publishes.
 CONTENT_TYPE = "application/json"
+#: The largest message a Standard-tier queue accepts, headers and properties included.
+MAX_MESSAGE_BYTES = 256 * 1024
+#: What the broker's own headers and the AMQP framing add to a message, beyond the properties we set.
+HEADER_ALLOWANCE = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +109,17 @@ def build_message(item: Turn | RecallUpdate) -> ServiceBusMessage:
     else:
         message_id = message_id_for(item.scope, "recall", item.recall_id)
     body = json.dumps(item.to_json_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    session_id = session_id_for(item.scope)
+    size = len(body) + len(message_id) + len(session_id) + len(item.schema_) + len(CONTENT_TYPE) + HEADER_ALLOWANCE
+    if size > MAX_MESSAGE_BYTES:
+        raise PermanentError(
+            f"message {message_id}: {len(body)} bytes of body plus headers is over the {MAX_MESSAGE_BYTES}-byte "
+            "Service Bus message limit (Standard tier); a turn is at most 192 KiB of JSON, so this one was "
+            "built without that check"
+        )
     return ServiceBusMessage(
         body,
-        session_id=session_id_for(item.scope),
+        session_id=session_id,
         message_id=message_id,
         content_type=CONTENT_TYPE,
         subject=item.schema_,
@@ -122,8 +135,13 @@ def map_servicebus_error(operation: str, error: BaseException) -> MemoryCoreErro
         return PermanentError(detail + " (the message is larger than the queue accepts)")
     if isinstance(error, MessagingEntityNotFoundError):
         return PermanentError(detail + " (check MEMORY_TURNS_QUEUE and the namespace)")
-    if isinstance(error, ServiceBusAuthenticationError | ServiceBusAuthorizationError):
-        return PermanentError(detail + " (check the identity's Azure Service Bus Data Sender role)")
+    if isinstance(error, ServiceBusAuthenticationError | ServiceBusAuthorizationError | ClientAuthenticationError):
+        # Transient: right after a deploy the role assignment takes minutes to reach the namespace, and an
+        # identity outage passes; a turn refused now is sent again by its caller (the provider's outbox).
+        return TransientError(
+            detail + " (the identity may not send to the queue yet: role assignments take a few minutes to "
+            "propagate; it needs Azure Service Bus Data Owner, or Data Sender, on the turns queue)"
+        )
     if isinstance(error, ServiceBusQuotaExceededError):
         return TransientError(detail + " (the queue is full; retry later)")
     if isinstance(error, _TRANSIENT):
@@ -234,6 +252,24 @@ class ServiceBusTurnPublisher:
     async def publish_recall(self, update: RecallUpdate) -> None:
         """Send one recall update on its scope's session (message id from scope and ``recall_id``)."""
         await self._send("publish recall update", build_message(update))
+
+    async def republish(
+        self, body: bytes, *, message_id: str, session_id: str, subject: str | None = None
+    ) -> None:
+        """Send a set-aside message again, byte for byte, with its original id and session
+        (``memory-core deadletters replay``).
+
+        Keeping the message id keeps the pipeline's idempotency; it also means that within the queue's
+        duplicate detection window after the original was enqueued, Service Bus accepts the send and
+        then drops it silently as a duplicate. The broker does not say so, so the caller has to wait
+        the window out (:mod:`memory_core.deadletters` does).
+        """
+        if not session_id:
+            raise PermanentError(f"message {message_id}: the turns queue needs a session id")
+        message = ServiceBusMessage(
+            body, session_id=session_id, message_id=message_id, content_type=CONTENT_TYPE, subject=subject
+        )
+        await self._send("replay message", message)
 
     async def close(self) -> None:
         """Close the sender, and the client and credential if the publisher created them."""

@@ -7,6 +7,11 @@ It lives in its own tables, normally in the same file as the memory store: ``his
 row per decision, keyed deterministically by scope, turn, step and position so a replay stores
 nothing twice) and ``turns_journal`` (the candidates a turn's first attempt extracted, and when the
 turn was completed). WAL mode; every write is one transaction.
+
+``history_tombstones`` keeps, per purged user (``agent_id`` empty) or scope, when it was purged: ids
+and a time, no text; :meth:`SQLiteHistoryStore.purge` leaves them in place, so a replay of a purged
+turn is dropped. ``secure_delete`` is on (deleted rows are zeroed in the file), and
+:meth:`SQLiteHistoryStore.checkpoint_wal` truncates the write-ahead log after a purge.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from ..models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope, ensure_utc, validate_scope_id
 from ..ports import TurnJournal
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback
 
 __all__ = ["SQLiteHistoryStore", "history_entry_id"]
 
@@ -62,10 +68,18 @@ CREATE TABLE IF NOT EXISTS turns_journal (
     PRIMARY KEY (user_id, agent_id, turn_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history_tombstones (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+) WITHOUT ROWID;
 """
 
 _NAMESPACE = uuid.UUID("0b5f2a1e-6c3d-5d0e-9a57-3c1f8e2d7b64")
 _CHECKPOINT_PREFIX = "checkpoint:"
+#: The ``agent_id`` of a tombstone that covers every agent of its user (no scope id is empty).
+_ALL_AGENTS = ""
 _COLUMNS = "memory_id, user_id, agent_id, event, before_json, after_json, reason, turn_id, at"
 
 
@@ -99,8 +113,10 @@ class SQLiteHistoryStore:
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA busy_timeout = 10000")
+        self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
         if self._path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -114,6 +130,14 @@ class SQLiteHistoryStore:
     # -- plumbing -------------------------------------------------------------------------------
     def _begin(self) -> None:
         self._conn.execute("BEGIN IMMEDIATE")
+
+    def _abort(self, exc: BaseException) -> None:
+        """End a failed write transaction: roll back what SQLite has not already rolled back (never
+        raising over ``exc``, which the caller re-raises); a full disk raises a ``StorageFullError``."""
+        rollback(self._conn)
+        full = disk_full_error(exc, self._path)
+        if full is not None:
+            raise full from exc
 
     def _next_seq(self) -> int:
         row = self._conn.execute("SELECT value FROM history_meta WHERE key = 'seq'").fetchone()
@@ -199,8 +223,8 @@ class SQLiteHistoryStore:
                     seq = self._next_seq()
                     self._insert(uuid.uuid4().hex, entry, None, position, seq)
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abort(exc)
                 raise
 
     async def begin_turn(
@@ -233,8 +257,8 @@ class SQLiteHistoryStore:
                 )
                 journal = self._journal(scope, turn_id)
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abort(exc)
                 raise
         assert journal is not None
         return journal
@@ -262,8 +286,8 @@ class SQLiteHistoryStore:
                             history_entry_id(scope, turn_id, step, position), entry, step, position, seq
                         )
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abort(exc)
                 raise
         return fresh
 
@@ -320,8 +344,8 @@ class SQLiteHistoryStore:
                     (stamp, scope.user_id, scope.agent_id, turn_id),
                 )
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abort(exc)
                 raise
 
     async def purge(self, user_id: str, agent_id: str | None = None) -> int:
@@ -340,10 +364,56 @@ class SQLiteHistoryStore:
                 self._conn.execute(f"DELETE FROM history_steps WHERE {where}", args)  # noqa: S608
                 self._conn.execute(f"DELETE FROM turns_journal WHERE {where}", args)  # noqa: S608
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abort(exc)
                 raise
         return int(removed)
+
+    async def record_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> datetime:
+        """Record that a user (``agent_id`` ``None``) or a scope was purged at ``at`` (only moves forward)."""
+        validate_scope_id(user_id, "user_id")
+        agent = _ALL_AGENTS if agent_id is None else validate_scope_id(agent_id, "agent_id")
+        at = ensure_utc(at)
+        with self._lock:
+            self._begin()
+            try:
+                row = self._conn.execute(
+                    "SELECT purged_at FROM history_tombstones WHERE user_id = ? AND agent_id = ?",
+                    (user_id, agent),
+                ).fetchone()
+                kept = at if row is None else max(at, datetime.fromisoformat(row[0]))
+                self._conn.execute(
+                    "INSERT INTO history_tombstones (user_id, agent_id, purged_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (user_id, agent_id) DO UPDATE SET purged_at = excluded.purged_at",
+                    (user_id, agent, _time(kept)),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return kept
+
+    async def tombstone(self, scope: Scope) -> datetime | None:
+        """When ``scope`` was last purged (its own tombstone or its user's, the later), or ``None``."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT purged_at FROM history_tombstones WHERE user_id = ? AND agent_id IN (?, ?)",
+                (scope.user_id, _ALL_AGENTS, scope.agent_id),
+            ).fetchall()
+        return max((datetime.fromisoformat(r[0]) for r in rows), default=None)
+
+    async def checkpoint_wal(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so deleted text leaves the disk.
+
+        Returns:
+            ``False`` when another connection's read kept part of the log; ``True`` otherwise
+            (always for an in-memory history).
+        """
+        if self._path == ":memory:":
+            return True
+        with self._lock:
+            busy = int(self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        return busy == 0
 
     # -- checkpoints (the forgetting job's bookmark) ----------------------------------------------
     async def get_checkpoint(self, name: str) -> str | None:

@@ -17,6 +17,10 @@ What it keeps from a Service Bus queue with sessions and duplicate detection:
   the dead-letter queue (reason ``MaxDeliveryCountExceeded``, with the last error); consumers
   dead-letter permanent failures themselves with their own reason. Dead letters stay until they are
   requeued (sent again, at the end of their session, with a fresh delivery count) or purged.
+- **Purging a scope.** :meth:`SQLiteQueue.purge_scope` removes every message of a user or scope
+  (waiting, locked, dead-lettered) in one transaction, for ``memory-core purge``; ``secure_delete`` is
+  on, so removed bodies are zeroed in the file, and :meth:`SQLiteQueue.checkpoint_wal` truncates the
+  write-ahead log afterwards.
 
 Storage: tables prefixed ``queue_`` (``queue_messages``, ``queue_dedup``, ``queue_state``) in one
 SQLite file in WAL mode, by default ``<store file>.queue`` beside the memory store (see
@@ -36,15 +40,28 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, PermanentError, TransientError, ValidationError
-from ..models import RecallUpdate, Turn, message_id_for, session_id_for
+from ..models import (
+    MAX_RECALL_IDS,
+    RecallUpdate,
+    Scope,
+    Turn,
+    message_id_for,
+    parse_model,
+    session_id_for,
+    validate_scope_id,
+)
+from ..ports import QueuedItem
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback
 
 __all__ = [
     "DEFAULT_QUEUE",
     "MAX_DELIVERY_REASON",
+    "MAX_MESSAGE_BYTES",
     "LockLostError",
     "QueueMessage",
     "QueueStats",
@@ -53,9 +70,13 @@ __all__ = [
 ]
 
 DEFAULT_QUEUE = "memory-turns"
+#: The largest message body accepted (Service Bus Standard's message limit).
+MAX_MESSAGE_BYTES = 256 * 1024
 MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
 _MAX_ID = 128
 _MAX_REASON = 4096
+#: Sequence numbers per ``IN (...)`` list.
+_IN_CHUNK = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue_messages (
@@ -117,6 +138,26 @@ def default_queue_path(store_path: str | Path) -> str:
     """
     text = str(store_path)
     return ":memory:" if text == ":memory:" else f"{text}.queue"
+
+
+def _json_body(body: bytes) -> dict[str, Any]:
+    """A message body as a JSON object, or ``{}`` when it is not one."""
+    try:
+        data = json.loads(bytes(body).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _instant(value: Any) -> datetime | None:
+    """An ISO 8601 time from a message body (UTC when it has no offset), or ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class LockLostError(TransientError):
@@ -241,6 +282,8 @@ class SQLiteQueue:
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
         busy_timeout_seconds: How long an operation waits for another connection's write lock before
             it fails with a :class:`~memory_core.errors.TransientError`.
+        coalesce_recalls: Fold a recall update into the one waiting at the end of its session
+            (:meth:`publish_recall`).
     """
 
     def __init__(
@@ -254,6 +297,7 @@ class SQLiteQueue:
         clock: Callable[[], float] = time.time,
         synchronous: str = "NORMAL",
         busy_timeout_seconds: float = 10.0,
+        coalesce_recalls: bool = True,
     ) -> None:
         if lock_seconds <= 0:
             raise ValidationError("lock_seconds", "must be positive")
@@ -273,18 +317,26 @@ class SQLiteQueue:
         self.max_deliveries = int(max_deliveries)
         self.duplicate_window_seconds = float(duplicate_window_seconds)
         self._clock = clock
+        self.coalesce_recalls = coalesce_recalls
+        #: Recall updates folded into a waiting one since the queue was opened.
+        self.coalesced_recalls = 0
         self._lock = threading.RLock()
         self._closed = False
+        refuse_empty_file(self._path, "queue")  # a missing file is a new queue; an empty one is not
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
             if self._path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            self._conn.execute("PRAGMA secure_delete = ON")  # a settled message's body is zeroed in the file
             with self._lock:
                 self._conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             self._conn.close()
+            full = disk_full_error(exc, self._path)
+            if full is not None:
+                raise full from exc
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise TransientError(f"the queue file {self._path} is busy: {exc}") from exc
             raise ConflictError(
@@ -310,8 +362,10 @@ class SQLiteQueue:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                rollback(self._conn)  # only what SQLite has not rolled back itself; never over ``exc``
+                full = disk_full_error(exc, self._path)
+                if full is not None:
+                    raise full from exc
                 if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: worth a retry
                     raise TransientError(f"the queue file is unavailable: {exc}") from exc
                 raise
@@ -343,10 +397,19 @@ class SQLiteQueue:
 
         Returns:
             ``True`` if the message was enqueued, ``False`` if it was dropped as a duplicate.
+
+        Raises:
+            ValidationError: The body is over :data:`MAX_MESSAGE_BYTES`.
         """
         _check_id(message_id, "message_id")
         _check_id(session_id, "session_id")
         payload = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        if len(payload) > MAX_MESSAGE_BYTES:
+            raise ValidationError(
+                "body",
+                f"is {len(payload)} bytes; a queue message holds at most {MAX_MESSAGE_BYTES} (as on Service Bus "
+                "Standard), so it is refused here instead of dead-lettered later",
+            )
         now = self._clock()
         with self._transaction() as conn:
             if self.duplicate_window_seconds > 0:
@@ -429,21 +492,37 @@ class SQLiteQueue:
             self._locked_row(conn, message)
             conn.execute("DELETE FROM queue_messages WHERE seq = ?", (message.seq,))
 
-    def abandon(self, message: QueueMessage, *, error: str | None = None, delay_seconds: float = 0.0) -> None:
+    def abandon(
+        self,
+        message: QueueMessage,
+        *,
+        error: str | None = None,
+        delay_seconds: float = 0.0,
+        count_delivery: bool = True,
+    ) -> None:
         """Release a received message for redelivery (it stays the head of its session).
 
         Args:
             message: The received message.
             error: What went wrong (kept as ``last_error``, shown when it is dead-lettered).
             delay_seconds: Keep it (and so its session) invisible this long (a retry back-off).
+            count_delivery: ``False`` gives the delivery back: the failure was the machine's (a full
+                disk), not the message's, so waiting it out must not bring it closer to the
+                dead-letter queue.
         """
         now = self._clock()
         with self._transaction() as conn:
             self._locked_row(conn, message)
             conn.execute(
                 "UPDATE queue_messages SET lock_token = NULL, locked_until = NULL, visible_at = ?, "
-                "last_error = COALESCE(?, last_error) WHERE seq = ?",
-                (now + max(0.0, delay_seconds), None if error is None else error[:_MAX_REASON], message.seq),
+                "last_error = COALESCE(?, last_error), delivery_count = MAX(delivery_count - ?, 0) "
+                "WHERE seq = ?",
+                (
+                    now + max(0.0, delay_seconds),
+                    None if error is None else error[:_MAX_REASON],
+                    0 if count_delivery else 1,
+                    message.seq,
+                ),
             )
 
     def renew_lock(self, message: QueueMessage, *, lock_seconds: float | None = None) -> QueueMessage:
@@ -531,6 +610,93 @@ class SQLiteQueue:
             )
             return int(cursor.rowcount)
 
+    # -- a user's messages (purge and export) ----------------------------------------------------
+    def _scope_rows(self, conn: sqlite3.Connection, user_id: str, agent_id: str | None) -> list[Any]:
+        """``(seq, message_id, subject, state, body)`` of every message of a scope (``agent_id``
+        ``None``: of every scope of the user), waiting, locked or dead-lettered, oldest first.
+
+        A message is the scope's when its session is the scope's (user-wide: any session ``user|...``),
+        or when its JSON body names the user (and the agent): that finds the messages of a hashed
+        session (ids too long to join) and any sent on another session. A message with neither (a
+        body that is not JSON on a hashed session) cannot be told apart and is left.
+        """
+        user_id = validate_scope_id(user_id, "user_id")
+        columns = "seq, message_id, subject, state, body"
+        params: tuple[str, ...]
+        if agent_id is None:
+            # ``|`` follows every scope-id character and ``}`` follows ``|``: one key range per user.
+            own, params = "session_id >= ? AND session_id < ?", (f"{user_id}|", f"{user_id}}}")
+        else:
+            agent_id = validate_scope_id(agent_id, "agent_id")
+            own, params = "session_id = ?", (session_id_for(Scope.of(user_id, agent_id)),)
+        rows = conn.execute(
+            f"SELECT {columns} FROM queue_messages WHERE queue = ? AND {own}",  # noqa: S608 - fixed clauses
+            (self.queue, *params),
+        ).fetchall()
+        named = conn.execute(
+            f"SELECT {columns} FROM queue_messages WHERE queue = ? AND NOT ({own}) "  # noqa: S608
+            "AND instr(body, ?) > 0",
+            (self.queue, *params, user_id.encode("utf-8")),
+        ).fetchall()
+        for row in named:
+            data = _json_body(row[4])
+            if data.get("user_id") == user_id and (agent_id is None or data.get("agent_id") == agent_id):
+                rows.append(row)
+        return sorted(rows, key=lambda row: int(row[0]))
+
+    async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:
+        """Remove every message of a scope (``agent_id`` ``None``: of every scope of the user) in one
+        transaction: waiting, locked (its receiver loses the lock; it cannot complete it) and
+        dead-lettered. With ``secure_delete`` on, the bodies are zeroed in the file.
+
+        Returns:
+            How many messages were removed.
+        """
+        with self._transaction() as conn:
+            seqs = [int(row[0]) for row in self._scope_rows(conn, user_id, agent_id)]
+            for start in range(0, len(seqs), _IN_CHUNK):
+                chunk = seqs[start : start + _IN_CHUNK]
+                conn.execute(
+                    f"DELETE FROM queue_messages WHERE seq IN ({', '.join('?' * len(chunk))})",  # noqa: S608
+                    chunk,
+                )
+        return len(seqs)
+
+    async def queued_for(self, user_id: str, agent_id: str | None = None) -> list[QueuedItem]:
+        """The messages of a scope (``agent_id`` ``None``: of every scope of the user) still held, by
+        ids and time only, oldest first (export)."""
+        with self._lock:
+            if self._closed:
+                raise PermanentError("the queue is closed")
+            rows = self._scope_rows(self._conn, user_id, agent_id)
+        items = []
+        for _, message_id, subject, state, body in rows:
+            data = _json_body(body)
+            item_id = data.get("turn_id", data.get("recall_id"))
+            items.append(
+                QueuedItem(
+                    message_id=str(message_id),
+                    kind=str(subject),
+                    agent_id=data["agent_id"] if isinstance(data.get("agent_id"), str) else None,
+                    item_id=item_id if isinstance(item_id, str) else None,
+                    occurred_at=_instant(data.get("occurred_at", data.get("at"))),
+                    dead_lettered=state == "dead",
+                )
+            )
+        return items
+
+    async def checkpoint_wal(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so removed bodies leave the disk.
+
+        Returns:
+            ``False`` when another connection's read kept part of the log; ``True`` otherwise
+            (always for an in-memory queue).
+        """
+        if self._path == ":memory:":
+            return True
+        rows = self._read("PRAGMA wal_checkpoint(TRUNCATE)", ())
+        return int(rows[0][0]) == 0
+
     def stats(self) -> QueueStats:
         """How many messages wait, are locked, are dead-lettered, and in how many sessions."""
         now = self._clock()
@@ -590,14 +756,54 @@ class SQLiteQueue:
         )
 
     async def publish_recall(self, update: RecallUpdate) -> None:
-        """Enqueue a recall update on its scope's session (message id from scope and ``recall_id``)."""
+        """Enqueue a recall update on its scope's session (message id from scope and ``recall_id``),
+        or fold it into a recall update of that session still waiting.
+
+        Coalescing: while a scope's session holds a recall update no worker has taken, a new one is
+        merged into the earliest such (memory ids united in order, ``at`` the later of the two)
+        instead of queued, so however many searches a scope gets, it has at most one recall message
+        waiting. Recalls of a memory folded together count as one recall (massed rehearsal, see
+        :meth:`memory_core.policy.HumanMemoryPolicy.recall`). The merged recall may now be applied
+        before turns queued after the search; that is safe: it names only memories that existed
+        when the search ran (made by turns already processed), and a recall (``access_count``,
+        ``last_accessed_at``) and a turn's update or deletion of the same memory give the same result
+        in either order. A merge never makes an update longer than a recall message may be.
+        """
         body = json.dumps(update.to_json_dict(), ensure_ascii=False).encode("utf-8")
+        session_id = session_id_for(update.scope)
+        if self.coalesce_recalls and self._merge_recall(session_id, update):
+            return
         self.send(
             body,
             message_id=message_id_for(update.scope, "recall", update.recall_id),
-            session_id=session_id_for(update.scope),
+            session_id=session_id,
             subject="recall",
         )
+
+    def _merge_recall(self, session_id: str, update: RecallUpdate) -> bool:
+        """Fold ``update`` into the earliest waiting recall update of its session; ``False`` if there is none."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT seq, subject, body FROM queue_messages WHERE queue = ? AND state = 'active' "
+                "AND session_id = ? AND subject = 'recall' AND lock_token IS NULL ORDER BY seq LIMIT 1",
+                (self.queue, session_id),
+            ).fetchone()
+            if row is None:
+                return False  # none waiting (or a worker holds it)
+            try:
+                pending = parse_model(RecallUpdate, json.loads(bytes(row[2]).decode("utf-8")))
+            except (ValueError, UnicodeDecodeError):
+                return False  # not ours to rewrite: queue the new one behind it
+            if pending.scope != update.scope:
+                return False
+            ids = list(dict.fromkeys([*pending.memory_ids, *update.memory_ids]))
+            if len(ids) > MAX_RECALL_IDS:
+                return False
+            merged = pending.model_copy(update={"memory_ids": ids, "at": max(pending.at, update.at)})
+            body = json.dumps(merged.to_json_dict(), ensure_ascii=False).encode("utf-8")
+            conn.execute("UPDATE queue_messages SET body = ? WHERE seq = ?", (body, row[0]))
+            self.coalesced_recalls += 1
+        return True
 
     async def close(self) -> None:
         self.close_sync()

@@ -73,6 +73,7 @@ KNOWN_TABLES = frozenset(
         "history_steps",
         "turns_journal",
         "history_meta",
+        "history_tombstones",
     }
 )
 

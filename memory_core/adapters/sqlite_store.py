@@ -61,6 +61,7 @@ from ..policy import HumanMemoryPolicy
 from ..ports import Clock, MemoryRef, Page, RetentionPage, RetentionWrite, SystemClock
 from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback
 from .sqlite_schema import (
     AT,
     COLUMN,
@@ -207,6 +208,7 @@ class SQLiteMemoryStore:
         self._clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
         self._own_commits = 0
+        refuse_empty_file(self._path, "store")  # a missing file is a new store; an empty one is not
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")
@@ -214,11 +216,15 @@ class SQLiteMemoryStore:
             if self._path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
             with self._transaction():
                 found = prepare_schema(self._conn, self._path)
                 self._reindex_if_needed()
-        except BaseException:
+        except BaseException as exc:
             self._conn.close()
+            full = disk_full_error(exc, self._path)
+            if full is not None:
+                raise full from exc
             raise
         if 0 < found < SCHEMA_VERSION:
             logger.info("upgraded %s from store schema %s to %s", self._path, found, SCHEMA_VERSION)
@@ -1025,6 +1031,20 @@ class SQLiteMemoryStore:
             self._bump_scopes(((str(u), str(a)) for u, a in scopes), seq)
         return written
 
+    async def checkpoint_wal(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so purged text leaves the disk
+        (``secure_delete`` has zeroed the deleted rows in the pages the log carries).
+
+        Returns:
+            ``False`` when another connection's read kept part of the log; ``True`` otherwise
+            (always for an in-memory store).
+        """
+        if self._path == ":memory:":
+            return True
+        with self._lock:
+            busy = int(self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        return busy == 0
+
     def close_sync(self) -> None:
         """Close the connection (synchronous callers)."""
         with self._lock:
@@ -1079,15 +1099,26 @@ class _Transaction:
             self._lock.release()
             raise
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         try:
-            if exc_type is None:
-                self._conn.execute("COMMIT")
+            if exc is None:
+                try:
+                    self._conn.execute("COMMIT")
+                except sqlite3.Error as error:  # a failed COMMIT may leave the transaction open
+                    self._failed(error)
+                    raise
                 self._store._own_commits += 1
             else:
-                self._conn.execute("ROLLBACK")
+                self._failed(exc)
         finally:
             self._lock.release()
+
+    def _failed(self, exc: BaseException) -> None:
+        """Roll back what SQLite has not (never raising over ``exc``); a full disk is said plainly."""
+        rollback(self._conn)
+        full = disk_full_error(exc, self._store._path)
+        if full is not None:
+            raise full from exc
 
 
 def _checked(scope: Scope) -> Scope:

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..api import MemoryApi
 from ..config import Settings
 from ..service import MemoryService
+from .offload import StorageThread, offloaded
+from .recalls import CoalescingPublisher
 from .scheduler import ForgettingScheduler
 from .server import ApiServer
 from .worker import QueueWorker, exponential_backoff
@@ -71,6 +73,11 @@ class RuntimeOptions:
         retry_max_seconds: The longest such back-off.
         stalled_after_seconds: ``GET /health`` answers 503 when messages wait and every worker has been
             stopped or backing off at least this long.
+        request_concurrency: HTTP requests served at once (others wait their turn; health never
+            does), so the queue workers keep their share of the event loop under a crowd of
+            searches (``None``: no limit).
+        recall_window_seconds: How long a scope's recall updates are gathered into one before they
+            are queued (:mod:`memory_core.local.recalls`; 0: each is queued at once).
     """
 
     host: str = "127.0.0.1"
@@ -88,6 +95,8 @@ class RuntimeOptions:
     retry_initial_seconds: float = 0.2
     retry_max_seconds: float = 30.0
     stalled_after_seconds: float = 60.0
+    request_concurrency: int | None = 2
+    recall_window_seconds: float = 2.0
 
 
 class EmbeddedRuntime:
@@ -125,6 +134,10 @@ class EmbeddedRuntime:
         self.out = out
         self.clock = clock
         self.queue: SQLiteQueue | None = None
+        #: A second connection to the queue file, for health only (never waits behind the workers).
+        self.monitor: SQLiteQueue | None = None
+        #: The thread every queue operation of this process runs on (publishing, receiving, settling).
+        self.queue_thread: StorageThread | None = None
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
         self.service: MemoryService | None = None
@@ -154,6 +167,7 @@ class EmbeddedRuntime:
             idle_seconds=opts.idle_seconds,
             retry_delay=self._backoff,
             clock=self.clock,
+            thread=self.queue_thread,
         )
 
     def _backoff(self, attempt: int) -> float:
@@ -168,7 +182,7 @@ class EmbeddedRuntime:
         ``ingestion`` is ``ok``, ``stopped`` (messages wait and no worker drains them; ``problem`` says
         why) or ``off`` (no workers in this process).
         """
-        queue = self.queue
+        queue = self.monitor or self.queue
         waiting: int | None = None
         queue_facts: dict[str, Any]
         if queue is None:
@@ -213,10 +227,28 @@ class EmbeddedRuntime:
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
             Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            if self.settings.store != "azure_search":
+                _refuse_unusable_store(self.settings.sqlite_path)  # before the queue file is made beside it
         queue = self.build_queue()
         self.queue = queue
+        self.queue_thread = StorageThread("memory-queue")
+        if self.queue_path != ":memory:":
+            try:
+                self.monitor = self.build_queue()
+            except Exception:
+                queue.close_sync()
+                raise
         configure_telemetry(self.settings)
-        service = build_service(self.settings, publisher=queue, recall_via_queue=True)
+        # Storage calls run on their own threads and searches and ingestion take turns at the
+        # embedder, so neither a slow call nor a crowd of searches stalls the rest.
+        service = build_service(
+            self.settings,
+            publisher=CoalescingPublisher(
+                offloaded(queue, self.queue_thread), window_seconds=opts.recall_window_seconds
+            ),
+            recall_via_queue=True,
+            share_fairly=True,
+        )
         self.service = service
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[None]] = []
@@ -227,7 +259,14 @@ class EmbeddedRuntime:
             if opts.http:
                 api = MemoryApi(service, health_details=self.health_details, healthy=self.healthy)
                 token = opts.token or self.settings.api_token
-                self.server = ApiServer(api, loop, host=opts.host, port=opts.port, token=token or None)
+                self.server = ApiServer(
+                    api,
+                    loop,
+                    host=opts.host,
+                    port=opts.port,
+                    token=token or None,
+                    concurrency=opts.request_concurrency,
+                )
                 self.server.start()
                 self._say(
                     f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"
@@ -260,7 +299,9 @@ class EmbeddedRuntime:
                 await asyncio.to_thread(self.server.stop)
             worker_stop.set()
             await self._finish(tasks, force)
-            await service.close()
+            await service.close()  # closes the queue (the publisher) and its thread
+            if self.monitor is not None:
+                self.monitor.close_sync()
             self._say("memory-core serve: stopped")
 
     async def _supervise(
@@ -349,6 +390,23 @@ class EmbeddedRuntime:
         if self.out is not None:
             self.out.write(line + "\n")
             self.out.flush()
+
+
+def _refuse_unusable_store(path: str) -> None:
+    """Refuse an empty, damaged or foreign store file before anything is created beside it."""
+    import sqlite3
+
+    from ..adapters.sqlite_files import refuse_empty_file
+    from ..adapters.sqlite_schema import check_file
+
+    refuse_empty_file(path, "store")
+    if not Path(path).is_file():
+        return  # a new store
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        check_file(conn, path)
+    finally:
+        conn.close()
 
 
 async def serve_async(

@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 API_PREFIX = "/api"
 #: The one route a token does not guard (process liveness; it shows no user data).
 OPEN_ROUTES = frozenset({API_PREFIX + "/health"})
+#: Cheap routes that never wait for a turn behind other requests (health, and queuing a turn, which
+#: only writes it to the queue: an agent's after_run must not wait behind a crowd of searches).
+UNQUEUED_ROUTES = OPEN_ROUTES | {API_PREFIX + "/turns"}
 #: The shortest token accepted (a guessable token guards nothing).
 MIN_TOKEN_CHARS = 16
 
@@ -161,15 +164,22 @@ class _Handler(BaseHTTPRequestHandler):
             headers=Headers(self.headers.items()),
         )
         started = time.perf_counter()
-        future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
-        try:
-            response = future.result(timeout=self.server.request_timeout)
-            if request.method == "POST" and request.path == "/memories/search" and response.status == 200:
-                _record_search(body, response, time.perf_counter() - started)
-            return response
-        except concurrent.futures.TimeoutError:
-            future.cancel()
+        admission = self.server.admission if path.rstrip("/") not in UNQUEUED_ROUTES else None
+        if admission is not None and not admission.acquire(timeout=self.server.request_timeout):
             return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
+            try:
+                response = future.result(timeout=self.server.request_timeout - (time.perf_counter() - started))
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+        finally:
+            if admission is not None:
+                admission.release()
+        if request.method == "POST" and request.path == "/memories/search" and response.status == 200:
+            _record_search(body, response, time.perf_counter() - started)
+        return response
 
     def _cross_site(self) -> str | None:
         """Why a request from a web page must be refused, or ``None``.
@@ -255,8 +265,10 @@ class _Server(ThreadingHTTPServer):
         loop: asyncio.AbstractEventLoop,
         request_timeout: float,
         token: str | None,
+        concurrency: int | None,
     ) -> None:
         super().__init__(address, _Handler)
+        self.admission = threading.BoundedSemaphore(concurrency) if concurrency else None
         self.api = api
         self.loop = loop
         self.request_timeout = request_timeout
@@ -274,6 +286,9 @@ class ApiServer:
         port: Port to bind; 0 picks a free one (see :attr:`port`).
         request_timeout: Seconds a request may take before it is answered with 503.
         token: The bearer token every route but health requires (``None``: none, loopback only).
+        concurrency: Requests handed to the loop at once (``None``: no limit); the others wait on
+            their connection's thread, so a crowd of requests cannot crowd the queue workers out of
+            the loop. Health and ``POST /turns`` are never held back (:data:`UNQUEUED_ROUTES`).
 
     Raises:
         ConfigurationError: See :func:`check_binding`.
@@ -288,9 +303,12 @@ class ApiServer:
         port: int = 7071,
         request_timeout: float = 120.0,
         token: str | None = None,
+        concurrency: int | None = None,
     ) -> None:
         check_binding(host, token or None)
-        self._server = _Server((host, port), api, loop, request_timeout, token or None)
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._server = _Server((host, port), api, loop, request_timeout, token or None, concurrency)
         self._thread: threading.Thread | None = None
 
     @property

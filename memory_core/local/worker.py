@@ -34,12 +34,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from .. import telemetry
 from ..adapters.sqlite_queue import LockLostError, QueueMessage, SQLiteQueue
-from ..errors import PermanentError, TransientError
+from ..errors import PermanentError, StorageFullError, TransientError
 from ..service.ingest import ProcessOutcome
+from .offload import StorageThread
+from .sharing import background_work
 
 __all__ = [
     "MessageProcessor",
@@ -52,6 +54,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: What a worker is doing: ``starting`` (not yet received once), ``running``, ``backing_off`` (waiting
 #: to retry after a queue error or a crash), ``stopped``.
@@ -120,6 +123,9 @@ class QueueWorker:
         retry_delay: Delay before the worker tries the queue again, from the number of queue errors in
             a row (receive or settle).
         clock: Monotonic seconds, for how long the worker has been in its state (tests inject theirs).
+        thread: Where the queue's calls run (``None``: on the event loop). The runtime gives each
+            worker the queue's :class:`~memory_core.local.offload.StorageThread`, so a queue file held
+            by another process stalls the worker, never the loop.
 
     Attributes:
         state: What the worker is doing (:data:`WorkerState`).
@@ -140,8 +146,10 @@ class QueueWorker:
         renew_locks: bool = True,
         retry_delay: Callable[[int], float] = default_retry_delay,
         clock: Callable[[], float] = time.monotonic,
+        thread: StorageThread | None = None,
     ) -> None:
         self.queue = queue
+        self.thread = thread
         self.processor = processor
         self.name = name
         self.idle_seconds = idle_seconds
@@ -261,9 +269,15 @@ class QueueWorker:
         self._enter("stopped")
         logger.info("%s: stopped (%s; %s queue error(s))", self.name, self.stats.as_dict(), self.errors)
 
+    async def _queue_call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a queue operation on the worker's storage thread (or here, without one)."""
+        if self.thread is None:
+            return fn(*args, **kwargs)
+        return await self.thread.call(fn, *args, **kwargs)
+
     async def run_once(self) -> bool:
         """Receive and settle one message; ``False`` when there was nothing to receive."""
-        message = self.queue.receive()
+        message = await self._queue_call(self.queue.receive)
         if message is None:
             return False
         await self._handle(message)
@@ -282,7 +296,10 @@ class QueueWorker:
         renewer = asyncio.create_task(self._renew(message)) if self.renew_locks else None
         try:
             try:
-                with telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op:
+                with (
+                    telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op,
+                    background_work(),  # searches and ingestion take turns at shared resources
+                ):
                     outcome = await self.processor.process_message(message.body)
                     if outcome.ingest is not None:
                         telemetry.record_ingest(outcome.ingest, op.elapsed)
@@ -305,6 +322,32 @@ class QueueWorker:
                         message.message_id,
                         message.session_id,
                     )
+                raise
+            except StorageFullError as exc:
+                # The machine's fault, not the message's: give the delivery back, so a long disk-full
+                # episode never dead-letters a turn, and let run() back off as after a queue error
+                # (growing delays; health shows the worker backing off with the error).
+                logger.warning(
+                    "%s: message %s (session %s) waits for disk space: %s: %s",
+                    self.name,
+                    message.message_id,
+                    message.session_id,
+                    type(exc).__name__,
+                    exc,
+                )
+                try:
+                    await self._queue_call(
+                        self._settle_now,
+                        self.queue.abandon,
+                        message,
+                        error=f"{type(exc).__name__}: {exc}",
+                        delay_seconds=self.retry_delay(self.consecutive_errors + 1),
+                        count_delivery=False,
+                    )
+                except _STORAGE_ERRORS:
+                    pass  # the queue's disk is full too: its lock expires and it is delivered again
+                else:
+                    self.stats.abandoned += 1
                 raise
             except PermanentError as exc:
                 reason = type(exc).__name__
@@ -357,7 +400,7 @@ class QueueWorker:
         doing = f"settling message {message.message_id} ({getattr(action, '__name__', 'settle')})"
         while True:
             try:
-                settled = self._settle_now(action, message, **kwargs)
+                settled = await self._queue_call(self._settle_now, action, message, **kwargs)
             except _STORAGE_ERRORS as exc:
                 if self._stop is None:
                     raise
@@ -391,7 +434,7 @@ class QueueWorker:
         while True:
             await asyncio.sleep(interval)
             try:
-                message = self.queue.renew_lock(message)
+                message = await self._queue_call(self.queue.renew_lock, message)
             except LockLostError:
                 return
             except Exception as exc:  # keep processing; the lock may expire

@@ -15,6 +15,14 @@ Delivery is at least once, so :func:`ingest_turn` is idempotent and crash-safe:
   index) and times taken from the turn (``occurred_at``), so a replay writes identical records.
 * The turn is marked processed only after all its writes returned (are durable).
 
+Purges hold (:func:`purged_before`): a turn whose ``occurred_at`` is at or before its scope's
+tombstone (the time of the last purge of the scope or of its user, :meth:`HistoryStore.tombstone`) is
+dropped with the status ``purged`` and nothing is written, whether it comes from the queue, a
+redelivery, an outbox replay or ``memory-core ingest`` of an old file. The turn's own time is what
+counts (the client's clock). A turn whose ingestion was under way when the purge came (its scope was
+not tombstoned when it began, and is when it ends) removes what it wrote: the scope's memories and
+history are purged again, and it is dropped too.
+
 Scopes must be ingested one turn at a time, in order (the queue's sessions guarantee it in Azure; the
 local worker and ``memory-core ingest`` do it by construction).
 """
@@ -27,6 +35,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,6 +93,7 @@ __all__ = [
     "ingest_turn",
     "memory_id_for",
     "provenance_of",
+    "purged_before",
     "read_turns",
 ]
 
@@ -217,8 +227,9 @@ class IngestResult:
     Attributes:
         turn_id: The turn.
         scope: Its scope.
-        status: ``ingested``, ``resumed`` (an earlier attempt stopped midway) or ``duplicate`` (already
-            processed; nothing was done).
+        status: ``ingested``, ``resumed`` (an earlier attempt stopped midway), ``duplicate`` (already
+            processed; nothing was done) or ``purged`` (dated at or before its scope's last purge:
+            dropped, nothing was written).
         extraction_path: ``rules`` or ``llm`` (as recorded by the first attempt).
         fallback_reason: Why extraction fell back to rules, if it did.
         steps: The decisions, in order.
@@ -438,6 +449,22 @@ async def forget_in_episodes(
     return changed
 
 
+def purged_before(moment: datetime, tombstone: datetime | None) -> bool:
+    """Whether something dated ``moment`` (a turn's ``occurred_at``, a recall update's ``at``) is
+    covered by a purge at ``tombstone``: at or before it. ``None``: never purged."""
+    return tombstone is not None and moment <= tombstone
+
+
+def _dropped(turn: Turn, started: float) -> IngestResult:
+    return IngestResult(
+        turn_id=turn.turn_id,
+        scope=turn.scope,
+        status="purged",
+        extraction_path="none",
+        seconds=time.perf_counter() - started,
+    )
+
+
 async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:
     """Whether ``entry`` is already its memory's last recorded change (recorded, then a crash before
     the write)."""
@@ -469,7 +496,8 @@ async def ingest_turn(
         episodes: Also keep each user message as an episode (after the facts; ``None``: no episodes).
 
     Returns:
-        What was decided, in order.
+        What was decided, in order; status ``purged`` (nothing written) for a turn dated at or before
+        its scope's last purge.
 
     Raises:
         ValidationError: The turn is malformed (permanent; dead-letter it).
@@ -478,6 +506,15 @@ async def ingest_turn(
     started = time.perf_counter()
     turn = parse_model(Turn, turn)
     scope = turn.scope
+    tombstone = await history.tombstone(scope)
+    if purged_before(turn.occurred_at, tombstone):
+        logger.info(
+            "turn %s occurred at %s, not after its scope's purge at %s: dropped",
+            turn.turn_id,
+            turn.occurred_at.isoformat(),
+            tombstone.isoformat() if tombstone else None,
+        )
+        return _dropped(turn, started)
     timed = _TimedEmbedder(embedder)
     if await history.turn_processed(scope, turn.turn_id):
         journal = await history.journal(scope, turn.turn_id)
@@ -566,6 +603,15 @@ async def ingest_turn(
         result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
         logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
 
+    later = await history.tombstone(scope)
+    if later != tombstone and purged_before(turn.occurred_at, later):
+        # Purged while this turn was being ingested: what it wrote may have landed after the purge
+        # deleted the scope. Only this turn of the scope can be in flight (one at a time, in order),
+        # so purging the scope again removes exactly what the purge meant to remove.
+        await store.purge(scope.user_id, scope.agent_id)
+        await history.purge(scope.user_id, scope.agent_id)
+        logger.warning("turn %s: its scope was purged while it was being ingested; its writes were removed", turn.turn_id)
+        return _dropped(turn, started)
     await history.mark_turn_processed(scope, turn.turn_id, clock.now())
     result.seconds = time.perf_counter() - started
     result.embed_seconds = timed.seconds

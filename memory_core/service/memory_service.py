@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pydantic
 
@@ -40,7 +40,11 @@ from ..ports import (
     HistoryStore,
     MemoryStore,
     Page,
+    QueuedItem,
+    QueuedLister,
+    ScopePurger,
     TurnPublisher,
+    supports,
 )
 from . import admin, forgetting
 from . import search as search_use_case
@@ -53,6 +57,7 @@ from .ingest import (
     ProcessOutcome,
     decode_message,
     ingest_turn,
+    purged_before,
 )
 
 __all__ = ["MAX_CLOCK_SKEW_SECONDS", "MemoryService", "TurnStatus"]
@@ -64,8 +69,9 @@ _List = list  # ``list`` is also a method name of the service
 #: How far in the future (by this service's clock) a turn may be dated: a little clock skew.
 MAX_CLOCK_SKEW_SECONDS = 300.0
 
-#: What happened to a posted turn: sent to the ordered queue, or ingested at once (no queue).
-TurnStatus = Literal["queued", "ingested", "duplicate"]
+#: What happened to a posted turn: sent to the ordered queue, ingested at once (no queue), a repeat,
+#: or dropped because it is dated at or before its scope's last purge.
+TurnStatus = Literal["queued", "ingested", "duplicate", "purged"]
 
 
 class MemoryService:
@@ -175,10 +181,23 @@ class MemoryService:
             await self._store.recall(scope, memory_ids, self._policy)
 
     async def apply_recall(self, update: RecallUpdate) -> int:
-        """Reinforce the memories of one recall update once; returns how many were touched."""
-        return await search_use_case.apply_recall(
-            self._store, self._need_history(), self._policy, update, self.now()
-        )
+        """Reinforce the memories of one recall update once; returns how many were touched (0 for a
+        repeat, or for an update dated at or before its scope's last purge)."""
+        return await self._apply_recall(update) or 0
+
+    async def _apply_recall(self, update: RecallUpdate) -> int | None:
+        """:meth:`apply_recall`, with ``None`` for an update the scope's purge drops."""
+        history = self._need_history()
+        tombstone = await history.tombstone(update.scope)
+        if purged_before(update.at, tombstone):
+            logger.info(
+                "recall update %s made at %s, not after its scope's purge at %s: dropped",
+                update.recall_id,
+                update.at.isoformat(),
+                tombstone.isoformat() if tombstone else None,
+            )
+            return None
+        return await search_use_case.apply_recall(self._store, history, self._policy, update, self.now())
 
     # -- ingestion ---------------------------------------------------------------------------------
     def _valid_turn(self, turn: Turn | Mapping[str, Any]) -> Turn:
@@ -220,18 +239,27 @@ class MemoryService:
         """Queue a turn for ingestion, or ingest it now when there is no queue.
 
         Returns:
-            ``queued``; ``ingested`` (no queue); or ``duplicate``: the scope already ingested this turn id,
+            ``queued``; ``ingested`` (no queue); ``duplicate``: the scope already ingested this turn id,
             or the queue dropped it as a repeat within its duplicate detection window (the embedded
             queue says so; Service Bus drops a repeat silently, so there a turn still waiting on the
-            queue is answered ``queued`` and the repeat is dropped all the same). Turn ids are unique
-            per scope: another user's turn with the same id is a different turn.
+            queue is answered ``queued`` and the repeat is dropped all the same); or ``purged``: the
+            turn is dated at or before the last purge of its scope (or user) and is dropped, not
+            queued. Turn ids are unique per scope: another user's turn with the same id is a
+            different turn.
         """
         parsed = self._valid_turn(turn)
         if self._publisher is None:
-            result = await self._ingest(parsed)  # recognises a turn it already ingested
-            return "duplicate" if result.status == "duplicate" else "ingested"
-        if self._history is not None and await self._history.turn_processed(parsed.scope, parsed.turn_id):
-            return "duplicate"
+            result = await self._ingest(parsed)  # recognises a turn it already ingested, or purged
+            if result.status == "duplicate":
+                return "duplicate"
+            return "purged" if result.status == "purged" else "ingested"
+        if self._history is not None:
+            tombstone = await self._history.tombstone(parsed.scope)
+            if purged_before(parsed.occurred_at, tombstone):  # never queued: purged text stays off the disk
+                logger.info("turn %s is dated at or before its scope's purge: dropped", parsed.turn_id)
+                return "purged"
+            if await self._history.turn_processed(parsed.scope, parsed.turn_id):
+                return "duplicate"
         sent = await self._publisher.publish_turn(parsed)
         return "duplicate" if sent is False else "queued"
 
@@ -260,7 +288,9 @@ class MemoryService:
                 len(result.steps),
             )
             return ProcessOutcome("turn", message.turn_id, result.status, ingest=result)
-        touched = await self.apply_recall(message)
+        touched = await self._apply_recall(message)
+        if touched is None:
+            return ProcessOutcome("recall", message.recall_id, "purged")
         return ProcessOutcome(
             "recall", message.recall_id, "applied" if touched else "duplicate", recalled=touched
         )
@@ -351,12 +381,40 @@ class MemoryService:
         return await admin.import_records(self._store, self._embedder, self._policy, self.now(), rows)
 
     def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
-        """Every record of a user (one agent, or all), every field, every status."""
+        """Every record of a user (one agent, or all), every field (provenance included), every status."""
         return admin.export_records(self._store, user_id, agent_id)
 
+    async def export_history(self, user_id: str, agent_id: str | None = None) -> _List[HistoryEntry]:
+        """Every recorded decision of a user's scopes (one agent's, or all; empty without a history)."""
+        return await admin.export_history(self._store, self._history, user_id, agent_id)
+
+    async def queued_messages(self, user_id: str, agent_id: str | None = None) -> _List[QueuedItem]:
+        """A user's messages still on the local queue, by ids and time (empty where the queue cannot
+        list them, as Service Bus)."""
+        if not supports(self._publisher, QueuedLister):
+            return []
+        user_id = validate_scope_id(user_id, "user_id")
+        if agent_id is not None:
+            agent_id = validate_scope_id(agent_id, "agent_id")
+        return await cast(QueuedLister, self._publisher).queued_for(user_id, agent_id)
+
     async def purge(self, user_id: str, agent_id: str | None = None) -> PurgeReport:
-        """Physically remove a user's memories and history (one agent's, or all)."""
-        return await admin.purge_user(self._store, self._history, user_id, agent_id)
+        """Physically remove a user's memories and history (one agent's, or all), so that it holds.
+
+        The purge time is recorded first as the scope's tombstone: turns and recall updates dated at or
+        before it are dropped from then on, wherever they come from. A local queue that can
+        (:class:`~memory_core.ports.ScopePurger`) loses the scope's messages; the SQLite files are
+        checkpointed so the deleted text leaves the disk. See :func:`memory_core.service.admin.purge_user`.
+        """
+        return await admin.purge_user(
+            self._store,
+            self._history,
+            user_id,
+            agent_id,
+            now=self.now(),
+            queue=cast(ScopePurger, self._publisher) if supports(self._publisher, ScopePurger) else None,
+            files=[self._store, self._history, self._publisher],
+        )
 
     # -- forgetting ---------------------------------------------------------------------------------
     async def apply_forgetting(

@@ -3,8 +3,8 @@
 ``ServiceBusConnection__fullyQualifiedNamespace`` (and ``MEMORY_TURNS_QUEUE``, default
 ``memory-turns``) enables the Service Bus test: it publishes a turn on a unique session and receives
 it back from that session with the SDK, checking what the queue trigger would see. The identity
-needs *Azure Service Bus Data Sender* and *Receiver* on the queue (``azd`` grants both to the
-developer's ``principalId``). ``MEMORY_HISTORY_TABLE_ENDPOINT`` enables the Table test (*Storage
+needs send and receive rights on the queue (*Azure Service Bus Data Sender* and *Receiver*, or *Data
+Owner*, which ``azd`` grants the developer's ``principalId``). ``MEMORY_HISTORY_TABLE_ENDPOINT`` enables the Table test (*Storage
 Table Data Contributor*). Both use ``DefaultAzureCredential``.
 """
 

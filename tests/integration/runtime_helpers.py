@@ -92,6 +92,9 @@ class RunningRuntime:
             "idle_seconds": 0.02,
             "scheduler": False,
             "grace_seconds": 5.0,
+            # Recall updates are queued at once, so a test can drain and see them applied; the window
+            # that gathers them has tests of its own.
+            "recall_window_seconds": 0.0,
         }
         self.runtime = EmbeddedRuntime(settings, RuntimeOptions(**{**defaults, **options}))
         self._loop: asyncio.AbstractEventLoop | None = None

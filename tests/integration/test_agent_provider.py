@@ -719,6 +719,7 @@ def test_remote_mode_with_the_api_down_still_answers(env: Env, tmp_path: Path) -
     run(scenario())
 
 
+@pytest.mark.fault
 def test_a_turn_the_receiver_keeps_refusing_is_set_aside_not_retried_forever(env: Env) -> None:
     from memory_core.integrations.outbox import MAX_PERMANENT_FAILURES
 

@@ -129,7 +129,15 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
     code, _ = cli(db, "purge", "--user", "u1")
     assert code == 2 and "--yes" in capsys.readouterr().err
     code, out = cli(db, "--json", "purge", "--user", "u1", "--yes")
-    assert json.loads(out) == {"user_id": "u1", "agent_id": None, "purged_memories": 3, "purged_history": 0}
+    report = json.loads(out)
+    assert report.pop("purged_at").endswith("Z")  # the tombstone: older turns are dropped from now on
+    assert report == {
+        "user_id": "u1",
+        "agent_id": None,
+        "purged_memories": 3,
+        "purged_history": 0,
+        "purged_queued": 0,
+    }
     _, out = cli(db, "--json", "list", "--user", "u2", "--agent", "travel")
     assert [m["id"] for m in json.loads(out)["memories"]] == ["C"]
 

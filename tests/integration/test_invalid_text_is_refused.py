@@ -19,6 +19,8 @@ from memory_core.integrations.memory_client import LocalMemoryClient
 from memory_core.local.worker import QueueWorker
 from memory_core.models import Turn, TurnMessage
 
+pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
+
 CONTROLS = ["\x00", "\x01", "\x08", "\x0b", "\x0c", "\x0e", "\x1b", "\x1f", "\x7f"]
 
 

@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from azure.core.exceptions import ClientAuthenticationError
 from azure.servicebus import ServiceBusMessage
 from azure.servicebus.exceptions import (
     MessageSizeExceededError,
     MessagingEntityNotFoundError,
     OperationTimeoutError,
+    ServiceBusAuthenticationError,
     ServiceBusAuthorizationError,
     ServiceBusConnectionError,
     ServiceBusServerBusyError,
@@ -173,7 +175,9 @@ def test_the_sdk_client_is_built_lazily_with_bounded_retries(monkeypatch: pytest
         (ServiceBusConnectionError(message="reset"), TransientError),
         (MessageSizeExceededError(message="too big"), PermanentError),
         (MessagingEntityNotFoundError(message="no queue"), PermanentError),
-        (ServiceBusAuthorizationError(message="no role"), PermanentError),
+        (ServiceBusAuthorizationError(message="no role"), TransientError),  # roles still propagating
+        (ServiceBusAuthenticationError(message="no token"), TransientError),
+        (ClientAuthenticationError(message="CredentialUnavailableError: no identity"), TransientError),
         (TimeoutError(), TransientError),
     ],
 )
@@ -266,5 +270,24 @@ def test_the_service_publishes_turns_and_recalls_through_it(tmp_path: Any) -> No
         assert [m.subject for m in sent] == ["memory-core.turn.v1", "memory-core.recall.v1"]
         assert {m.session_id for m in sent} == {"u1|a1"}
         assert client.sender.closed
+
+    asyncio.run(body())
+
+
+def test_a_message_over_the_service_bus_limit_is_refused_before_it_is_sent() -> None:
+    valid = turn()
+    # A validated turn is at most 192 KiB of JSON; one built around that check (model_construct) is not.
+    huge = valid.model_copy(update={"messages": [valid.messages[0].model_copy(update={"text": "x" * 300_000})]})
+    with pytest.raises(PermanentError, match="Service Bus message limit"):
+        build_message(huge)
+
+    async def body() -> None:
+        sender = FakeSender([])
+        publisher = ServiceBusTurnPublisher("ns", "memory-turns", client=FakeClient(sender))
+        with pytest.raises(PermanentError):
+            await publisher.publish_turn(huge)
+        assert sender.sent == []  # nothing reached the broker
+        await publisher.publish_turn(valid)
+        assert len(sender.sent) == 1
 
     asyncio.run(body())

@@ -33,6 +33,8 @@ from memory_core.local.runtime import EmbeddedRuntime
 from memory_core.local.worker import QueueWorker, exponential_backoff
 from memory_core.models import Scope, message_id_for, session_id_for
 
+pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
+
 FULL = "database or disk is full"
 TOKEN = "a-token-of-at-least-16-characters"
 FOODS = ["green tea", "coffee", "sushi", "ramen", "chocolate", "miso soup"]

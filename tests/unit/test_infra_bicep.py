@@ -111,6 +111,9 @@ NOT_OUTPUTS = {"AZURE_CLIENT_ID"}
 ALLOWED_ROLES = {
     "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0": "Azure Service Bus Data Receiver",
     "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": "Azure Service Bus Data Sender",
+    # Only on the turns queue (tests/unit/test_infra_roles.py): Flex Consumption's target-based
+    # scaling reads the queue's length, which needs Manage rights.
+    "090c5cfd-751d-490a-894a-3ce6f1109419": "Azure Service Bus Data Owner",
     "8ebe5a00-799e-43f5-93ac-243d3dce84a7": "Search Index Data Contributor",
     "7ca78c08-252a-4471-8644-bb5ff32d4ba0": "Search Service Contributor",
     "5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": "Cognitive Services OpenAI User",
@@ -122,12 +125,10 @@ ALLOWED_ROLES = {
 FORBIDDEN_ROLES = {
     "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
     "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
-    "090c5cfd-751d-490a-894a-3ce6f1109419": "Azure Service Bus Data Owner",
 }
 # What the function identity (and the optional developer principal) must hold, exactly.
 FUNCTION_ROLES = {
-    "Azure Service Bus Data Receiver",
-    "Azure Service Bus Data Sender",
+    "Azure Service Bus Data Owner",
     "Search Index Data Contributor",
     "Search Service Contributor",
     "Cognitive Services OpenAI User",

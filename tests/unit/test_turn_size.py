@@ -13,6 +13,8 @@ import pytest
 from memory_core.integrations.agent_framework import TURN_MESSAGES_BUDGET, fit_turn
 from memory_core.models import MAX_TURN_BYTES, Turn, TurnMessage, turn_json_bytes
 
+pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
+
 
 def turn(messages: list[TurnMessage]) -> Turn:
     return Turn(
