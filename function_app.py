@@ -24,6 +24,11 @@ Functions:
 - ``nightly_forgetting``: timer trigger on ``%MEMORY_FORGET_SCHEDULE%``; applies forgetting in
   bounded pages within a time budget and saves where it stopped, so the next run resumes there.
 - HTTP functions, one per route of the contract, each forwarding to :meth:`MemoryApi.handle`.
+- ``inspector``: the memory inspector page and its assets (:mod:`memory_core.web`) at
+  ``/api/inspector/``. The files are static and hold no data, so they are served without the Functions
+  key (a browser cannot attach a key or token to the page's own script requests); every API call the
+  page makes carries the caller's credential (an Entra ID access token, or the Functions key as
+  ``x-functions-key``) and is authenticated and authorised like any other client's.
 
 HTTP authentication (``docs/security.md``): when ``MEMORY_AUTH_TENANT_ID`` and ``MEMORY_AUTH_AUDIENCE``
 are set, the routes are bound with ``AuthLevel.ANONYMOUS`` and every route but ``health`` validates a
@@ -411,6 +416,52 @@ async def run_forgetting_http(req: func.HttpRequest) -> func.HttpResponse:
             with contextlib.suppress(ValueError):
                 telemetry.record_forgetting(json.loads(response.get_body()), op.elapsed)
     return response
+
+
+@app.function_name("list_users")
+@app.route(route="users", methods=["GET"])
+async def list_users(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/users``: users with counts by status (501 on Azure AI Search, which cannot list them)."""
+    return await _serve(req, "/users")
+
+
+@app.function_name("user_agents")
+@app.route(route="users/{user_id}/agents", methods=["GET"])
+async def user_agents(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/users/{user_id}/agents``: a user's agents with counts by status."""
+    return await _serve(req, f"/users/{_segment(req, 'user_id')}/agents")
+
+
+@app.function_name("forgetting_preview")
+@app.route(route="forgetting/preview", methods=["GET"])
+async def forgetting_preview(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/forgetting/preview?user_id=&agent_id=``: a dry run of forgetting for one scope."""
+    return await _serve(req, "/forgetting/preview")
+
+
+@app.function_name("retention_curves")
+@app.route(route="forgetting/curves", methods=["GET"])
+async def retention_curves(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/forgetting/curves?user_id=&agent_id=&ids=``: how memories fade under the policy."""
+    return await _serve(req, "/forgetting/curves")
+
+
+@app.function_name("inspector")
+@app.route(route="inspector/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+async def inspector(req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /api/inspector/``: the inspector page and ``/api/inspector/ui/<file>`` its assets (static, no
+    data; see the module docstring)."""
+    from memory_core.web import static_file
+
+    path = req.route_params.get("path") or ""
+    if not path and not req.url.split("?", 1)[0].endswith("/"):  # its assets are relative to the folder
+        return func.HttpResponse(status_code=308, headers={"Location": "inspector/"})
+    page = static_file(path)
+    if page is None:
+        return _error_response(404, "no_route", f"no inspector file {path[:100]!r}")
+    return func.HttpResponse(
+        body=page.body, status_code=200, headers=page.headers, mimetype=page.content_type.split(";")[0]
+    )
 
 
 @app.function_name("health")

@@ -12,7 +12,8 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -29,6 +30,7 @@ from .errors import (
     NotFoundError,
     PermanentError,
     TransientError,
+    UnsupportedError,
     ValidationError,
 )
 from .models import (
@@ -41,6 +43,7 @@ from .models import (
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    OrderBy,
     Provenance,
     RankingProfile,
     Scope,
@@ -51,23 +54,27 @@ from .models import (
     UserId,
     parse_model,
     session_id_for,
+    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
-from .ports import Page, QueuedItem
+from .policy import HumanMemoryPolicy
+from .ports import MAX_BROWSE_LIMIT, MAX_BROWSE_OFFSET, Page, QueuedItem, SortedPage, StatusCounts
 from .service.admin import PurgeReport
-from .service.forgetting import ForgettingReport
+from .service.forgetting import ForgettingReport, RetentionCurve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .service import MemoryService
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "AgentListResponse",
     "ApiRequest",
     "ApiResponse",
     "ErrorDetail",
     "ErrorResponse",
     "ExportResponse",
+    "ForgettingPreviewResponse",
     "ForgettingResponse",
     "Headers",
     "HealthResponse",
@@ -77,10 +84,12 @@ __all__ = [
     "MemoryView",
     "PurgeResponse",
     "QueuedMessageView",
+    "RetentionCurvesResponse",
     "SearchHitView",
     "SearchRequest",
     "SearchResponse",
     "TurnAccepted",
+    "UserListResponse",
     "export_response",
     "forgetting_response",
     "memory_detail",
@@ -168,10 +177,102 @@ class SearchResponse(BaseModel):
 
 
 class MemoryListResponse(BaseModel):
+    """``GET /api/memories``: one page, by id (``next_cursor``) or of a filtered, sorted listing
+    (``total`` and ``next_offset``)."""
+
     model_config = ConfigDict(extra="forbid")
 
     memories: list[MemoryView]
     next_cursor: str | None
+    total: int | None = Field(
+        default=None, description="Memories matching the filters in all (filtered or sorted listings only)"
+    )
+    next_offset: int | None = Field(
+        default=None, description="`offset` of the next page, `null` on the last (filtered or sorted listings only)"
+    )
+
+
+class StatusCountsView(BaseModel):
+    """How many memories, by status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    active: int
+    archived: int
+    deleted: int
+    total: int
+
+
+class UserSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    counts: StatusCountsView
+
+
+class UserListResponse(BaseModel):
+    """``GET /api/users``: users holding memories, by id, with counts by status (every agent's added up)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    users: list[UserSummary]
+    next_cursor: str | None
+
+
+class AgentSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    counts: StatusCountsView
+
+
+class AgentListResponse(BaseModel):
+    """``GET /api/users/{user_id}/agents``: the agents holding memories of the user, by id, with counts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    agents: list[AgentSummary]
+
+
+class PolicyView(BaseModel):
+    """The forgetting policy's parameters (``retention = 0.5^(age/half_life) × (floor + weight ×
+    importance) + min(recalls × boost, cap)``; archived at or below ``archive_threshold``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    half_life_days: float
+    importance_floor: float
+    importance_weight: float
+    access_boost: float
+    access_boost_cap: float
+    archive_threshold: float
+
+
+class RetentionCurveView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: MemoryStatus
+    retention_score: float = Field(description="The stored retention")
+    points: list[tuple[float, float]] = Field(description="`[days from now, retention]` pairs")
+    archives_in_days: float | None = Field(
+        description="Days until the retention reaches the archive threshold if nothing reinforces the memory "
+        "(0: it is there already; `null`: never, recalls alone keep it above)"
+    )
+
+
+class RetentionCurvesResponse(BaseModel):
+    """``GET /api/forgetting/curves``: how memories fade from now on under the policy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    agent_id: str
+    at: datetime
+    days: int
+    policy: PolicyView
+    curves: list[RetentionCurveView]
 
 
 class ForgettingResponse(BaseModel):
@@ -188,6 +289,15 @@ class ForgettingResponse(BaseModel):
     complete: bool
     next_cursor: str | None
     changes: list[dict[str, Any]]
+
+
+class ForgettingPreviewResponse(ForgettingResponse):
+    """``GET /api/forgetting/preview``: what forgetting would do to one scope now (a dry run of the scope;
+    ``changes`` lists the rescores too, after the status changes)."""
+
+    user_id: str
+    agent_id: str
+    at: datetime
 
 
 def memory_view(record: MemoryRecord) -> MemoryView:
@@ -219,6 +329,48 @@ def memory_list_response(page: Page) -> MemoryListResponse:
 
 def forgetting_response(report: ForgettingReport) -> ForgettingResponse:
     return ForgettingResponse.model_validate(report.as_dict())
+
+
+def sorted_list_response(page: SortedPage, offset: int) -> MemoryListResponse:
+    """``GET /api/memories`` with filters or a sort: the page, the count and the next offset."""
+    following = offset + len(page.records)
+    return MemoryListResponse(
+        memories=[memory_view(r) for r in page.records],
+        next_cursor=None,
+        total=page.total,
+        next_offset=following if page.records and following < page.total else None,
+    )
+
+
+def _counts_view(counts: StatusCounts) -> StatusCountsView:
+    return StatusCountsView(
+        active=counts.active, archived=counts.archived, deleted=counts.deleted, total=counts.total
+    )
+
+
+def user_list_response(users: list[StatusCounts], next_cursor: str | None) -> UserListResponse:
+    return UserListResponse(
+        users=[UserSummary(user_id=u.id, counts=_counts_view(u)) for u in users], next_cursor=next_cursor
+    )
+
+
+def agent_list_response(user_id: str, agents: list[StatusCounts]) -> AgentListResponse:
+    return AgentListResponse(
+        user_id=user_id, agents=[AgentSummary(agent_id=a.id, counts=_counts_view(a)) for a in agents]
+    )
+
+
+def retention_curves_response(
+    scope: Scope, at: datetime, days: int, policy: HumanMemoryPolicy, curves: list[RetentionCurve]
+) -> RetentionCurvesResponse:
+    return RetentionCurvesResponse(
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        at=at,
+        days=days,
+        policy=PolicyView.model_validate(policy.as_dict()),
+        curves=[RetentionCurveView.model_validate(c.as_dict()) for c in curves],
+    )
 
 
 def memory_detail(record: MemoryRecord, history: list[HistoryEntry]) -> MemoryDetail:
@@ -389,6 +541,12 @@ DEFAULT_LIST_LIMIT = 100
 #: Memories one ``POST /forgetting`` call scans at most (the response's cursor resumes).
 MAX_FORGET_LIMIT = 10_000
 DEFAULT_FORGET_LIMIT = 1000
+#: Memories one ``GET /forgetting/preview`` call reads at most (its cursor resumes).
+MAX_PREVIEW_LIMIT = 10_000
+#: Memories one ``GET /forgetting/curves`` call draws at most, and how many days ahead at most.
+MAX_CURVE_IDS = 50
+MAX_CURVE_DAYS = 3650
+DEFAULT_CURVE_DAYS = 180
 RETRY_AFTER_SECONDS = 5
 _JSON = {"Content-Type": "application/json; charset=utf-8"}
 _TRUE = {"true", "1", "yes", "on"}
@@ -495,6 +653,9 @@ def _error(status: int, code: str, message: str, field: str | None = None, **hea
     return ApiResponse(status, body, {**_JSON, **headers})
 
 
+_E = TypeVar("_E", bound=Enum)
+
+
 class _Query:
     """Typed access to query parameters; every problem is a :class:`ValidationError` naming the parameter."""
 
@@ -530,6 +691,16 @@ class _Query:
         if not low <= value <= high:
             raise ValidationError(name, f"must be between {low} and {high}, got {value}")
         return value
+
+    def choice(self, name: str, enum: type[_E]) -> _E | None:
+        """One of ``enum``'s values (exactly as written), or ``None`` when absent."""
+        raw = self.text(name, max_length=32)
+        if raw is None:
+            return None
+        try:
+            return enum(raw)
+        except ValueError:
+            raise ValidationError(name, f"{raw!r} is not one of {', '.join(repr(e.value) for e in enum)}") from None
 
     def boolean(self, name: str, *, default: bool) -> bool:
         raw = self.text(name, max_length=8)
@@ -601,6 +772,11 @@ def _memory_target(request: ApiRequest, params: dict[str, str]) -> _Target:
     memory_id = validate_memory_id(params["memory_id"], "memory_id")
     scope = _Query(request.query).scope()
     return _Target(scope.user_id, scope.agent_id, memory_id)
+
+
+def _path_user_target(request: ApiRequest, params: dict[str, str]) -> _Target:
+    """The user of the path alone (every agent of the user): no query parameter widens or narrows it."""
+    return _Target(validate_scope_id(params["user_id"], "user_id"))
 
 
 def _user_target(request: ApiRequest, params: dict[str, str]) -> _Target:
@@ -681,6 +857,22 @@ _ROUTES: tuple[_Route, ...] = (
         "GET", ("memories", "{memory_id}"), "get", "One memory and its history", Action.READ, _memory_target
     ),
     _Route(
+        "GET",
+        ("users",),
+        "users",
+        "Users holding memories, with counts by status (every user: administrators only)",
+        Action.READ,
+        _no_target,
+    ),
+    _Route(
+        "GET",
+        ("users", "{user_id}", "agents"),
+        "user_agents",
+        "The agents holding memories of a user, with counts by status",
+        Action.READ,
+        _path_user_target,
+    ),
+    _Route(
         "DELETE",
         ("memories", "{memory_id}"),
         "delete",
@@ -720,6 +912,22 @@ _ROUTES: tuple[_Route, ...] = (
         Action.FORGET,
         _no_target,
     ),
+    _Route(
+        "GET",
+        ("forgetting", "preview"),
+        "forgetting_preview",
+        "What forgetting would do to one user's and agent's memories now (a dry run of that scope)",
+        Action.READ,
+        _scope_target,
+    ),
+    _Route(
+        "GET",
+        ("forgetting", "curves"),
+        "retention_curves",
+        "How memories fade from now on under the forgetting policy",
+        Action.READ,
+        _scope_target,
+    ),
     _Route("GET", ("health",), "health", "Liveness", None, _no_target, anonymous=True),
     _Route("GET", ("openapi.json",), "openapi", "This OpenAPI document", None, _no_target),
 )
@@ -740,8 +948,9 @@ class MemoryApi:
     unknown enum value, purge without ``confirm=true``) is 422 (``validation_error``); an unknown
     memory is 404 (``not_found``); an unknown path 404 (``no_route``); a known path with another
     method 405 (``method_not_allowed``, with ``Allow``); a body over ``max_body_bytes`` 413
-    (``payload_too_large``); a store conflict 409 (``conflict``); a transient failure 503
-    (``unavailable``, with ``Retry-After``). Only a bug is a 500.
+    (``payload_too_large``); a store conflict 409 (``conflict``); what this deployment's store cannot do
+    501 (``not_supported``: listing users on Azure AI Search); a transient failure 503 (``unavailable``,
+    with ``Retry-After``). Only a bug is a 500.
 
     Identity: with an ``authenticator`` every route but health needs credentials it accepts (401
     ``unauthorized`` with ``WWW-Authenticate: Bearer`` otherwise; 503 when it cannot decide, for example
@@ -783,6 +992,10 @@ class MemoryApi:
             "purge": self._purge,
             "post_turn": self._post_turn,
             "forgetting": self._forgetting,
+            "users": self._users,
+            "user_agents": self._user_agents,
+            "forgetting_preview": self._forgetting_preview,
+            "retention_curves": self._retention_curves,
             "health": self._health,
             "openapi": self._openapi_route,
         }
@@ -826,6 +1039,8 @@ class MemoryApi:
             return _error(422, "validation_error", str(first.get("msg", "is invalid")), where)
         except NotFoundError as exc:
             return _error(404, "not_found", str(exc))
+        except UnsupportedError as exc:
+            return _error(501, "not_supported", str(exc))
         except ConflictError as exc:
             return _error(409, "conflict", str(exc))
         except PermanentError as exc:
@@ -897,22 +1112,80 @@ class MemoryApi:
     async def _list(self, request: ApiRequest, target: _Target) -> ApiResponse:
         query = _Query(request.query)
         scope = target.scope
-        status = query.text("status", max_length=16)
-        statuses = None
-        if status is not None:
-            try:
-                statuses = [MemoryStatus(status)]
-            except ValueError:
-                raise ValidationError(
-                    "status", f"{status!r} is not one of {', '.join(s.value for s in MemoryStatus)}"
-                ) from None
+        status = query.choice("status", MemoryStatus)
+        statuses = None if status is None else [status]
         cursor = query.text("cursor", max_length=128)
         if cursor is not None:
             validate_memory_id(cursor, "cursor")
         limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
         assert limit is not None
-        page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
-        return ApiResponse(200, memory_list_response(page).model_dump(mode="json"))
+        category = query.text("category", max_length=64)
+        if category is not None:
+            category = validate_category(category)
+        kind = query.choice("kind", MemoryKind)
+        order = query.choice("order", OrderBy)
+        offset = query.integer("offset", default=None, low=0, high=MAX_BROWSE_OFFSET)
+        if category is None and kind is None and order is None and offset is None:
+            page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
+            return ApiResponse(200, memory_list_response(page).model_dump(mode="json"))
+        if cursor is not None:
+            raise ValidationError(
+                "cursor",
+                "pages the listing by id; a filtered or sorted listing (category, kind, order, offset) "
+                "pages with offset instead",
+            )
+        sorted_page = await self.service.browse(
+            scope,
+            statuses=statuses,
+            category=category,
+            kind=kind,
+            order_by=order,
+            offset=offset or 0,
+            limit=min(limit, MAX_BROWSE_LIMIT),
+        )
+        return ApiResponse(200, sorted_list_response(sorted_page, offset or 0).model_dump(mode="json"))
+
+    async def _users(self, request: ApiRequest, _: _Target) -> ApiResponse:
+        query = _Query(request.query)
+        cursor = query.scope_id("cursor", required=False)
+        limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
+        assert limit is not None
+        users, next_cursor = await self.service.users(after=cursor, limit=limit)
+        return ApiResponse(200, user_list_response(users, next_cursor).model_dump(mode="json"))
+
+    async def _user_agents(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        user_id = str(target.user_id)
+        agents = await self.service.agent_counts(user_id)
+        return ApiResponse(200, agent_list_response(user_id, agents).model_dump(mode="json"))
+
+    async def _forgetting_preview(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        query = _Query(request.query)
+        limit = query.integer("limit", default=MAX_PREVIEW_LIMIT, low=1, high=MAX_PREVIEW_LIMIT)
+        assert limit is not None
+        cursor = query.text("cursor", max_length=128)
+        if cursor is not None:
+            validate_memory_id(cursor, "cursor")
+        scope = target.scope
+        at = self.service.now()
+        report = await self.service.preview_forgetting(scope, limit=limit, cursor=cursor)
+        preview = ForgettingPreviewResponse.model_validate(
+            {**report.as_dict(), "user_id": scope.user_id, "agent_id": scope.agent_id, "at": at}
+        )
+        return ApiResponse(200, preview.model_dump(mode="json"))
+
+    async def _retention_curves(self, request: ApiRequest, target: _Target) -> ApiResponse:
+        query = _Query(request.query)
+        raw = query.text("ids", required=True, max_length=MAX_CURVE_IDS * 129)
+        ids = list(dict.fromkeys(validate_memory_id(i, "ids") for i in str(raw).split(",")))
+        if len(ids) > MAX_CURVE_IDS:
+            raise ValidationError("ids", f"names {len(ids)} memories; at most {MAX_CURVE_IDS} at once")
+        days = query.integer("days", default=DEFAULT_CURVE_DAYS, low=1, high=MAX_CURVE_DAYS)
+        assert days is not None
+        scope = target.scope
+        at = self.service.now()
+        curves = await self.service.retention_curves(scope, ids, days=days)
+        response = retention_curves_response(scope, at, days, self.service.policy, curves)
+        return ApiResponse(200, response.model_dump(mode="json"))
 
     async def _get(self, request: ApiRequest, target: _Target) -> ApiResponse:
         scope, memory_id = target.scope, str(target.memory_id)
@@ -1001,6 +1274,10 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
         (PurgeResponse, "serialization"),
         (TurnAccepted, "serialization"),
         (ForgettingResponse, "serialization"),
+        (ForgettingPreviewResponse, "serialization"),
+        (RetentionCurvesResponse, "serialization"),
+        (UserListResponse, "serialization"),
+        (AgentListResponse, "serialization"),
         (HealthResponse, "serialization"),
         (ErrorResponse, "serialization"),
     ]
@@ -1026,6 +1303,7 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
         "minLength": 1,
         "maxLength": 128,
     }
+    category = {"type": "string", "pattern": "^[A-Za-z0-9_.\\-]{1,64}$"}
     user_q = _param("user_id", "query", scope_id, "Owner of the memories", required=True)
     agent_q = _param("agent_id", "query", scope_id, "Agent of the memories", required=True)
     agent_opt = _param("agent_id", "query", scope_id, "Only this agent's memories (default: every agent)")
@@ -1089,7 +1367,60 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         {"type": "string", "enum": [s.value for s in MemoryStatus]},
                         "Only this status",
                     ),
-                    _param("cursor", "query", memory_id, "Resume after this memory id (`next_cursor`)"),
+                    _param(
+                        "cursor",
+                        "query",
+                        memory_id,
+                        "Resume after this memory id (`next_cursor`); only without category, kind, order "
+                        "and offset (422 otherwise)",
+                    ),
+                    _param(
+                        "limit",
+                        "query",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_LIST_LIMIT,
+                            "default": DEFAULT_LIST_LIMIT,
+                        },
+                        "Page size",
+                    ),
+                    _param("category", "query", category, "Only this category (a filtered listing)"),
+                    _param(
+                        "kind",
+                        "query",
+                        {"type": "string", "enum": [k.value for k in MemoryKind]},
+                        "Only this kind (a filtered listing)",
+                    ),
+                    _param(
+                        "order",
+                        "query",
+                        {"type": "string", "enum": [o.value for o in OrderBy]},
+                        "Sort by this field, then by id (a sorted listing; default: by id)",
+                    ),
+                    _param(
+                        "offset",
+                        "query",
+                        {"type": "integer", "minimum": 0, "maximum": MAX_BROWSE_OFFSET},
+                        "Skip this many memories of a filtered or sorted listing (`next_offset`)",
+                    ),
+                ],
+                responses={
+                    "200": ok(
+                        MemoryListResponse,
+                        "One page of memories: by id with `next_cursor`; with category, kind, order or "
+                        "offset, a page of the filtered, sorted listing with `total` and `next_offset`",
+                    ),
+                    **errors,
+                    **guarded,
+                },
+            )
+        },
+        "/users": {
+            "get": operation(
+                "users",
+                parameters=[
+                    _param("cursor", "query", scope_id, "Resume after this user id (`next_cursor`)"),
                     _param(
                         "limit",
                         "query",
@@ -1102,7 +1433,93 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
                         "Page size",
                     ),
                 ],
-                responses={"200": ok(MemoryListResponse, "One page of memories"), **errors, **guarded},
+                responses={
+                    "200": ok(UserListResponse, "One page of users, by id, with counts by status"),
+                    "501": error(
+                        "This store cannot list its users (Azure AI Search: `user_id` is not facetable); "
+                        "open a user by id"
+                    ),
+                    **errors,
+                    **guarded,
+                },
+            )
+        },
+        "/users/{user_id}/agents": {
+            "get": operation(
+                "user_agents",
+                parameters=[user_p],
+                responses={
+                    "200": ok(AgentListResponse, "Every agent holding memories of the user, with counts"),
+                    **errors,
+                    **guarded,
+                },
+            )
+        },
+        "/forgetting/preview": {
+            "get": operation(
+                "forgetting_preview",
+                parameters=[
+                    user_q,
+                    agent_q,
+                    _param(
+                        "limit",
+                        "query",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_PREVIEW_LIMIT,
+                            "default": MAX_PREVIEW_LIMIT,
+                        },
+                        "Memories read at most",
+                    ),
+                    _param("cursor", "query", memory_id, "Resume after this memory id (`next_cursor`)"),
+                ],
+                responses={
+                    "200": ok(
+                        ForgettingPreviewResponse,
+                        "Counts, and every change the policy would make now (status changes, then rescores)",
+                    ),
+                    **errors,
+                    **guarded,
+                },
+            )
+        },
+        "/forgetting/curves": {
+            "get": operation(
+                "retention_curves",
+                parameters=[
+                    user_q,
+                    agent_q,
+                    _param(
+                        "ids",
+                        "query",
+                        {
+                            "type": "string",
+                            "pattern": f"^{MEMORY_ID_PATTERN.pattern}(,{MEMORY_ID_PATTERN.pattern})*$",
+                            "minLength": 1,
+                            "maxLength": MAX_CURVE_IDS * 129,
+                        },
+                        f"Memory ids, comma-separated (at most {MAX_CURVE_IDS})",
+                        required=True,
+                    ),
+                    _param(
+                        "days",
+                        "query",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_CURVE_DAYS,
+                            "default": DEFAULT_CURVE_DAYS,
+                        },
+                        "How many days ahead",
+                    ),
+                ],
+                responses={
+                    "200": ok(RetentionCurvesResponse, "Each memory's retention curve and the policy"),
+                    **not_found,
+                    **errors,
+                    **guarded,
+                },
             )
         },
         "/memories/{memory_id}": {

@@ -155,9 +155,22 @@ class Settings:
     api_token: str = _env(
         "MEMORY_API_TOKEN",
         "",
-        "Bearer token `memory-core serve` requires on every route but health (at least 16 characters); "
-        "empty: no token, and only a loopback address may be bound.",
+        "Bearer token `memory-core serve` requires on every route but health, and `memory-core mcp "
+        "--transport http` on every request (at least 16 characters); empty: no token, and only a "
+        "loopback address may be bound.",
         secret=True,
+    )
+
+    mcp_user_id: str = _env(
+        "MEMORY_MCP_USER_ID",
+        "",
+        "User id whose memories `memory-core mcp` serves when `--user` is not given (the model cannot "
+        "choose another); empty: `--user` is required.",
+    )
+    mcp_agent_id: str = _env(
+        "MEMORY_MCP_AGENT_ID",
+        "default",
+        "Agent id whose memories `memory-core mcp` serves when `--agent` is not given.",
     )
 
     auth_tenant_id: str = _env(

@@ -1,9 +1,14 @@
-"""``memory-core demo``: a short Japanese travel conversation through the whole local pipeline.
+"""``memory-core demo``: a short travel conversation through the whole local pipeline.
 
 Rule extraction, rule consolidation, the local e5 embedder and the SQLite store (in a temporary folder
 unless a path is given). Each turn's decisions are printed with their reasons; then the memories are
 searched with the IMPORTANT and RECENT ranking profiles; then a forgetting dry run is made with the
 clock moved three months ahead. The clock is fixed, so the output is the same on every run.
+
+The conversation is in Japanese (``--lang ja``, the default) or English (``--lang en``): the same
+story in both, with the same decisions (a plan and preferences added, the assistant's claim ignored, a
+restatement known, a detail added, tea replaced by coffee, recalled memories not extracted again, a
+routine added, a forget request deleting what it names).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +25,7 @@ from .models import MemorySearchOptions, MessageRole, RankingProfile, Scope, Sea
 from .ports import FixedClock
 from .service.ingest import format_decision
 
-__all__ = ["DEMO_CONVERSATION", "DEMO_SCOPE", "run_demo"]
+__all__ = ["DEMO_CONVERSATION", "DEMO_CONVERSATION_EN", "DEMO_LANGUAGES", "DEMO_SCOPE", "DemoScript", "run_demo"]
 
 DEMO_SCOPE = Scope.of("demo-user", "travel-agent")
 DEMO_START = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
@@ -45,10 +51,48 @@ DEMO_CONVERSATION: list[tuple[int, list[tuple[str, str]]]] = [
     (60 * 24 * 4, [("user", "辛い料理が苦手って言ったのは忘れて。"), ("assistant", "わかりました。")]),
 ]
 
-_QUERY = "京都旅行の宿と飲み物の好み"
+_RECALL_EN = "## Relevant memories\n- I like ryokans in Kyoto\n- These days I like coffee more than tea\n\n"
+
+#: The same story in English: the same turns at the same times, and the same decisions.
+DEMO_CONVERSATION_EN: list[tuple[int, list[tuple[str, str]]]] = [
+    (0, [
+        ("user", "I'm planning a trip to Kyoto next week. I like ryokans."),
+        ("assistant", "Lovely! I'll look for some ryokans in Kyoto."),
+    ]),
+    (5, [
+        ("user", "I don't like spicy food. I like tea."),
+        ("assistant", "Noted, I'll pick places that aren't spicy. You also love extra-spicy ramen, right?"),
+    ]),
+    (60 * 24, [
+        ("user", "I like ryokans. I'd like one with a hot spring if possible."),
+        ("assistant", "A ryokan with a hot spring, then."),
+    ]),
+    (60 * 24 * 2, [("user", "I like ryokans in Kyoto."), ("assistant", "I'll focus on ryokans in Kyoto.")]),
+    (60 * 24 * 3, [("user", "These days I like coffee more than tea."), ("assistant", "I'll find some cafés too.")]),
+    (60 * 24 * 3 + 10, [
+        ("user", _RECALL_EN + "Thanks. I always get up at 7 in the morning."),
+        ("assistant", "Then let's pick a ryokan that serves breakfast from 7:30."),
+    ]),
+    (60 * 24 * 4, [("user", "Forget that I said I don't like spicy food."), ("assistant", "Understood.")]),
+]
 
 
-def _turns() -> list[Turn]:
+@dataclass(frozen=True, slots=True)
+class DemoScript:
+    """One language's demo: the conversation and the question asked of the memories afterwards."""
+
+    conversation: list[tuple[int, list[tuple[str, str]]]]
+    query: str
+
+
+#: The demo in each language ``memory-core demo --lang`` accepts.
+DEMO_LANGUAGES: dict[str, DemoScript] = {
+    "ja": DemoScript(DEMO_CONVERSATION, "京都旅行の宿と飲み物の好み"),
+    "en": DemoScript(DEMO_CONVERSATION_EN, "where to stay in Kyoto and what I like to drink"),
+}
+
+
+def _turns(conversation: list[tuple[int, list[tuple[str, str]]]]) -> list[Turn]:
     return [
         Turn(
             turn_id=f"demo-{index + 1}",
@@ -58,12 +102,17 @@ def _turns() -> list[Turn]:
             occurred_at=DEMO_START + timedelta(minutes=minutes),
             messages=[TurnMessage(role=MessageRole(role), text=text) for role, text in messages],
         )
-        for index, (minutes, messages) in enumerate(DEMO_CONVERSATION)
+        for index, (minutes, messages) in enumerate(conversation)
     ]
 
 
 async def run_demo(
-    *, db_path: str | None, out: Callable[..., Any] = print, json_output: bool = False, llm: bool = False
+    *,
+    db_path: str | None,
+    out: Callable[..., Any] = print,
+    json_output: bool = False,
+    llm: bool = False,
+    lang: str = "ja",
 ) -> int:
     """Run the scripted conversation, the searches and a forgetting dry run; returns 0.
 
@@ -73,11 +122,17 @@ async def run_demo(
         json_output: Print one JSON object per line (decisions, search results, forgetting report).
         llm: Extract and consolidate with the chat model the environment configures
             (``MEMORY_LLM_PROVIDER`` and its settings) instead of the rules.
+        lang: The conversation's language, a key of :data:`DEMO_LANGUAGES` (``ja`` or ``en``).
 
     Raises:
         ConfigurationError: ``llm`` without a configured chat model.
+        ValueError: ``lang`` is not a demo language.
     """
     from .bootstrap import build_service, load_settings, require_chat_model
+
+    if lang not in DEMO_LANGUAGES:
+        raise ValueError(f"lang must be one of {', '.join(DEMO_LANGUAGES)}, not {lang!r}")
+    script = DEMO_LANGUAGES[lang]
 
     chat_model = require_chat_model(load_settings(), "demo --llm") if llm else None
     with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
@@ -110,7 +165,7 @@ async def run_demo(
                         "(the rules where it fails)"
                     )
                 out("")
-            for turn in _turns():
+            for turn in _turns(script.conversation):
                 clock.set(turn.occurred_at)
                 result = await service.ingest(turn)
                 said = [m.text.replace("\n", " ⏎ ") for m in turn.messages if m.role.value == "user"]
@@ -126,7 +181,7 @@ async def run_demo(
             clock.set(DEMO_START + timedelta(days=4, hours=1))
             for profile in (RankingProfile.IMPORTANT, RankingProfile.RECENT):
                 options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=profile, top=5)
-                found = await service.search(DEMO_SCOPE, _QUERY, options, recall=False)
+                found = await service.search(DEMO_SCOPE, script.query, options, recall=False)
                 hits: list[dict[str, Any]] = [
                     {
                         "rank": rank,
@@ -141,13 +196,13 @@ async def run_demo(
                     }
                     for rank, hit in enumerate(found.hits, start=1)
                 ]
-                emit("search", {"query": _QUERY, "profile": profile.value, "hits": hits})
+                emit("search", {"query": script.query, "profile": profile.value, "hits": hits})
                 if profile is RankingProfile.IMPORTANT:
                     recalled = [hit.record.id for hit in found.hits[:2]]
                     await service.record_recall(DEMO_SCOPE, recalled)
                 if not json_output:
                     out("")
-                    out(f"search {_QUERY!r} (hybrid, profile {profile.value.upper()}):")
+                    out(f"search {script.query!r} (hybrid, profile {profile.value.upper()}):")
                     if profile is RankingProfile.IMPORTANT:
                         out("  (the top 2 are returned to the agent: a recall, which rehearses them)")
                     for h in hits:

@@ -17,6 +17,7 @@ __all__ = [
     "PermanentError",
     "StorageFullError",
     "TransientError",
+    "UnsupportedError",
     "ValidationError",
 ]
 
@@ -71,6 +72,10 @@ class NotFoundError(PermanentError, LookupError):
 
 class ConflictError(PermanentError):
     """The store's state does not allow the operation (for example an embedding of another size)."""
+
+
+class UnsupportedError(PermanentError):
+    """This deployment cannot do what was asked (its store lacks the capability; HTTP 501)."""
 
 
 class AuthenticationError(PermanentError):

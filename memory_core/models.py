@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from .errors import ValidationError
@@ -35,6 +35,7 @@ __all__ = [
     "MAX_TURN_BYTES",
     "MESSAGE_CONTROL_CHARACTERS",
     "RECALL_SCHEMA",
+    "RESERVED_METADATA_KEYS",
     "TURN_SCHEMA",
     "AgentId",
     "CandidateKind",
@@ -69,6 +70,7 @@ __all__ = [
     "status_note",
     "turn_json_bytes",
     "utcnow",
+    "validate_caller_metadata",
     "validate_category",
     "validate_memory_id",
     "validate_positive_int",
@@ -129,6 +131,34 @@ def validate_positive_int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(field, "must be a positive integer")
     return value
+
+
+def validate_caller_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
+    """Return ``value`` as a dict if it is caller metadata a memory may carry, else raise
+    :class:`ValidationError` naming ``field``: a JSON object whose keys are 1-128 characters without
+    control characters and none of :data:`RESERVED_METADATA_KEYS` (memory-core writes those itself)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, "must be a mapping of string keys to JSON values")
+    for key in value:
+        if not isinstance(key, str) or not METADATA_KEY_PATTERN.fullmatch(key):
+            raise ValidationError(
+                field,
+                f"key {_describe(key)} must be a string of 1-{MAX_METADATA_KEY_CHARS} characters without "
+                "control characters",
+            )
+        if key in RESERVED_METADATA_KEYS:
+            raise ValidationError(
+                field,
+                f"key {key!r} is reserved: memory-core writes it itself (reserved keys: "
+                f"{', '.join(sorted(RESERVED_METADATA_KEYS))})",
+            )
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            field, f"must hold JSON values only (strings, numbers, booleans, null, lists, objects): {exc}"
+        ) from None
+    return dict(value)
 
 
 def validate_category(value: object, field: str = "category") -> str:
@@ -553,6 +583,24 @@ MAX_MESSAGE_CHARS = 32000
 #: The most a turn's JSON may take (UTF-8): under the HTTP API's 256 KiB body and a Service Bus
 #: Standard message (256 KiB, headers included), with room to spare for both.
 MAX_TURN_BYTES = 192 * 1024
+#: Metadata keys memory-core writes into a memory itself; a turn's caller metadata may not use them.
+RESERVED_METADATA_KEYS = frozenset(
+    {
+        "turn_id",
+        "evidence",
+        "updated_by_turn",
+        "deleted_by_turn",
+        "partly_forgotten_by_turn",
+        "redacted_by_turn",
+        "updated_on_request",
+        "status_reason",
+        "status_changed_at",
+    }
+)
+#: Longest metadata key a turn may carry.
+MAX_METADATA_KEY_CHARS = 128
+#: A caller's metadata key: 1-128 characters, no control characters.
+METADATA_KEY_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
 
 
 class MessageRole(StrEnum):
@@ -598,6 +646,18 @@ class Turn(BaseModel):
     session_id: str | None = None
     occurred_at: UtcDateTime
     messages: list[TurnMessage] = Field(min_length=1, max_length=MAX_TURN_MESSAGES)
+    #: The caller's own key-value data, merged into the metadata of every memory this turn adds or
+    #: updates (a key memory-core writes itself, :data:`RESERVED_METADATA_KEYS`, is refused). Left out
+    #: of the JSON when empty.
+    metadata: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        json_schema_extra={
+            "propertyNames": {
+                "pattern": "^[^\\x00-\\x1f\\x7f]{1,128}$",
+                "not": {"enum": [key for key in sorted(RESERVED_METADATA_KEYS)]},
+            }
+        },
+    )
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -621,6 +681,11 @@ class Turn(BaseModel):
     @classmethod
     def _session(cls, value: str | None) -> str | None:
         return None if value is None else validate_scope_id(value, "session_id")
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        return validate_caller_metadata(value)
 
     @model_validator(mode="after")
     def _size(self) -> Turn:
@@ -647,6 +712,8 @@ class Turn(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", by_alias=True)
+        if not data.get("metadata"):
+            data.pop("metadata", None)
         for message in data["messages"]:
             if message.get("name") is None:
                 message.pop("name", None)

@@ -6,19 +6,22 @@ Fakes in the tests subclass these classes rather than mocking them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
 
+from .errors import ValidationError
 from .models import (
     HistoryEntry,
     MemoryCandidate,
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    OrderBy,
     RecallUpdate,
     Scope,
     SearchResult,
@@ -27,6 +30,8 @@ from .models import (
 from .policy import HumanMemoryPolicy
 
 __all__ = [
+    "MAX_BROWSE_LIMIT",
+    "MAX_BROWSE_OFFSET",
     "ChatModel",
     "CheckpointStore",
     "Clock",
@@ -45,10 +50,14 @@ __all__ = [
     "RetentionPage",
     "RetentionWrite",
     "ScopePurger",
+    "SortedPage",
+    "StatusCounts",
     "SystemClock",
     "TurnJournal",
     "TurnPublisher",
+    "UserDirectory",
     "WalCheckpointer",
+    "check_browse_window",
     "supports",
 ]
 
@@ -148,6 +157,61 @@ class Page:
 
     records: list[MemoryRecord]
     next_cursor: str | None
+
+
+#: Most records one :meth:`MemoryStore.browse` call returns.
+MAX_BROWSE_LIMIT = 1000
+#: Largest ``offset`` of :meth:`MemoryStore.browse` (Azure AI Search's ``$skip`` limit).
+MAX_BROWSE_OFFSET = 100_000
+
+
+def check_browse_window(offset: int, limit: int) -> None:
+    """Refuse an ``offset`` or ``limit`` of :meth:`MemoryStore.browse` out of range (names the field).
+
+    Raises:
+        ValidationError: ``offset`` not in 0..:data:`MAX_BROWSE_OFFSET`, or ``limit`` not in
+            1..:data:`MAX_BROWSE_LIMIT`.
+    """
+    for name, value, low, high in (
+        ("offset", offset, 0, MAX_BROWSE_OFFSET),
+        ("limit", limit, 1, MAX_BROWSE_LIMIT),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValidationError(name, f"must be an integer between {low} and {high}")
+
+
+@dataclass(frozen=True, slots=True)
+class SortedPage:
+    """One page of a filtered, sorted listing (:meth:`MemoryStore.browse`), and how many match in all."""
+
+    records: list[MemoryRecord]
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCounts:
+    """How many memories one user, or one agent of a user, holds by status.
+
+    Attributes:
+        id: The user id (:meth:`UserDirectory.count_users`) or agent id (:meth:`MemoryStore.count_agents`).
+        active: Memories that are ``active``.
+        archived: Memories that are ``archived``.
+        deleted: Memories that are ``deleted`` (soft-deleted, not yet purged).
+    """
+
+    id: str
+    active: int = 0
+    archived: int = 0
+    deleted: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.active + self.archived + self.deleted
+
+    def add(self, status: MemoryStatus | str, count: int) -> StatusCounts:
+        """These counts with ``count`` more of ``status``."""
+        name = MemoryStatus(status).value
+        return replace(self, **{name: getattr(self, name) + int(count)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +338,29 @@ class MemoryStore(Protocol):
 
     async def agents(self, user_id: str) -> list[str]:
         """The agent ids that hold memories of ``user_id`` (for export and purge of a user)."""
+        ...
+
+    async def browse(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        category: str | None = None,
+        kind: MemoryKind | None = None,
+        order_by: OrderBy | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> SortedPage:
+        """Records of ``scope`` matching the filters (``None``: any), sorted by ``order_by`` then id
+        (``None``: by id), skipping ``offset``, at most ``limit``; with the number that match in all.
+
+        Raises:
+            ValidationError: A bad category, ``offset`` (0 to 100,000) or ``limit`` (1 to 1,000).
+        """
+        ...
+
+    async def count_agents(self, user_id: str) -> list[StatusCounts]:
+        """The agents holding memories of ``user_id``, by id, each with its counts by status."""
         ...
 
     async def mark_status(
@@ -540,6 +627,17 @@ class QueuedLister(Protocol):
 
     async def queued_for(self, user_id: str, agent_id: str | None = None) -> list[QueuedItem]:
         """The messages of one scope (``agent_id`` ``None``: every scope of the user), oldest first."""
+        ...
+
+
+@runtime_checkable
+class UserDirectory(Protocol):
+    """A store that can list its users (the embedded store; the Azure AI Search index cannot: its
+    ``user_id`` field is filterable but not facetable)."""
+
+    async def count_users(self, *, after: str | None = None, limit: int = 100) -> list[StatusCounts]:
+        """Users holding memories, by id, from just after ``after``, at most ``limit``, each with its
+        counts by status (every agent's memories added up)."""
         ...
 
 

@@ -4,22 +4,25 @@ Environment (all optional):
 
     MEMORY_SQLITE_PATH   embedded store file          (default .memory-core/sample-agent.db)
     MEMORY_EMBEDDER      e5-local | hash               (default e5-local: multilingual, offline)
-    AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT
-                         answer with an Azure OpenAI deployment (Microsoft Entra ID via
-                         DefaultAzureCredential, `az login` locally); without them an in-process
-                         offline model answers, and shows what it was given
-    AZURE_OPENAI_API_VERSION                           (default v1: the /openai/v1 endpoint)
+    The model that answers, through Agent Framework's OpenAIChatClient (the Responses API):
+    AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_MODEL (or AZURE_OPENAI_CHAT_DEPLOYMENT)
+                         an Azure OpenAI deployment, with Microsoft Entra ID (DefaultAzureCredential:
+                         `az login` locally, the managed identity in Azure; AZURE_CLIENT_ID picks a
+                         user-assigned one)
+    OPENAI_API_KEY and OPENAI_MODEL (OPENAI_BASE_URL for another OpenAI-compatible server)
+                         OpenAI
+    neither              an in-process offline model answers, and shows what it was given
 
 Install and run:
 
-    pip install 'memory-core[agent]'          # add [azure] for the Azure OpenAI model
+    pip install 'memory-core[agent]'          # add [azure] for Azure OpenAI (azure-identity)
     python samples/embedded_agent.py
 
-What happens: in a first session the user tells the agent a few things about themselves. The turn is
-published to the embedded durable queue (the agent does not wait for extraction) and the queue is
-drained here, as `memory-core serve` would do in the background. In a second session (new history)
-the agent is asked something related: the provider finds the memories and adds them to the model
-input as reference data.
+What happens: in a first session the user tells the agent a few things about themselves. Each turn
+is published to the embedded durable queue (the agent does not wait for extraction) and the
+provider's in-process worker ingests it in the background. In a second session (new history) the
+agent is asked something related: the provider waits until the earlier turns are ingested, finds the
+memories and adds them to the model input as reference data.
 """
 
 from __future__ import annotations
@@ -60,55 +63,31 @@ class OfflineChatClient(BaseChatClient):
         return ChatResponse(messages=[Message(role="assistant", contents=[answer])])
 
 
-class AzureOpenAIChat(BaseChatClient):
-    """Chat completions on an Azure OpenAI deployment, with Microsoft Entra ID tokens."""
-
-    def __init__(self, *, endpoint: str, deployment: str, api_version: str) -> None:
-        super().__init__()
-        from memory_core.adapters.openai_models import azure_openai_client
-
-        self._client, self._credential = azure_openai_client(
-            endpoint=endpoint,
-            deployment=deployment,
-            api_version=api_version,
-            client_id=os.environ.get("AZURE_CLIENT_ID"),
-        )
-        self._deployment = deployment
-
-    async def _inner_get_response(
-        self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
-    ) -> ChatResponse:
-        wire: list[dict[str, str]] = []
-        if options.get("instructions"):
-            wire.append({"role": "system", "content": str(options["instructions"])})
-        wire += [{"role": str(m.role), "content": m.text} for m in messages if m.text]
-        completion = await self._client.chat.completions.create(model=self._deployment, messages=wire)  # type: ignore[arg-type]
-        text = completion.choices[0].message.content or ""
-        return ChatResponse(messages=[Message(role="assistant", contents=[text])])
-
-    async def close(self) -> None:
-        await self._client.close()
-        await self._credential.close()
-
-
 def chat_client() -> BaseChatClient:
+    """Agent Framework's ``OpenAIChatClient`` for Azure OpenAI or OpenAI, from the environment; the
+    offline stand-in when neither is configured."""
     endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT", "")
-    deployment = os.environ.get("AZURE_OPENAI_CHAT_DEPLOYMENT", "")
+    deployment = os.environ.get("AZURE_OPENAI_MODEL") or os.environ.get("AZURE_OPENAI_CHAT_DEPLOYMENT", "")
     if endpoint and deployment:
-        return AzureOpenAIChat(
-            endpoint=endpoint,
-            deployment=deployment,
-            api_version=os.environ.get("AZURE_OPENAI_API_VERSION", "v1"),
-        )
+        from agent_framework.openai import OpenAIChatClient
+        from azure.identity import DefaultAzureCredential
+
+        credential = DefaultAzureCredential(managed_identity_client_id=os.environ.get("AZURE_CLIENT_ID") or None)
+        return OpenAIChatClient(model=deployment, azure_endpoint=endpoint, credential=credential)
+    if os.environ.get("OPENAI_API_KEY"):
+        from agent_framework.openai import OpenAIChatClient
+
+        return OpenAIChatClient()  # OPENAI_MODEL, and OPENAI_BASE_URL if set
     # The stand-in has no tool calling; the framework's warning about it is noise here.
     logging.getLogger("agent_framework").setLevel(logging.ERROR)
     return OfflineChatClient()
 
 
 async def main() -> None:
+    # Turns go to the embedded durable queue (after_run returns at once); a worker inside the provider
+    # ingests them in the background while it is open (worker=False when `memory-core serve` runs).
     memory = MemoryContextProvider.local(
         sqlite_path=os.environ.get("MEMORY_SQLITE_PATH", ".memory-core/sample-agent.db"),
-        queue=True,  # turns go to the embedded durable queue; after_run returns at once
         user_id=USER_ID,
         agent_id=AGENT_ID,
         outbox_path=".memory-core/sample-outbox.db",
@@ -127,10 +106,6 @@ async def main() -> None:
             print(f"\n[session 1] user: {text}")
             print(f"[session 1] agent: {(await agent.run(text, session=first)).text}")
 
-        # `memory-core serve` drains the queue in the background; a script can do it in-process.
-        handled = await memory.client.drain()  # type: ignore[attr-defined]
-        print(f"\n(ingested {handled} queued message(s) into long-term memory)")
-
         second = AgentSession()  # a new conversation: no shared history
         question = "Can you suggest a place for dinner and something to drink?"
         print(f"\n[session 2] user: {question}")
@@ -142,8 +117,6 @@ async def main() -> None:
             print(
                 f"  {hit.score:.4f}  [{record.category}; importance={record.importance:.2f}] {record.memory}"
             )
-    if isinstance(client, AzureOpenAIChat):
-        await client.close()
 
 
 if __name__ == "__main__":

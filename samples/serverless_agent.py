@@ -17,8 +17,9 @@ Environment:
                          on the queue). Empty: turns are posted to POST /api/turns instead.
     MEMORY_TURNS_QUEUE   the turns queue (default memory-turns)
     AZURE_CLIENT_ID      user-assigned managed identity to use, if any
-    AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT
-                         the model that answers (as in embedded_agent.py; offline stand-in otherwise)
+    AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_MODEL, or OPENAI_API_KEY and OPENAI_MODEL
+                         the model that answers, through Agent Framework's OpenAIChatClient (as in
+                         embedded_agent.py; an offline stand-in otherwise)
 
 Install and run:
 
@@ -39,7 +40,7 @@ import os
 import time
 
 from agent_framework import Agent, AgentSession, InMemoryHistoryProvider
-from embedded_agent import AzureOpenAIChat, chat_client  # the sample beside this one
+from embedded_agent import chat_client  # the sample beside this one
 
 from memory_core.bootstrap import build_publisher, load_settings
 from memory_core.integrations.agent_framework import MemoryContextProvider
@@ -109,8 +110,6 @@ async def main() -> None:
             await turns.close()  # type: ignore[attr-defined]
         if credential is not None:
             await credential.close()
-        if isinstance(client, AzureOpenAIChat):
-            await client.close()
 
 
 if __name__ == "__main__":

@@ -45,9 +45,11 @@ from ..errors import (
 from ..fusion import fusion_for
 from ..models import (
     IMMUTABLE_FIELDS,
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    OrderBy,
     Scope,
     ScoreBreakdown,
     SearchHit,
@@ -56,12 +58,23 @@ from ..models import (
     ensure_utc,
     parse_model,
     status_note,
+    validate_category,
     validate_memory_id,
     validate_positive_int,
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, MemoryRef, Page, RetentionPage, RetentionWrite, SystemClock
+from ..ports import (
+    Clock,
+    MemoryRef,
+    Page,
+    RetentionPage,
+    RetentionWrite,
+    SortedPage,
+    StatusCounts,
+    SystemClock,
+    check_browse_window,
+)
 from ..ranking import profile_for
 from . import odata
 from .azure_retry import RetrySettings, Sleep, call_with_retries
@@ -670,6 +683,69 @@ class AzureSearchMemoryStore:
 
         agents: list[str] = await self._call("agents", run)
         return agents
+
+    async def browse(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        category: str | None = None,
+        kind: MemoryKind | None = None,
+        order_by: OrderBy | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> SortedPage:
+        """A filtered, sorted page of ``scope`` (``$orderby field, id``, ``$skip``, ``$count``)."""
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        check_browse_window(offset, limit)
+        clauses = [odata.scope_filter(scope)]
+        if statuses:
+            clauses.append(odata.status_filter(statuses))
+        if category is not None:
+            clauses.append(odata.eq("category", validate_category(category)))
+        if kind is not None:
+            clauses.append(odata.kind_filter(MemoryKind(kind)))
+        order = [*(odata.order_by(order_by) or []), "id asc"]
+
+        async def run() -> tuple[list[dict[str, Any]], int]:
+            results = await self._client.search(
+                search_text=None,
+                filter=odata.and_(*clauses),
+                order_by=order,
+                select=list(SELECT_FIELDS),
+                skip=offset or None,
+                top=limit,
+                include_total_count=True,
+            )
+            documents = [dict(item) async for item in results]
+            return documents, int(await results.get_count() or 0)
+
+        documents, total = await self._call("browse", run)
+        return SortedPage(records=[from_document(d) for d in documents], total=total)
+
+    async def count_agents(self, user_id: str) -> list[StatusCounts]:
+        """The agents of ``user_id`` with their counts by status (a facet on ``agent_id`` per status)."""
+        user_filter = odata.user_filter(validate_scope_id(user_id, "user_id"))
+
+        async def facet(status: MemoryStatus) -> list[tuple[str, MemoryStatus, int]]:
+            async def run() -> list[tuple[str, MemoryStatus, int]]:
+                results = await self._client.search(
+                    search_text=None,
+                    filter=odata.and_(user_filter, odata.eq("status", status.value)),
+                    facets=[f"agent_id,count:{MAX_AGENTS},sort:value"],
+                    top=0,
+                )
+                facets = await results.get_facets() or {}
+                return [(str(f["value"]), status, int(f.get("count", 0))) for f in facets.get("agent_id", [])]
+
+            rows: list[tuple[str, MemoryStatus, int]] = await self._call("count agents", run)
+            return rows
+
+        counts: dict[str, StatusCounts] = {}
+        for rows in await asyncio.gather(*(facet(s) for s in MemoryStatus)):
+            for agent_id, status, count in rows:
+                counts[agent_id] = counts.get(agent_id, StatusCounts(agent_id)).add(status, count)
+        return [counts[a] for a in sorted(counts) if counts[a].total]
 
     async def recall(
         self, scope: Scope, memory_ids: Sequence[str], policy: HumanMemoryPolicy

@@ -73,6 +73,11 @@ class E5LocalEmbedder:
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.passages_sync, list(texts))
 
+    async def warm_up(self) -> None:
+        """Load the model and embed one query and one passage, so later calls do not pay for it."""
+        await self.embed_query("warm-up")
+        await self.embed_passages(["warm-up"])
+
     async def close(self) -> None:
         """Nothing to release (the model lives in this process)."""
 

@@ -33,6 +33,7 @@ __all__ = [
     "datetime_literal",
     "eq",
     "id_in",
+    "kind_filter",
     "number_literal",
     "order_by",
     "quote",
@@ -179,6 +180,13 @@ def id_in(ids: Iterable[str]) -> str:
     return f"search.in(id, {quote(','.join(checked))}, ',')"
 
 
+def kind_filter(kind: MemoryKind) -> str:
+    """Memories of one kind (documents indexed before ``kind`` existed are facts)."""
+    if MemoryKind(kind) is MemoryKind.EPISODE:
+        return eq("kind", MemoryKind.EPISODE.value)
+    return _or([eq("kind", MemoryKind.FACT.value), eq("kind", None)])
+
+
 def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> str:
     """The complete filter of a search: scope, status, category, kind, minimums and expiry.
 
@@ -196,10 +204,8 @@ def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> 
     clauses = [scope_filter(scope), status_filter(statuses)]
     if options.category is not None:
         clauses.append(eq("category", validate_category(options.category)))
-    if options.kind is MemoryKind.EPISODE:
-        clauses.append(eq("kind", MemoryKind.EPISODE.value))
-    elif options.kind is MemoryKind.FACT:  # documents indexed before ``kind`` existed are facts
-        clauses.append(_or([eq("kind", MemoryKind.FACT.value), eq("kind", None)]))
+    if options.kind is not None:
+        clauses.append(kind_filter(options.kind))
     if options.min_importance is not None:
         clauses.append(compare("importance", "ge", options.min_importance))
     if options.min_retention_score is not None:

@@ -22,7 +22,14 @@ import sqlite3
 
 from ..errors import ConflictError, StorageFullError
 
-__all__ = ["disk_full_error", "empty_file_message", "is_disk_full", "refuse_empty_file", "rollback"]
+__all__ = [
+    "disk_full_error",
+    "empty_file_message",
+    "is_disk_full",
+    "refuse_empty_file",
+    "rollback",
+    "truncate_wal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -87,3 +94,17 @@ def is_disk_full(exc: BaseException) -> bool:
 def disk_full_error(exc: BaseException, path: str) -> StorageFullError | None:
     """The :class:`StorageFullError` to raise (``from exc``) for a disk-full ``exc``, else ``None``."""
     return StorageFullError(path) if is_disk_full(exc) else None
+
+
+def truncate_wal(conn: sqlite3.Connection, path: str) -> bool:
+    """Copy ``conn``'s write-ahead log into the database file and truncate it (``wal_checkpoint(TRUNCATE)``),
+    so text deleted with ``secure_delete`` on leaves the disk. Call it holding the adapter's lock.
+
+    Returns:
+        ``False`` when another connection's open read kept part of the log (it leaves at the next
+        checkpoint); ``True`` otherwise, and always for an in-memory database.
+    """
+    if path == ":memory:":
+        return True
+    busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+    return busy == 0

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope, ensure_utc, validate_scope_id
 from ..ports import TurnJournal
-from .sqlite_files import disk_full_error, refuse_empty_file, rollback
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback, truncate_wal
 
 __all__ = ["SQLiteHistoryStore", "history_entry_id"]
 
@@ -409,11 +409,8 @@ class SQLiteHistoryStore:
             ``False`` when another connection's read kept part of the log; ``True`` otherwise
             (always for an in-memory history).
         """
-        if self._path == ":memory:":
-            return True
         with self._lock:
-            busy = int(self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-        return busy == 0
+            return truncate_wal(self._conn, self._path)
 
     # -- checkpoints (the forgetting job's bookmark) ----------------------------------------------
     async def get_checkpoint(self, name: str) -> str | None:

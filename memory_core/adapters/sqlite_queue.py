@@ -56,7 +56,7 @@ from ..models import (
     validate_scope_id,
 )
 from ..ports import QueuedItem
-from .sqlite_files import disk_full_error, refuse_empty_file, rollback
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback, truncate_wal
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -553,6 +553,20 @@ class SQLiteQueue:
         )
         return [QueueMessage._from_row(r) for r in rows]
 
+    def waiting_in_session(self, session_id: str, *, subject: str | None = None) -> list[QueueMessage]:
+        """The waiting messages (locked or not, not dead-lettered) of one session, oldest first.
+
+        Args:
+            session_id: The session (a scope's: :func:`~memory_core.models.session_id_for`).
+            subject: Only messages with this subject (``turn``, ``recall``).
+        """
+        sql = f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'active' AND session_id = ?"  # noqa: S608
+        params: list[Any] = [self.queue, session_id]
+        if subject is not None:
+            sql += " AND subject = ?"
+            params.append(subject)
+        return [QueueMessage._from_row(r) for r in self._read(sql + " ORDER BY seq", params)]
+
     def dead_letters(self, *, limit: int = 100, after_seq: int = 0) -> list[QueueMessage]:
         """Dead-lettered messages, oldest first."""
         rows = self._read(
@@ -692,10 +706,10 @@ class SQLiteQueue:
             ``False`` when another connection's read kept part of the log; ``True`` otherwise
             (always for an in-memory queue).
         """
-        if self._path == ":memory:":
-            return True
-        rows = self._read("PRAGMA wal_checkpoint(TRUNCATE)", ())
-        return int(rows[0][0]) == 0
+        with self._lock:
+            if self._closed:
+                raise PermanentError("the queue is closed")
+            return truncate_wal(self._conn, self._path)
 
     def stats(self) -> QueueStats:
         """How many messages wait, are locked, are dead-lettered, and in how many sessions."""

@@ -42,6 +42,7 @@ import numpy as np
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..fusion import fusion_for
 from ..models import (
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
@@ -53,15 +54,27 @@ from ..models import (
     SearchResult,
     parse_model,
     status_note,
+    validate_category,
     validate_memory_id,
     validate_positive_int,
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Clock, MemoryRef, Page, RetentionPage, RetentionWrite, SystemClock
+from ..ports import (
+    MAX_BROWSE_LIMIT,
+    Clock,
+    MemoryRef,
+    Page,
+    RetentionPage,
+    RetentionWrite,
+    SortedPage,
+    StatusCounts,
+    SystemClock,
+    check_browse_window,
+)
 from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
-from .sqlite_files import disk_full_error, refuse_empty_file, rollback
+from .sqlite_files import disk_full_error, refuse_empty_file, rollback, truncate_wal
 from .sqlite_schema import (
     AT,
     COLUMN,
@@ -559,6 +572,70 @@ class SQLiteMemoryStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    async def browse(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        category: str | None = None,
+        kind: MemoryKind | None = None,
+        order_by: OrderBy | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> SortedPage:
+        """A filtered, sorted page of ``scope`` (``ORDER BY field, id LIMIT … OFFSET …``) and the count."""
+        scope = _checked(scope)
+        check_browse_window(offset, limit)
+        clauses = ["user_id = ?", "agent_id = ?"]
+        params: list[Any] = [scope.user_id, scope.agent_id]
+        if statuses:
+            wanted = [MemoryStatus(s).value for s in statuses]
+            clauses.append(f"status IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        if category is not None:
+            clauses.append("category = ?")
+            params.append(validate_category(category))
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(MemoryKind(kind).value)
+        order = "id"
+        if order_by is not None:
+            order_by = OrderBy(order_by)
+            order = f"{COLUMN[order_by.field].name} {'DESC' if order_by.descending else 'ASC'}, id"
+        where = " AND ".join(clauses)
+        with self._lock:
+            counted = self._conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where}", params)  # noqa: S608
+            total = int(counted.fetchone()[0])
+            rows = self._conn.execute(
+                f"SELECT {SELECT_LIST} FROM memories WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608
+                [*params, limit, offset],
+            ).fetchall()
+        return SortedPage(records=[row_to_record(r, with_embedding=False) for r in rows], total=total)
+
+    async def count_agents(self, user_id: str) -> list[StatusCounts]:
+        user_id = validate_scope_id(user_id, "user_id")
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT agent_id, status, COUNT(*) FROM memories WHERE user_id = ? GROUP BY agent_id, status",
+                (user_id,),
+            ).fetchall()
+        return _status_counts(rows)
+
+    async def count_users(self, *, after: str | None = None, limit: int = 100) -> list[StatusCounts]:
+        """Users by id after ``after`` (at most ``limit``, 1 to 1,000) with their counts by status."""
+        if after is not None:
+            after = validate_scope_id(after, "cursor")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BROWSE_LIMIT:
+            raise ValidationError("limit", f"must be an integer between 1 and {MAX_BROWSE_LIMIT}")
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT user_id, status, COUNT(*) FROM memories WHERE user_id IN ("
+                "SELECT DISTINCT user_id FROM memories WHERE user_id > ? ORDER BY user_id LIMIT ?"
+                ") GROUP BY user_id, status",
+                (after or "", limit),
+            ).fetchall()
+        return _status_counts(rows)
+
     async def count(self, scope: Scope | None = None) -> int:
         with self._lock:
             if scope is None:
@@ -1039,11 +1116,8 @@ class SQLiteMemoryStore:
             ``False`` when another connection's read kept part of the log; ``True`` otherwise
             (always for an in-memory store).
         """
-        if self._path == ":memory:":
-            return True
         with self._lock:
-            busy = int(self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-        return busy == 0
+            return truncate_wal(self._conn, self._path)
 
     def close_sync(self) -> None:
         """Close the connection (synchronous callers)."""
@@ -1119,6 +1193,14 @@ class _Transaction:
         full = disk_full_error(exc, self._store._path)
         if full is not None:
             raise full from exc
+
+
+def _status_counts(rows: Iterable[Sequence[Any]]) -> list[StatusCounts]:
+    """``(id, status, count)`` rows added up per id, sorted by id."""
+    counts: dict[str, StatusCounts] = {}
+    for key, status, count in rows:
+        counts[str(key)] = counts.get(str(key), StatusCounts(str(key))).add(status, count)
+    return [counts[key] for key in sorted(counts)]
 
 
 def _checked(scope: Scope) -> Scope:

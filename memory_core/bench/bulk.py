@@ -18,15 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
 from ..adapters.sqlite_schema import RECORD_COLUMNS, insert_sql
 from ..adapters.sqlite_store import SEARCH_FIELDS, SQLiteMemoryStore
-from ..evaluation.common import Progress
 from ..policy import HumanMemoryPolicy
 from ..ports import FixedClock
+from ..progress import NO_PROGRESS, Progress
 from ..text import index_terms
 
 __all__ = ["BulkSpec", "bulk_build", "sentence_pool"]
@@ -84,11 +83,13 @@ def bulk_build(
     path: str | Path,
     spec: BulkSpec,
     *,
-    out: TextIO | None = None,
+    progress: Progress = NO_PROGRESS,
     chunk: int = 20_000,
     policy: HumanMemoryPolicy | None = None,
 ) -> None:
     """Create the store file at ``path`` (which must not hold memories yet) filled as ``spec`` says.
+
+    ``progress`` is told of the memories written as they are.
 
     Raises:
         SystemExit: ``path`` already holds memories.
@@ -128,7 +129,7 @@ def bulk_build(
     at_epoch = spec.retention_at.timestamp() if spec.retention_at else None
     conn = sqlite3.connect(str(path), isolation_level=None)
     conn.execute("PRAGMA synchronous = OFF")
-    progress = Progress(out, "building store", spec.store_size) if out is not None else None
+    bar = progress.bar("building store", spec.store_size, unit="memories")
     scopes: set[str] = set()
     written = 0
     retention_of: Callable[..., np.ndarray] = policy.retention_array
@@ -194,8 +195,7 @@ def bulk_build(
         conn.executemany(insert_sql(), rows)
         conn.execute("COMMIT")
         written += n
-        if progress is not None:
-            progress.update(written)
+        bar.update(written)
     # BM25 statistics in one pass: every use of a pool sentence adds its terms once per document.
     for p, count in enumerate(uses.tolist()):
         if not count:
@@ -233,5 +233,4 @@ def bulk_build(
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    if progress is not None:
-        progress.finish()
+    bar.finish()

@@ -31,8 +31,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..evaluation.common import MATPLOTLIB_HINT, Progress, markdown_table, pyplot
-from . import machine_context, write_json
+from ..evaluation.common import markdown_table, pyplot
+from ..progress import NO_PROGRESS, Progress, terminal_progress
+from . import machine_context, publish, publish_charts
 
 __all__ = ["forgetting_figures", "main", "measure_job"]
 
@@ -73,10 +74,12 @@ def measure_job(
     page_size: int,
     progress: bool,
     tracemalloc_on: bool = False,
+    label: str = "forgetting",
 ) -> dict[str, Any]:
     """One forgetting job over the store at ``path`` at moment ``at`` (ISO); its figures.
 
-    Runs in the calling process (with its own event loop); :func:`main` calls it in a fresh process per run.
+    Runs in the calling process (with its own event loop); :func:`main` calls it in a fresh process per
+    run. ``progress``: draw a bar labelled ``label`` on this process's standard error if it is a terminal.
     """
     import asyncio
 
@@ -87,8 +90,9 @@ def measure_job(
             dry_run=dry_run,
             tolerance=tolerance,
             page_size=page_size,
-            progress=progress,
+            progress=terminal_progress(quiet=not progress),
             tracemalloc_on=tracemalloc_on,
+            label=label,
         )
     )
 
@@ -100,8 +104,9 @@ async def forgetting_figures(
     dry_run: bool,
     tolerance: float,
     page_size: int,
-    progress: bool,
+    progress: Progress = NO_PROGRESS,
     tracemalloc_on: bool = False,
+    label: str = "forgetting",
 ) -> dict[str, Any]:
     """The figures of one forgetting job (see :func:`measure_job`), in the running event loop."""
     from ..adapters.sqlite_store import SQLiteMemoryStore
@@ -117,7 +122,7 @@ async def forgetting_figures(
         import tracemalloc
 
         tracemalloc.start()
-    bar = Progress(sys.stdout, "forgetting" + (" (dry run)" if dry_run else ""), total) if progress else None
+    bar = progress.bar(label, total, unit="memories")
     started, cpu_started = time.perf_counter(), time.process_time()
     cursor = None
     totals: dict[str, int] = dict.fromkeys(COUNTERS, 0)
@@ -135,15 +140,13 @@ async def forgetting_figures(
         )
         for name in totals:
             totals[name] += int(getattr(report, name))
-        if bar is not None:
-            bar.update(totals["scanned"])
+        bar.update(totals["scanned"])
         cursor = report.next_cursor
         if cursor is None:
             break
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
-    if bar is not None:
-        bar.finish()
+    bar.finish()
     heap_peak = None
     if tracemalloc_on:
         import tracemalloc
@@ -166,8 +169,8 @@ def _in_child(kwargs: dict[str, Any]) -> dict[str, Any]:
     return measure_job(**kwargs)
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
-    """``memory-core bench forget``."""
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
+    """``memory-core bench forget``: the table (or ``--json``) on ``out``, progress to ``progress``."""
     from .bulk import BulkSpec, bulk_build
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,7 +186,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         started = time.perf_counter()
         built = False
         if not Path(path).exists():
-            bulk_build(path, spec, out=out)
+            bulk_build(path, spec, progress=progress)
             built = True
         build_seconds = time.perf_counter() - started
         if args.keep:
@@ -200,7 +203,6 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         ]
         if args.tracemalloc:
             plan.append(("dry run, tracemalloc", night + timedelta(days=1), True, True))
-        interactive = out is sys.stdout and not args.in_process
         runs = []
         ctx = multiprocessing.get_context("spawn")
         for name, at, dry, traced in plan:
@@ -210,16 +212,14 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
                 "dry_run": dry,
                 "tolerance": args.tolerance,
                 "page_size": args.page_size,
-                "progress": interactive,
                 "tracemalloc_on": traced,
+                "label": f"forgetting: {name}",
             }
-            if not interactive:
-                out.write(f"{name}...\n")
             if args.in_process:
-                figures = await forgetting_figures(**kwargs)
+                figures = await forgetting_figures(**kwargs, progress=progress)
             else:
-                with ctx.Pool(1) as pool:
-                    figures = pool.apply(_in_child, (kwargs,))
+                with ctx.Pool(1) as pool:  # the child draws on the same standard error when it is a terminal
+                    figures = pool.apply(_in_child, ({**kwargs, "progress": progress.enabled},))
             runs.append({"run": name, "at": at.isoformat(), "dry_run": dry, **figures})
         size_mb = Path(path).stat().st_size / 2**20
     report = {
@@ -253,7 +253,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         ]
         for r in runs
     ]
-    out.write(
+    table = (
         "\n"
         + markdown_table(
             [
@@ -272,17 +272,14 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
             rows,
             digits=2,
         )
-    )
-    out.write(
-        f"\n{args.store_size:,} memories ({args.dimensions}-d embeddings, {size_mb:,.0f} MiB file), "
+        + f"\n{args.store_size:,} memories ({args.dimensions}-d embeddings, {size_mb:,.0f} MiB file), "
         f"tolerance {args.tolerance}, pages of {args.page_size:,}"
         + (f"; built in {build_seconds:.1f}s" if built else "")
         + "\n"
     )
-    write_json(args.output, report)
+    publish(report, args, out, table)
     if args.charts:
-        written = draw_chart(report, args.charts)
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+        publish_charts(draw_chart(report, args.charts), args, out)
     return 0
 
 

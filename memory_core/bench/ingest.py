@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import machine_context, write_json
+from ..progress import NO_PROGRESS, Progress
+from . import machine_context, publish
 
 __all__ = ["main", "run", "synthetic_turns"]
 
@@ -91,7 +92,9 @@ def synthetic_turns(count: int, *, scopes: int = 8, seed: int = 7) -> list[dict[
     return turns
 
 
-async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str, Any]:
+async def _measure(
+    turns: int, scopes: int, seed: int, threads: int, progress: Progress = NO_PROGRESS
+) -> dict[str, Any]:
     from ..adapters.local_embedder import E5LocalEmbedder
     from ..bootstrap import build_service, load_settings
     from ..models import Turn
@@ -110,6 +113,7 @@ async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str
         path = str(Path(tmp) / "bench.db")
         service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock, embedder=embedder)
         try:
+            bar = progress.bar("ingesting", len(data), unit="turns")
             started = time.perf_counter()
             for turn in data:
                 clock.set(turn.occurred_at)
@@ -118,7 +122,9 @@ async def _measure(turns: int, scopes: int, seed: int, threads: int) -> dict[str
                 embed_seconds += result.embed_seconds
                 candidates += len(result.steps)
                 events.update(step.decision.event.value for step in result.steps)
+                bar.advance()
             total = time.perf_counter() - started
+            bar.finish()
         finally:
             await service.close()
     ordered = sorted(latencies)
@@ -178,14 +184,13 @@ def run(
     return report
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--output JSON]``."""
     turns = int(getattr(args, "turns", 200) or 200)
     scopes = int(getattr(args, "scopes", 8) or 8)
     seed = int(getattr(args, "seed", 7) or 7)
     threads = int(getattr(args, "threads", 2) or 2)
-    figures = await _measure(turns, scopes, seed, threads)
+    figures = await _measure(turns, scopes, seed, threads, progress)
     report = {"benchmark": "ingest", "machine": machine_context(), **figures}
-    out.write(_table(report))
-    write_json(getattr(args, "output", None), report)
+    publish(report, args, out, _table(report))
     return 0

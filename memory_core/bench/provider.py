@@ -4,9 +4,10 @@ Two ``agent_framework.Agent`` instances answer the same questions with an in-pro
 returns at once, so the figures are the framework plus memory, never a model:
 
 - **without memory**: ``context_providers=[]``;
-- **with memory**: ``context_providers=[MemoryContextProvider.local(queue=True)]`` on a fresh
+- **with memory**: ``context_providers=[MemoryContextProvider.local(worker=False)]`` on a fresh
   embedded store (SQLite) seeded with ``--memories`` memories in the scope, turns published to the
-  embedded durable queue (what ``memory-core serve`` drains).
+  embedded durable queue (what ``memory-core serve`` drains; no in-process worker, so ingestion is
+  not measured as part of the runs).
 
 Reported: the time spent in ``before_run`` (query embedding, hybrid search, formatting, queuing the
 recall update; the query embedding alone is measured too) and in ``after_run`` (building the turn,
@@ -26,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import machine_context, write_json
+from ..progress import NO_PROGRESS, Progress
+from . import machine_context, publish
 
 __all__ = ["main", "measure"]
 
@@ -71,9 +73,15 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 async def measure(
-    *, runs: int = 200, memories: int = 200, embedder_name: str = "e5-local", threads: int = 2, seed: int = 7
+    *,
+    runs: int = 200,
+    memories: int = 200,
+    embedder_name: str = "e5-local",
+    threads: int = 2,
+    seed: int = 7,
+    progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
-    """Run both agents ``runs`` times and return the figures (milliseconds)."""
+    """Run both agents ``runs`` times and return the figures (milliseconds); progress to ``progress``."""
     from ..integrations.agent_framework import MemoryContextProvider
 
     class TimedProvider(MemoryContextProvider):
@@ -95,7 +103,7 @@ async def measure(
     level = framework_logger.level
     framework_logger.setLevel(logging.ERROR)  # the instant chat client has no function invocation layer
     try:
-        return await _measure(rng, TimedProvider, runs, memories, embedder_name, threads)
+        return await _measure(rng, TimedProvider, runs, memories, embedder_name, threads, progress)
     finally:
         framework_logger.setLevel(level)
 
@@ -107,6 +115,7 @@ async def _measure(
     memories: int,
     embedder_name: str,
     threads: int,
+    progress: Progress,
 ) -> dict[str, Any]:
     from ..bootstrap import build_embedder, load_settings
     from ..integrations.harness import new_agent, new_session
@@ -125,6 +134,7 @@ async def _measure(
             settings=settings,
             embedder=embedder,
             queue=True,
+            worker=False,  # what the agent pays for, not ingestion in the same process
             user_id="bench-user",
             agent_id="bench-agent",
             outbox_path=Path(tmp) / "outbox.db",
@@ -156,6 +166,7 @@ async def _measure(
                 await remembering.run(_QUESTIONS[warm % len(_QUESTIONS)], session=new_session())
             provider.before_ms.clear()
             provider.after_ms.clear()
+            bar = progress.bar("agent runs", runs, unit="runs")
             for i in range(runs):
                 question = _QUESTIONS[i % len(_QUESTIONS)]
                 started = time.perf_counter()
@@ -164,6 +175,8 @@ async def _measure(
                 started = time.perf_counter()
                 await remembering.run(question, session=new_session())
                 with_ms.append((time.perf_counter() - started) * 1000)
+                bar.advance()
+            bar.finish()
             queued = provider.client.queue.stats().as_dict()
         embed_ms: list[float] = []
         for i in range(runs):
@@ -207,7 +220,7 @@ def _table(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core bench provider [--runs N] [--memories N] [--embedder NAME] [--threads N] [--output JSON]``."""
     figures = await measure(
         runs=int(getattr(args, "runs", 200) or 200),
@@ -215,8 +228,8 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         embedder_name=str(getattr(args, "embedder", None) or "e5-local"),
         threads=int(getattr(args, "threads", 2) or 2),
         seed=int(getattr(args, "seed", 7) or 7),
+        progress=progress,
     )
     report = {"benchmark": "provider", "machine": machine_context(), **figures}
-    out.write(_table(report))
-    write_json(getattr(args, "output", None), report)
+    publish(report, args, out, _table(report))
     return 0

@@ -26,7 +26,8 @@ import numpy as np
 from ..adapters.sqlite_store import SQLiteMemoryStore
 from ..models import MemoryRecord, MemorySearchOptions, MemoryStatus, RankingProfile, Scope, SearchMode
 from ..ports import FixedClock
-from . import machine_context, write_json
+from ..progress import NO_PROGRESS, Progress
+from . import machine_context, publish, publish_charts
 
 __all__ = ["build_store", "draw_growth_chart", "growth", "main", "measure"]
 
@@ -141,7 +142,14 @@ def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
 
 
 async def build_store(
-    path: str, *, store_size: int, scope_size: int, dims: int, seed: int, clock: FixedClock, out: TextIO
+    path: str,
+    *,
+    store_size: int,
+    scope_size: int,
+    dims: int,
+    seed: int,
+    clock: FixedClock,
+    progress: Progress = NO_PROGRESS,
 ) -> SQLiteMemoryStore:
     """Create (or reuse, if it already has ``store_size`` memories) the synthetic benchmark store."""
     store = SQLiteMemoryStore(path, clock=clock)
@@ -152,7 +160,7 @@ async def build_store(
     rng = np.random.default_rng(seed)
     now = clock.now()
     scopes = max(1, store_size // scope_size)
-    started = time.perf_counter()
+    bar = progress.bar("building store", scopes * scope_size, unit="memories")
     written = 0
     batch: list[MemoryRecord] = []
     for s in range(scopes):
@@ -186,22 +194,13 @@ async def build_store(
                 await store.upsert(batch)
                 written += len(batch)
                 batch = []
-                _progress(out, "building store", written, scopes * scope_size, started)
+                bar.update(written)
     if batch:
         await store.upsert(batch)
         written += len(batch)
-    _progress(out, "building store", written, scopes * scope_size, started, done=True)
+    bar.update(written)
+    bar.finish()
     return store
-
-
-def _progress(out: TextIO, what: str, done_n: int, total: int, started: float, *, done: bool = False) -> None:
-    width = 30
-    filled = int(width * done_n / max(total, 1))
-    elapsed = time.perf_counter() - started
-    out.write(f"\r{what}: [{'#' * filled}{'.' * (width - filled)}] {done_n}/{total} {elapsed:5.1f}s")
-    if done:
-        out.write("\n")
-    out.flush()
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -209,7 +208,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def measure(
-    store: SQLiteMemoryStore, *, scopes: int, queries: int, dims: int, seed: int, out: TextIO
+    store: SQLiteMemoryStore, *, scopes: int, queries: int, dims: int, seed: int, progress: Progress = NO_PROGRESS
 ) -> dict[str, Any]:
     """Latency figures (milliseconds) of the store's search and of the exact-cosine lower bound."""
     rng = np.random.default_rng(seed + 1)
@@ -228,7 +227,7 @@ async def measure(
     for s in range(used_scopes):
         page = await store.scan(Scope.of(f"user{s:05d}", "bench"), limit=10_000, with_embedding=True)
         matrices[s] = np.asarray([r.embedding for r in page.records], dtype=np.float32)
-    started = time.perf_counter()
+    bar = progress.bar("searching", queries, unit="queries")
     for q in range(queries):
         s = q % used_scopes
         scope = Scope.of(f"user{s:05d}", "bench")
@@ -244,8 +243,8 @@ async def measure(
         top = np.argpartition(-sims, 5)[:5]
         top[np.argsort(-sims[top])]
         lower.append((time.perf_counter() - t0) * 1000)
-        if q % 50 == 0 or q == queries - 1:
-            _progress(out, "searching", q + 1, queries, started, done=q == queries - 1)
+        bar.update(q + 1)
+    bar.finish()
     return {
         "search_ms": {
             "p50": _percentile(warm, 50),
@@ -259,10 +258,10 @@ async def measure(
     }
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core bench search``: one configuration, or the growth series with ``--growth``."""
     if getattr(args, "growth", None):
-        return await growth(args, out)
+        return await growth(args, out, progress)
     clock = FixedClock(datetime(2026, 11, 1, tzinfo=UTC))
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or str(Path(tmp) / "bench.db")
@@ -273,7 +272,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
             dims=args.dimensions,
             seed=args.seed,
             clock=clock,
-            out=out,
+            progress=progress,
         )
         try:
             figures = await measure(
@@ -282,7 +281,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
                 queries=args.queries,
                 dims=args.dimensions,
                 seed=args.seed,
-                out=out,
+                progress=progress,
             )
         finally:
             await store.close()
@@ -302,16 +301,18 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         **figures,
     }
     s, lb, cold = report["search_ms"], report["exact_cosine_lower_bound_ms"], report["cold_first_search_ms"]
-    out.write(
+    publish(
+        report,
+        args,
+        out,
         "\n| measure (ms) | p50 | p99 |\n|---|---|---|\n"
         f"| search (hybrid + IMPORTANT, top 5) | {s['p50']:.3f} | {s['p99']:.3f} |\n"
         f"| exact-cosine lower bound | {lb['p50']:.3f} | {lb['p99']:.3f} |\n"
         f"| first search of a scope (cold load) | {cold['p50']:.3f} | max {cold['max']:.3f} |\n"
         f"\nsearch p50 is {report['ratio_p50_to_lower_bound']:.1f}x the lower bound "
         f"({args.scope_size} memories in the scope, {args.store_size} in the store, "
-        f"{report['machine']['cpus']} CPUs)\n"
+        f"{report['machine']['cpus']} CPUs)\n",
     )
-    write_json(args.output, report)
     return 0
 
 
@@ -321,10 +322,18 @@ def _scope_name(s: int) -> Scope:
 
 
 async def _measure_growth_point(
-    path: str, *, scopes: int, scope_size: int, queries: int, dims: int, seed: int, clock: FixedClock, out: TextIO
+    path: str,
+    *,
+    scopes: int,
+    scope_size: int,
+    queries: int,
+    dims: int,
+    seed: int,
+    clock: FixedClock,
+    progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
     """Warm/cold latency of hybrid + IMPORTANT top 5 on the store at ``path`` (built by the bulk builder)."""
-    from ..evaluation.common import Progress, percentile
+    from ..evaluation.common import percentile
 
     store = SQLiteMemoryStore(path, clock=clock, cache_documents=max(200_000, scope_size))
     rng = np.random.default_rng(seed + 1)
@@ -337,7 +346,7 @@ async def _measure_growth_point(
             await store.search(_scope_name(s), _sentence(rng), _unit(rng, 1, dims)[0].tolist(), options)
             cold.append((time.perf_counter() - t0) * 1000)
         warm: list[float] = []
-        bar = Progress(out, f"  searching ({scopes} scope(s) of {scope_size:,})", queries)
+        bar = progress.bar(f"searching ({scopes} scope(s) of {scope_size:,})", queries, unit="queries")
         for q in range(queries):
             scope = _scope_name(q % used)
             text, vector = _sentence(rng), _unit(rng, 1, dims)[0].tolist()
@@ -364,7 +373,7 @@ async def _measure_growth_point(
     }
 
 
-async def growth(args: argparse.Namespace, out: TextIO) -> int:
+async def growth(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core bench search --growth N ...``: latency as the store grows.
 
     Two series over the same store sizes: the scope size fixed (``--scope-size``) while the store
@@ -384,13 +393,13 @@ async def growth(args: argparse.Namespace, out: TextIO) -> int:
                 if series == "growing scope" and size > args.growing_max:
                     continue
                 path = folder / f"search-{size}-{scope_size}-{args.dimensions}-{args.seed}.db"
-                out.write(f"{series}: {size:,} memories, scopes of {scope_size:,}\n")
+                progress.note(f"{series}: {size:,} memories, scopes of {scope_size:,}")
                 if not path.exists():
                     spec = BulkSpec(
                         store_size=size, scope_size=scope_size, dimensions=args.dimensions, now=clock.now(), seed=args.seed
                     )
                     try:
-                        bulk_build(path, spec, out=out)
+                        bulk_build(path, spec, progress=progress)
                     except BaseException:
                         for leftover in folder.glob(path.name + "*"):
                             leftover.unlink()
@@ -403,7 +412,7 @@ async def growth(args: argparse.Namespace, out: TextIO) -> int:
                     dims=args.dimensions,
                     seed=args.seed,
                     clock=clock,
-                    out=out,
+                    progress=progress,
                 )
                 points.append({"series": series, "store_size": size, "scope_size": scope_size, **figures})
                 if not args.keep_dir:
@@ -437,19 +446,18 @@ async def growth(args: argparse.Namespace, out: TextIO) -> int:
         ]
         for p in points
     ]
-    out.write(
+    publish(
+        report,
+        args,
+        out,
         "\n"
         + markdown_table(
             ["series", "store", "scope", "search p50 ms", "search p95 ms", "cold first search ms", "exact-cosine p50 ms"],
             rows,
-        )
+        ),
     )
-    write_json(args.output, report)
     if args.charts:
-        written = draw_growth_chart(report, args.charts)
-        from ..evaluation.common import MATPLOTLIB_HINT
-
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+        publish_charts(draw_growth_chart(report, args.charts), args, out)
     return 0
 
 

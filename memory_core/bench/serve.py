@@ -35,14 +35,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import machine_context, write_json
+from ..progress import NO_PROGRESS, Bar, Progress
+from . import machine_context, publish
 
 __all__ = ["LoadFigures", "main", "measure"]
 
@@ -327,13 +327,27 @@ def _search_loop(
         figures.errors.extend(errors)
 
 
-def _wait_processed(db: Path, target: int, timeout: float) -> float | None:
+def _wait_processed(db: Path, target: int, timeout: float, bar: Bar | None = None) -> float | None:
     started = time.monotonic()
     while time.monotonic() - started < timeout:
-        if _processed(db) >= target:
+        processed = _processed(db)
+        if bar is not None:
+            bar.update(min(processed, target))
+        if processed >= target:
             return time.monotonic() - started
         time.sleep(0.2)
     return None
+
+
+def _wait(seconds: float, progress: Progress) -> None:
+    """Sleep ``seconds``, with a bar of the seconds gone."""
+    total = max(1, round(seconds))
+    with progress.bar("load", total, unit="s") as bar:
+        started = time.monotonic()
+        while (gone := time.monotonic() - started) < seconds:
+            bar.update(min(round(gone), total))
+            time.sleep(min(seconds - gone, 0.2))
+        bar.update(total)
 
 
 def _check_files(db: Path, figures: LoadFigures) -> None:
@@ -371,9 +385,9 @@ def measure(
     drain_timeout: float = 600.0,
     seed: int = 7,
     request_concurrency: int = 2,
-    progress: Callable[[str], None] = lambda line: None,
+    progress: Progress = NO_PROGRESS,
 ) -> LoadFigures:
-    """Run the load once and return its figures (see the module docstring)."""
+    """Run the load once and return its figures (see the module docstring); progress to ``progress``."""
     rng = random.Random(seed)
     names = [f"user{i:03d}" for i in range(users)]
     start = datetime.now(UTC) - timedelta(days=1)
@@ -383,7 +397,7 @@ def measure(
             Path(tmp), embedder=embedder, workers=workers, threads=threads, request_concurrency=request_concurrency
         )
         try:
-            progress(f"server on {server.host}:{server.port}; seeding {seed_turns} turn(s) per user")
+            progress.note(f"server on {server.host}:{server.port}; seeding {seed_turns} turn(s) per user")
             seeding = LoadFigures()
             seeds = [
                 _turn(rng, user, -1 - i, start + timedelta(seconds=i)) for user in names for i in range(seed_turns)
@@ -398,7 +412,7 @@ def measure(
             batch = [
                 _turn(rng, rng.choice(names), i, start + timedelta(hours=1, milliseconds=i)) for i in range(turns)
             ]
-            progress(f"load: {searchers} searcher(s) for {seconds:g}s while {turns} turn(s) are posted")
+            progress.note(f"load: {searchers} searcher(s) for {seconds:g}s while {turns} turn(s) are posted")
             lock = threading.Lock()
             stop = threading.Event()
             threads_ = [
@@ -418,18 +432,19 @@ def measure(
             for thread in threads_:
                 thread.start()
             poster.start()
-            time.sleep(seconds)
+            _wait(seconds, progress)
             stop.set()
             figures.processed_during_load = _processed(server.db)
             for thread in threads_:
                 thread.join(timeout=120)
             figures.search_seconds = time.perf_counter() - began
             poster.join()
-            progress(
+            progress.note(
                 f"searches stopped: {figures.processed_during_load} of {figures.turns_accepted} turn(s) processed; "
                 "draining"
             )
-            figures.drain_seconds = _wait_processed(server.db, figures.turns_accepted, drain_timeout)
+            with progress.bar("processed", figures.turns_accepted, unit="turns") as bar:
+                figures.drain_seconds = _wait_processed(server.db, figures.turns_accepted, drain_timeout, bar)
             figures.rss_peak_mb = server.rss_peak_mb()
         finally:
             code = server.stop()
@@ -448,13 +463,11 @@ def _wait_processed_prefix(db: Path, prefix: str, target: int, timeout: float) -
     return None
 
 
-def _say(out: TextIO, line: str) -> None:
-    out.write(line + "\n")
-    out.flush()
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
+    """Run the benchmark, print the figures and the verdict; exit 1 when the bar is missed.
 
-
-async def main(args: argparse.Namespace, out: TextIO) -> int:
-    """Run the benchmark, print the figures and the verdict; exit 1 when the bar is missed."""
+    The figures go to ``out`` (with ``--json``: the report, one JSON document), progress to ``progress``.
+    """
     figures = measure(
         searchers=args.searchers,
         seconds=args.seconds,
@@ -467,7 +480,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         drain_timeout=args.drain_timeout,
         seed=args.seed,
         request_concurrency=args.request_concurrency,
-        progress=lambda line: _say(out, line),
+        progress=progress,
     )
     result = figures.as_dict()
     missed = figures.verdict()
@@ -489,10 +502,6 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         "passed": not missed,
         "missed": missed,
     }
-    write_json(args.output, report)
-    if args.json:
-        out.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
-        return 0 if not missed else 1
     rows = [
         ("searches / s", f"{result['searches_per_second']}"),
         ("search p50 / p99 (ms)", f"{result['search_p50_ms']} / {result['search_p99_ms']}"),
@@ -508,9 +517,8 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         ("server peak RSS (MB)", f"{result['rss_peak_mb']}"),
     ]
     width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        out.write(f"{name:<{width}}  {value}\n")
-    for sample in result["error_samples"]:
-        out.write(f"  error: {sample}\n")
-    out.write("passed\n" if not missed else "missed the bar: " + "; ".join(missed) + "\n")
+    lines = [f"{name:<{width}}  {value}" for name, value in rows]
+    lines += [f"  error: {sample}" for sample in result["error_samples"]]
+    lines.append("passed" if not missed else "missed the bar: " + "; ".join(missed))
+    publish(report, args, out, "\n".join(lines) + "\n")
     return 0 if not missed else 1

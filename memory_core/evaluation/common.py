@@ -1,4 +1,4 @@
-"""Helpers shared by the evaluations and the benchmarks: progress bars, tables, charts, caches.
+"""Helpers shared by the evaluations and the benchmarks: tables, charts, reports, caches.
 
 Charts need matplotlib, which is an optional extra (``pip install 'memory-core[bench]'``); it is
 imported only when a chart is drawn, with the Agg backend, so nothing needs a display.
@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
+from ..progress import NO_PROGRESS, Progress
+
 __all__ = [
     "DEFAULT_CACHE_DIR",
     "MATPLOTLIB_HINT",
-    "Progress",
     "cached_embeddings",
     "default_embedder",
     "file_sha256",
@@ -35,55 +35,6 @@ MATPLOTLIB_HINT = (
     "charts need matplotlib: pip install 'memory-core[bench]' (or pip install matplotlib); "
     "the tables and JSON were written without them"
 )
-
-
-class Progress:
-    """A one-line text progress bar, redrawn at most every ``every`` seconds.
-
-    Args:
-        out: Where to draw (a terminal or any text stream).
-        what: The label in front of the bar.
-        total: The count that means done.
-        every: Minimum seconds between redraws.
-    """
-
-    def __init__(self, out: TextIO, what: str, total: int, *, every: float = 0.25) -> None:
-        self._out = out
-        self._what = what
-        self._total = max(int(total), 1)
-        self._every = every
-        self._started = time.perf_counter()
-        self._drawn = -1.0
-        self.done = 0
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self._started
-
-    def update(self, done: int) -> None:
-        """Set the count done so far (redraws if enough time passed)."""
-        self.done = done
-        now = time.perf_counter()
-        if now - self._drawn >= self._every:
-            self._drawn = now
-            self._draw()
-
-    def advance(self, n: int = 1) -> None:
-        self.update(self.done + n)
-
-    def _draw(self, end: str = "") -> None:
-        width = 30
-        filled = int(width * min(self.done, self._total) / self._total)
-        rate = self.done / self.elapsed if self.elapsed > 0 else 0.0
-        self._out.write(
-            f"\r{self._what}: [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self._total} "
-            f"{self.elapsed:6.1f}s {rate:9.0f}/s{end}"
-        )
-        self._out.flush()
-
-    def finish(self) -> None:
-        """Draw the final state and end the line."""
-        self._draw("\n")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -135,15 +86,17 @@ def publish_report(
     render: Callable[[Mapping[str, Any]], str],
     draw: Callable[[Mapping[str, Any], str], list[str]],
 ) -> None:
-    """Finish an evaluation: add the machine, print the Markdown, write ``--output`` and ``--charts``."""
-    from ..bench import machine_context, write_json
+    """Finish an evaluation: add the machine, print the result, write ``--output`` and ``--charts``.
+
+    The result is the Markdown, or with ``--json`` the report itself as one JSON document (then
+    ``out`` holds nothing else: the charts line goes to standard error).
+    """
+    from ..bench import machine_context, publish, publish_charts
 
     report["machine"] = machine_context()
-    out.write("\n" + render(report))
-    write_json(args.output, report)
+    publish(report, args, out, "\n" + render(report))
     if args.charts:
-        written = draw(report, args.charts)
-        out.write(("charts: " + ", ".join(written) + "\n") if written else f"{MATPLOTLIB_HINT}\n")
+        publish_charts(draw(report, args.charts), args, out)
 
 
 def default_embedder() -> Any:
@@ -172,7 +125,7 @@ def cached_embeddings(
     kind: str,
     cache_dir: str | Path | None,
     key: str,
-    out: TextIO | None = None,
+    progress: Progress = NO_PROGRESS,
     batch: int = 64,
 ) -> np.ndarray:
     """Embeddings of ``texts`` (``kind`` is ``"passage"`` or ``"query"``), computed once and cached.
@@ -187,7 +140,7 @@ def cached_embeddings(
         kind: ``"passage"`` or ``"query"``.
         cache_dir: Folder for ``.npy`` files; None disables the cache.
         key: A stable prefix for the file name.
-        out: Where to draw a progress bar (None: no bar).
+        progress: Where the embedding's progress is reported.
         batch: Passages per call.
     """
     if kind not in {"passage", "query"}:
@@ -199,21 +152,19 @@ def cached_embeddings(
         cached: np.ndarray = np.load(path)
         if cached.shape[0] == len(texts):
             return cached
-    progress = Progress(out, f"embedding {kind}s", len(texts)) if out is not None else None
     parts: list[np.ndarray] = []
-    for start in range(0, len(texts), batch):
-        chunk = list(texts[start : start + batch])
-        if hasattr(embedder, "passages_sync"):
-            if kind == "passage":
-                parts.append(np.asarray(embedder.passages_sync(chunk), dtype=np.float32))
+    plural = "passages" if kind == "passage" else "queries"
+    with progress.bar(f"embedding {plural}", len(texts), unit=plural) as bar:
+        for start in range(0, len(texts), batch):
+            chunk = list(texts[start : start + batch])
+            if hasattr(embedder, "passages_sync"):
+                if kind == "passage":
+                    parts.append(np.asarray(embedder.passages_sync(chunk), dtype=np.float32))
+                else:
+                    parts.append(_queries(embedder, chunk))
             else:
-                parts.append(_queries(embedder, chunk))
-        else:
-            parts.append(np.stack([np.asarray(embedder.embed_sync(t), dtype=np.float32) for t in chunk]))
-        if progress is not None:
-            progress.update(start + len(chunk))
-    if progress is not None:
-        progress.finish()
+                parts.append(np.stack([np.asarray(embedder.embed_sync(t), dtype=np.float32) for t in chunk]))
+            bar.update(start + len(chunk))
     matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,9 +48,9 @@ from ..models import (
     Turn,
 )
 from ..ports import FixedClock
+from ..progress import NO_PROGRESS, Progress
 from .common import (
     DEFAULT_CACHE_DIR,
-    Progress,
     cached_embeddings,
     default_embedder,
     markdown_table,
@@ -181,9 +181,9 @@ async def evaluate_retrieval(
     distractors_per_user: int = 0,
     seed: int = 7,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-    out: TextIO | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
-    """Retrieval metrics per mode x profile (see the module docstring)."""
+    """Retrieval metrics per mode x profile (see the module docstring); progress to ``progress``."""
     from ..adapters.sqlite_store import SQLiteMemoryStore
 
     rng = np.random.default_rng(seed)
@@ -205,14 +205,23 @@ async def evaluate_retrieval(
                     (u_at, f"{user.user_id}-d{d_at}", first + timedelta(seconds=float(rng.uniform(0, span))))
                 )
     key = f"ja-{data.version}"
-    passages = cached_embeddings(embedder, texts, kind="passage", cache_dir=cache_dir, key=key, out=out)
+    passages = cached_embeddings(
+        embedder, texts, kind="passage", cache_dir=cache_dir, key=key, progress=progress
+    )
     all_questions = [(u_at, q) for u_at, user in enumerate(data.users) for q in user.questions]
     query_vectors = cached_embeddings(
-        embedder, [q.question for _, q in all_questions], kind="query", cache_dir=cache_dir, key=key, out=out
+        embedder,
+        [q.question for _, q in all_questions],
+        kind="query",
+        cache_dir=cache_dir,
+        key=key,
+        progress=progress,
     )
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
     store = SQLiteMemoryStore(":memory:", clock=clock)
     results = []
+    configs = [(m, p) for m in modes for p in profiles]
+    bar = progress.bar("searching", len(configs) * len(all_questions), unit="questions")
     try:
         records = [
             MemoryRecord(
@@ -229,8 +238,6 @@ async def evaluate_retrieval(
         ]
         for start in range(0, len(records), 2000):
             await store.upsert(records[start : start + 2000])
-        configs = [(m, p) for m in modes for p in profiles]
-        progress = Progress(out, "searching", len(configs) * len(all_questions)) if out is not None else None
         for mode, profile in configs:
             options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
             metrics = MetricAccumulator()
@@ -245,8 +252,7 @@ async def evaluate_retrieval(
                 latency.append((time.perf_counter() - t0) * 1000.0)
                 relevant = {f"{user.user_id}-t{e}" for e in q.evidence}
                 metrics.add([h.record.id for h in result.hits], relevant, [q.kind])
-                if progress is not None:
-                    progress.advance()
+                bar.advance()
             results.append(
                 {
                     "mode": mode.value,
@@ -255,9 +261,9 @@ async def evaluate_retrieval(
                     "latency_ms": {"p50": percentile(latency, 50), "p95": percentile(latency, 95)},
                 }
             )
-        if progress is not None:
-            progress.finish()
+        bar.finish()
     finally:
+        bar.close()
         await store.close()
     return {
         "users": len(data.users),
@@ -270,17 +276,15 @@ async def evaluate_retrieval(
 
 
 async def consolidation_accuracy(
-    data: JapaneseSet, *, embedder: Any, out: TextIO | None = None
+    data: JapaneseSet, *, embedder: Any, progress: Progress = NO_PROGRESS
 ) -> dict[str, Any]:
     """Run every user's turns through the rule path; compare the final active memories with the expected."""
     from ..bootstrap import build_service, load_settings
 
     found = expected_total = matched_active = active_total = exact = 0
     per_user = []
-    progress = (
-        Progress(out, "consolidating", sum(len(u.turns) for u in data.users)) if out is not None else None
-    )
-    with tempfile.TemporaryDirectory() as tmp:
+    bar = progress.bar("consolidating", sum(len(u.turns) for u in data.users), unit="turns")
+    with bar, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "consolidation.db"
         clock = FixedClock(data.users[0].turns[0][0])
         # The embedded defaults (rules, no LLM) whatever the environment says, with the given embedder.
@@ -300,8 +304,7 @@ async def consolidation_accuracy(
                         }
                     )
                     await service.ingest(turn)
-                    if progress is not None:
-                        progress.advance()
+                    bar.advance()
                 page = await service.list(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
                 # The facts the rule path kept (episodes are the user's words, kept whatever the rules do).
                 active = [r.memory for r in page.records if r.kind is MemoryKind.FACT]
@@ -323,8 +326,6 @@ async def consolidation_accuracy(
                 )
         finally:
             await service.close()
-    if progress is not None:
-        progress.finish()
     return {
         "users": len(data.users),
         "expected_memories": expected_total,
@@ -428,8 +429,8 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     return [str(target)]
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
-    """``memory-core eval japanese``."""
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
+    """``memory-core eval japanese``: the report on ``out``, progress to ``progress``."""
     data = load_japanese_set(args.set)
     embedder = getattr(args, "embedder_instance", None) or default_embedder()
     distractors = load_jdd_utterances(args.distractors) if args.distractors else []
@@ -444,10 +445,10 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
             distractors_per_user=args.distractors_per_user,
             seed=args.seed,
             cache_dir=None if args.no_cache else args.cache,
-            out=out,
+            progress=progress,
         )
     if not args.skip_consolidation:
-        report["consolidation"] = await consolidation_accuracy(data, embedder=embedder, out=out)
+        report["consolidation"] = await consolidation_accuracy(data, embedder=embedder, progress=progress)
     publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 

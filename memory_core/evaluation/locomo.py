@@ -34,9 +34,9 @@ import numpy as np
 
 from ..models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, SearchMode
 from ..ports import FixedClock
+from ..progress import NO_PROGRESS, Progress
 from .common import (
     DEFAULT_CACHE_DIR,
-    Progress,
     cached_embeddings,
     default_embedder,
     file_sha256,
@@ -309,7 +309,7 @@ async def evaluate(
     vector_weight: float | None = None,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     categories: Sequence[int] = EVALUATED_CATEGORIES,
-    out: TextIO | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
     """Search every evaluated question in every mode x profile; metrics and latency per configuration.
 
@@ -326,7 +326,7 @@ async def evaluate(
             product's default for the query's language (:mod:`memory_core.fusion`).
         cache_dir: Embedding cache folder (None: no cache).
         categories: Question categories to evaluate.
-        out: Where progress bars go (None: silent).
+        progress: Where progress is reported.
     """
     questions = [q for q in data.questions if q.category in categories and q.evidence]
     skipped = sum(1 for q in data.questions if q.category in categories and not q.evidence)
@@ -337,10 +337,10 @@ async def evaluate(
         kind="passage",
         cache_dir=cache_dir,
         key=key,
-        out=out,
+        progress=progress,
     )
     query_vectors = cached_embeddings(
-        embedder, [q.question for q in questions], kind="query", cache_dir=cache_dir, key=key, out=out
+        embedder, [q.question for q in questions], kind="query", cache_dir=cache_dir, key=key, progress=progress
     )
     last_date: dict[int, datetime] = {}
     for t in data.turns:
@@ -348,9 +348,9 @@ async def evaluate(
     clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
     store = await _build_store(data, passages, text_format, clock)
     results: list[dict[str, Any]] = []
+    configs = [(m, p) for m in modes for p in profiles]
+    bar = progress.bar("searching", len(configs) * len(questions), unit="questions")
     try:
-        configs = [(m, p) for m in modes for p in profiles]
-        progress = Progress(out, "searching", len(configs) * len(questions)) if out is not None else None
         order = sorted(range(len(questions)), key=lambda i: questions[i].conversation)
         for mode, profile in configs:
             options = MemorySearchOptions(
@@ -372,8 +372,7 @@ async def evaluate(
                 ranked = [h.record.id for h in result.hits]
                 relevant = {f"c{q.conversation}-{e.replace(':', '-')}" for e in q.evidence}
                 metrics.add(ranked, relevant, [f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}"])
-                if progress is not None:
-                    progress.advance()
+                bar.advance()
             results.append(
                 {
                     "mode": mode.value,
@@ -382,9 +381,9 @@ async def evaluate(
                     "latency_ms": {"p50": percentile(latency, 50), "p95": percentile(latency, 95)},
                 }
             )
-        if progress is not None:
-            progress.finish()
+        bar.finish()
     finally:
+        bar.close()
         await store.close()
     return {
         "benchmark": "locomo",
@@ -512,8 +511,8 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-audit", action="store_true", help="use LoCoMo's gold evidence as published")
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
-    """``memory-core eval locomo``."""
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
+    """``memory-core eval locomo``: the report on ``out``, progress to ``progress``."""
     audit = audit_path(args)
     data = load_locomo(args.data, audit).first(args.limit_conversations)
     embedder = getattr(args, "embedder_instance", None) or default_embedder()
@@ -527,7 +526,7 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
         vector_k=args.vector_k,
         vector_weight=args.vector_weight,
         cache_dir=None if args.no_cache else args.cache,
-        out=out,
+        progress=progress,
     )
     report["data"]["audit_applied"] = audit is not None
     publish_report(report, args, out, render_markdown, draw_chart)

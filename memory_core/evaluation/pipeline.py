@@ -47,7 +47,8 @@ from ..models import (
     SearchMode,
 )
 from ..ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
-from .common import DEFAULT_CACHE_DIR, Progress, default_embedder, markdown_table, publish_report, pyplot
+from ..progress import NO_PROGRESS, Progress
+from .common import DEFAULT_CACHE_DIR, default_embedder, markdown_table, publish_report, pyplot
 from .locomo import (
     CATEGORY_NAMES,
     EVALUATED_CATEGORIES,
@@ -212,7 +213,7 @@ async def evaluate_cases(
     *,
     embedder: Embedder,
     modes: Sequence[SearchMode] = _MODES,
-    out: TextIO | None = None,
+    progress: Progress = NO_PROGRESS,
     chat_model: ChatModel | None = None,
 ) -> dict[str, Any]:
     """Ingest every case through the service, then search its questions; see the module docstring.
@@ -221,7 +222,7 @@ async def evaluate_cases(
         cases: The conversations and their questions.
         embedder: The passage and query embedder.
         modes: Search modes reported with the ``important`` profile.
-        out: Where progress goes (None: silent).
+        progress: Where progress is reported.
         chat_model: The LLM of extraction and consolidation (None: the rules); its ``usage`` (if it
             counts one) is reported under ``llm``.
     """
@@ -239,8 +240,8 @@ async def evaluate_cases(
     evidence_turns: set[tuple[str, str]] = set()
     remembered_turns: set[tuple[str, str]] = set()
     ingest_seconds = 0.0
-    progress = Progress(out, "ingesting", turns_total) if out is not None else None
-    with tempfile.TemporaryDirectory(prefix="memory-core-eval-") as tmp:
+    bar = progress.bar("ingesting", turns_total, unit="turns")
+    with bar, tempfile.TemporaryDirectory(prefix="memory-core-eval-") as tmp:
         for case in cases:
             path = Path(tmp) / f"{case.name}.db"
             clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
@@ -258,8 +259,7 @@ async def evaluate_cases(
                     stats["turns"] += 1
                     if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
                         stats["turns_with_a_fact"] += 1
-                    if progress is not None:
-                        progress.advance()
+                    bar.advance()
                 ingest_seconds += time.perf_counter() - started
                 clock.set(case.asked_at)
                 records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
@@ -279,8 +279,6 @@ async def evaluate_cases(
             finally:
                 await service.close()
             stats["store_bytes"] += sum(p.stat().st_size for p in Path(tmp).glob(f"{case.name}.db*"))
-    if progress is not None:
-        progress.finish()
     turns = max(stats["turns"], 1)
     llm: dict[str, Any] | None = None
     if chat_model is not None:
@@ -417,8 +415,8 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     return written
 
 
-async def main(args: argparse.Namespace, out: TextIO) -> int:
-    """``memory-core eval pipeline``."""
+async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
+    """``memory-core eval pipeline``: the report on ``out``, progress to ``progress``."""
     inner = getattr(args, "embedder_instance", None) or default_embedder()
     cache = None if args.no_cache else Path(args.cache) / f"pipeline-passages-{inner.name}.npz"
     embedder = CachingEmbedder(inner, cache)
@@ -437,7 +435,9 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if args.data:
             cases, data = locomo_cases(args.data, audit_path(args), args.limit_conversations)
-            section = await evaluate_cases(cases, embedder=embedder, modes=modes, out=out, chat_model=chat_model)
+            section = await evaluate_cases(
+                cases, embedder=embedder, modes=modes, progress=progress, chat_model=chat_model
+            )
             embedder.save()
             raw = await evaluate_raw(
                 data,
@@ -445,13 +445,13 @@ async def main(args: argparse.Namespace, out: TextIO) -> int:
                 modes=[DEFAULT[0]],
                 profiles=[DEFAULT[1]],
                 cache_dir=None if args.no_cache else args.cache,
-                out=out,
+                progress=progress,
             )
             section["raw_turns"] = raw["results"]
             report["sets"]["LoCoMo"] = section
         if not args.skip_japanese:
             report["sets"]["Japanese"] = await evaluate_cases(
-                japanese_cases(args.set), embedder=embedder, modes=modes, out=out, chat_model=chat_model
+                japanese_cases(args.set), embedder=embedder, modes=modes, progress=progress, chat_model=chat_model
             )
     finally:
         embedder.save()

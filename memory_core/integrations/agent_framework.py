@@ -22,6 +22,10 @@ Add one provider to ``context_providers=[...]``:
 - ``after_run`` publishes the turn (the new input and the response, never the injected memories) to
   the write scope, waiting at most ``publish_timeout`` seconds. A turn that could not be published
   goes to a durable local outbox (SQLite) and is delivered later, exactly once per ``turn_id``.
+- Embedded mode (:meth:`MemoryContextProvider.local`): the turn goes to the durable queue beside the
+  store and a worker inside the provider ingests it in the background; ``before_run`` first waits (at
+  most ``ready_timeout``) until the turns queued for its scope are ingested, so the next run finds
+  them.
 
 A memory failure never fails the agent's run: search errors and timeouts mean "no memories this
 turn", publish errors and timeouts mean "delivered later". Both are logged.
@@ -267,6 +271,10 @@ class MemoryContextProvider(ContextProvider):
         recall: Count injected memories as recalled (reinforces them).
         store_turns: Publish turns in ``after_run``.
         search_timeout: Seconds ``before_run`` waits for the search before going on without memories.
+        ready_timeout: Seconds ``before_run`` may first wait for the memory to be ready to search, when
+            the client can tell (the embedded mode: the embedding model loaded and, with the in-process
+            worker, the turns already queued for the scope ingested, so a run sees what earlier runs
+            said). ``0``: never wait.
         publish_timeout: Seconds ``after_run`` waits for the publish before leaving the turn to the outbox.
         outbox_path: The outbox file, or a ready ``TurnOutbox`` (``None``: no outbox; turns that cannot
             be published are logged and dropped).
@@ -302,6 +310,7 @@ class MemoryContextProvider(ContextProvider):
         recall: bool = True,
         store_turns: bool = True,
         search_timeout: float = 2.0,
+        ready_timeout: float = 5.0,
         publish_timeout: float = 1.0,
         outbox_path: str | Path | TurnOutbox | None = DEFAULT_OUTBOX_PATH,
         flush_interval: float | None = 30.0,
@@ -342,6 +351,8 @@ class MemoryContextProvider(ContextProvider):
         for name, value in (("search_timeout", search_timeout), ("publish_timeout", publish_timeout)):
             if not value > 0:
                 raise ValidationError(name, "must be a positive number of seconds")
+        if not ready_timeout >= 0:
+            raise ValidationError("ready_timeout", "must not be a negative number of seconds")
         if flush_interval is not None and not flush_interval > 0:
             raise ValidationError("flush_interval", "must be a positive number of seconds or None")
         self.min_score = min_score
@@ -349,6 +360,7 @@ class MemoryContextProvider(ContextProvider):
         self.recall = recall
         self.store_turns = store_turns
         self.search_timeout = float(search_timeout)
+        self.ready_timeout = float(ready_timeout)
         self.publish_timeout = float(publish_timeout)
         self.flush_interval = flush_interval
         self.outbox: TurnOutbox | None
@@ -373,22 +385,33 @@ class MemoryContextProvider(ContextProvider):
         sqlite_path: str | Path | None = None,
         embedder: Any | None = None,
         publisher: TurnPublisher | None = None,
-        queue: bool | str | Path = False,
-        worker: bool = False,
+        queue: bool | str | Path = True,
+        worker: bool = True,
+        close_timeout: float = 10.0,
         settings: Any | None = None,
         chat_model: Any | None = None,
         **kwargs: Any,
     ) -> MemoryContextProvider:
         """A provider on the embedded store, in this process (the provider owns the memory service).
 
+        By default ``after_run`` writes the turn to the embedded durable queue beside the store and
+        returns; a worker in this process ingests it in the background while the provider is open, and
+        the next run waits (at most ``ready_timeout``) until it is searchable. Closing the provider
+        waits (at most ``close_timeout``) for the turns it queued; any left stay in the queue file and
+        are ingested at the next start, or by ``memory-core serve``.
+
         Keyword Args:
             sqlite_path: The embedded store file (default ``MEMORY_SQLITE_PATH``).
             embedder: An embedder instance instead of the one the settings name.
-            publisher: Where turns go; ``None`` (and no ``queue``) ingests each turn inline, which
-                suits scripts but makes ``after_run`` wait for extraction.
+            publisher: Where turns go instead of the queue (for example a Service Bus publisher).
             queue: Publish to the embedded durable queue (``True``: the file ``memory-core serve``
-                drains, beside the store; or a path).
-            worker: Drain that queue in this process while the provider is open.
+                drains, beside the store; or a path). ``False`` (and no ``publisher``) ingests each turn
+                inline, which makes ``after_run`` wait for extraction (it outlives ``publish_timeout``
+                and goes on in the background).
+            worker: Drain that queue in this process while the provider is open. ``False`` when
+                ``memory-core serve`` runs on the same store and does it.
+            close_timeout: Seconds closing the provider waits for the worker to ingest the turns it
+                queued.
             settings: Ready settings instead of the environment (which names the chat model with
                 ``MEMORY_LLM_PROVIDER`` and its settings).
             chat_model: An LLM for extraction and consolidation instead of the one the settings name
@@ -402,6 +425,7 @@ class MemoryContextProvider(ContextProvider):
             publisher=publisher,
             queue=queue,
             worker=worker,
+            close_timeout=close_timeout,
             settings=settings,
             chat_model=chat_model,
         )
@@ -570,6 +594,8 @@ class MemoryContextProvider(ContextProvider):
         query = build_query(context.input_messages)
         if not query:
             return
+        if self.ready_timeout > 0:
+            await self._wait_ready(read)
         started = time.perf_counter()
         try:
             result = await asyncio.wait_for(
@@ -602,6 +628,25 @@ class MemoryContextProvider(ContextProvider):
             return
         message = Message(role=self.injection_role, contents=[text])
         context.extend_messages(self, [message])
+
+    async def _wait_ready(self, scope: Scope) -> None:
+        """Let the client catch up (bounded by ``ready_timeout``); a failure only means searching now."""
+        started = time.perf_counter()
+        try:
+            ready = await asyncio.wait_for(
+                self.client.wait_ready(scope, timeout=self.ready_timeout), timeout=self.ready_timeout + 1.0
+            )
+        except Exception as exc:  # never fails the run: search what there is
+            logger.warning("waiting for memory to be ready failed (%s: %s)", type(exc).__name__, exc)
+            return
+        if not ready:
+            logger.info(
+                "memory was not ready after %.2fs (model loading or turns still being ingested); "
+                "searching what there is",
+                self.ready_timeout,
+            )
+        else:
+            logger.debug("memory ready in %.1f ms", (time.perf_counter() - started) * 1000)
 
     async def after_run(
         self,
@@ -790,7 +835,12 @@ class MemoryContextProvider(ContextProvider):
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
-        """Start the background outbox flusher (when ``flush_interval`` is set)."""
+        """Start the client's background work (the embedded worker, loading the embedding model) and
+        the background outbox flusher (when ``flush_interval`` is set)."""
+        try:
+            await self.client.start()
+        except Exception as exc:  # it starts on first use instead
+            logger.warning("starting the memory client failed (%s: %s)", type(exc).__name__, exc)
         if self.flush_interval is not None and self.outbox is not None and self._flusher is None:
             self._flusher = asyncio.ensure_future(self._flush_periodically(self.flush_interval))
         return self

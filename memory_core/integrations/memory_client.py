@@ -1,8 +1,8 @@
 """How an agent reaches memory: one small client interface, two implementations.
 
 - :class:`LocalMemoryClient`: an in-process :class:`~memory_core.service.MemoryService` on the
-  embedded store. Turns go to the service's queue (the embedded durable queue), or are ingested
-  inline when it has none (scripts, tests).
+  embedded store. Turns go to the service's queue (the embedded durable queue), drained by a worker
+  in this process (``worker``) or by ``memory-core serve``, or are ingested inline when it has none.
 - :class:`RemoteMemoryClient`: the serverless deployment. Search goes over the HTTP API
   (``POST /api/memories/search``, function key in ``x-functions-key``); turns go to a
   :class:`~memory_core.ports.TurnPublisher` (Service Bus) when one is given, else to
@@ -19,16 +19,18 @@ remote client is first built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, PermanentError, TransientError, ValidationError
+from ..errors import ConfigurationError, NotFoundError, PermanentError, TransientError, ValidationError
 from ..models import (
     MemoryRecord,
     MemorySearchOptions,
@@ -40,12 +42,14 @@ from ..models import (
     SearchResult,
     Turn,
     parse_model,
+    session_id_for,
 )
 from ..ports import ChatModel, Embedder, TurnPublisher
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..adapters.sqlite_queue import SQLiteQueue
     from ..config import Settings
+    from ..local.worker import QueueWorker
     from ..service import MemoryService
 
 __all__ = ["LocalMemoryClient", "MemoryClient", "RemoteMemoryClient", "search_request_body"]
@@ -84,6 +88,19 @@ class MemoryClient(ABC):
         """Count memories as recalled outside a search (not every client can; the default does nothing)."""
         return None
 
+    async def start(self) -> None:
+        """Begin the client's background work, if it has any (nothing by default)."""
+        return None
+
+    async def wait_ready(self, scope: Scope, *, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until a search of ``scope`` sees the turns already handed
+        to ingestion that this client can follow (the default follows none).
+
+        Returns:
+            ``False`` when the wait timed out (the search then runs without those turns).
+        """
+        return True
+
     async def close(self) -> None:
         """Release what the client opened (nothing by default)."""
         return None
@@ -92,13 +109,24 @@ class MemoryClient(ABC):
 class LocalMemoryClient(MemoryClient):
     """Memory in this process: the embedded store, queue and service, through a ``MemoryService``.
 
+    With ``worker``, turns published to the embedded queue are ingested in this process, in the
+    background, while the client is open: :meth:`wait_ready` waits (bounded) until the queued turns of
+    a scope are ingested, so the next search sees them, and :meth:`close` waits (at most
+    ``close_timeout``) for the turns this client queued. What is still queued then stays in the queue
+    file, for the next client with a worker or for ``memory-core serve``.
+
     Args:
         service: The memory service to use.
         owns_service: Close the service with the client (set when the client built it).
         queue: The embedded queue the service publishes to, when a worker in this process should
             drain it (see ``worker``).
         worker: Run a queue worker in this process while the client is open (started on first use).
+        close_timeout: Seconds :meth:`close` waits for the turns this client queued to be ingested by
+            its worker.
     """
+
+    #: Seconds between two looks at the queue while waiting for turns to be ingested.
+    POLL_SECONDS: float = 0.02
 
     def __init__(
         self,
@@ -107,13 +135,21 @@ class LocalMemoryClient(MemoryClient):
         owns_service: bool = False,
         queue: SQLiteQueue | None = None,
         worker: bool = False,
+        close_timeout: float = 10.0,
     ) -> None:
+        if close_timeout < 0:
+            raise ValidationError("close_timeout", "must not be negative")
         self.service = service
         self.queue = queue
+        self.close_timeout = float(close_timeout)
         self._owns = owns_service
         self._want_worker = worker and queue is not None
+        self._worker: QueueWorker | None = None
         self._worker_task: asyncio.Task[Any] | None = None
         self._stop: asyncio.Event | None = None
+        self._warm_task: asyncio.Task[None] | None = None
+        self._written: set[Scope] = set()  # scopes this client queued turns for
+        self._given_up: set[str] = set()  # queued turns a wait already timed out on
 
     @classmethod
     def open(
@@ -124,6 +160,7 @@ class LocalMemoryClient(MemoryClient):
         publisher: TurnPublisher | None = None,
         queue: bool | str | Path = False,
         worker: bool = False,
+        close_timeout: float = 10.0,
         settings: Settings | None = None,
         chat_model: ChatModel | None = None,
         **overrides: Any,
@@ -137,6 +174,7 @@ class LocalMemoryClient(MemoryClient):
             queue: Publish turns and recall updates to the embedded durable queue: ``True`` for
                 the default file beside the store (the one ``memory-core serve`` drains), or a path.
             worker: Drain that queue in this process too (otherwise ``memory-core serve`` does).
+            close_timeout: Seconds :meth:`close` waits for this client's queued turns (with ``worker``).
             settings: Ready :class:`~memory_core.config.Settings` (overrides are then ignored).
             chat_model: The LLM of extraction and consolidation, instead of the one the settings name
                 (``MEMORY_LLM_PROVIDER``); it stays open when the client closes.
@@ -160,7 +198,9 @@ class LocalMemoryClient(MemoryClient):
             recall_via_queue=sqlite_queue is not None,
             chat_model=chat_model,
         )
-        return cls(service, owns_service=True, queue=sqlite_queue, worker=worker)
+        return cls(
+            service, owns_service=True, queue=sqlite_queue, worker=worker, close_timeout=close_timeout
+        )
 
     def _ensure_worker(self) -> None:
         if not self._want_worker or self._worker_task is not None or self.queue is None:
@@ -168,8 +208,86 @@ class LocalMemoryClient(MemoryClient):
         from ..local.worker import QueueWorker
 
         self._stop = asyncio.Event()
-        worker = QueueWorker(self.queue, self.service, name="provider-worker")
-        self._worker_task = asyncio.ensure_future(worker.run(self._stop))
+        self._worker = QueueWorker(self.queue, self.service, name="provider-worker")
+        self._worker_task = asyncio.ensure_future(self._worker.run(self._stop))
+
+    def _ensure_warm(self) -> asyncio.Task[None]:
+        if self._warm_task is None:
+            self._warm_task = asyncio.ensure_future(self._warm_up())
+        return self._warm_task
+
+    async def _warm_up(self) -> None:
+        try:
+            await self.service.warm_up()
+        except Exception as exc:  # the first search loads it then, or says what is wrong
+            logger.warning("loading the embedding model failed: %s: %s", type(exc).__name__, exc)
+
+    @property
+    def worker_running(self) -> bool:
+        """Whether this client's in-process worker is draining the queue now."""
+        return self._worker_task is not None and not self._worker_task.done()
+
+    async def start(self) -> None:
+        """Start the in-process worker (with ``worker``) and begin loading the embedding model."""
+        self._ensure_worker()
+        self._ensure_warm()
+
+    async def wait_ready(self, scope: Scope, *, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, for the embedding model to load and, while this client's
+        worker runs, for the turns of ``scope`` waiting in the queue to be ingested (whoever queued
+        them, this process or an earlier one).
+
+        Only new turns and turns being processed are waited for (not one waiting to be retried after
+        a failure), and each turn at most once: one a wait timed out on is not waited for again.
+
+        Returns:
+            ``False`` when the wait timed out.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        self._ensure_worker()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ensure_warm()), timeout=max(0.0, timeout))
+        except TimeoutError:
+            return False
+        if not self.worker_running:
+            return True
+        return await self._wait_ingested({scope}, deadline)
+
+    def _unsettled(self, scopes: set[Scope], skip: Set[str]) -> set[str]:
+        """Message ids of the queued turns of ``scopes`` that are new or being processed now, but
+        those in ``skip``."""
+        assert self.queue is not None  # only called while the worker runs
+        now = time.time()  # the queue's clock
+        waiting: set[str] = set()
+        for scope in scopes:
+            for message in self.queue.waiting_in_session(session_id_for(scope), subject="turn"):
+                in_hand = message.locked_until is not None and message.locked_until > now
+                if message.message_id not in skip and (message.delivery_count == 0 or in_hand):
+                    waiting.add(message.message_id)
+        return waiting
+
+    async def _wait_ingested(self, scopes: set[Scope], deadline: float, *, closing: bool = False) -> bool:
+        """Wait until the turns of ``scopes`` queued now are ingested, the worker stops, or ``deadline``
+        (``closing``: also the turns an earlier wait gave up on)."""
+        loop = asyncio.get_running_loop()
+        skip: Set[str] = frozenset() if closing else self._given_up
+        waiting = self._unsettled(scopes, skip)
+        if waiting and self._worker is not None:
+            self._worker.wake()
+        while waiting:
+            if loop.time() >= deadline or not self.worker_running:
+                if not closing:  # (close says what is left itself)
+                    self._given_up |= waiting
+                    logger.info(
+                        "%s queued turn(s) are not ingested yet; searching without them (they are "
+                        "ingested in the background)",
+                        len(waiting),
+                    )
+                return False
+            await asyncio.sleep(self.POLL_SECONDS)
+            waiting &= self._unsettled(scopes, skip)  # turns queued after the wait began are not awaited
+        return True
 
     async def drain(self) -> int:
         """Ingest every message waiting in the embedded queue now; returns how many were handled."""
@@ -189,19 +307,55 @@ class LocalMemoryClient(MemoryClient):
     async def publish_turn(self, turn: Turn) -> None:
         self._ensure_worker()
         await self.service.publish_turn(turn)
+        if self.queue is not None:
+            self._written.add(turn.scope)
+        if self._worker is not None:
+            self._worker.wake()  # ingest it now, not at the worker's next poll
 
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         await self.service.record_recall(scope, list(memory_ids))
 
     async def close(self) -> None:
+        """Wait (at most ``close_timeout``) for the worker to ingest the turns this client queued, stop
+        it, and close the service if the client owns it. Turns not ingested by then stay queued."""
         try:
             if self._worker_task is not None and self._stop is not None:
-                self._stop.set()
-                await self._worker_task
-                self._worker_task = None
+                await self._stop_worker(self._worker_task, self._stop)
         finally:
+            self._worker_task = None
+            if self._warm_task is not None and not self._warm_task.done():
+                self._warm_task.cancel()
+                await asyncio.gather(self._warm_task, return_exceptions=True)
             if self._owns:
                 await self.service.close()
+
+    async def _stop_worker(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.close_timeout
+        if self._written and not task.done():
+            try:
+                await self._wait_ingested(self._written, deadline, closing=True)
+            except Exception as exc:  # the queue is unreadable: what is queued stays queued
+                logger.warning("could not follow the queued turns on close: %s: %s", type(exc).__name__, exc)
+        stop.set()  # the worker finishes the message in hand
+        _, running = await asyncio.wait({task}, timeout=max(1.0, deadline - loop.time()))
+        if running:
+            task.cancel()  # the message in hand is released: delivered again at the next start
+        await asyncio.gather(task, return_exceptions=True)
+        left = 0
+        with contextlib.suppress(Exception):  # only for the log line
+            left = sum(
+                len(self.queue.waiting_in_session(session_id_for(scope), subject="turn"))
+                for scope in self._written
+                if self.queue is not None
+            )
+        if left:
+            logger.warning(
+                "%s turn(s) are still queued in %s; they are ingested at the next start of a provider "
+                "with a worker, or by `memory-core serve`",
+                left,
+                self.queue.path if self.queue is not None else "the queue",
+            )
 
 
 def search_request_body(
@@ -314,6 +468,33 @@ class RemoteMemoryClient(MemoryClient):
         self._http = http_client or self._http_module.AsyncClient(timeout=timeout)
 
     async def _post(self, route: str, body: dict[str, Any]) -> Any:
+        return await self.request("POST", route, body=body)
+
+    async def request(
+        self,
+        method: str,
+        route: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """Call one route of the HTTP API with this client's credentials; returns the JSON answer.
+
+        Args:
+            method: ``GET``, ``POST`` or ``DELETE``.
+            route: The path from the root (``/api/memories``), percent-encoded where needed.
+            params: Query parameters.
+            body: The JSON body, if any.
+
+        Returns:
+            The decoded JSON body (``None`` for an empty one).
+
+        Raises:
+            TransientError: A timeout, a failed connection, 408, 429 or 5xx.
+            ValidationError: 400 or 422 (naming the field the API names, else ``request``).
+            NotFoundError: 404 for an unknown memory.
+            PermanentError: Any other 4xx, or an answer that is not JSON.
+        """
         httpx = self._http_module
         headers = self._headers
         if self._credential is not None:
@@ -323,24 +504,30 @@ class RemoteMemoryClient(MemoryClient):
                 raise TransientError(f"could not get an access token for {self._api_scope}: {exc}") from exc
             headers = {**headers, "authorization": f"Bearer {token.token}"}
         try:
-            response = await self._http.post(self.base_url + route, json=body, headers=headers)
+            response = await self._http.request(
+                method, self.base_url + route, json=body, params=dict(params or {}), headers=headers
+            )
         except httpx.TimeoutException as exc:
-            raise TransientError(f"POST {route} timed out: {exc}") from exc
+            raise TransientError(f"{method} {route} timed out: {exc}") from exc
         except httpx.TransportError as exc:
-            raise TransientError(f"POST {route} failed: {exc}") from exc
+            raise TransientError(f"{method} {route} failed: {exc}") from exc
         status = response.status_code
         if status == 429 or status >= 500 or status == 408:
-            raise TransientError(f"POST {route} answered {status}: {_detail(response)}")
-        if status == 400 or status == 422:
-            raise ValidationError("request", f"POST {route} answered {status}: {_detail(response)}")
+            raise TransientError(f"{method} {route} answered {status}: {_detail(response)}")
+        if status in (400, 404, 422):
+            field, message, code = _error_of(response)
+            if status == 404 and code == "not_found":
+                raise NotFoundError(message)
+            if status != 404:
+                raise ValidationError(field or "request", f"{method} {route} answered {status}: {message}")
         if status >= 400:
-            raise PermanentError(f"POST {route} answered {status}: {_detail(response)}")
+            raise PermanentError(f"{method} {route} answered {status}: {_detail(response)}")
         if status == 204 or not response.content:
             return None
         try:
             return response.json()
         except ValueError as exc:
-            raise PermanentError(f"POST {route} did not answer JSON: {exc}") from None
+            raise PermanentError(f"{method} {route} did not answer JSON: {exc}") from None
 
     async def search(
         self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True
@@ -374,6 +561,23 @@ class RemoteMemoryClient(MemoryClient):
         finally:
             if self._owns_publisher and self.publisher is not None:
                 await self.publisher.close()
+
+
+def _error_of(response: Any) -> tuple[str | None, str, str | None]:
+    """The field, message and code of an ``{"error": {...}}`` answer (the raw text when it is not one)."""
+    try:
+        error = response.json().get("error")
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            field = error.get("field")
+            code = error.get("code")
+            return (
+                field if isinstance(field, str) and field else None,
+                error["message"],
+                code if isinstance(code, str) else None,
+            )
+    except (ValueError, AttributeError):
+        pass
+    return None, _detail(response), None
 
 
 def _detail(response: Any) -> str:

@@ -417,7 +417,10 @@ async def serve_async(
     install_signals: bool = True,
     ready: Callable[[EmbeddedRuntime], None] | None = None,
 ) -> int:
-    """Run the embedded runtime in the running loop until SIGINT/SIGTERM; returns the exit status."""
+    """Run the embedded runtime in the running loop until SIGINT/SIGTERM; returns the exit status.
+
+    ``ready`` (if given) is handed the runtime before it starts.
+    """
     runtime = EmbeddedRuntime(settings, options, out=out if out is not None else sys.stdout)
     stop, force = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -437,7 +440,7 @@ async def serve_async(
                 loop.add_signal_handler(signum, on_signal, signum)
                 installed.append(signum)
     if ready is not None:
-        loop.call_soon(ready, runtime)
+        ready(runtime)  # before it starts, so the caller can watch it come up (``serve --json``)
     try:
         await runtime.run(stop, force=force)
     finally:

@@ -13,7 +13,12 @@ no authenticator; :class:`~memory_core.auth.Principal.token_holder`). The reques
 through, so an API built with an authenticator (per-user tokens, Microsoft Entra ID) decides per
 request instead.
 
-Transport rules (before the API sees a request): a path outside ``/api`` is 404, a body needs a
+The memory inspector (:mod:`memory_core.web`) is served beside the API: ``GET /`` is its page and
+``GET /ui/<file>`` its scripts, styles and icon. They are static and hold no data, so they need no
+token (the page asks for it and sends it with its API calls); the ``Host`` and ``Origin`` rules below
+apply to them as to the API, and they carry the page's Content-Security-Policy.
+
+Transport rules (before the API sees a request): any other path outside ``/api`` is 404, a body needs a
 ``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
 reading the body, and a request the loop does not answer within ``request_timeout`` is 503.
 """
@@ -27,6 +32,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +42,7 @@ from .. import telemetry
 from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
 from ..errors import ConfigurationError
 from ..net import is_loopback
+from ..web import StaticFile, static_file
 
 __all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
 
@@ -109,12 +116,24 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._write(_error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
 
-    def _respond(self) -> ApiResponse:
+    def _respond(self) -> ApiResponse | StaticFile:
         parts = urlsplit(self.path)
         path = parts.path
         if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
             self._discard_body()
-            return _error_response(404, "no_route", f"no route for {path[:100]!r}; the API lives under /api")
+            page = static_file(path[1:]) if path.startswith("/") else None
+            if page is None:
+                return _error_response(
+                    404, "no_route", f"no route for {path[:100]!r}; the API lives under /api, the inspector at /"
+                )
+            refused = self._cross_site()
+            if refused is not None:
+                return _error_response(403, "forbidden", refused)
+            if self.command != "GET":
+                return _error_response(
+                    405, "method_not_allowed", f"{self.command} is not allowed on {path[:100]}; use GET", Allow="GET"
+                )
+            return page
         refused = self._cross_site()
         if refused is not None:
             self._discard_body()
@@ -212,15 +231,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif length != 0:
             self.close_connection = True
 
-    def _write(self, response: ApiResponse, *, head: bool = False) -> None:
+    def _write(self, response: ApiResponse | StaticFile, *, head: bool = False) -> None:
+        if isinstance(response, StaticFile):
+            self._send(200, response.headers, response.body, head=head)
+            return
         try:
             payload = response.json_bytes()
         except (TypeError, ValueError):
             logger.exception("%s %s: the response is not JSON-serializable", self.command, self.path)
             response = _error_response(500, "internal_error", "the response could not be serialized")
             payload = response.json_bytes()
-        self.send_response(response.status)
-        for name, value in response.headers.items():
+        self._send(response.status, response.headers, payload, head=head)
+
+    def _send(self, status: int, headers: Mapping[str, str], payload: bytes, *, head: bool = False) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
             if name.lower() not in {"content-length", "connection"}:
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))

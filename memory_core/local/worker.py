@@ -166,6 +166,7 @@ class QueueWorker:
         self._since = clock()
         self._since_utc = datetime.now(UTC)
         self._stop: asyncio.Event | None = None
+        self._woken: asyncio.Event | None = None  # made by run(), in the loop it runs in
 
     # -- state and health -----------------------------------------------------------------------
     @property
@@ -243,16 +244,34 @@ class QueueWorker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
 
+    def wake(self) -> None:
+        """Look at the queue now rather than at the end of the idle wait (a message was just sent)."""
+        if self._woken is not None:
+            self._woken.set()
+
+    async def _idle(self, stop: asyncio.Event, woken: asyncio.Event) -> None:
+        """Wait ``idle_seconds``, or less if the worker is stopped or woken."""
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(woken.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=self.idle_seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+
     async def run(self, stop: asyncio.Event) -> None:
         """Process messages until ``stop`` is set; the message in hand is finished first.
 
         A queue error does not end the loop: it is logged and counted, and the worker backs off
-        (``retry_delay``) and tries again; the next success resets the back-off.
+        (``retry_delay``) and tries again; the next success resets the back-off. When idle it polls
+        the queue every ``idle_seconds``, or at once after :meth:`wake`.
         """
         logger.info("%s: started", self.name)
         self._stop = stop
+        woken = self._woken = asyncio.Event()
         try:
             while not stop.is_set():
+                woken.clear()  # a wake from now on is seen by the idle wait below
                 try:
                     handled = await self.run_once()
                 except Exception as exc:  # receive or settle: the queue's storage, or a bug
@@ -260,8 +279,7 @@ class QueueWorker:
                     continue
                 self._succeeded()
                 if not handled:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout=self.idle_seconds)
+                    await self._idle(stop, woken)
                 else:
                     await asyncio.sleep(0)  # let the other workers and the HTTP requests in
         finally:

@@ -1,4 +1,4 @@
-"""Administration of memories: import, export, soft delete with history, purge.
+"""Administration of memories: import, export, update and soft delete with history, purge.
 
 A purge holds (:func:`purge_user`): it first records a tombstone (the purge time, per user or scope)
 in the history, so anything dated at or before it that is still on its way (a queued turn, a
@@ -9,13 +9,15 @@ SQLite files so the deleted text leaves the disk.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import unicodedata
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from ..errors import NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError
 from ..models import (
     HistoryEntry,
     MemoryEvent,
@@ -23,21 +25,27 @@ from ..models import (
     MemoryStatus,
     Scope,
     parse_model,
+    validate_caller_metadata,
+    validate_memory_id,
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
 from ..ports import Embedder, HistoryStore, MemoryStore, ScopePurger, WalCheckpointer, supports
+from ..progress import ProgressCallback
 
 __all__ = [
     "IMPORT_BATCH",
     "ImportReport",
     "PurgeReport",
+    "content_memory_id",
     "delete_memory",
     "export_history",
     "export_records",
     "import_records",
     "prepare_record",
     "purge_user",
+    "resolve_memory_id",
+    "update_memory",
 ]
 
 logger = logging.getLogger(__name__)
@@ -46,14 +54,26 @@ logger = logging.getLogger(__name__)
 IMPORT_BATCH = 256
 #: Records read per store call during an export.
 EXPORT_PAGE = 500
+#: Memories an ambiguous id prefix names in its error, at most.
+PREFIX_CANDIDATES = 10
 
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
-    """What an import wrote: records, and how many embeddings it computed."""
+    """What an import did.
+
+    Attributes:
+        imported: Records written that were new to the store.
+        embedded: Embeddings computed (records without one).
+        updated: Records written over an existing memory with the same id (its fields differed).
+        skipped: Records not written: the store already held them unchanged, or they repeated an
+            earlier record of the same import (only with ``dedupe``).
+    """
 
     imported: int
     embedded: int
+    updated: int = 0
+    skipped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,21 +115,83 @@ def prepare_record(data: Mapping[str, Any], policy: HumanMemoryPolicy, now: date
     return record
 
 
+def content_memory_id(record: MemoryRecord) -> str:
+    """A memory id derived from what a record says: its scope, kind and text (Unicode NFKC,
+    case-folded, whitespace collapsed). Two records that say the same thing in the same scope get the
+    same id, so an import without ids can be repeated without storing duplicates.
+
+    Returns:
+        32 hex digits (the length of a generated id).
+    """
+    text = " ".join(unicodedata.normalize("NFKC", record.memory).casefold().split())
+    key = "\x1f".join((record.user_id, record.agent_id, record.kind.value, text))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _unchanged(existing: MemoryRecord, record: MemoryRecord, given: Iterable[str]) -> bool:
+    """Whether ``existing`` already has every field a row gave (``given``) as ``record`` has it."""
+    fields = {f for f in given if f in MemoryRecord.model_fields and f != "embedding"}
+    if existing.model_dump(include=fields) != record.model_dump(include=fields):
+        return False
+    return "embedding" not in given or record.embedding is None or existing.embedding == record.embedding
+
+
 async def import_records(
     store: MemoryStore,
     embedder: Embedder,
     policy: HumanMemoryPolicy,
     now: datetime,
     rows: Iterable[Mapping[str, Any]],
+    *,
+    dedupe: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> ImportReport:
-    """Validate every row first (errors name the row), then write in batches, embedding as needed."""
+    """Validate every row first (errors name the row), then write in batches, embedding as needed.
+
+    Args:
+        store: Where the records go.
+        embedder: Embeds the records that come without an embedding.
+        policy: Derives retention and status when a row has none.
+        now: The time of the import (a row's missing timestamps).
+        rows: The records, as mappings of :class:`MemoryRecord` fields.
+        dedupe: Make the import idempotent: a row without an ``id`` gets :func:`content_memory_id`
+            (not a random one), and a row whose memory the store already holds with every field the
+            row gives is skipped, as is a row repeating an earlier row's id. Without it every row is
+            written (``upsert``: a row with an existing id replaces that memory).
+        progress: Told ``(records written, records to write)`` once the rows are validated and after
+            every batch.
+    """
     records: list[MemoryRecord] = []
+    given: list[Iterable[str]] = []
     for number, row in enumerate(rows, start=1):
         try:
-            records.append(prepare_record(row, policy, now))
+            record = prepare_record(row, policy, now)
         except ValidationError as exc:
             raise ValidationError(f"record {number}: {exc.field}", exc.message) from None
+        if dedupe and "id" not in row:
+            record = record.model_copy(update={"id": content_memory_id(record)})
+        records.append(record)
+        given.append(row.keys())
+    updated = skipped = 0
+    if dedupe:
+        seen: set[tuple[str, str, str]] = set()
+        wanted: list[MemoryRecord] = []
+        for record, keys in zip(records, given, strict=True):
+            key = (record.user_id, record.agent_id, record.id)
+            if key in seen:
+                skipped += 1
+                continue
+            seen.add(key)
+            stored = await store.get(Scope.of(record.user_id, record.agent_id), record.id)
+            if stored is not None and ("id" not in keys or _unchanged(stored, record, keys)):
+                skipped += 1
+                continue
+            updated += stored is not None
+            wanted.append(record)
+        records = wanted
     embedded = 0
+    if progress is not None:
+        progress(0, len(records))
     for start in range(0, len(records), IMPORT_BATCH):
         batch = records[start : start + IMPORT_BATCH]
         missing = [i for i, r in enumerate(batch) if r.embedding is None]
@@ -119,7 +201,39 @@ async def import_records(
                 batch[i] = batch[i].model_copy(update={"embedding": vector.tolist()})
             embedded += len(missing)
         await store.upsert(batch)
-    return ImportReport(imported=len(records), embedded=embedded)
+        if progress is not None:
+            progress(start + len(batch), len(records))
+    return ImportReport(imported=len(records) - updated, embedded=embedded, updated=updated, skipped=skipped)
+
+
+async def resolve_memory_id(store: MemoryStore, scope: Scope, text: str) -> str:
+    """The id of the memory of ``scope`` that ``text`` names: its whole id, or the start of exactly
+    one id (as the command line prints them shortened).
+
+    Raises:
+        ValidationError: ``text`` is not an id, or starts the ids of several memories (names up to
+            :data:`PREFIX_CANDIDATES` of them).
+        NotFoundError: No memory of ``scope`` has that id or one starting with it.
+    """
+    scope = Scope.of(scope.user_id, scope.agent_id)
+    text = validate_memory_id(text, "id")
+    if await store.get(scope, text) is not None:
+        return text
+    # Ids are listed in order, so the ids starting with ``text`` come right after it.
+    page = await store.scan(scope, after=text, limit=PREFIX_CANDIDATES + 1)
+    matches = [r.id for r in page.records if r.id.startswith(text)]
+    if not matches:
+        raise NotFoundError(
+            f"no memory has the id {text!r} or an id starting with it (user {scope.user_id!r}, "
+            f"agent {scope.agent_id!r})"
+        )
+    if len(matches) > 1:
+        shown = ", ".join(matches[:PREFIX_CANDIDATES])
+        more = " and more" if len(matches) > PREFIX_CANDIDATES else ""
+        raise ValidationError(
+            "id", f"{text!r} starts the ids of several memories ({shown}{more}); give more of the id"
+        )
+    return matches[0]
 
 
 async def export_records(
@@ -184,6 +298,87 @@ async def delete_memory(
             [HistoryEntry.of_change(MemoryEvent.DELETE, scope, memory_id, before, after, reason=reason, at=now)]
         )
     return after
+
+
+async def update_memory(
+    store: MemoryStore,
+    embedder: Embedder,
+    history: HistoryStore | None,
+    policy: HumanMemoryPolicy,
+    scope: Scope,
+    memory_id: str,
+    text: str,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    reason: str,
+    now: datetime,
+) -> MemoryRecord:
+    """Replace a memory's text on request (re-embedded), recorded in its history as an ``UPDATE``.
+
+    The memory is restated: its ``updated_at`` becomes ``now`` (its decay starts again) and its
+    retention and status are derived again, so a corrected archived memory is active again. Its id,
+    scope, kind, category, importance, provenance and other fields stay; ``metadata`` is merged into
+    its metadata, and ``updated_on_request`` records when. A text (and metadata) it already has
+    changes nothing and records nothing.
+
+    Args:
+        store: The memory store.
+        embedder: Embeds the new text.
+        history: The history (``None``: the change is not recorded).
+        policy: The forgetting policy (retention and status of the restated memory).
+        scope: Whose memory.
+        memory_id: Which memory.
+        text: The new text (the rules of a memory's text: 1-4000 characters, no control characters).
+        metadata: Keys to set in the memory's metadata (``None``: none).
+        reason: Why, for the history.
+        now: The time of the change.
+
+    Returns:
+        The memory after the change, without its embedding.
+
+    Raises:
+        NotFoundError: No such memory in ``scope``.
+        ConflictError: The memory is deleted (add it again instead).
+        ValidationError: ``text`` or ``metadata`` breaks a rule (names it).
+    """
+    scope = Scope.of(scope.user_id, scope.agent_id)
+    memory_id = validate_memory_id(memory_id, "memory_id")
+    extra = {} if metadata is None else validate_caller_metadata(metadata)
+    if not isinstance(text, str):
+        raise ValidationError("text", "must be a string")
+    before = await store.get(scope, memory_id)
+    if before is None:
+        raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+    if before.status is MemoryStatus.DELETED:
+        raise ConflictError(f"memory {memory_id!r} is deleted; add it again instead of updating it")
+    if text.strip() == before.memory and all(before.metadata.get(k) == v for k, v in extra.items()):
+        return before.without_embedding()
+    stamp = max(now, before.updated_at)
+    try:
+        after = parse_model(
+            MemoryRecord,
+            {
+                **before.model_dump(),
+                "memory": text,
+                "updated_at": stamp,
+                "metadata": {**before.metadata, **extra, "updated_on_request": stamp.isoformat()},
+                "embedding": None,
+            },
+        )
+    except ValidationError as exc:
+        raise ValidationError("text" if exc.field == "memory" else exc.field, exc.message) from None
+    if after.memory != before.memory or before.embedding is None:
+        vector = (await embedder.embed_passages([after.memory]))[0]
+        embedding = [float(x) for x in vector]
+    else:
+        embedding = before.embedding
+    after = policy.apply(after.model_copy(update={"embedding": embedding}), stamp)
+    await store.upsert([after])
+    if history is not None:
+        await history.append(
+            [HistoryEntry.of_change(MemoryEvent.UPDATE, scope, memory_id, before, after, reason=reason, at=stamp)]
+        )
+    return after.without_embedding()
 
 
 async def purge_user(

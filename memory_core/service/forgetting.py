@@ -5,23 +5,29 @@ and writes a batch of new values (:meth:`~memory_core.ports.MemoryStore.write_re
 else lives here: the policy (vectorised over a page), what counts as a change (a status change, or a
 retention drift past ``tolerance``), the counters, the listed changes, paging with ``limit`` and
 ``cursor``, and the nightly run that saves where it stopped (:func:`run_forgetting`).
+
+For one scope (the inspector): :func:`preview_forgetting` is the same assessment as a dry run over
+that scope's memories only, listing every change it would make (rescores included), and
+:func:`retention_curves` says how each memory fades from now on under the policy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from ..errors import ValidationError
-from ..models import MemoryStatus, validate_positive_int
+from ..models import MemoryRecord, MemoryStatus, Scope, validate_positive_int
 from ..policy import HumanMemoryPolicy
 from ..ports import CheckpointStore, MemoryStore, RetentionPage, RetentionWrite
+from ..progress import ProgressCallback
 
 __all__ = [
     "COUNTERS",
@@ -31,8 +37,11 @@ __all__ = [
     "ForgettingCounts",
     "ForgettingReport",
     "ForgettingRun",
+    "RetentionCurve",
     "apply_forgetting",
     "assess_page",
+    "preview_forgetting",
+    "retention_curves",
     "run_forgetting",
 ]
 
@@ -96,11 +105,22 @@ class ForgettingChange:
     new_retention: float
     expired: bool
 
+    @property
+    def change(self) -> str:
+        """``archive``, ``expire`` (archived because it expired), ``reactivate`` or ``rescore`` (the
+        status stays; only the stored retention is brought up to date)."""
+        if self.old_status == self.new_status:
+            return "rescore"
+        if self.new_status == MemoryStatus.ARCHIVED:
+            return "expire" if self.expired else "archive"
+        return "reactivate"
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "user_id": self.user_id,
             "agent_id": self.agent_id,
+            "change": self.change,
             "old_status": self.old_status.value,
             "new_status": self.new_status.value,
             "old_retention": round(self.old_retention, 6),
@@ -253,6 +273,7 @@ async def apply_forgetting(
     cursor: str | None = None,
     tolerance: float = 0.01,
     page_size: int = FORGET_PAGE_SIZE,
+    progress: ProgressCallback | None = None,
 ) -> ForgettingReport:
     """Bring retention and status up to date for every memory not deleted, writing only changes.
 
@@ -269,6 +290,7 @@ async def apply_forgetting(
         cursor: Resume after this cursor (a ``next_cursor`` this store issued).
         tolerance: Retention drift below which an unchanged-status memory is not rewritten.
         page_size: Rows per store call.
+        progress: Told ``(rows scanned so far, limit)`` after every page.
 
     Raises:
         ValidationError: A bad ``limit``, ``tolerance`` or ``cursor``.
@@ -298,10 +320,177 @@ async def apply_forgetting(
                         retention=verdict.retention[rows],
                     )
                 )
+        if progress is not None:
+            progress(report.scanned, limit)
         if page.next_cursor is None:
             break
         after = page.next_cursor
     return report
+
+
+def _retention_page(records: Sequence[MemoryRecord], next_cursor: str | None) -> RetentionPage:
+    """The retention inputs of ``records`` as a :class:`RetentionPage` keyed by memory id."""
+
+    def epoch(values: Sequence[datetime | None]) -> np.ndarray:
+        return np.array([math.nan if v is None else v.timestamp() for v in values], dtype=np.float64)
+
+    return RetentionPage(
+        keys=[r.id for r in records],
+        active=np.array([r.status == MemoryStatus.ACTIVE for r in records], dtype=bool),
+        retention=np.array([r.retention_score for r in records], dtype=np.float64),
+        importance=np.array([r.importance for r in records], dtype=np.float64),
+        access_count=np.array([r.access_count for r in records], dtype=np.float64),
+        updated_at=epoch([r.updated_at for r in records]),
+        last_accessed_at=epoch([r.last_accessed_at for r in records]),
+        expires_at=epoch([r.expires_at for r in records]),
+        next_cursor=next_cursor,
+    )
+
+
+async def preview_forgetting(
+    store: MemoryStore,
+    policy: HumanMemoryPolicy,
+    now: datetime,
+    scope: Scope,
+    *,
+    limit: int = 10_000,
+    cursor: str | None = None,
+    tolerance: float = 0.01,
+    page_size: int = 1000,
+    max_listed: int = 1000,
+) -> ForgettingReport:
+    """What forgetting would do to one scope's memories at ``now``: a dry run of that scope alone.
+
+    The same assessment (:func:`assess_page`) and counts as :func:`apply_forgetting`, over the scope's
+    active and archived memories read by id (:meth:`~memory_core.ports.MemoryStore.scan`). Unlike a
+    run, the report lists the rescores too (memories whose status stays but whose stored retention
+    would be rewritten), after the status changes, at most ``max_listed`` in all. Nothing is written.
+
+    Args:
+        store: The memory store.
+        policy: The forgetting policy.
+        now: The moment the policy is applied at.
+        scope: Whose memories.
+        limit: Most memories read in this call (the report's ``next_cursor`` resumes).
+        cursor: Resume after this memory id.
+        tolerance: Retention drift below which a memory is not rewritten.
+        page_size: Memories per store call.
+        max_listed: Most changes listed.
+
+    Raises:
+        ValidationError: A bad scope, ``limit``, ``tolerance`` or ``cursor``.
+    """
+    _check(limit, tolerance, page_size)
+    now_epoch = now.timestamp()
+    report = ForgettingReport(dry_run=True, max_listed=max_listed)
+    statuses = [MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
+    rescores: list[ForgettingChange] = []
+    after = cursor
+    while True:
+        size = min(page_size, limit - report.scanned)
+        if size <= 0:
+            report.next_cursor = after
+            break
+        scanned = await store.scan(scope, statuses=statuses, after=after, limit=size)
+        page = _retention_page(scanned.records, scanned.next_cursor)
+        report.scanned += len(page)
+        if len(page):
+            verdict = assess_page(page, policy, now_epoch, tolerance)
+            _count(report, verdict, page.active)
+            for row in np.flatnonzero(verdict.write):
+                record = scanned.records[int(row)]
+                change = ForgettingChange(
+                    id=record.id,
+                    user_id=record.user_id,
+                    agent_id=record.agent_id,
+                    old_status=record.status,
+                    new_status=MemoryStatus.ACTIVE if verdict.now_active[row] else MemoryStatus.ARCHIVED,
+                    old_retention=record.retention_score,
+                    new_retention=float(verdict.retention[row]),
+                    expired=bool(verdict.expired[row]),
+                )
+                listed = report.changes if change.change != "rescore" else rescores
+                if len(listed) < max_listed:
+                    listed.append(change)
+        if scanned.next_cursor is None:
+            break
+        after = scanned.next_cursor
+    report.changes = [*report.changes, *rescores][:max_listed]
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionCurve:
+    """How one memory fades from now on if nothing reinforces it.
+
+    Attributes:
+        id: The memory.
+        status: Its status now.
+        retention_score: Its stored retention.
+        days: Days from now of each point.
+        retention: The policy's retention at each point (0 once it has expired).
+        archives_in_days: Days from now until its retention reaches the archive threshold (0: it is
+            there already; ``None``: never, because recalls alone keep it above).
+    """
+
+    id: str
+    status: MemoryStatus
+    retention_score: float
+    days: list[float]
+    retention: list[float]
+    archives_in_days: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status.value,
+            "retention_score": round(self.retention_score, 6),
+            "points": [[round(d, 3), round(r, 6)] for d, r in zip(self.days, self.retention, strict=True)],
+            "archives_in_days": None if self.archives_in_days is None else round(self.archives_in_days, 3),
+        }
+
+
+def _archives_in_days(record: MemoryRecord, policy: HumanMemoryPolicy, now: datetime) -> float | None:
+    """Days until ``record``'s retention falls to the archive threshold (the formula solved for the age)."""
+    if policy.retention(record, now) <= policy.archive_threshold:
+        return 0.0
+    expiry = None
+    if record.expires_at is not None:
+        expiry = max((record.expires_at - now).total_seconds() / 86400.0, 0.0)
+    base = policy.importance_floor + policy.importance_weight * record.importance
+    gap = policy.archive_threshold - min(record.access_count * policy.access_boost, policy.access_boost_cap)
+    if gap <= 0 or base <= 0:  # recalls alone keep it above the threshold
+        return expiry
+    age_now = (now - policy.reinforced_at(record)).total_seconds() / 86400.0
+    fades = max(policy.half_life_days * math.log2(base / gap) - max(age_now, 0.0), 0.0)
+    return fades if expiry is None else min(fades, expiry)
+
+
+def retention_curves(
+    records: Sequence[MemoryRecord], policy: HumanMemoryPolicy, now: datetime, *, days: int, points: int = 61
+) -> list[RetentionCurve]:
+    """Each memory's retention over the next ``days`` days under ``policy``, from ``now``.
+
+    Args:
+        records: The memories.
+        policy: The forgetting policy (the one formula: :meth:`HumanMemoryPolicy.retention`).
+        now: Where the curves start.
+        days: How far they go.
+        points: Points per curve (evenly spaced, both ends included).
+    """
+    validate_positive_int(days, "days")
+    offsets = [days * i / (points - 1) for i in range(points)]
+    return [
+        RetentionCurve(
+            id=record.id,
+            status=record.status,
+            retention_score=record.retention_score,
+            days=offsets,
+            retention=[policy.retention(record, now + timedelta(days=d)) for d in offsets],
+            archives_in_days=_archives_in_days(record, policy, now),
+        )
+        for record in records
+    ]
 
 
 async def run_forgetting(

@@ -33,7 +33,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -92,6 +92,7 @@ __all__ = [
     "format_decision",
     "ingest_turn",
     "memory_id_for",
+    "parse_turns",
     "provenance_of",
     "purged_before",
     "read_turns",
@@ -359,6 +360,19 @@ async def _reapply(
         await store.upsert([wanted.model_copy(update={"embedding": embedding})])
 
 
+def _with_turn_metadata(decision: Decision, candidate: MemoryCandidate, turn: Turn) -> Decision:
+    """``decision`` with the turn's caller metadata merged into the memory it adds or updates (not
+    into one it deletes, reinforces or partly forgets). Recorded with the decision, so a replay
+    writes the same record."""
+    after = decision.after
+    if not turn.metadata or after is None or candidate.kind is CandidateKind.FORGET:
+        return decision
+    if decision.event not in (MemoryEvent.ADD, MemoryEvent.UPDATE):
+        return decision
+    merged = after.model_copy(update={"metadata": {**after.metadata, **turn.metadata}})
+    return decision.model_copy(update={"after": merged})
+
+
 def _partly_forgotten(candidate: MemoryCandidate, decision: Decision) -> bool:
     return candidate.kind is CandidateKind.FORGET and decision.event is MemoryEvent.UPDATE
 
@@ -591,7 +605,7 @@ async def ingest_turn(
             vector=vectors[step],
             provenance=provenance_of(turn, candidate),
         )
-        decision = outcome.decision
+        decision = _with_turn_metadata(outcome.decision, candidate, turn)
         await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path, outcome.model)])
         await _write(store, decision)
         if decision.event is MemoryEvent.DELETE and decision.after is not None:
@@ -674,19 +688,28 @@ def read_turns(path: str | Path) -> list[Turn]:
     Raises:
         ValidationError: A line is not JSON or not a valid turn (names the line and the field).
     """
-    turns: list[Turn] = []
     with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"line {number}", f"is not JSON: {exc.msg}") from None
-            try:
-                turns.append(parse_model(Turn, data))
-            except ValidationError as exc:
-                raise ValidationError(f"line {number}: {exc.field}", exc.message) from None
+        return parse_turns(handle)
+
+
+def parse_turns(lines: Iterable[str]) -> list[Turn]:
+    """Parse ``turn.v1`` messages, one JSON object a line (blank lines ignored), all validated first.
+
+    Raises:
+        ValidationError: A line is not JSON or not a valid turn (names the line and the field).
+    """
+    turns: list[Turn] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"line {number}", f"is not JSON: {exc.msg}") from None
+        try:
+            turns.append(parse_model(Turn, data))
+        except ValidationError as exc:
+            raise ValidationError(f"line {number}: {exc.field}", exc.message) from None
     return turns
 
 

@@ -16,12 +16,14 @@ from typing import Any, Literal, cast
 import pydantic
 
 from ..consolidation import MemoryConsolidator
-from ..errors import ConfigurationError, NotFoundError, PermanentError, ValidationError
+from ..errors import ConfigurationError, NotFoundError, PermanentError, UnsupportedError, ValidationError
 from ..models import (
     HistoryEntry,
+    MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
+    OrderBy,
     RecallUpdate,
     Scope,
     SearchResult,
@@ -43,13 +45,17 @@ from ..ports import (
     QueuedItem,
     QueuedLister,
     ScopePurger,
+    SortedPage,
+    StatusCounts,
     TurnPublisher,
+    UserDirectory,
     supports,
 )
+from ..progress import ProgressCallback
 from . import admin, forgetting
 from . import search as search_use_case
 from .admin import ImportReport, PurgeReport
-from .forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun
+from .forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
 from .ingest import (
     CandidateExtractor,
     EpisodePolicy,
@@ -140,6 +146,13 @@ class MemoryService:
     def queued(self) -> bool:
         """Whether turns go to a queue (``True``) or are ingested at once."""
         return self._publisher is not None
+
+    async def warm_up(self) -> None:
+        """Load an in-process embedding model now (it loads on first use), so the first search does not
+        wait for it; nothing for an embedder without a ``warm_up`` (a remote one)."""
+        warm_up = getattr(self._embedder, "warm_up", None)
+        if callable(warm_up):
+            await warm_up()
 
     def now(self) -> datetime:
         """The service's "now" (the clock it was built with)."""
@@ -363,6 +376,47 @@ class MemoryService:
         """The agents that hold memories of ``user_id``."""
         return await self._store.agents(validate_scope_id(user_id, "user_id"))
 
+    async def browse(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[MemoryStatus] | None = None,
+        category: str | None = None,
+        kind: MemoryKind | None = None,
+        order_by: OrderBy | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> SortedPage:
+        """One page of a scope's memories, filtered and sorted (the inspector's table), with the count."""
+        return await self._store.browse(
+            Scope.of(scope.user_id, scope.agent_id),
+            statuses=statuses,
+            category=category,
+            kind=kind,
+            order_by=order_by,
+            offset=offset,
+            limit=limit,
+        )
+
+    async def users(self, *, after: str | None = None, limit: int = 100) -> tuple[_List[StatusCounts], str | None]:
+        """Users holding memories, by id after ``after``, with counts by status; and the next cursor.
+
+        Raises:
+            UnsupportedError: The store cannot list its users (Azure AI Search).
+        """
+        if not supports(self._store, UserDirectory):
+            raise UnsupportedError(
+                "this store cannot list its users (the Azure AI Search index does not facet user_id); "
+                "open a user by id instead"
+            )
+        directory = cast(UserDirectory, self._store)
+        found = await directory.count_users(after=after, limit=limit + 1)
+        return found[:limit], found[limit - 1].id if len(found) > limit else None
+
+    async def agent_counts(self, user_id: str) -> _List[StatusCounts]:
+        """The agents of ``user_id`` with their counts by status."""
+        return await self._store.count_agents(validate_scope_id(user_id, "user_id"))
+
     # -- administration -----------------------------------------------------------------------------
     async def delete(
         self, scope: Scope, memory_id: str, *, reason: str = "deleted on request"
@@ -372,13 +426,60 @@ class MemoryService:
             self._store, self._history, scope, memory_id, reason=reason, now=self.now()
         )
 
+    async def update(
+        self,
+        scope: Scope,
+        memory_id: str,
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        reason: str = "updated on request",
+    ) -> MemoryRecord:
+        """Replace a memory's text (re-embedded; ``metadata`` merged), recorded in its history as an
+        ``UPDATE``; the memory is restated now. See :func:`memory_core.service.admin.update_memory`.
+
+        Raises:
+            NotFoundError: No such memory in ``scope``.
+            ConflictError: The memory is deleted.
+            ValidationError: ``text`` or ``metadata`` breaks a rule (names it).
+        """
+        return await admin.update_memory(
+            self._store,
+            self._embedder,
+            self._history,
+            self._policy,
+            scope,
+            memory_id,
+            text,
+            metadata=metadata,
+            reason=reason,
+            now=self.now(),
+        )
+
     def prepare_record(self, data: Mapping[str, Any]) -> MemoryRecord:
         """Validate one record for import (fills timestamps and, if absent, retention and status)."""
         return admin.prepare_record(data, self._policy, self.now())
 
-    async def import_records(self, rows: Iterable[Mapping[str, Any]]) -> ImportReport:
-        """Validate every row first (errors name the row), then write in batches, embedding as needed."""
-        return await admin.import_records(self._store, self._embedder, self._policy, self.now(), rows)
+    async def import_records(
+        self, rows: Iterable[Mapping[str, Any]], *, dedupe: bool = False, progress: ProgressCallback | None = None
+    ) -> ImportReport:
+        """Validate every row first (errors name the row), then write in batches, embedding as needed.
+
+        ``dedupe`` makes the import idempotent on content; ``progress`` is told ``(written, to write)``
+        after every batch (see :func:`memory_core.service.admin.import_records`).
+        """
+        return await admin.import_records(
+            self._store, self._embedder, self._policy, self.now(), rows, dedupe=dedupe, progress=progress
+        )
+
+    async def resolve_id(self, scope: Scope, text: str) -> str:
+        """The id of the memory of ``scope`` that ``text`` names: its id, or the start of exactly one id.
+
+        Raises:
+            ValidationError: ``text`` starts several ids (the error names them).
+            NotFoundError: No memory of ``scope`` has that id or one starting with it.
+        """
+        return await admin.resolve_memory_id(self._store, scope, text)
 
     def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
         """Every record of a user (one agent, or all), every field (provenance included), every status."""
@@ -424,8 +525,12 @@ class MemoryService:
         limit: int | None = None,
         cursor: str | None = None,
         page_size: int = FORGET_PAGE_SIZE,
+        progress: ProgressCallback | None = None,
     ) -> ForgettingReport:
-        """Bring retention and status up to date (a dry run by default), writing only what changed."""
+        """Bring retention and status up to date (a dry run by default), writing only what changed.
+
+        ``progress`` is told ``(memories scanned, limit)`` after every page.
+        """
         report = await forgetting.apply_forgetting(
             self._store,
             self._policy,
@@ -435,9 +540,38 @@ class MemoryService:
             cursor=cursor,
             tolerance=self._forget_tolerance,
             page_size=page_size,
+            progress=progress,
         )
         logger.info("forgetting (dry_run=%s): %s", dry_run, report.summary())
         return report
+
+    async def preview_forgetting(
+        self, scope: Scope, *, limit: int = 10_000, cursor: str | None = None
+    ) -> ForgettingReport:
+        """What forgetting would do to one scope now (nothing is written); lists rescores too."""
+        return await forgetting.preview_forgetting(
+            self._store,
+            self._policy,
+            self.now(),
+            Scope.of(scope.user_id, scope.agent_id),
+            limit=limit,
+            cursor=cursor,
+            tolerance=self._forget_tolerance,
+        )
+
+    async def retention_curves(self, scope: Scope, memory_ids: Sequence[str], *, days: int) -> _List[RetentionCurve]:
+        """How each memory fades over the next ``days`` days under the policy, from now.
+
+        Raises:
+            NotFoundError: A memory is not in ``scope``.
+        """
+        records = [await self.get(scope, memory_id) for memory_id in memory_ids]
+        return forgetting.retention_curves(records, self._policy, self.now(), days=days)
+
+    @property
+    def policy(self) -> HumanMemoryPolicy:
+        """The forgetting policy (its parameters are shown with retention curves)."""
+        return self._policy
 
     async def run_forgetting(
         self, *, page_size: int = 1000, should_stop: Callable[[], bool] | None = None

@@ -617,6 +617,70 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_browse_filters_sorts_pages_and_counts(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            records = [
+                make(
+                    f"note {i}",
+                    id=f"b{i:02d}",
+                    importance=(i % 5) / 5,
+                    days_ago=float(i),
+                    category="travel" if i % 2 else "food",
+                    kind=MemoryKind.EPISODE if i % 3 == 0 else MemoryKind.FACT,
+                    access_count=i,
+                )
+                for i in range(12)
+            ]
+            await store.upsert([*records, make("someone else's", U1A2, id="b99"), make("theirs", U2A1, id="b98")])
+            await store.mark_status(U1A1, "b05", MemoryStatus.DELETED, reason="test")
+            page = await store.browse(U1A1, limit=5)
+            assert [r.id for r in page.records] == ["b00", "b01", "b02", "b03", "b04"] and page.total == 12
+            assert all(r.embedding is None for r in page.records)
+            newest = await store.browse(U1A1, order_by=OrderBy.UPDATED_AT_DESC, offset=2, limit=3)
+            assert [r.id for r in newest.records] == ["b02", "b03", "b04"] and newest.total == 12
+            # ties (equal importance) are broken by id
+            ranked = await store.browse(U1A1, order_by=OrderBy.IMPORTANCE_DESC, limit=4)
+            assert [r.id for r in ranked.records] == ["b04", "b09", "b03", "b08"]
+            recalled = await store.browse(U1A1, order_by=OrderBy.ACCESS_COUNT_DESC, limit=2)
+            assert [r.id for r in recalled.records] == ["b11", "b10"]
+            travel = await store.browse(U1A1, category="travel", kind=MemoryKind.FACT, limit=100)
+            assert [r.id for r in travel.records] == ["b01", "b05", "b07", "b11"] and travel.total == 4
+            episodes = await store.browse(
+                U1A1, kind=MemoryKind.EPISODE, statuses=[MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
+            )
+            assert [r.id for r in episodes.records] == ["b00", "b03", "b06", "b09"]
+            deleted = await store.browse(U1A1, statuses=[MemoryStatus.DELETED])
+            assert [r.id for r in deleted.records] == ["b05"] and deleted.total == 1
+            beyond = await store.browse(U1A1, offset=50)
+            assert beyond.records == [] and beyond.total == 12
+            for bad in ({"offset": -1}, {"offset": 100_001}, {"limit": 0}, {"limit": 1001}, {"category": "a b"}):
+                with pytest.raises(ValidationError):
+                    await store.browse(U1A1, **bad)
+
+        self.run(scenario)
+
+    def test_agents_are_counted_by_status(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(
+                [
+                    make("one", id="c1"),
+                    make("two", id="c2", status=MemoryStatus.ARCHIVED),
+                    make("three", U1A2, id="c3"),
+                    make("four", U2A1, id="c4"),
+                ]
+            )
+            await store.mark_status(U1A1, "c1", MemoryStatus.DELETED, reason="test")
+            counts = await store.count_agents(U1A1.user_id)
+            assert [(c.id, c.active, c.archived, c.deleted, c.total) for c in counts] == [
+                ("agent-1", 0, 1, 1, 2),
+                ("agent-2", 1, 0, 0, 1),
+            ]
+            assert await store.count_agents("nobody") == []
+            with pytest.raises(ValidationError):
+                await store.count_agents("x' or 1 eq 1")
+
+        self.run(scenario)
+
     def test_retention_refs_skip_a_memory_purged_since_the_scan(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             await store.upsert([make("mine", id="p1"), make("theirs", U2A1, id="p2")])

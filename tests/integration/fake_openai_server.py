@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible HTTP server on 127.0.0.1 for tests of the real ``openai`` client.
 
-It speaks the wire format of ``POST .../chat/completions`` and ``POST .../embeddings`` (plain OpenAI
-paths and Azure deployment paths alike) over a real socket. Each request takes the next scripted
+It speaks the wire format of ``POST .../chat/completions``, ``POST .../responses`` (the Responses API,
+non-streaming: what Agent Framework's ``OpenAIChatClient`` sends) and ``POST .../embeddings`` (plain
+OpenAI paths and Azure deployment paths alike) over a real socket. Each request takes the next scripted
 :class:`Reply` in order; every request is recorded (method, path, query, headers, JSON body) so tests
 can assert what the client sent. When the script runs out the server answers 500 with
 ``x-should-retry: false`` and says so in the body, which makes a missing script line fail loudly.
@@ -41,6 +42,23 @@ class RecordedRequest:
     def messages(self) -> list[dict[str, Any]]:
         """The chat messages of a chat-completions request."""
         return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
+
+    def texts(self) -> list[str]:
+        """Every text the request gave the model, in order: the instructions, then each message's
+        text (chat completions: ``messages``; Responses API: ``instructions`` and ``input``)."""
+        if not isinstance(self.body, dict):
+            return []
+        found: list[str] = []
+        if isinstance(self.body.get("instructions"), str):
+            found.append(self.body["instructions"])
+        items = self.body.get("messages", self.body.get("input", []))
+        for item in [items] if isinstance(items, str) else items:
+            content = item.get("content") if isinstance(item, dict) else item
+            if isinstance(content, str):
+                found.append(content)
+            elif isinstance(content, list):
+                found += [part["text"] for part in content if isinstance(part, dict) and "text" in part]
+        return found
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,39 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     }
 
 
+def _response(reply: Reply, model: str) -> dict[str, Any]:
+    """A Responses API answer (``object: response``) whose output is one assistant message."""
+    content: list[dict[str, Any]] = []
+    if reply.refusal is not None:
+        content.append({"type": "refusal", "refusal": reply.refusal})
+    if reply.content is not None:
+        content.append({"type": "output_text", "text": reply.content, "annotations": []})
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "completed" if reply.finish_reason == "stop" else "incomplete",
+        "incomplete_details": None if reply.finish_reason == "stop" else {"reason": "max_output_tokens"},
+        "error": None,
+        "model": model,
+        "instructions": None,
+        "metadata": {},
+        "output": [
+            {"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant", "content": content}
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 20,
+        },
+    }
+
+
 class FakeOpenAIServer:
     """A threaded HTTP server on an ephemeral port of 127.0.0.1 that answers from a script."""
 
@@ -154,7 +205,8 @@ class FakeOpenAIServer:
                     payload = reply.body
                 else:
                     model = body.get("model", "fake") if isinstance(body, dict) else "fake"
-                    payload = _completion(reply, model)
+                    answer = _response if parts.path.rstrip("/").endswith("/responses") else _completion
+                    payload = answer(reply, model)
                 self._send(reply.status_code, payload, reply.headers)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:

@@ -5,8 +5,8 @@ Enough of the REST surface for the store contract to run offline against
 document lookup, ``search.index`` (upload / merge / delete with per-document results) and
 ``search.post.search`` with the OData subset the adapter emits (``eq ne gt ge lt le``, ``and``, ``or``,
 parentheses, ``null``, ``search.in``), BM25 text search, cosine kNN, RRF fusion, scoring profiles,
-``$orderby``, ``$select``, ``top`` and facets. Every request body is validated against the REST
-contract subset first. It checks the adapter's logic (filters, paging, merges, recall, forgetting,
+``$orderby`` (several clauses), ``$select``, ``top``, ``skip``, ``count`` and facets (``count:N``).
+Every request body is validated against the REST contract subset first. It checks the adapter's logic (filters, paging, merges, recall, forgetting,
 purge); it says nothing about how the real service ranks.
 """
 
@@ -238,9 +238,10 @@ class FakeSearchService:
         predicate = parse_filter(body["filter"]) if body.get("filter") else (lambda d: True)
         candidates = sorted((d for d in self.documents.values() if predicate(d)), key=lambda d: d["id"])
         if body.get("facets"):
-            field = body["facets"][0].split(",")[0]
+            field, *settings = body["facets"][0].split(",")
             counts = Counter(str(d.get(field)) for d in candidates)
-            facets = [{"value": v, "count": n} for v, n in sorted(counts.items())]
+            limit = next((int(x.split(":")[1]) for x in settings if x.startswith("count:")), 10)
+            facets = [{"value": v, "count": n} for v, n in sorted(counts.items())][:limit]
             return {"@search.facets": {field: facets}, "value": []}
         relevance = np.ones(len(candidates))
         selected = np.ones(len(candidates), dtype=bool)
@@ -282,13 +283,16 @@ class FakeSearchService:
             multiplier, _ = profile.multiplier(columns, now_epoch=self.now())
             final = relevance * multiplier
         order = [i for i in np.argsort(-final, kind="stable") if selected[i]]
-        if body.get("orderby"):
-            field, direction = body["orderby"].split(" ")
-            present = [i for i in order if candidates[i].get(field) is not None]
-            missing = [i for i in order if candidates[i].get(field) is None]
-            present.sort(key=lambda i: candidates[i][field], reverse=direction == "desc")
-            order = present + missing
-        order = order[: int(body.get("top", 50))]
+        if body.get("orderby"):  # stable sorts, last clause first; nulls last
+            for clause in reversed(body["orderby"].split(",")):
+                field, direction = clause.strip().split(" ")
+                present = [i for i in order if candidates[i].get(field) is not None]
+                missing = [i for i in order if candidates[i].get(field) is None]
+                present.sort(key=lambda i, f=field: candidates[i][f], reverse=direction == "desc")
+                order = present + missing
+        total = len(order)
+        skip = int(body.get("skip", 0))
+        order = order[skip : skip + int(body.get("top", 50))]
         select = body.get("select", "id").split(",")
         values = []
         for i in order:
@@ -296,7 +300,7 @@ class FakeSearchService:
             if body.get("queryType") == "semantic":
                 hit["@search.rerankerScore"] = float(final[i])
             values.append(hit)
-        return {"value": values}
+        return {"value": values, **({"@odata.count": total} if body.get("count") else {})}
 
     @staticmethod
     def _ranks(scores: np.ndarray, eligible: np.ndarray, limit: int) -> np.ndarray:

@@ -63,7 +63,7 @@ def test_reference_example_through_the_command_line(tmp_path: Path) -> None:
     db, records = tmp_path / "m.db", tmp_path / "records.jsonl"
     write_records(records)
     code, out = cli(db, "--json", "import", str(records))
-    assert code == 0 and json.loads(out) == {"imported": 4, "embedded": 4}
+    assert code == 0 and json.loads(out) == {"imported": 4, "updated": 0, "skipped": 0, "embedded": 4}
     for mode in ("keyword", "vector", "hybrid"):
         for profile, first in (("important", "A"), ("recent", "B")):
             code, out = cli(
@@ -88,14 +88,15 @@ def test_reference_example_through_the_command_line(tmp_path: Path) -> None:
     assert code == 0 and "辛い料理が苦手" in out and "(J)" in out
 
 
-def test_search_records_recall_unless_told_not_to(tmp_path: Path) -> None:
+def test_search_is_read_only_unless_told_to_recall(tmp_path: Path) -> None:
     db, records = tmp_path / "m.db", tmp_path / "records.jsonl"
     write_records(records)
     cli(db, "import", str(records))
-    cli(db, "search", "辛い", "--user", "u1", "--agent", "travel", "--mode", "keyword", "--no-recall")
+    cli(db, "search", "辛い", "--user", "u1", "--agent", "travel", "--mode", "keyword")
+    cli(db, "search", "辛い", "--user", "u1", "--agent", "travel", "--mode", "keyword", "--no-recall")  # kept
     _, out = cli(db, "--json", "get", "J", "--user", "u1", "--agent", "travel")
     assert json.loads(out)["access_count"] == 0
-    cli(db, "search", "辛い", "--user", "u1", "--agent", "travel", "--mode", "keyword")
+    cli(db, "search", "辛い", "--user", "u1", "--agent", "travel", "--mode", "keyword", "--recall")
     _, out = cli(db, "--json", "get", "J", "--user", "u1", "--agent", "travel")
     view = json.loads(out)
     assert view["access_count"] == 1 and view["last_accessed_at"] is not None
@@ -148,16 +149,26 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["search", "x", "--user", "u1' or 1=1", "--agent", "a"], "user_id"),
         (["search", "x", "--user", "u1", "--agent", "a", "--top", "0"], "top"),
         (["search", "x", "--user", "u1", "--agent", "a", "--min-importance", "2"], "minimum"),
-        (["get", "no-such", "--user", "u1", "--agent", "a"], "not found"),
         (["list", "--user", "u1", "--agent", "a b"], "agent_id"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
+    write_records(tmp_path / "records.jsonl")
+    cli(tmp_path / "m.db", "import", str(tmp_path / "records.jsonl"))
+    capsys.readouterr()
     code, _ = cli(tmp_path / "m.db", *args)
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_unknown_memory_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_records(tmp_path / "records.jsonl")
+    cli(tmp_path / "m.db", "import", str(tmp_path / "records.jsonl"))
+    code, _ = cli(tmp_path / "m.db", "get", "no-such", "--user", "u1", "--agent", "travel")
+    assert code == 3
+    assert "not found" in capsys.readouterr().err
 
 
 def test_import_reports_the_bad_line_and_writes_nothing(
@@ -173,6 +184,11 @@ def test_import_reports_the_bad_line_and_writes_nothing(
     )
     code, _ = cli(tmp_path / "m.db", "import", str(path))
     assert code == 2
-    assert "record 2: importance" in capsys.readouterr().err
+    assert f"{path}:2: importance" in capsys.readouterr().err  # the line of the bad record
+    assert not (tmp_path / "m.db").exists()  # checked before the store was even created
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"user_id": "u", "agent_id": "b", "memory": "elsewhere"}) + "\n", encoding="utf-8")
+    assert cli(tmp_path / "m.db", "import", str(other))[0] == 0
+    assert cli(tmp_path / "m.db", "import", str(path))[0] == 2
     _, out = cli(tmp_path / "m.db", "--json", "list", "--user", "u", "--agent", "a")
     assert json.loads(out)["memories"] == []

@@ -114,7 +114,7 @@ def test_doctor_writes_nothing_and_never_creates_a_missing_store(tmp_path: Path)
 
     missing = tmp_path / "sub" / "missing.db"
     code, output = cli(missing, "doctor")
-    assert code == 1
+    assert code == 3  # not found: the report says what is missing
     assert output.splitlines()[0].startswith(
         f"fail  store.file  {missing} does not exist (doctor never creates a store)"
     )

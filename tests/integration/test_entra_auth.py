@@ -279,10 +279,15 @@ ROUTES: dict[str, tuple[str, str, dict[str, str], Any]] = {
     "purge": ("DELETE", f"/users/{ALICE}", {"confirm": "true"}, None),
     "post_turn": ("POST", "/turns", {}, turn("t-new", ALICE, AGENT, "I like jazz.")),
     "forgetting": ("POST", "/forgetting", {}, None),
+    "users": ("GET", "/users", {}, None),
+    "user_agents": ("GET", f"/users/{ALICE}/agents", {"agent_id": AGENT}, None),
+    "forgetting_preview": ("GET", "/forgetting/preview", SCOPE_Q, None),
+    "retention_curves": ("GET", "/forgetting/curves", {**SCOPE_Q, "ids": "{memory}"}, None),
     "openapi": ("GET", "/openapi.json", {}, None),
 }
 OK = {"search": 200, "list": 200, "get": 200, "delete": 200, "export": 200, "purge": 200}
 OK |= {"post_turn": 202, "forgetting": 200, "openapi": 200}
+OK |= {"users": 200, "user_agents": 200, "forgetting_preview": 200, "retention_curves": 200}
 
 
 def _only(allowed: set[str], refused: int = 403) -> dict[str, int]:
@@ -299,8 +304,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     "an agent token for another agent": _only({"openapi"}),
     "the user's own token": _only(
         {"search", "list", "get", "delete", "export", "purge", "post_turn", "openapi"}
+        | {"user_agents", "forgetting_preview", "retention_curves"}
     ),
-    "an agent token for its agent": _only({"search", "list", "get", "delete", "post_turn", "openapi"}),
+    # An agent sees its own scope only: not the list of users, nor the user's other agents (the
+    # agent_id in the query of /users/{user_id}/agents does not narrow what it would reveal).
+    "an agent token for its agent": _only(
+        {"search", "list", "get", "delete", "post_turn", "openapi", "forgetting_preview", "retention_curves"}
+    ),
     "admin": _only(set(ROUTES)),
 }
 
@@ -333,7 +343,12 @@ def test_every_route_for_every_caller(idp: IdentityProvider, tmp_path: Path, cal
         async with world(tmp_path, validator(idp)) as w:
             before = await w.snapshot()
             response = await call(
-                w.api, method, path.format(memory=w.memory_id), token=token, body=body, query=query
+                w.api,
+                method,
+                path.format(memory=w.memory_id),
+                token=token,
+                body=body,
+                query={k: v.format(memory=w.memory_id) for k, v in query.items()},
             )
             assert response.status == expected, (caller, route, response.status, response.body)
             if expected >= 400:
@@ -369,7 +384,7 @@ def test_the_matrix_covers_every_guarded_route() -> None:
     from memory_core.api import _ROUTES
 
     assert set(ROUTES) == {r.operation for r in _ROUTES if not r.anonymous}
-    assert len(MATRIX) == 81
+    assert len(MATRIX) == 117
 
 
 # ------------------------------------------------------------------------------------------------

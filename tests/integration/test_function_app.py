@@ -120,8 +120,14 @@ EXPECTED_ROUTES = {
     "purge_user": ("users/{user_id}", ["DELETE"], "FUNCTION"),
     "post_turn": ("turns", ["POST"], "FUNCTION"),
     "run_forgetting_http": ("forgetting", ["POST"], "FUNCTION"),
+    "list_users": ("users", ["GET"], "FUNCTION"),
+    "user_agents": ("users/{user_id}/agents", ["GET"], "FUNCTION"),
+    "forgetting_preview": ("forgetting/preview", ["GET"], "FUNCTION"),
+    "retention_curves": ("forgetting/curves", ["GET"], "FUNCTION"),
     "health": ("health", ["GET"], "ANONYMOUS"),
     "openapi_document": ("openapi.json", ["GET"], "FUNCTION"),
+    # Static files that hold no data; the API calls the page makes carry the credential.
+    "inspector": ("inspector/{*path}", ["GET"], "ANONYMOUS"),
 }
 
 
@@ -147,7 +153,7 @@ def test_http_bindings_cover_the_contract_without_clashes() -> None:
     from memory_core.api import _ROUTES
 
     contract = {(r.method, r.path.lstrip("/")) for r in _ROUTES}
-    assert seen == contract
+    assert seen - {("GET", "inspector/{*path}")} == contract
 
 
 def test_every_percent_setting_and_connection_is_a_setting_memory_core_documents() -> None:
@@ -441,6 +447,56 @@ def test_http_routes_forward_to_the_api(tmp_path: Path) -> None:
 
             doc = await function_app.openapi_document(http("GET", "openapi.json"))
             assert doc.status_code == 200 and "/memories/search" in json.dumps(payload(doc)["paths"])
+
+    asyncio.run(body())
+
+
+def test_the_inspector_routes_forward_to_the_api(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with functions_env(tmp_path) as env:
+            function_app.runtime.use(env.service)
+            await _ingest(env, turn_body("turn-1", "I love green tea. I am allergic to peanuts."), "turn-1")
+            scope_q = {"user_id": "u1", "agent_id": "a1"}
+
+            users = await function_app.list_users(http("GET", "users"))
+            assert users.status_code == 200, users.get_body()
+            assert [u["user_id"] for u in payload(users)["users"]] == ["u1"]
+            agents = await function_app.user_agents(http("GET", "users/u1/agents", user_id="u1"))
+            assert payload(agents)["agents"][0]["agent_id"] == "a1"
+            assert payload(agents)["agents"][0]["counts"]["active"] == 3
+
+            sorted_page = await function_app.list_memories(
+                http("GET", "memories", params={**scope_q, "order": "importance desc", "kind": "fact"})
+            )
+            listed = payload(sorted_page)
+            assert listed["total"] == 2 and listed["next_offset"] is None and listed["next_cursor"] is None
+
+            preview = await function_app.forgetting_preview(http("GET", "forgetting/preview", params=scope_q))
+            assert preview.status_code == 200 and payload(preview)["scanned"] == 3
+
+            ids = ",".join(m["id"] for m in listed["memories"])
+            curves = await function_app.retention_curves(
+                http("GET", "forgetting/curves", params={**scope_q, "ids": ids, "days": "90"})
+            )
+            assert curves.status_code == 200 and len(payload(curves)["curves"]) == 2
+
+    asyncio.run(body())
+
+
+def test_the_inspector_page_is_served_with_its_policy() -> None:
+    async def body() -> None:
+        page = await function_app.inspector(http("GET", "inspector/", path=""))
+        assert page.status_code == 200 and page.mimetype == "text/html"
+        assert b'src="ui/app.js"' in page.get_body()
+        assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+        assert page.headers["X-Content-Type-Options"] == "nosniff"
+        script = await function_app.inspector(http("GET", "inspector/ui/app.js", path="ui/app.js"))
+        assert script.status_code == 200 and script.headers["Content-Type"].startswith("text/javascript")
+        bare = await function_app.inspector(http("GET", "inspector"))
+        assert bare.status_code == 308 and bare.headers["Location"] == "inspector/"
+        for path in ("ui/../../function_app.py", "ui/app.py", "../host.json", "ui/App.js"):
+            missing = await function_app.inspector(http("GET", f"inspector/{path}", path=path))
+            assert missing.status_code == 404, path
 
     asyncio.run(body())
 

@@ -72,6 +72,10 @@ def test_health_and_openapi(rt: RunningRuntime) -> None:
         ("/users/{user_id}", "delete"),
         ("/turns", "post"),
         ("/forgetting", "post"),
+        ("/users", "get"),
+        ("/users/{user_id}/agents", "get"),
+        ("/forgetting/preview", "get"),
+        ("/forgetting/curves", "get"),
         ("/health", "get"),
         ("/openapi.json", "get"),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -197,8 +198,8 @@ def test_memory_core_ingest_prints_each_decision(tmp_path: Path, monkeypatch: py
     assert all(h.endswith("decision(s)") for h in headers)
     assert "ADD" in text and "NONE" in text and "UPDATE" in text and "DELETE" in text
     assert "紅茶が好きです → 最近は紅茶よりコーヒーが好きです" in text
-    code, again = ingest("--json", "ingest", str(path))
-    assert code == 0 and all('"status": "duplicate"' in line for line in again.splitlines())
+    code, again = ingest("--json", "ingest", str(path))  # one JSON document: the turns' results
+    assert code == 0 and [r["status"] for r in json.loads(again)] == ["duplicate"] * len(lines)
     bad = tmp_path / "bad.jsonl"
     bad.write_text(lines[0] + "\n{\"schema\": \"memory-core.turn.v1\"}\n", encoding="utf-8")
     before = ingest("--json", "list", "--user", SCOPE.user_id, "--agent", SCOPE.agent_id)[1]

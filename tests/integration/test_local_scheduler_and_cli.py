@@ -161,4 +161,4 @@ def test_queue_commands(tmp_path: Path) -> None:
     ]
     assert run("queue", "purge-dead-letters") == "purged 0 dead-lettered message(s)\n"
     err = io.StringIO()
-    assert main(["--db", str(db), "queue", "requeue", "missing"], out=err) == 2
+    assert main(["--db", str(db), "queue", "requeue", "missing"], out=err) == 3  # not found

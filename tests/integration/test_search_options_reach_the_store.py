@@ -112,6 +112,7 @@ def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOption
     import memory_core.bootstrap as bootstrap
 
     db = tmp_path / "m.db"
+    SQLiteMemoryStore(db).close_sync()  # the command line searches a store that exists
     monkeypatch.setattr(
         bootstrap, "build_store", lambda settings, **kw: RecordingStore(settings.sqlite_path, clock=kw["clock"])
     )

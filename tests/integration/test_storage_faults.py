@@ -408,10 +408,9 @@ def test_the_cli_and_serve_refuse_an_empty_store_with_one_line(
 def test_serve_refuses_an_empty_queue_beside_a_good_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "memory.db"
-    assert (
-        main(["--db", str(db), "list", "--user", "u1", "--agent", "a1"], out=io.StringIO()) == 0
-    )  # a new store
+    db, records = tmp_path / "memory.db", tmp_path / "records.jsonl"
+    records.write_text('{"user_id": "u1", "agent_id": "a1", "memory": "likes tea"}\n', encoding="utf-8")
+    assert main(["--db", str(db), "import", str(records)], out=io.StringIO()) == 0  # a new store
     queue = Path(default_queue_path(db))
     queue.write_bytes(b"")
     code = main(["--db", str(db), "serve", "--port", "0", "--no-scheduler"], out=io.StringIO())

@@ -67,7 +67,10 @@ INTENTIONALLY_UNSET = {
     "MEMORY_EMBEDDING_MODEL": "only the `openai` and `compatible` embedders use it",
     "MEMORY_EMBEDDING_DIMENSIONS": "the default is the size of the deployed text-embedding-3-small",
     # The embedded server's token; the Function App's routes are guarded by the Functions host.
-    "MEMORY_API_TOKEN": "only `memory-core serve` uses it",
+    "MEMORY_API_TOKEN": "only `memory-core serve` and `memory-core mcp` use it",
+    # The MCP server's fixed scope; the Function App serves no MCP.
+    "MEMORY_MCP_USER_ID": "only `memory-core mcp` uses it",
+    "MEMORY_MCP_AGENT_ID": "only `memory-core mcp` uses it",
     # Microsoft Entra ID on the HTTP API: MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE come from the
     # API's app registration (infra/app/api-identity.bicep), MEMORY_AUTH_AUTHORITY from the cloud
     # deployed to, MEMORY_AUTH_AGENT_BINDINGS from a parameter; this one keeps its default.
