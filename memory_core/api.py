@@ -34,6 +34,7 @@ from .errors import (
     ValidationError,
 )
 from .models import (
+    CATEGORY_PATTERN,
     MEMORY_ID_PATTERN,
     SCOPE_ID_PATTERN,
     TURN_ID_PATTERN,
@@ -101,6 +102,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: A category in the OpenAPI document: the model's rule, letters of any script, digits, ``_ . -``
+#: (``\w`` is Unicode here, as in Python; an ECMA-262 validator reads it as ASCII, hence the description).
+CATEGORY_SCHEMA: dict[str, JsonValue] = {
+    "pattern": f"^{CATEGORY_PATTERN.pattern}$",
+    "description": "1-64 letters (any script, e.g. 食事), digits, `_`, `.` or `-`; compared lower-cased",
+}
+
 _SCOPE_SCHEMA: dict[str, JsonValue] = {
     "pattern": f"^{SCOPE_ID_PATTERN.pattern}$",
     "minLength": 1,
@@ -156,7 +164,7 @@ class SearchRequest(MemorySearchOptions):
     agent_id: AgentId = Field(json_schema_extra=_SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
     top: int = Field(default=5, ge=1, le=100)
-    category: str | None = Field(default=None, json_schema_extra={"pattern": "^[A-Za-z0-9_.\\-]{1,64}$"})
+    category: str | None = Field(default=None, json_schema_extra=CATEGORY_SCHEMA)
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
     recall: bool = True
@@ -1303,7 +1311,7 @@ def build_openapi(max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
         "minLength": 1,
         "maxLength": 128,
     }
-    category = {"type": "string", "pattern": "^[A-Za-z0-9_.\\-]{1,64}$"}
+    category = {"type": "string", **CATEGORY_SCHEMA}
     user_q = _param("user_id", "query", scope_id, "Owner of the memories", required=True)
     agent_q = _param("agent_id", "query", scope_id, "Agent of the memories", required=True)
     agent_opt = _param("agent_id", "query", scope_id, "Only this agent's memories (default: every agent)")

@@ -48,6 +48,7 @@ __all__ = [
     "build_store",
     "configure_telemetry",
     "ensure_search_index",
+    "existing_local_queue",
     "load_settings",
     "local_queue_path",
     "require_chat_model",
@@ -66,7 +67,17 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name (loaded lazily on first use)."""
+    """The embedder the settings name (loaded lazily on first use), with its query embeddings cached
+    (``MEMORY_QUERY_CACHE_SIZE`` distinct queries; 0: no cache)."""
+    embedder = _model_embedder(settings)
+    if settings.query_cache_size > 0:
+        from .adapters.query_cache import QueryCachingEmbedder
+
+        return QueryCachingEmbedder(embedder, size=settings.query_cache_size)
+    return embedder
+
+
+def _model_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "hash":
         from .adapters.hash_embedder import HashingEmbedder
 
@@ -255,6 +266,18 @@ def build_local_queue(
         lock_seconds=lock_seconds,
         max_deliveries=max_deliveries,
     )
+
+
+def existing_local_queue(settings: Settings) -> SQLiteQueue | None:
+    """The embedded queue beside the store file, opened, when there is one: ``None`` for the Azure
+    store, an in-memory store, or a store that never had a queue (nothing is created). A purge (and an
+    export) of the embedded store reaches into it: turns still waiting there hold the user's words.
+    The caller closes it."""
+    if settings.store == "azure_search" or settings.sqlite_path == ":memory:":
+        return None
+    if not os.path.exists(local_queue_path(settings)):
+        return None
+    return build_local_queue(settings)
 
 
 def build_service(

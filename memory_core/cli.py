@@ -42,6 +42,7 @@ from .api import (
 from .errors import (
     ConfigurationError,
     ConflictError,
+    InputError,
     MemoryCoreError,
     NotFoundError,
     PermanentError,
@@ -206,15 +207,15 @@ def _read_lines(path: str) -> list[str]:
         else:
             text = Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise PermanentError(f"cannot read {name}: no such file") from None
+        raise InputError(f"cannot read {name}: no such file") from None
     except IsADirectoryError:
-        raise PermanentError(f"cannot read {name}: it is a directory") from None
+        raise InputError(f"cannot read {name}: it is a directory") from None
     except PermissionError:
-        raise PermanentError(f"cannot read {name}: permission denied") from None
+        raise InputError(f"cannot read {name}: permission denied") from None
     except UnicodeDecodeError as exc:
-        raise PermanentError(f"cannot read {name}: not UTF-8 text (byte {exc.start})") from None
+        raise InputError(f"cannot read {name}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
-        raise PermanentError(f"cannot read {name}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     return text.splitlines()
 
 
@@ -236,9 +237,9 @@ def _jsonl(path: str, numbers: list[int] | None = None) -> list[dict[str, Any]]:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise PermanentError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+            raise InputError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
         if not isinstance(value, dict):
-            raise PermanentError(f"{name}:{number}: each line must be a JSON object")
+            raise InputError(f"{name}:{number}: each line must be a JSON object")
         rows.append(value)
         if numbers is not None:
             numbers.append(number)
@@ -249,7 +250,7 @@ def _spool_stdin(args: argparse.Namespace, names: Sequence[str], folder: str) ->
     """Replace a ``-`` among the file arguments ``names`` with a file in ``folder`` holding standard input."""
     dashes = [name for name in names if getattr(args, name, None) == "-"]
     if len(dashes) > 1:
-        raise PermanentError(f"only one of {', '.join('--' + n for n in dashes)} can read standard input")
+        raise InputError(f"only one of {', '.join('--' + n for n in dashes)} can read standard input")
     for name in dashes:
         target = Path(folder) / f"{name}.json"
         target.write_text("\n".join(_read_lines("-")) + "\n", encoding="utf-8")
@@ -288,7 +289,7 @@ def _require_store(settings: Settings, *, or_queue: bool = False) -> None:
     if path is None:
         return
     if Path(path).is_dir():
-        raise PermanentError(f"{path} is a directory, not a store file (check --db or MEMORY_SQLITE_PATH)")
+        raise InputError(f"{path} is a directory, not a store file (check --db or MEMORY_SQLITE_PATH)")
     if Path(path).exists() or (or_queue and Path(local_queue_path(settings)).exists()):
         return
     raise NotFoundError(
@@ -308,10 +309,10 @@ def _check_new_store(args: argparse.Namespace, settings: Settings) -> None:
     if path is None:
         return
     if Path(path).is_dir():
-        raise PermanentError(f"{path} is a directory, not a store file (check --db or MEMORY_SQLITE_PATH)")
+        raise InputError(f"{path} is a directory, not a store file (check --db or MEMORY_SQLITE_PATH)")
     folder = Path(path).parent
     if args.db is not None and not folder.is_dir():
-        raise PermanentError(
+        raise InputError(
             f"--db {path}: the directory {folder} does not exist; create it first (a store is created "
             "only in an existing directory)"
         )
@@ -327,18 +328,6 @@ def _service(args: argparse.Namespace, *, create: bool = False) -> MemoryService
     else:
         _require_store(settings)
     return build_service(settings)
-
-
-def _local_queue(settings: Settings) -> SQLiteQueue | None:
-    """The embedded queue beside the store file, when there is one (``None`` for the Azure store, an
-    in-memory store, or a store that never had a queue): purge and export reach into it."""
-    from .bootstrap import build_local_queue, local_queue_path
-
-    if settings.store == "azure_search" or settings.sqlite_path == ":memory:":
-        return None
-    if not Path(local_queue_path(settings)).exists():
-        return None
-    return build_local_queue(settings)
 
 
 def _service_with_queue(settings: Settings, queue: SQLiteQueue | None) -> MemoryService:
@@ -501,9 +490,11 @@ async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    from .bootstrap import existing_local_queue
+
     settings = _settings(args)
     _require_store(settings)
-    async with _service_with_queue(settings, _local_queue(settings) if args.json else None) as service:
+    async with _service_with_queue(settings, existing_local_queue(settings) if args.json else None) as service:
         if args.json:  # exactly what GET /api/users/{user_id}/export answers
             records = [record async for record in service.export(args.user, args.agent)]
             history = await service.export_history(args.user, args.agent)
@@ -519,7 +510,7 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
                     for entry in entries:
                         handle.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
             except OSError as exc:
-                raise PermanentError(f"cannot write {args.history}: {exc.strerror or exc}") from None
+                raise InputError(f"cannot write {args.history}: {exc.strerror or exc}") from None
     return EXIT_OK
 
 
@@ -625,11 +616,13 @@ async def cmd_forget(args: argparse.Namespace, out: TextIO) -> int:
 
 async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
     if not args.yes:
-        raise PermanentError("purge removes memories physically and cannot be undone; add --yes to confirm")
+        raise InputError("purge removes memories physically and cannot be undone; add --yes to confirm")
+    from .bootstrap import existing_local_queue
+
     settings = _settings(args)
     _require_store(settings, or_queue=True)
     # The embedded queue (if any) loses the scope's messages too, even while `serve` runs.
-    async with _service_with_queue(settings, _local_queue(settings)) as service:
+    async with _service_with_queue(settings, existing_local_queue(settings)) as service:
         report = await service.purge(args.user, args.agent)
     if args.json:
         _print_json(purge_response(report).model_dump(mode="json"), out)
@@ -879,7 +872,7 @@ async def cmd_deadletters(args: argparse.Namespace, out: TextIO) -> int:
 
     settings = _settings(args)
     if args.deadletters_command == "replay" and bool(args.ids) == args.every:
-        raise PermanentError("name the dead letters to replay (their ids) or --all, not both")
+        raise InputError("name the dead letters to replay (their ids) or --all, not both")
     if source_name(settings, args.source) == "local":
         settings = _existing_queue_settings(settings)
     return await run_command(args, settings, out)
@@ -1103,6 +1096,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--memories", type=int, default=200, help="memories in the benchmark scope")
     b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    b.add_argument(
+        "--query-cache-size",
+        type=_non_negative_int,
+        default=0,
+        help="query embeddings cached (the questions repeat: above 0, repeats skip the model)",
+    )
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b.add_argument("--seed", type=int, default=7)
     b = bench.add_parser("inspector", help="the inspector's requests on a scope of 10,000 memories")
@@ -1244,8 +1243,10 @@ def _failure(exc: BaseException) -> tuple[int, str, str, str | None]:
         return EXIT_USAGE, "validation_error", f"error: {exc}", exc.field
     if isinstance(exc, ConflictError):
         return EXIT_USAGE, "conflict", f"error: {exc}", None
-    if isinstance(exc, PermanentError):
+    if isinstance(exc, InputError):
         return EXIT_USAGE, "bad_request", f"error: {exc}", None
+    if isinstance(exc, PermanentError):  # the service failed for good (a refusal, an Azure 403, ...)
+        return EXIT_FAILURE, "failed", f"error: {exc}", None
     if isinstance(exc, ConfigurationError):
         return EXIT_FAILURE, "configuration_error", f"error: {exc}", None
     if isinstance(exc, TransientError):

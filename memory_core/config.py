@@ -55,6 +55,11 @@ class Settings:
     embedder_threads: int = _env(
         "MEMORY_EMBEDDER_THREADS", 2, "Threads the local embedder may use (pins OMP_NUM_THREADS)."
     )
+    query_cache_size: int = _env(
+        "MEMORY_QUERY_CACHE_SIZE",
+        1024,
+        "Distinct query texts whose embeddings are kept in memory for repeats (0: no cache).",
+    )
     half_life_days: float = _env("MEMORY_HALF_LIFE_DAYS", 45.0, "Retention half-life in days.")
     archive_threshold: float = _env(
         "MEMORY_ARCHIVE_THRESHOLD", 0.22, "At or below this retention a memory is archived."
@@ -260,6 +265,8 @@ class Settings:
             )
         if self.embedder_threads < 1:
             raise ConfigurationError("MEMORY_EMBEDDER_THREADS must be at least 1")
+        if self.query_cache_size < 0:
+            raise ConfigurationError("MEMORY_QUERY_CACHE_SIZE must not be negative")
         self._check_llm()
         try:
             self.policy()

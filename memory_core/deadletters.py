@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO
 
-from .errors import ConfigurationError, MemoryCoreError, PermanentError
+from .errors import ConfigurationError, InputError, MemoryCoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
@@ -185,7 +185,7 @@ async def replay_dead_letters(
         PermanentError: Neither ``ids`` nor ``every``, or both.
     """
     if bool(ids) == every:
-        raise PermanentError("name the dead letters to replay (their ids) or --all, not both")
+        raise InputError("name the dead letters to replay (their ids) or --all, not both")
     now = now or datetime.now(UTC)
     letters = await source.letters()
     chosen: list[tuple[str, DeadLetterInfo]] = []
@@ -477,7 +477,7 @@ def source_name(settings: Settings, source: str | None = None) -> str:
     and ``local`` otherwise, as the other commands choose their store."""
     if source is not None:
         if source not in SOURCES:
-            raise PermanentError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
+            raise InputError(f"--source must be one of {', '.join(SOURCES)}, not {source!r}")
         return source
     return "azure" if settings.store == "azure_search" else "local"
 

@@ -12,6 +12,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "ForbiddenError",
+    "InputError",
     "MemoryCoreError",
     "NotFoundError",
     "PermanentError",
@@ -32,6 +33,11 @@ class TransientError(MemoryCoreError):
 
 class PermanentError(MemoryCoreError):
     """A failure that retrying cannot fix (bad input, unknown schema)."""
+
+
+class InputError(PermanentError):
+    """What the caller gave cannot be used (a file that cannot be read, arguments that contradict each
+    other): the command line answers it with exit status 2, unlike a failure of the service (1)."""
 
 
 class StorageFullError(TransientError):

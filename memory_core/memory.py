@@ -33,6 +33,7 @@ import time.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
@@ -68,6 +69,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .config import Settings
     from .integrations.memory_client import RemoteMemoryClient
     from .service import ForgettingReport, IngestResult, MemoryService, PurgeReport
 
@@ -92,12 +94,13 @@ DEFAULT_AGENT_ID = "default"
 _PAGE = 1000
 #: Memories one forgetting call over HTTP reads (the HTTP API's largest).
 _FORGET_PAGE = 10_000
-#: Message keys :func:`turn_messages` accepts.
-_MESSAGE_KEYS = ("role", "content", "text", "name")
 #: Content part types that carry text (Chat Completions, Responses and Agent Framework spellings).
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 #: Roles of other chat APIs, and the turn role they are kept as.
 _ROLE_ALIASES = {"developer": MessageRole.SYSTEM}
+#: Seconds :meth:`Memory.close` lets calls still running on other threads finish before it cancels
+#: them (they then raise :class:`~memory_core.errors.PermanentError`).
+_CLOSE_GRACE = 5.0
 #: Remote-only options of :class:`AsyncMemory`.
 _REMOTE_OPTIONS = ("api_token", "function_key", "credential", "api_scope")
 
@@ -190,18 +193,25 @@ def turn_messages(
     Accepted:
 
     - a string: one user message;
-    - a message ``{"role": ..., "content": ...}`` or a list of them, as every chat API writes them:
-      ``role`` is ``user``, ``assistant``, ``system``, ``tool`` (or ``developer``, kept as
-      ``system``); ``content`` is a string or a list of content parts (``{"type": "text", "text":
-      ...}``, also ``input_text`` / ``output_text``; a part that is a plain string is text too; parts
-      without text, such as images, are left out); the project's own ``text`` key may stand for
-      ``content``, and ``name`` says who spoke (two people in one conversation);
+    - a message ``{"role": ..., "content": ...}`` or a list of them, as every chat API writes them
+      (a conversation history can be passed as is): ``role`` is ``user``, ``assistant``, ``system``,
+      ``tool`` (or ``developer``, kept as ``system``); ``content`` is a string or a list of content
+      parts (``{"type": "text", "text": ...}``, also ``input_text`` / ``output_text``; a part that is a
+      plain string is text too; parts without text, such as images, are left out); the project's own
+      ``text`` key may stand for ``content``, and ``name`` says who spoke (two people in one
+      conversation). Other keys (``tool_calls``, ``tool_call_id``, ``refusal``, ``audio``,
+      ``function_call``, ``annotations``...) are ignored;
     - :class:`~memory_core.models.TurnMessage` objects.
 
+    Messages without text (an assistant's tool call with ``content`` ``None``, a tool result with an
+    empty content, an image alone) and items of the Responses API that are not messages (a
+    ``{"type": "function_call", ...}`` without a role) are left out; at least one message must have
+    text.
+
     Raises:
-        ValidationError: No message; a message that is not a mapping, has an unknown key, no or an
-            unknown role, no text, or both ``content`` and ``text`` (the field is named:
-            ``messages.1.role``).
+        ValidationError: No message, or no message with text; a message that is not a mapping, has
+            no or an unknown role, a content that is neither a string nor a list of parts, or both
+            ``content`` and ``text`` (the field is named: ``messages.1.role``).
     """
     if isinstance(messages, str):
         items: list[Any] = [{"role": "user", "content": messages}]
@@ -213,10 +223,25 @@ def turn_messages(
         raise ValidationError("messages", "must be a string, a message or a list of messages")
     if not items:
         raise ValidationError("messages", "is empty: give at least one message")
-    return [_message(i, item) for i, item in enumerate(items)]
+    kept: list[TurnMessage] = []
+    textless: list[ValidationError] = []
+    for i, item in enumerate(items):
+        message = _message(i, item)
+        if isinstance(message, TurnMessage):
+            kept.append(message)
+        else:
+            textless.append(message)
+    if not kept:
+        if len(items) == 1:
+            raise textless[0]
+        raise ValidationError(
+            "messages", "has no message with text (tool calls and other messages without text are left out)"
+        )
+    return kept
 
 
-def _message(index: int, item: Any) -> TurnMessage:
+def _message(index: int, item: Any) -> TurnMessage | ValidationError:
+    """One message, or (not raised) why it has no text and is left out."""
     where = f"messages.{index}"
     if isinstance(item, TurnMessage):
         return item
@@ -225,28 +250,29 @@ def _message(index: int, item: Any) -> TurnMessage:
             where,
             f"must be a message such as {{'role': 'user', 'content': '...'}}, not {type(item).__name__}",
         )
-    unknown = [key for key in item if key not in _MESSAGE_KEYS]
-    if unknown:
-        raise ValidationError(
-            f"{where}.{unknown[0]}", f"is not a message field; a message has {', '.join(_MESSAGE_KEYS)}"
-        )
     role = item.get("role")
+    kind = item.get("type")
+    if role is None and isinstance(kind, str) and kind != "message":
+        return ValidationError(where, f"is a {kind!r} item, not a message with text")
     if role is None:
         raise ValidationError(f"{where}.role", "is required: user, assistant, system or tool")
     if isinstance(role, str) and role.strip().lower() in _ROLE_ALIASES:
         role = _ROLE_ALIASES[role.strip().lower()]
     try:
         role = MessageRole(role)
-    except ValueError:
+    except (ValueError, TypeError):
         raise ValidationError(
             f"{where}.role", f"{role!r} is not a role; use {', '.join(r.value for r in MessageRole)}"
         ) from None
-    if "content" in item and "text" in item:
+    if item.get("content") is not None and item.get("text") is not None:
         raise ValidationError(f"{where}.content", "give content or text, not both")
-    key = "text" if "text" in item else "content"
-    text = _text_of(item.get(key), f"{where}.{key}")
+    key = "text" if item.get("text") is not None else "content"
+    content = item.get(key)
+    if content is None:
+        return ValidationError(f"{where}.{key}", "is required: the message's text")
+    text = _text_of(content, f"{where}.{key}")
     if not text.strip():
-        raise ValidationError(f"{where}.{key}", "is empty: a message needs some text")
+        return ValidationError(f"{where}.{key}", "is empty: a message needs some text")
     data: dict[str, Any] = {"role": role, "text": text}
     if item.get("name") is not None:
         data["name"] = item["name"]
@@ -259,8 +285,6 @@ def _message(index: int, item: Any) -> TurnMessage:
 
 def _text_of(content: Any, where: str) -> str:
     """The text of a message's content: a string, or the text parts of a list joined by line breaks."""
-    if content is None:
-        raise ValidationError(where, "is required: the message's text")
     if isinstance(content, str):
         return content
     if isinstance(content, Mapping):
@@ -319,12 +343,13 @@ def _decisions(result: IngestResult) -> tuple[MemoryDecision, ...]:
 class _Embedded:
     """A :class:`~memory_core.service.MemoryService` in this process, ingesting at once."""
 
-    def __init__(self, service: MemoryService, mode: str, where: str) -> None:
+    def __init__(self, service: MemoryService, mode: str, where: str, settings: Settings) -> None:
         self.service = service
         self.mode = mode
         self.where = where
+        self.settings = settings
         # Turns of a scope are ingested one at a time, in order (what the queue's sessions guarantee
-        # elsewhere): concurrent adds, and hand edits, wait for one another.
+        # elsewhere): concurrent adds, hand edits and purges wait for one another.
         self._writing = asyncio.Lock()
 
     async def add(self, turn: Turn) -> AddResult:
@@ -360,7 +385,17 @@ class _Embedded:
             return await self.service.delete(scope, memory_id)
 
     async def purge(self, user_id: str, agent_id: str | None) -> PurgeReport:
-        return await self.service.purge(user_id, agent_id)
+        from .bootstrap import existing_local_queue
+
+        async with self._writing:
+            # The embedded queue beside the store (a LocalMemoryClient or `memory-core serve` publishes
+            # there) holds the words of turns not ingested yet: they go too.
+            queue = existing_local_queue(self.settings)
+            try:
+                return await self.service.purge(user_id, agent_id, queue=queue)
+            finally:
+                if queue is not None:
+                    await queue.close()
 
     async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
         await self.service.get(scope, memory_id)  # NotFoundError for an unknown memory, as over HTTP
@@ -665,9 +700,10 @@ class AsyncMemory:
 
             config = load_settings(**_settings_overrides(path, settings))
             if config.store == "azure_search":
-                self._backend = _Embedded(build_service(config), "azure", config.azure_search_endpoint)
+                mode, where = "azure", config.azure_search_endpoint
             else:
-                self._backend = _Embedded(build_service(config), "embedded", config.sqlite_path)
+                mode, where = "embedded", config.sqlite_path
+            self._backend = _Embedded(build_service(config), mode, where, config)
         else:
             if path is not None or settings:
                 name = "path" if path is not None else sorted(settings)[0]
@@ -899,7 +935,8 @@ class AsyncMemory:
             The memory after the change, without its embedding.
 
         Raises:
-            NotFoundError: No such memory for this user and agent.
+            NotFoundError: No such memory for this user and agent (also when the user is purged while
+                the new text is embedded: the purge holds).
             ConflictError: The memory is deleted.
             ValidationError: A bad id, text or metadata (the field is named).
             ConfigurationError: Remote (``url=``).
@@ -924,8 +961,10 @@ class AsyncMemory:
 
     async def delete_all(self, *, user_id: str, agent_id: str | None = None) -> PurgeReport:
         """Remove a user's memories physically, for good: every memory (one agent's, or all), their
-        history and their turns still waiting on a local queue. Turns of the user dated at or before now
-        that arrive later are dropped. Cannot be undone.
+        history and their turns still waiting on a local queue (embedded: the ``<store>.queue`` file
+        that a ``LocalMemoryClient(queue=True)`` or ``memory-core serve`` uses, when there is one;
+        remote: the server's). Turns of the user dated at or before now that arrive later are dropped.
+        An update or delete in flight does not bring a memory back. Cannot be undone.
 
         Args:
             user_id: Whose memories.
@@ -996,10 +1035,20 @@ class AsyncMemory:
 
 
 class _LoopThread:
-    """One event loop on a daemon thread, for the lifetime of a :class:`Memory`."""
+    """One event loop on a daemon thread, for the lifetime of a :class:`Memory`.
+
+    Other threads run calls on it (:meth:`run`). :meth:`close` refuses new calls, lets the calls in
+    flight finish (for up to :data:`_CLOSE_GRACE` seconds), cancels the ones still running, runs a last
+    coroutine (closing the memory) and stops the loop; whatever is left is cancelled before the loop
+    closes. Every caller gets its result or an error; none waits forever.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()
+        self._closing = False
+        self._calls: set[concurrent.futures.Future[Any]] = set()  # callers waiting, on any thread
+        self._tasks: set[asyncio.Task[Any]] = set()  # their tasks (touched on the loop's thread only)
         self._thread = threading.Thread(target=self._main, name="memory-core", daemon=True)
         self._thread.start()
 
@@ -1009,34 +1058,102 @@ class _LoopThread:
             self.loop.run_forever()
         finally:
             try:
+                self._cancel_left()
                 self.loop.run_until_complete(self.loop.shutdown_asyncgens())
                 self.loop.run_until_complete(self.loop.shutdown_default_executor())
             finally:
                 self.loop.close()
+                with self._lock:
+                    left = list(self._calls)
+                for future in left:  # a call that never ran to its end: its caller is told
+                    future.cancel()
+
+    def _cancel_left(self) -> None:
+        """Cancel every task still on the (stopped) loop and run the loop until they have unwound."""
+        tasks = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            self.loop.run_until_complete(asyncio.wait(tasks, timeout=_CLOSE_GRACE))
+
+    async def _call(self, awaitable: Awaitable[T]) -> T:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            return await awaitable
+        finally:
+            self._tasks.discard(cast("asyncio.Task[Any]", task))
 
     def run(self, awaitable: Awaitable[T]) -> T:
-        """Run ``awaitable`` on the loop and wait for its result (from any other thread)."""
+        """Run ``awaitable`` on the loop and wait for its result (from any other thread).
+
+        Raises:
+            PermanentError: Called on the loop's own thread, after :meth:`close`, or the memory was
+                closed before the call finished.
+        """
         refusal = None
+        future: concurrent.futures.Future[T] | None = None
         if threading.current_thread() is self._thread:
             refusal = "a Memory cannot be called from its own event loop; use AsyncMemory there"
-        elif self.loop.is_closed():
-            refusal = "this Memory is closed"
-        if refusal is not None:
+        else:
+            with self._lock:  # no call starts once close has begun, so close sees every call
+                if self._closing or self.loop.is_closed():
+                    refusal = "this Memory is closed"
+                else:
+                    future = asyncio.run_coroutine_threadsafe(self._call(awaitable), self.loop)
+                    self._calls.add(future)
+        if future is None:
             if asyncio.iscoroutine(awaitable):
                 awaitable.close()  # never started: no "never awaited" warning
-            raise PermanentError(refusal)
-        future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop)
+            raise PermanentError(refusal or "this Memory is closed")
         try:
             return future.result()
+        except concurrent.futures.CancelledError:
+            if self._closing:
+                raise PermanentError("this Memory was closed before the call finished") from None
+            raise
         except BaseException:
             future.cancel()
             raise
+        finally:
+            with self._lock:
+                self._calls.discard(future)
 
-    def stop(self) -> None:
-        if not self._thread.is_alive():
+    async def _close(self, closer: Coroutine[Any, Any, Any] | None) -> None:
+        """On the loop: let the calls in flight finish (bounded), cancel the rest, run ``closer``, stop."""
+        try:
+            running = {task for task in self._tasks if not task.done()}
+            if running:
+                _, running = await asyncio.wait(running, timeout=_CLOSE_GRACE)
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running, timeout=_CLOSE_GRACE)
+            if closer is not None:
+                await closer
+        finally:
+            self.loop.stop()
+
+    def close(self, closer: Coroutine[Any, Any, Any] | None = None) -> None:
+        """Refuse new calls, settle the calls in flight, run ``closer`` on the loop and stop it (again:
+        nothing). On the loop's own thread (a memory collected there) it is scheduled, not awaited."""
+        with self._lock:
+            again = self._closing
+            self._closing = True
+        if again or not self._thread.is_alive() or not self.loop.is_running():
+            if closer is not None:
+                closer.close()
+            if not again and self._thread.is_alive():
+                self.loop.call_soon_threadsafe(self.loop.stop)
             return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is not self._thread:  # collected on its own loop: it ends by itself
+        if threading.current_thread() is self._thread:  # collected on its own loop: it ends by itself
+            self.loop.create_task(self._close(closer))
+            return
+        done = asyncio.run_coroutine_threadsafe(self._close(closer), self.loop)
+        try:
+            done.result()
+        finally:
             self._thread.join()
 
 
@@ -1053,14 +1170,12 @@ def _build(path: str | os.PathLike[str] | None, options: dict[str, Any]) -> Coro
 
 def _shut(runner: _LoopThread, memory: AsyncMemory | None) -> None:
     """Close ``memory`` on its loop and stop the loop (also when a :class:`Memory` is collected or the
-    interpreter exits without :meth:`Memory.close`)."""
+    interpreter exits without :meth:`Memory.close`); calls in flight on other threads are settled
+    first (:meth:`_LoopThread.close`)."""
     try:
-        if memory is not None:
-            runner.run(memory.close())
+        runner.close(None if memory is None else memory.close())
     except Exception:
         logger.warning("closing the memory failed", exc_info=True)
-    finally:
-        runner.stop()
 
 
 class Memory:
@@ -1103,7 +1218,7 @@ class Memory:
         try:
             self._memory = runner.run(_build(path, options))
         except BaseException:
-            runner.stop()
+            runner.close()
             raise
         self._runner = runner
         self._finalizer = weakref.finalize(self, _shut, runner, self._memory)
@@ -1233,7 +1348,12 @@ class Memory:
         return self._run(self._memory.forget(dry_run=dry_run, limit=limit))
 
     def close(self) -> None:
-        """Close the memory and stop its event loop (again: nothing)."""
+        """Close the memory and stop its event loop (again: nothing).
+
+        New calls are refused at once. Calls still running on other threads may finish first (for up
+        to 5 seconds); those still running then are cancelled and raise
+        :class:`~memory_core.errors.PermanentError` ("closed before the call finished").
+        """
         self._finalizer()
 
     def __enter__(self) -> Memory:

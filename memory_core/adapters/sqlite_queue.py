@@ -284,6 +284,7 @@ class SQLiteQueue:
             it fails with a :class:`~memory_core.errors.TransientError`.
         coalesce_recalls: Fold a recall update into the one waiting at the end of its session
             (:meth:`publish_recall`).
+        recall_merge_seconds: How recent that one must be (queued at most this long ago).
     """
 
     def __init__(
@@ -298,6 +299,7 @@ class SQLiteQueue:
         synchronous: str = "NORMAL",
         busy_timeout_seconds: float = 10.0,
         coalesce_recalls: bool = True,
+        recall_merge_seconds: float = 2.0,
     ) -> None:
         if lock_seconds <= 0:
             raise ValidationError("lock_seconds", "must be positive")
@@ -318,10 +320,12 @@ class SQLiteQueue:
         self.duplicate_window_seconds = float(duplicate_window_seconds)
         self._clock = clock
         self.coalesce_recalls = coalesce_recalls
+        self.recall_merge_seconds = float(recall_merge_seconds)
         #: Recall updates folded into a waiting one since the queue was opened.
         self.coalesced_recalls = 0
         self._lock = threading.RLock()
         self._closed = False
+        self._busy_timeout = float(busy_timeout_seconds)
         refuse_empty_file(self._path, "queue")  # a missing file is a new queue; an empty one is not
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
@@ -347,6 +351,21 @@ class SQLiteQueue:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def busy_timeout_seconds(self) -> float:
+        """How long an operation waits for another connection's write lock (settable)."""
+        return self._busy_timeout
+
+    @busy_timeout_seconds.setter
+    def busy_timeout_seconds(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValidationError("busy_timeout_seconds", "must not be negative")
+        with self._lock:
+            if self._closed:
+                raise PermanentError("the queue is closed")
+            self._conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+            self._busy_timeout = float(seconds)
 
     # -- plumbing -------------------------------------------------------------------------------
     @contextmanager
@@ -771,17 +790,14 @@ class SQLiteQueue:
 
     async def publish_recall(self, update: RecallUpdate) -> None:
         """Enqueue a recall update on its scope's session (message id from scope and ``recall_id``),
-        or fold it into a recall update of that session still waiting.
+        or fold it into the recall update that ends the session, when that one is recent.
 
-        Coalescing: while a scope's session holds a recall update no worker has taken, a new one is
-        merged into the earliest such (memory ids united in order, ``at`` the later of the two)
-        instead of queued, so however many searches a scope gets, it has at most one recall message
-        waiting. Recalls of a memory folded together count as one recall (massed rehearsal, see
-        :meth:`memory_core.policy.HumanMemoryPolicy.recall`). The merged recall may now be applied
-        before turns queued after the search; that is safe: it names only memories that existed
-        when the search ran (made by turns already processed), and a recall (``access_count``,
-        ``last_accessed_at``) and a turn's update or deletion of the same memory give the same result
-        in either order. A merge never makes an update longer than a recall message may be.
+        Coalescing: when the last message of the scope's session is a recall update no worker has
+        taken, queued less than ``recall_merge_seconds`` ago, the new one is merged into it (memory ids
+        united in order, ``at`` the later of the two) instead of queued behind it. Recalls of a memory
+        folded together count as one recall: they are massed, seconds apart, not spaced (see
+        :meth:`memory_core.policy.HumanMemoryPolicy.recall`). A merge never passes a turn (the order
+        of the session is kept) and never makes an update longer than a recall message may be.
         """
         body = json.dumps(update.to_json_dict(), ensure_ascii=False).encode("utf-8")
         session_id = session_id_for(update.scope)
@@ -795,15 +811,17 @@ class SQLiteQueue:
         )
 
     def _merge_recall(self, session_id: str, update: RecallUpdate) -> bool:
-        """Fold ``update`` into the earliest waiting recall update of its session; ``False`` if there is none."""
+        """Fold ``update`` into the recent recall update that ends its session; ``False`` if there is none."""
         with self._transaction() as conn:
             row = conn.execute(
-                "SELECT seq, subject, body FROM queue_messages WHERE queue = ? AND state = 'active' "
-                "AND session_id = ? AND subject = 'recall' AND lock_token IS NULL ORDER BY seq LIMIT 1",
+                "SELECT seq, subject, body, lock_token, enqueued_at FROM queue_messages "
+                "WHERE queue = ? AND state = 'active' AND session_id = ? ORDER BY seq DESC LIMIT 1",
                 (self.queue, session_id),
             ).fetchone()
-            if row is None:
-                return False  # none waiting (or a worker holds it)
+            if row is None or row[1] != "recall" or row[3] is not None:
+                return False  # nothing waiting, a turn last (order is kept), or a worker holds it
+            if self._clock() - float(row[4]) > self.recall_merge_seconds:
+                return False  # spaced, not massed: a recall of its own
             try:
                 pending = parse_model(RecallUpdate, json.loads(bytes(row[2]).decode("utf-8")))
             except (ValueError, UnicodeDecodeError):

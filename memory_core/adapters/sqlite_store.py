@@ -622,11 +622,13 @@ class SQLiteMemoryStore:
         return _status_counts(rows)
 
     async def count_users(self, *, after: str | None = None, limit: int = 100) -> list[StatusCounts]:
-        """Users by id after ``after`` (at most ``limit``, 1 to 1,000) with their counts by status."""
+        """Users by id after ``after`` (at most ``limit``, 1 to one more than a page of 1,000, so a caller
+        can tell whether another page follows) with their counts by status."""
         if after is not None:
             after = validate_scope_id(after, "cursor")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BROWSE_LIMIT:
-            raise ValidationError("limit", f"must be an integer between 1 and {MAX_BROWSE_LIMIT}")
+        most = MAX_BROWSE_LIMIT + 1
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+            raise ValidationError("limit", f"must be an integer between 1 and {most}")
         with self._lock:
             rows = self._conn.execute(
                 "SELECT user_id, status, COUNT(*) FROM memories WHERE user_id IN ("

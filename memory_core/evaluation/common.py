@@ -100,10 +100,11 @@ def publish_report(
 
 
 def default_embedder() -> Any:
-    """The embedder ``MEMORY_EMBEDDER`` names (default: the local e5 model), as the service would build it."""
+    """The embedder ``MEMORY_EMBEDDER`` names (default: the local e5 model), as the service would build it,
+    without the query cache (evaluations call the model's synchronous batch methods themselves)."""
     from ..bootstrap import build_embedder, load_settings
 
-    return build_embedder(load_settings())
+    return build_embedder(load_settings(query_cache_size=0))
 
 
 def _queries(embedder: Any, texts: list[str]) -> np.ndarray:

@@ -24,11 +24,12 @@ import importlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence, Set
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigurationError, NotFoundError, PermanentError, TransientError, ValidationError
 from ..models import (
@@ -47,8 +48,9 @@ from ..models import (
 from ..ports import ChatModel, Embedder, TurnPublisher
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..adapters.sqlite_queue import SQLiteQueue
+    from ..adapters.sqlite_queue import QueueMessage, SQLiteQueue
     from ..config import Settings
+    from ..local.offload import StorageThread
     from ..local.worker import QueueWorker
     from ..service import MemoryService
 
@@ -59,6 +61,8 @@ logger = logging.getLogger(__name__)
 SEARCH_ROUTE = "/api/memories/search"
 TURNS_ROUTE = "/api/turns"
 FUNCTION_KEY_HEADER = "x-functions-key"
+
+T = TypeVar("T")
 
 
 class MemoryClient(ABC):
@@ -115,6 +119,13 @@ class LocalMemoryClient(MemoryClient):
     ``close_timeout``) for the turns this client queued. What is still queued then stays in the queue
     file, for the next client with a worker or for ``memory-core serve``.
 
+    The queue's calls never run on the caller's event loop (as built by :meth:`open`): publishing
+    (turns, recall updates) and the worker's receiving and settling take turns on one
+    :class:`~memory_core.local.offload.StorageThread`, and :meth:`wait_ready` reads the queue on a
+    connection of its own, off the loop. A queue file locked by another process (or a busy worker)
+    therefore delays only those calls; the caller's timeouts (``asyncio.wait_for``) still hold and the
+    agent's other work goes on.
+
     Args:
         service: The memory service to use.
         owns_service: Close the service with the client (set when the client built it).
@@ -123,10 +134,17 @@ class LocalMemoryClient(MemoryClient):
         worker: Run a queue worker in this process while the client is open (started on first use).
         close_timeout: Seconds :meth:`close` waits for the turns this client queued to be ingested by
             its worker.
+        queue_thread: The thread the service's publisher runs ``queue``'s calls on (as :meth:`open`
+            wires it); the worker runs its queue calls there too. ``None``: on the event loop.
     """
 
     #: Seconds between two looks at the queue while waiting for turns to be ingested.
     POLL_SECONDS: float = 0.02
+    #: Seconds a queue operation of :meth:`open`'s queue waits for another connection's write lock
+    #: before it fails (and is retried: by the outbox for a turn, by the worker for its own calls).
+    QUEUE_BUSY_SECONDS: float = 2.0
+    #: Sessions whose given-up turns are remembered (the least recently waited for are forgotten).
+    MAX_GIVEN_UP_SESSIONS: int = 1024
 
     def __init__(
         self,
@@ -136,11 +154,13 @@ class LocalMemoryClient(MemoryClient):
         queue: SQLiteQueue | None = None,
         worker: bool = False,
         close_timeout: float = 10.0,
+        queue_thread: StorageThread | None = None,
     ) -> None:
         if close_timeout < 0:
             raise ValidationError("close_timeout", "must not be negative")
         self.service = service
         self.queue = queue
+        self.queue_thread = queue_thread
         self.close_timeout = float(close_timeout)
         self._owns = owns_service
         self._want_worker = worker and queue is not None
@@ -149,7 +169,23 @@ class LocalMemoryClient(MemoryClient):
         self._stop: asyncio.Event | None = None
         self._warm_task: asyncio.Task[None] | None = None
         self._written: set[Scope] = set()  # scopes this client queued turns for
-        self._given_up: set[str] = set()  # queued turns a wait already timed out on
+        # Per session, the queued turns a wait already timed out on (pruned as they leave the queue).
+        self._given_up: OrderedDict[str, set[str]] = OrderedDict()
+        # Readiness is read on a connection of its own: the worker's calls (and their lock) never
+        # hold it up. An in-memory queue has no second connection; its reads go where its calls go.
+        self._monitor: SQLiteQueue | None = None
+        if self._want_worker and queue is not None and queue.path != ":memory:":
+            self._monitor = self._open_monitor(queue)
+
+    @staticmethod
+    def _open_monitor(queue: SQLiteQueue) -> SQLiteQueue | None:
+        from ..adapters.sqlite_queue import SQLiteQueue
+
+        try:
+            return SQLiteQueue(queue.path, queue=queue.queue, busy_timeout_seconds=queue.busy_timeout_seconds)
+        except Exception as exc:  # readiness is then read through the queue itself
+            logger.warning("could not open the queue %s for reading: %s: %s", queue.path, type(exc).__name__, exc)
+            return None
 
     @classmethod
     def open(
@@ -187,20 +223,43 @@ class LocalMemoryClient(MemoryClient):
             settings = load_settings(
                 sqlite_path=str(sqlite_path) if sqlite_path is not None else None, **overrides
             )
+        from ..local.offload import StorageThread, offloaded
+
         sqlite_queue = None
+        thread = None
         if queue and publisher is None:
             sqlite_queue = build_local_queue(settings, path=None if queue is True else str(queue))
-            publisher = sqlite_queue
-        service = build_service(
-            settings,
-            embedder=embedder,
-            publisher=publisher,
-            recall_via_queue=sqlite_queue is not None,
-            chat_model=chat_model,
-        )
-        return cls(
-            service, owns_service=True, queue=sqlite_queue, worker=worker, close_timeout=close_timeout
-        )
+            try:
+                sqlite_queue.busy_timeout_seconds = cls.QUEUE_BUSY_SECONDS
+                thread = StorageThread("memory-queue")
+            except BaseException:
+                sqlite_queue.close_sync()
+                raise
+            # Every queue call of the service (turns, recall updates) runs on the queue's thread,
+            # never on the agent's event loop; closing the service closes the queue and the thread.
+            publisher = offloaded(sqlite_queue, thread)
+        try:
+            service = build_service(
+                settings,
+                embedder=embedder,
+                publisher=publisher,
+                recall_via_queue=sqlite_queue is not None,
+                chat_model=chat_model,
+            )
+            return cls(
+                service,
+                owns_service=True,
+                queue=sqlite_queue,
+                worker=worker,
+                close_timeout=close_timeout,
+                queue_thread=thread,
+            )
+        except BaseException:
+            if sqlite_queue is not None:
+                sqlite_queue.close_sync()
+            if thread is not None:
+                thread.close()
+            raise
 
     def _ensure_worker(self) -> None:
         if not self._want_worker or self._worker_task is not None or self.queue is None:
@@ -208,7 +267,7 @@ class LocalMemoryClient(MemoryClient):
         from ..local.worker import QueueWorker
 
         self._stop = asyncio.Event()
-        self._worker = QueueWorker(self.queue, self.service, name="provider-worker")
+        self._worker = QueueWorker(self.queue, self.service, name="provider-worker", thread=self.queue_thread)
         self._worker_task = asyncio.ensure_future(self._worker.run(self._stop))
 
     def _ensure_warm(self) -> asyncio.Task[None]:
@@ -238,7 +297,9 @@ class LocalMemoryClient(MemoryClient):
         them, this process or an earlier one).
 
         Only new turns and turns being processed are waited for (not one waiting to be retried after
-        a failure), and each turn at most once: one a wait timed out on is not waited for again.
+        a failure, nor any turn of a session whose first message waits for its retry: none of them can
+        be taken before), and each turn at most once: one a wait timed out on is not waited for again.
+        The queue is read off the event loop, so a locked queue file delays nothing but this wait.
 
         Returns:
             ``False`` when the wait timed out.
@@ -254,31 +315,73 @@ class LocalMemoryClient(MemoryClient):
             return True
         return await self._wait_ingested({scope}, deadline)
 
-    def _unsettled(self, scopes: set[Scope], skip: Set[str]) -> set[str]:
-        """Message ids of the queued turns of ``scopes`` that are new or being processed now, but
-        those in ``skip``."""
-        assert self.queue is not None  # only called while the worker runs
-        now = time.time()  # the queue's clock
-        waiting: set[str] = set()
-        for scope in scopes:
-            for message in self.queue.waiting_in_session(session_id_for(scope), subject="turn"):
+    async def _queue_call(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run a synchronous call of the queue on its thread (or here, without one)."""
+        if self.queue_thread is None:
+            return fn(*args)
+        return await self.queue_thread.call(fn, *args)
+
+    async def _waiting(self, scopes: Set[Scope]) -> tuple[dict[str, list[QueueMessage]], float]:
+        """The waiting messages (every subject, oldest first) of each scope's session, and the queue's
+        time they were read at; read off the event loop."""
+        sessions = {session_id_for(scope) for scope in scopes}
+
+        def read(queue: SQLiteQueue) -> tuple[dict[str, list[QueueMessage]], float]:
+            found = {session: queue.waiting_in_session(session) for session in sessions}
+            return found, time.time()  # the queue's clock
+
+        if self._monitor is not None:  # its own connection and lock: never behind the worker's calls
+            return await asyncio.to_thread(read, self._monitor)
+        assert self.queue is not None  # only called with a queue
+        return await self._queue_call(read, self.queue)
+
+    async def _unsettled(self, scopes: Set[Scope], *, closing: bool = False) -> dict[str, str]:
+        """The queued turns of ``scopes`` a wait may follow, by message id (to their session id): new
+        or being processed now, in a session whose first message can be taken now (not one waiting
+        for a retry), and, unless ``closing``, not one an earlier wait gave up on."""
+        found, now = await self._waiting(scopes)
+        waiting: dict[str, str] = {}
+        for session, messages in found.items():
+            present = {message.message_id for message in messages}
+            given_up = self._given_up.get(session)
+            if given_up is not None:  # forget the turns that left the queue
+                given_up &= present
+                if not given_up:
+                    del self._given_up[session]
+            if not messages:
+                continue
+            head = messages[0]
+            head_in_hand = head.locked_until is not None and head.locked_until > now
+            if not head_in_hand and head.visible_at > now:
+                continue  # the session waits for a retry: none of its turns can be taken before
+            skip: Set[str] = frozenset() if closing or given_up is None else given_up
+            for message in messages:
+                if message.subject != "turn" or message.message_id in skip:
+                    continue
                 in_hand = message.locked_until is not None and message.locked_until > now
-                if message.message_id not in skip and (message.delivery_count == 0 or in_hand):
-                    waiting.add(message.message_id)
+                if message.delivery_count == 0 or in_hand:
+                    waiting[message.message_id] = session
         return waiting
+
+    def _give_up(self, waiting: Mapping[str, str]) -> None:
+        """Remember turns a wait timed out on, so no later wait waits for them again (bounded)."""
+        for message_id, session in waiting.items():
+            self._given_up.setdefault(session, set()).add(message_id)
+            self._given_up.move_to_end(session)
+        while len(self._given_up) > self.MAX_GIVEN_UP_SESSIONS:
+            self._given_up.popitem(last=False)
 
     async def _wait_ingested(self, scopes: set[Scope], deadline: float, *, closing: bool = False) -> bool:
         """Wait until the turns of ``scopes`` queued now are ingested, the worker stops, or ``deadline``
         (``closing``: also the turns an earlier wait gave up on)."""
         loop = asyncio.get_running_loop()
-        skip: Set[str] = frozenset() if closing else self._given_up
-        waiting = self._unsettled(scopes, skip)
+        waiting = await self._unsettled(scopes, closing=closing)
         if waiting and self._worker is not None:
             self._worker.wake()
         while waiting:
             if loop.time() >= deadline or not self.worker_running:
                 if not closing:  # (close says what is left itself)
-                    self._given_up |= waiting
+                    self._give_up(waiting)
                     logger.info(
                         "%s queued turn(s) are not ingested yet; searching without them (they are "
                         "ingested in the background)",
@@ -286,7 +389,9 @@ class LocalMemoryClient(MemoryClient):
                     )
                 return False
             await asyncio.sleep(self.POLL_SECONDS)
-            waiting &= self._unsettled(scopes, skip)  # turns queued after the wait began are not awaited
+            still = await self._unsettled(scopes, closing=closing)
+            # Turns queued after the wait began are not awaited.
+            waiting = {message_id: session for message_id, session in waiting.items() if message_id in still}
         return True
 
     async def drain(self) -> int:
@@ -295,7 +400,8 @@ class LocalMemoryClient(MemoryClient):
             return 0
         from ..local.worker import QueueWorker
 
-        handled: int = await QueueWorker(self.queue, self.service, name="drain", renew_locks=False).drain()
+        worker = QueueWorker(self.queue, self.service, name="drain", renew_locks=False, thread=self.queue_thread)
+        handled: int = await worker.drain()
         return handled
 
     async def search(
@@ -306,9 +412,9 @@ class LocalMemoryClient(MemoryClient):
 
     async def publish_turn(self, turn: Turn) -> None:
         self._ensure_worker()
-        await self.service.publish_turn(turn)
         if self.queue is not None:
-            self._written.add(turn.scope)
+            self._written.add(turn.scope)  # (also for a send that outlives its caller's timeout)
+        await self.service.publish_turn(turn)
         if self._worker is not None:
             self._worker.wake()  # ingest it now, not at the worker's next poll
 
@@ -326,8 +432,13 @@ class LocalMemoryClient(MemoryClient):
             if self._warm_task is not None and not self._warm_task.done():
                 self._warm_task.cancel()
                 await asyncio.gather(self._warm_task, return_exceptions=True)
-            if self._owns:
-                await self.service.close()
+            try:
+                if self._owns:
+                    await self.service.close()  # (closes the queue and its thread)
+            finally:
+                if self._monitor is not None:
+                    self._monitor.close_sync()
+                    self._monitor = None
 
     async def _stop_worker(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -344,11 +455,8 @@ class LocalMemoryClient(MemoryClient):
         await asyncio.gather(task, return_exceptions=True)
         left = 0
         with contextlib.suppress(Exception):  # only for the log line
-            left = sum(
-                len(self.queue.waiting_in_session(session_id_for(scope), subject="turn"))
-                for scope in self._written
-                if self.queue is not None
-            )
+            found, _ = await asyncio.wait_for(self._waiting(self._written), timeout=1.0)
+            left = sum(1 for messages in found.values() for message in messages if message.subject == "turn")
         if left:
             logger.warning(
                 "%s turn(s) are still queued in %s; they are ingested at the next start of a provider "

@@ -11,14 +11,18 @@ system records one access time for many reads (``relatime``): massed recall is o
 
 What is held is only reinforcement, never what a user said: turns pass straight through. Closing the
 publisher (a normal stop) queues everything held first; a killed process loses at most the last
-window's reinforcement.
+window's reinforcement. An update the queue refuses is held again for the next window (merged with
+what came meanwhile), not dropped; only at the stop, or when that would pass the size of one update,
+is it lost, with a warning. Purging a user drops what is held for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..models import MAX_RECALL_IDS, RecallUpdate, Scope, Turn
@@ -75,16 +79,36 @@ class CoalescingPublisher:
             return
         scope = update.scope
         held = self._held.get(scope)
-        if held is not None and len(held.ids.keys() | dict.fromkeys(update.memory_ids).keys()) > MAX_RECALL_IDS:
-            await self._flush(scope)  # full: queue what is held, start again with this one
-            held = None
         if held is None:
-            held = self._held[scope] = _Held(update, dict.fromkeys(update.memory_ids))
-            held.timer = asyncio.get_running_loop().call_later(self.window_seconds, self._due, scope)
+            self._hold(update)
             return
-        held.ids.update(dict.fromkeys(update.memory_ids))
-        if update.at > held.update.at:
-            held.update = held.update.model_copy(update={"at": update.at})
+        if len(held.ids.keys() | dict.fromkeys(update.memory_ids).keys()) > MAX_RECALL_IDS:
+            # Full: this update starts the scope's next gathering before what is held is queued, so
+            # an update arriving while that is sent joins the new one instead of being overwritten.
+            full = self._take(scope)
+            self._hold(update)
+            if full is not None:
+                await self._send(full)
+            return
+        self._merge(held, update.memory_ids, update.at)
+
+    def _hold(self, update: RecallUpdate) -> _Held:
+        held = self._held[update.scope] = _Held(update, dict.fromkeys(update.memory_ids))
+        held.timer = asyncio.get_running_loop().call_later(self.window_seconds, self._due, update.scope)
+        return held
+
+    @staticmethod
+    def _merge(held: _Held, memory_ids: Sequence[str], at: datetime) -> None:
+        held.ids.update(dict.fromkeys(memory_ids))
+        if at > held.update.at:
+            held.update = held.update.model_copy(update={"at": at})
+
+    def _take(self, scope: Scope) -> _Held | None:
+        """Remove what is held for ``scope`` (its timer cancelled)."""
+        held = self._held.pop(scope, None)
+        if held is not None and held.timer is not None:
+            held.timer.cancel()
+        return held
 
     def _due(self, scope: Scope) -> None:
         task = asyncio.get_running_loop().create_task(self._flush(scope))
@@ -92,21 +116,40 @@ class CoalescingPublisher:
         task.add_done_callback(self._flushing.discard)
 
     async def _flush(self, scope: Scope) -> None:
-        held = self._held.pop(scope, None)
-        if held is None:
-            return
-        if held.timer is not None:
-            held.timer.cancel()
+        held = self._take(scope)
+        if held is not None:
+            await self._send(held)
+
+    async def _send(self, held: _Held) -> None:
+        """Queue one gathered update; if the queue refuses it, hold it again for the next window."""
         update = held.update.model_copy(update={"memory_ids": list(held.ids)})
         try:
             await self._publish(update)
-        except Exception as exc:  # reinforcement only: never fail a search, never lose a turn over it
+        except Exception as exc:  # reinforcement only: never fail a search over it
+            again = not self._closed
+            if again:
+                current = self._held.get(update.scope)
+                if current is None:
+                    self._hold(update)
+                elif len(current.ids.keys() | held.ids.keys()) <= MAX_RECALL_IDS:
+                    self._merge(current, update.memory_ids, update.at)
+                else:
+                    again = False
             logger.warning(
-                "queuing a recall update of %s memories failed; that reinforcement is lost: %s: %s",
+                "queuing a recall update of %s memories failed (%s): %s: %s",
                 len(update.memory_ids),
+                f"tried again in {self.window_seconds:g}s" if again else "that reinforcement is lost",
                 type(exc).__name__,
                 exc,
             )
+
+    async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:
+        """Drop what is held for the user (one agent's, or all), then let the inner publisher remove
+        the queued messages when it can (the embedded queue); returns how many messages it removed."""
+        for scope in [s for s in self._held if s.user_id == user_id and agent_id in (None, s.agent_id)]:
+            self._take(scope)
+        purge = getattr(self.inner, "purge_scope", None)
+        return int(await purge(user_id, agent_id)) if callable(purge) else 0
 
     async def _publish(self, update: RecallUpdate) -> None:
         self.published += 1

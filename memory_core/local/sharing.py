@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 
 import numpy as np
 
+from ..adapters.query_cache import QueryCachingEmbedder
 from ..ports import Embedder, EmbedderWrapper
 
 __all__ = ["FairEmbedder", "FairGate", "background_work", "is_background"]
@@ -112,8 +113,17 @@ class FairEmbedder(EmbedderWrapper):
         self.gate = gate or FairGate()
 
     async def embed_query(self, text: str) -> np.ndarray:
+        cache = self.inner if isinstance(self.inner, QueryCachingEmbedder) else None
+        if cache is not None and (found := cache.cached(text)) is not None:
+            return found  # a repeat needs no turn at the model
         async with self.gate.slot():
             return await self.inner.embed_query(text)
+
+    async def warm_up(self) -> None:
+        """Load the model now, when the inner embedder can (the local one)."""
+        warm_up = getattr(self.inner, "warm_up", None)
+        if callable(warm_up):
+            await warm_up()
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         async with self.gate.slot():

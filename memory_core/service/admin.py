@@ -284,20 +284,52 @@ async def delete_memory(
     deleted memory changes nothing.
 
     Raises:
-        NotFoundError: No such memory in ``scope``.
+        NotFoundError: No such memory in ``scope`` (also when a purge of the scope removes it meanwhile:
+            the write never brings a purged memory back).
     """
     scope = Scope.of(scope.user_id, scope.agent_id)
     before = await store.get(scope, memory_id)
     if before is None:
-        raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+        raise _not_found(memory_id)
     if before.status == MemoryStatus.DELETED:
         return before.without_embedding()
+    await _check_not_purged(history, scope, memory_id, now)
+    # mark_status writes only a memory that still exists (NotFoundError otherwise).
     after = await store.mark_status(scope, memory_id, MemoryStatus.DELETED, reason=reason)
     if history is not None:
         await history.append(
             [HistoryEntry.of_change(MemoryEvent.DELETE, scope, memory_id, before, after, reason=reason, at=now)]
         )
     return after
+
+
+#: The fields :func:`update_memory` writes (the rest of the memory is left as the store has it).
+_UPDATED_FIELDS = ("memory", "updated_at", "metadata", "embedding", "retention_score", "status")
+
+
+def _not_found(memory_id: str) -> NotFoundError:
+    return NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+
+
+def _deleted(memory_id: str) -> ConflictError:
+    return ConflictError(f"memory {memory_id!r} is deleted; add it again instead of updating it")
+
+
+async def _check_not_purged(
+    history: HistoryStore | None, scope: Scope, memory_id: str, since: datetime
+) -> None:
+    """Refuse a write about a memory whose scope (or user) was purged at or after ``since`` (when the
+    change began): the purge removes the memory, and the change must not bring it back.
+
+    Raises:
+        NotFoundError: Such a purge.
+    """
+    if history is None:
+        return
+    tombstone = await history.tombstone(scope)
+    if tombstone is not None and tombstone >= since:
+        logger.info("memory %s: its scope was purged during the change; nothing written", memory_id)
+        raise _not_found(memory_id)
 
 
 async def update_memory(
@@ -337,7 +369,9 @@ async def update_memory(
         The memory after the change, without its embedding.
 
     Raises:
-        NotFoundError: No such memory in ``scope``.
+        NotFoundError: No such memory in ``scope`` (also when a purge of the scope removes it while the
+            new text is embedded: the write only changes a memory that still exists, so a purge is
+            never undone).
         ConflictError: The memory is deleted (add it again instead).
         ValidationError: ``text`` or ``metadata`` breaks a rule (names it).
     """
@@ -348,9 +382,9 @@ async def update_memory(
         raise ValidationError("text", "must be a string")
     before = await store.get(scope, memory_id)
     if before is None:
-        raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
+        raise _not_found(memory_id)
     if before.status is MemoryStatus.DELETED:
-        raise ConflictError(f"memory {memory_id!r} is deleted; add it again instead of updating it")
+        raise _deleted(memory_id)
     if text.strip() == before.memory and all(before.metadata.get(k) == v for k, v in extra.items()):
         return before.without_embedding()
     stamp = max(now, before.updated_at)
@@ -373,7 +407,15 @@ async def update_memory(
     else:
         embedding = before.embedding
     after = policy.apply(after.model_copy(update={"embedding": embedding}), stamp)
-    await store.upsert([after])
+    # Embedding took time: a purge (here or in another process) or a deletion may have come meanwhile.
+    current = await store.get(scope, memory_id)
+    if current is None:
+        raise _not_found(memory_id)
+    if current.status is MemoryStatus.DELETED:
+        raise _deleted(memory_id)
+    await _check_not_purged(history, scope, memory_id, now)
+    # A merge writes only a memory that still exists (NotFoundError otherwise), never recreating one.
+    await store.merge(scope, memory_id, {name: getattr(after, name) for name in _UPDATED_FIELDS})
     if history is not None:
         await history.append(
             [HistoryEntry.of_change(MemoryEvent.UPDATE, scope, memory_id, before, after, reason=reason, at=stamp)]

@@ -499,22 +499,27 @@ class MemoryService:
             agent_id = validate_scope_id(agent_id, "agent_id")
         return await cast(QueuedLister, self._publisher).queued_for(user_id, agent_id)
 
-    async def purge(self, user_id: str, agent_id: str | None = None) -> PurgeReport:
+    async def purge(
+        self, user_id: str, agent_id: str | None = None, *, queue: ScopePurger | None = None
+    ) -> PurgeReport:
         """Physically remove a user's memories and history (one agent's, or all), so that it holds.
 
         The purge time is recorded first as the scope's tombstone: turns and recall updates dated at or
         before it are dropped from then on, wherever they come from. A local queue that can
-        (:class:`~memory_core.ports.ScopePurger`) loses the scope's messages; the SQLite files are
+        (:class:`~memory_core.ports.ScopePurger`) loses the scope's messages: ``queue`` (the embedded
+        queue of a service built without it as its publisher), else the publisher; the SQLite files are
         checkpointed so the deleted text leaves the disk. See :func:`memory_core.service.admin.purge_user`.
         """
+        if queue is None and supports(self._publisher, ScopePurger):
+            queue = cast(ScopePurger, self._publisher)
         return await admin.purge_user(
             self._store,
             self._history,
             user_id,
             agent_id,
             now=self.now(),
-            queue=cast(ScopePurger, self._publisher) if supports(self._publisher, ScopePurger) else None,
-            files=[self._store, self._history, self._publisher],
+            queue=queue,
+            files=[self._store, self._history, self._publisher, queue],
         )
 
     # -- forgetting ---------------------------------------------------------------------------------

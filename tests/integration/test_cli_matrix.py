@@ -509,3 +509,12 @@ def test_serve_json_prints_one_line_once_it_listens(db: str, tmp_path: Path) -> 
         rest, err = process.communicate(timeout=60)
     assert process.returncode == 0 and rest == ""
     assert "memory-core serve: stopped" in err
+
+
+def test_a_service_that_fails_for_good_exits_1_and_bad_input_exits_2() -> None:
+    from memory_core.cli import _failure
+    from memory_core.errors import InputError, PermanentError
+
+    refused = _failure(PermanentError("Azure AI Search answered 403"))  # the service, not the caller
+    assert refused[:2] == (1, "failed")
+    assert _failure(InputError("cannot read x.jsonl: no such file"))[:2] == (2, "bad_request")

@@ -95,6 +95,8 @@ def test_users_are_listed_with_counts_and_paged(rt: RunningRuntime) -> None:
     assert [u["user_id"] for u in first["users"]] == ["alice", "bob"] and first["next_cursor"] == "bob"
     rest = get(rt, f"/api/users?limit=2&cursor={first['next_cursor']}")
     assert [u["user_id"] for u in rest["users"]] == ["carol"] and rest["next_cursor"] is None
+    largest = get(rt, "/api/users?limit=1000")  # the documented maximum page
+    assert [u["user_id"] for u in largest["users"]] == ["alice", "bob", "carol"]
     for bad, field in (
         ("limit=0", "limit"),
         ("limit=1001", "limit"),

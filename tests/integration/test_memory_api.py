@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from readme_snippets import snippet
 from runtime_helpers import RunningRuntime
@@ -31,6 +32,7 @@ from memory_core.errors import (
 )
 from memory_core.memory import AddResult, MemoryExport, turn_messages
 from memory_core.models import CandidateKind, MemoryEvent, MemoryStatus, MessageRole, Turn, TurnMessage
+from memory_core.ports import Embedder, EmbedderWrapper
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = "alice"
@@ -59,6 +61,43 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+class Pace:
+    """How the embedders of the memories opened in a test pace their passage batches: ``delays`` are
+    the seconds before each batch, in order (then none); every batch yields to the event loop, so
+    concurrent calls interleave as they would with a real model. ``started`` is set when a batch
+    begins."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.batches = 0
+        self.started = threading.Event()
+
+
+class _PacedEmbedder(EmbedderWrapper):
+    def __init__(self, inner: Embedder, pace: Pace) -> None:
+        super().__init__(inner)
+        self.pace = pace
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        pace = self.pace
+        delay = pace.delays.pop(0) if pace.delays else 0.0
+        pace.batches += 1
+        pace.started.set()
+        await asyncio.sleep(delay)
+        return await self.inner.embed_passages(texts)
+
+
+@pytest.fixture
+def pace(monkeypatch: pytest.MonkeyPatch) -> Pace:
+    """Every memory the test opens embeds through a :class:`_PacedEmbedder` (the hashing one inside)."""
+    from memory_core import bootstrap
+
+    paced = Pace()
+    build = bootstrap.build_embedder
+    monkeypatch.setattr(bootstrap, "build_embedder", lambda settings: _PacedEmbedder(build(settings), paced))
+    return paced
 
 
 # ------------------------------------------------------------------------------------------------
@@ -163,6 +202,67 @@ def test_messages_in_every_accepted_shape() -> None:
     assert turn_messages(m for m in [{"role": "user", "content": "a generator"}])[0].text == "a generator"
 
 
+def test_a_chat_history_is_taken_as_the_chat_api_wrote_it() -> None:
+    """Tool calls, tool results without text, and the keys chat SDKs add (``refusal``, ``annotations``,
+    ``audio``...) are not refused: unknown keys are ignored and messages without text are left out."""
+    openai_history = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "What's the weather in Berlin? I live there."},
+        {  # an assistant's tool call: content None
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": ""},  # a tool result without text
+        {"role": "tool", "tool_call_id": "c2", "content": "12 degrees"},
+        # ChatCompletionMessage.model_dump() of an answer
+        {
+            "role": "assistant",
+            "content": "It is 12 degrees in Berlin.",
+            "refusal": None,
+            "annotations": [],
+            "audio": None,
+            "function_call": None,
+            "tool_calls": None,
+        },
+        # Responses API items: a function call and its output are not messages
+        {"type": "function_call", "call_id": "c3", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c3", "output": "12"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "m1",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Anything else?", "annotations": []}],
+        },
+    ]
+    messages = turn_messages(openai_history)
+    assert [(m.role, m.text) for m in messages] == [
+        (MessageRole.SYSTEM, "You are helpful."),
+        (MessageRole.USER, "What's the weather in Berlin? I live there."),
+        (MessageRole.TOOL, "12 degrees"),
+        (MessageRole.ASSISTANT, "It is 12 degrees in Berlin."),
+        (MessageRole.ASSISTANT, "Anything else?"),
+    ]
+
+
+def test_a_history_passed_as_is_is_remembered(memory: Memory) -> None:
+    added = memory.add(
+        [
+            {"role": "user", "content": "I'm vegetarian."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": None},
+            {"role": "assistant", "content": "Noted.", "refusal": None},
+        ],
+        user_id=USER,
+    )
+    assert [(d.event, d.memory) for d in added.decisions if d.kind is CandidateKind.FACT] == [
+        (MemoryEvent.ADD, "I'm vegetarian")
+    ]
+
+
 @pytest.mark.parametrize(
     ("messages", "field", "words"),
     [
@@ -170,12 +270,20 @@ def test_messages_in_every_accepted_shape() -> None:
         ("", "messages.0.content", "is empty"),
         ("   ", "messages.0.content", "is empty"),
         (
-            [{"role": "user", "content": "x", "tool_calls": []}],
-            "messages.0.tool_calls",
-            "not a message field",
+            [{"role": "assistant", "content": None, "tool_calls": []}, {"role": "tool", "content": ""}],
+            "messages",
+            "no message with text",
         ),
+        ([{"type": "function_call", "name": "f"}], "messages.0", "not a message with text"),
         ([{"content": "x"}], "messages.0.role", "is required"),
         ([{"role": "robot", "content": "x"}], "messages.0.role", "'robot' is not a role"),
+        ([{"role": 5, "content": "x"}], "messages.0.role", "5 is not a role"),
+        ([{"role": ["user"], "content": "x"}], "messages.0.role", "is not a role"),
+        (
+            [{"role": "user", "content": "ok"}, {"role": 5, "content": None}],
+            "messages.1.role",
+            "is not a role",
+        ),
         ([{"role": "user", "content": "x", "text": "y"}], "messages.0.content", "not both"),
         ([{"role": "user"}], "messages.0.content", "is required"),
         ([{"role": "user", "content": None}], "messages.0.content", "is required"),
@@ -374,6 +482,82 @@ def test_delete_all_purges_and_forget_reports(memory: Memory) -> None:
     assert (late.status, late.decisions) == ("purged", ())
 
 
+def _queue_turns(store: Path, *turns: tuple[str, str]) -> Path:
+    """Publish ``(user, text)`` turns to the embedded queue beside ``store`` (as a LocalMemoryClient
+    with ``queue=True`` or ``memory-core serve`` does; nothing ingests them); returns the queue file."""
+    from memory_core.bootstrap import build_local_queue, build_service, load_settings, local_queue_path
+
+    async def publish() -> None:
+        settings = load_settings(sqlite_path=str(store))
+        async with build_service(settings, publisher=build_local_queue(settings)) as service:
+            for number, (user, text) in enumerate(turns):
+                turn = Turn(
+                    turn_id=f"queued-{number}",
+                    user_id=user,
+                    agent_id="default",
+                    occurred_at=datetime.now(UTC),
+                    messages=turn_messages(text),
+                )
+                assert await service.publish_turn(turn) == "queued"
+
+    run(publish())
+    return Path(local_queue_path(load_settings(sqlite_path=str(store))))
+
+
+def test_delete_all_removes_the_users_turns_waiting_on_the_local_queue(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    queue = _queue_turns(store, (USER, "My passport number is X123."), ("bob", "My passport number is B456."))
+    assert b"X123" in queue.read_bytes()
+
+    with Memory(store) as m:
+        report = m.delete_all(user_id=USER)
+        assert report.queued == 1 and report.checkpointed
+        assert m.delete_all(user_id="carol").queued == 0
+    on_disk = b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.name.startswith("s.db"))
+    assert b"X123" not in on_disk  # the words are gone from the queue file (and its log)
+    assert b"B456" in queue.read_bytes()  # another user's turn still waits
+
+    with Memory(tmp_path / "alone.db") as m:  # a store without a queue: none is created
+        assert m.delete_all(user_id=USER).queued == 0
+    assert not Path(str(tmp_path / "alone.db") + ".queue").exists()
+
+
+def test_a_purge_is_not_undone_by_an_update_in_flight(tmp_path: Path, pace: Pace) -> None:
+    async def gone(m: AsyncMemory) -> None:
+        assert await m.get_all(user_id=USER) == []
+        assert await m.get_all(user_id=USER, status="deleted") == []
+        assert (await m.export(user_id=USER)).history == ()
+
+    async def main() -> None:
+        async with AsyncMemory(tmp_path / "a.db", episodes=False) as m:
+            memory_id = (await m.add("I'm vegetarian.", user_id=USER)).decisions[0].memory_id
+            assert memory_id is not None
+            # In one memory, the purge waits for the update (one writer at a time): it removes it.
+            pace.delays = [0.2]
+            updated, purged = await asyncio.gather(
+                m.update(memory_id, "I'm vegan.", user_id=USER), m.delete_all(user_id=USER)
+            )
+            assert updated.memory == "I'm vegan." and purged.memories == 1
+            await gone(m)
+
+            # Another process (here: another memory on the same file) purges while the update embeds
+            # its text: the update finds the memory gone and writes nothing.
+            memory_id = (await m.add("I like jazz.", user_id=USER)).decisions[0].memory_id
+            assert memory_id is not None
+            async with AsyncMemory(tmp_path / "a.db", episodes=False) as other:
+                pace.delays = [0.2]
+                pace.started.clear()
+                update = asyncio.ensure_future(m.update(memory_id, "I like blues.", user_id=USER))
+                while not pace.started.is_set():
+                    await asyncio.sleep(0.01)
+                assert (await other.delete_all(user_id=USER)).memories == 1
+                with pytest.raises(NotFoundError):
+                    await update
+            await gone(m)
+
+    run(main())
+
+
 def test_errors_name_what_is_wrong(memory: Memory) -> None:
     with pytest.raises(ValidationError) as caught:
         memory.add("hi", user_id="")
@@ -560,23 +744,93 @@ def test_async_memory_has_every_method(tmp_path: Path) -> None:
     run(main())
 
 
-def test_concurrent_adds_are_ingested_one_at_a_time(tmp_path: Path) -> None:
-    async def main() -> list[MemoryEvent]:
+def test_concurrent_adds_are_ingested_one_at_a_time(tmp_path: Path, pace: Pace) -> None:
+    """A turn added first is consolidated first, even when its embedding takes longer, and the next
+    turn sees what it stored: two statements that consolidate into each other (the second one updates
+    the first). Without the lock the second turn would be ingested while the first waits for its
+    embedding, and both would be added."""
+    first, second = "I like tea.", "These days I like coffee more than tea."
+
+    async def main() -> tuple[list[list[tuple[MemoryEvent, str | None]]], list[str]]:
         async with AsyncMemory(tmp_path / "a.db", episodes=False) as m:
-            results = await asyncio.gather(*(m.add("I'm vegetarian.", user_id=USER) for _ in range(5)))
-            return sorted(d.event for r in results for d in r.decisions)
+            pace.delays = [0.3]  # the first turn's embedding is slow; the second's yields at once
+            results = await asyncio.gather(m.add(first, user_id=USER), m.add(second, user_id=USER))
+            stored = [r.memory for r in await m.get_all(user_id=USER)]
+            return [[(d.event, d.previous) for d in r.decisions] for r in results], stored
 
-    assert run(main()) == [MemoryEvent.ADD] + [MemoryEvent.NONE] * 4
+    decisions, stored = run(main())
+    assert decisions == [[(MemoryEvent.ADD, None)], [(MemoryEvent.UPDATE, "I like tea")]]
+    assert stored == ["These days I like coffee more than tea"]
 
+    # The same from two threads of one synchronous Memory (one event loop, one lock).
     with Memory(tmp_path / "s.db", episodes=False) as m:
-        threads = [
-            threading.Thread(target=m.add, args=("I like tea.",), kwargs={"user_id": USER}) for _ in range(4)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert [r.memory for r in m.get_all(user_id=USER)] == ["I like tea"]
+        pace.delays, pace.batches = [0.3], 0
+        pace.started.clear()
+        added: dict[str, AddResult] = {}
+        slow = threading.Thread(target=lambda: added.update(first=m.add(first, user_id=USER)))
+        slow.start()
+        assert pace.started.wait(10)  # the first turn is being embedded
+        added["second"] = m.add(second, user_id=USER)
+        slow.join(10)
+        assert [d.event for d in added["first"].decisions] == [MemoryEvent.ADD]
+        assert [d.event for d in added["second"].decisions] == [MemoryEvent.UPDATE]
+        assert [r.memory for r in m.get_all(user_id=USER)] == ["These days I like coffee more than tea"]
+
+
+def test_close_lets_a_call_in_flight_on_another_thread_finish(tmp_path: Path, pace: Pace) -> None:
+    before = len(_loop_threads())
+    m = Memory(tmp_path / "m.db", episodes=False)
+    pace.delays = [1.0]
+    outcome: dict[str, Any] = {}
+
+    def add() -> None:
+        try:
+            outcome["result"] = m.add("I like tea.", user_id=USER)
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            outcome["error"] = exc
+
+    caller = threading.Thread(target=add, daemon=True)
+    caller.start()
+    assert pace.started.wait(10)
+    m.close()  # while the add waits for its embedding
+    caller.join(5)
+    assert not caller.is_alive()
+    assert outcome["result"].status == "ingested"
+    assert len(_loop_threads()) == before
+    with pytest.raises(PermanentError, match="closed"):
+        m.add("I like coffee.", user_id=USER)
+    with Memory(tmp_path / "m.db") as again:  # the add finished before the store was closed
+        assert [r.memory for r in again.get_all(user_id=USER)] == ["I like tea"]
+
+
+def test_close_cancels_calls_that_outlast_its_grace(
+    tmp_path: Path, pace: Pace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memory_core.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "_CLOSE_GRACE", 0.2)
+    before = len(_loop_threads())
+    m = Memory(tmp_path / "m.db", episodes=False)
+    pace.delays = [60.0, 60.0, 60.0]
+    errors: list[BaseException] = []
+
+    def add() -> None:
+        try:
+            m.add("I like tea.", user_id=USER)
+        except BaseException as exc:
+            errors.append(exc)
+
+    callers = [threading.Thread(target=add, daemon=True) for _ in range(3)]
+    for caller in callers:
+        caller.start()
+    assert pace.started.wait(10)
+    m.close()
+    for caller in callers:
+        caller.join(5)
+    assert not any(caller.is_alive() for caller in callers)  # none waits forever
+    assert len(errors) == 3
+    assert all(isinstance(e, PermanentError) and "closed before the call finished" in str(e) for e in errors)
+    assert len(_loop_threads()) == before
 
 
 def test_a_script_that_never_closes_its_memory_exits_cleanly(tmp_path: Path) -> None:

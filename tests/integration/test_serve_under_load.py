@@ -15,7 +15,7 @@ from runtime_helpers import running, turn_body
 
 from memory_core.adapters.sqlite_queue import SQLiteQueue
 from memory_core.bench.serve import measure
-from memory_core.models import MAX_RECALL_IDS, RecallUpdate, Scope
+from memory_core.models import MAX_RECALL_IDS, RecallUpdate, Scope, session_id_for
 
 AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SCOPE = Scope.of("u1", "a1")
@@ -157,5 +157,22 @@ def test_the_local_queue_refuses_a_message_over_the_service_bus_limit(tmp_path: 
             queue.send(b"x" * (MAX_MESSAGE_BYTES + 1), message_id="big", session_id="s")
         assert queue.send(b"x" * MAX_MESSAGE_BYTES, message_id="fits", session_id="s")
         assert [m.message_id for m in queue.peek()] == ["fits"]
+    finally:
+        queue.close_sync()
+
+
+def test_a_recall_folds_only_into_a_recent_one_and_never_past_a_turn(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    queue = SQLiteQueue(tmp_path / "q.queue", clock=lambda: now[0])
+    try:
+        _publish(queue, _recall(["m1"]))
+        now[0] += 1.5
+        _publish(queue, _recall(["m2"]))  # 1.5 s later: massed, folded
+        now[0] += 2.5
+        _publish(queue, _recall(["m3"]))  # 4 s after the first was queued: spaced, its own message
+        queue.send(b"{}", message_id="turn-1", session_id=session_id_for(SCOPE), subject="turn")
+        _publish(queue, _recall(["m4"]))  # a turn ends the session now: queued behind it
+        kinds = [(subject, update.memory_ids if update else None) for subject, update in _bodies(queue)]
+        assert kinds == [("recall", ["m1", "m2"]), ("recall", ["m3"]), ("turn", None), ("recall", ["m4"])]
     finally:
         queue.close_sync()

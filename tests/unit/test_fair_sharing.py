@@ -217,8 +217,11 @@ class _CapturingPublisher:
             raise OSError("the queue file is gone")
         self.recalls.append(update)
 
-    def purge_scope(self, user_id: str) -> int:
+    async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:
         return 7
+
+    def stats(self) -> str:
+        return "inner"
 
     async def close(self) -> None:
         self.closed = True
@@ -253,7 +256,7 @@ def test_recalls_of_a_scope_within_the_window_become_one_update() -> None:
         assert by_user["u1"].at == AT + timedelta(minutes=5)
         assert by_user["u2"].memory_ids == ["x1"]
         assert (publisher.received, publisher.published) == (3, 2)
-        assert publisher.purge_scope("u1") == 7  # what else the queue offers is still there
+        assert publisher.stats() == "inner"  # what else the queue offers is still there
 
     asyncio.run(main())
 
@@ -294,3 +297,56 @@ def test_window_zero_queues_each_update_at_once() -> None:
     asyncio.run(main())
     with pytest.raises(ValueError):
         CoalescingPublisher(_CapturingPublisher(), window_seconds=-1)
+
+
+class _SlowPublisher(_CapturingPublisher):
+    """Takes its time to queue, like a queue file under load."""
+
+    async def publish_recall(self, update: RecallUpdate) -> None:
+        await asyncio.sleep(0.05)
+        await super().publish_recall(update)
+
+
+def test_an_update_arriving_while_a_full_one_is_queued_is_not_lost() -> None:
+    async def main() -> None:
+        inner = _SlowPublisher()
+        publisher = CoalescingPublisher(inner, window_seconds=60)
+        await publisher.publish_recall(_recall("u1", [f"a{i}" for i in range(600)]))
+        full = asyncio.ensure_future(publisher.publish_recall(_recall("u1", [f"b{i}" for i in range(500)])))
+        await asyncio.sleep(0.01)  # the full one is being queued now
+        await publisher.publish_recall(_recall("u1", ["c"]))
+        await full
+        await publisher.close()
+        queued = [set(r.memory_ids) for r in inner.recalls]
+        assert queued[0] == {f"a{i}" for i in range(600)}
+        assert queued[1] == {f"b{i}" for i in range(500)} | {"c"}  # "c" joined the next gathering
+
+    asyncio.run(main())
+
+
+def test_an_update_the_queue_refuses_is_held_for_the_next_window() -> None:
+    async def main() -> None:
+        inner = _CapturingPublisher(fail=True)
+        publisher = CoalescingPublisher(inner, window_seconds=0.02)
+        await publisher.publish_recall(_recall("u1", ["m1"]))
+        await asyncio.sleep(0.05)  # the first attempt failed; it is held again
+        await publisher.publish_recall(_recall("u1", ["m2"]))
+        inner.fail = False
+        await asyncio.sleep(0.1)
+        assert [r.memory_ids for r in inner.recalls] == [["m1", "m2"]]
+        await publisher.close()
+
+    asyncio.run(main())
+
+
+def test_purging_a_user_drops_what_is_held_for_them() -> None:
+    async def main() -> None:
+        inner = _CapturingPublisher()
+        publisher = CoalescingPublisher(inner, window_seconds=60)
+        await publisher.publish_recall(_recall("u1", ["m1"]))
+        await publisher.publish_recall(_recall("u2", ["x1"]))
+        assert await publisher.purge_scope("u1") == 7  # the inner queue's count
+        await publisher.close()
+        assert [r.user_id for r in inner.recalls] == ["u2"]
+
+    asyncio.run(main())

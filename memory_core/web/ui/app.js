@@ -119,6 +119,19 @@ function askCredential() {
   });
 }
 
+// A token or key never travels in clear text to another machine (the remote client's rule too): over
+// plain http the page sends one only to this machine (127.0.0.0/8, ::1, localhost).
+function isLoopbackHost(host) {
+  const name = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return name === "localhost" || name === "::1" || /^127(\.\d{1,3}){3}$/.test(name);
+}
+const CLEAR_TEXT_REMOTE = window.location.protocol === "http:" && !isLoopbackHost(window.location.hostname);
+const CLEAR_TEXT_REFUSED = {
+  code: "insecure_transport",
+  message: "refusing to send a credential over plain http to another machine: serve it over https, or open "
+    + "the page on the machine that runs memory-core (http://127.0.0.1)",
+};
+
 async function api(method, path, { query = {}, body, raw = false } = {}) {
   const url = new URL(API + path, window.location.origin);
   for (const [name, value] of Object.entries(query)) {
@@ -127,7 +140,7 @@ async function api(method, path, { query = {}, body, raw = false } = {}) {
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const headers = { Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const saved = credential();
+    const saved = CLEAR_TEXT_REMOTE ? null : credential();
     if (saved?.kind === "bearer") headers.Authorization = `Bearer ${saved.secret}`;
     if (saved?.kind === "functions-key") headers["x-functions-key"] = saved.secret;
     const response = await fetch(url, {
@@ -135,6 +148,7 @@ async function api(method, path, { query = {}, body, raw = false } = {}) {
       credentials: "same-origin", cache: "no-store", redirect: "error",
     });
     if (response.status === 401) {
+      if (CLEAR_TEXT_REMOTE) throw new ApiError(401, CLEAR_TEXT_REFUSED);
       sessionStorage.removeItem(CREDENTIAL_KEY);
       if (await askCredential()) continue;
       throw new ApiError(401, { code: "unauthorized", message: "no credential given" });
