@@ -1124,6 +1124,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--request-concurrency", type=_non_negative_int, default=2, help="the server's --request-concurrency"
     )
+    b.add_argument(
+        "--query-cache-size",
+        type=_non_negative_int,
+        default=1024,
+        help="the server's MEMORY_QUERY_CACHE_SIZE (the searchers' 10 questions repeat: 0 embeds every one)",
+    )
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b.add_argument("--seed", type=int, default=7)
     p.set_defaults(handler=cmd_bench)

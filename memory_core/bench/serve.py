@@ -149,7 +149,14 @@ class _Server:
     """A ``memory-core serve`` child process on 127.0.0.1 with a random port and token."""
 
     def __init__(
-        self, folder: Path, *, embedder: str, workers: int, threads: int, request_concurrency: int = 2
+        self,
+        folder: Path,
+        *,
+        embedder: str,
+        workers: int,
+        threads: int,
+        request_concurrency: int = 2,
+        query_cache_size: int = 1024,
     ) -> None:
         self.db = folder / "store.db"
         self.token = secrets.token_urlsafe(32)
@@ -159,6 +166,7 @@ class _Server:
             "MEMORY_EMBEDDER_THREADS": str(threads),
             "MEMORY_API_TOKEN": self.token,
             "MEMORY_LLM_PROVIDER": "none",
+            "MEMORY_QUERY_CACHE_SIZE": str(query_cache_size),
             "OMP_NUM_THREADS": str(threads),
         }
         command = [
@@ -385,6 +393,7 @@ def measure(
     drain_timeout: float = 600.0,
     seed: int = 7,
     request_concurrency: int = 2,
+    query_cache_size: int = 1024,
     progress: Progress = NO_PROGRESS,
 ) -> LoadFigures:
     """Run the load once and return its figures (see the module docstring); progress to ``progress``."""
@@ -394,7 +403,12 @@ def measure(
     figures = LoadFigures()
     with tempfile.TemporaryDirectory(prefix="memory-core-bench-serve-") as tmp:
         server = _Server(
-            Path(tmp), embedder=embedder, workers=workers, threads=threads, request_concurrency=request_concurrency
+            Path(tmp),
+            embedder=embedder,
+            workers=workers,
+            threads=threads,
+            request_concurrency=request_concurrency,
+            query_cache_size=query_cache_size,
         )
         try:
             progress.note(f"server on {server.host}:{server.port}; seeding {seed_turns} turn(s) per user")
@@ -480,6 +494,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         drain_timeout=args.drain_timeout,
         seed=args.seed,
         request_concurrency=args.request_concurrency,
+        query_cache_size=args.query_cache_size,
         progress=progress,
     )
     result = figures.as_dict()
@@ -496,6 +511,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
             "workers": args.workers,
             "threads": args.threads,
             "request_concurrency": args.request_concurrency,
+            "query_cache_size": args.query_cache_size,
         },
         "machine": machine_context(),
         "figures": result,
