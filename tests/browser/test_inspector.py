@@ -266,6 +266,20 @@ def test_memory_text_is_shown_as_text_never_as_markup(
     cells = [e for e in css(browser, "#memories td.memory a") if "<img" in e.text]
     assert cells and not css(browser, "#memories td.memory img, #memories td.memory b")
     assert browser.title == "memory-core inspector"
+    # The same text in every other view that shows it: one memory with its history, search hits.
+    listed = api(server, "GET", f"/memories?user_id={USER}&agent_id={AGENT}&limit=1000")["memories"]
+    hostile_ids = [m["id"] for m in listed if "<img" in m["memory"]]
+    assert hostile_ids
+    for memory_id in hostile_ids:
+        open_view(browser, base, f"/memory/{memory_id}?{SCOPE}", "memory")
+        wait(browser, lambda d: bool(css(d, "#memory-history li")))
+        assert "<img" in one(browser, "main section[data-view=memory]").text
+        assert not css(browser, "main img, main b")
+    open_view(browser, base, f"/search?{SCOPE}", "search")
+    search(browser, "bold img")
+    assert any("<img" in e.text for e in css(browser, "li.hit .hit-text a"))
+    assert not css(browser, "main img, main b")
+    assert browser.title == "memory-core inspector"
 
 
 def test_delete_export_and_purge(
