@@ -312,7 +312,8 @@ def build_service(
         share_fairly: For a long-running server on one event loop (``memory-core serve``): the
             embedded store and history it builds run their SQLite calls on their own threads
             (:mod:`memory_core.local.offload`), and searches and ingestion take turns at the
-            embedder (:mod:`memory_core.local.sharing`).
+            embedder (:mod:`memory_core.local.sharing`), where passages asked for while it is busy
+            are embedded in one call (:mod:`memory_core.local.batching`).
     """
     from .consolidation import MemoryConsolidator
     from .extraction import MemoryExtractor
@@ -343,9 +344,11 @@ def build_service(
             owned.append(chat_model)
     policy = settings.policy()
     if share_fairly:
+        from .local.batching import BatchingEmbedder
         from .local.sharing import FairEmbedder
 
-        embedder = FairEmbedder(embedder)
+        # passages asked for while the model is busy (turns of other scopes) go in one call
+        embedder = BatchingEmbedder(FairEmbedder(embedder))
     return MemoryService(
         store=store,
         embedder=embedder,

@@ -1078,6 +1078,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--scopes", type=int, default=8)
     b.add_argument("--seed", type=int, default=7)
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    b.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="turns of different scopes in flight at once, their passages embedded together (like serve's workers)",
+    )
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b = bench.add_parser("forget", help="forgetting throughput and peak memory over a large store")
     b.add_argument("--store-size", type=int, default=1_000_000)
@@ -1158,7 +1164,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=7071, help="port (default 7071; 0 picks a free one)")
-    p.add_argument("--workers", type=int, default=2, help="queue workers (default 2)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="queue workers: turns of as many scopes in flight, their passages embedded together (default 4)",
+    )
     p.add_argument("--lock-seconds", type=float, default=60.0, help="peek-lock duration (default 60)")
     p.add_argument("--max-deliveries", type=int, default=10, help="deliveries before dead-lettering (default 10)")
     p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly forgetting job")

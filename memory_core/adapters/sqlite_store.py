@@ -180,8 +180,8 @@ class _ScopeIndex:
     postings: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
     lengths: dict[str, np.ndarray] = field(default_factory=dict)
     postings_dirty: bool = True
-    #: Vectors of documents added or replaced since the matrix was last built.
-    pending: dict[int, np.ndarray | None] = field(default_factory=dict)
+    #: Vectors (float32 blobs) of documents added or replaced since the matrix was last built.
+    pending: dict[int, bytes | None] = field(default_factory=dict)
     #: Rank of each document's id among the scope's ids (ties in score are broken by id).
     id_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: BM25 term weights ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per field and term, for one avgdl.
@@ -702,7 +702,9 @@ class SQLiteMemoryStore:
         for row in rows:
             terms = json.loads(row[AT["terms"]])
             blob = row[AT["embedding"]]
-            vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+            vector = None if blob is None else bytes(blob)
+            if vector is not None and len(vector) % 4:
+                np.frombuffer(vector, dtype=np.float32)  # raises: not a float32 array
             memory_id = str(row[AT["id"]])
             at = index.position.get(memory_id)
             if at is None:
@@ -735,23 +737,34 @@ class SQLiteMemoryStore:
         index.columns["_kind"] = np.array([r[kind] for r in rows], dtype=object)
         pending, index.pending = index.pending, {}
         if pending or index.vectors is None:
-            dims = next((v.shape[0] for v in pending.values() if v is not None), None)
+            dims = next((len(v) // 4 for v in pending.values() if v is not None), None)
             if dims is None and index.vectors is not None and index.vectors.shape[1] > 0:
                 dims = index.vectors.shape[1]
             dims = dims or 0
-            matrix = np.zeros((n, dims), dtype=np.float32)
-            has = np.zeros(n, dtype=bool)
-            if index.vectors is not None and index.vectors.shape[1] == dims:
-                old_n = index.vectors.shape[0]
-                matrix[:old_n] = index.vectors
-                has[:old_n] = index.has_vector if index.has_vector is not None else False
-            for at, vector in pending.items():
-                if vector is None or vector.shape[0] != dims:
-                    matrix[at] = 0.0
-                    has[at] = False
-                else:
-                    matrix[at] = vector
-                    has[at] = True
+            size = 4 * dims
+            fits = sorted(at for at, v in pending.items() if v is not None and len(v) == size)
+            if dims and len(fits) == n:
+                # Every vector is new (a cold load): the joined blobs are the matrix, with no
+                # per-document copy. It is read-only, which is fine: the matrix is only ever replaced.
+                matrix = np.frombuffer(b"".join(pending[at] or b"" for at in fits), dtype=np.float32)
+                matrix = matrix.reshape(n, dims)
+                has = np.ones(n, dtype=bool)
+            else:
+                matrix = np.zeros((n, dims), dtype=np.float32)
+                has = np.zeros(n, dtype=bool)
+                if index.vectors is not None and index.vectors.shape[1] == dims:
+                    old_n = index.vectors.shape[0]
+                    matrix[:old_n] = index.vectors
+                    has[:old_n] = index.has_vector if index.has_vector is not None else False
+                absent = [at for at, v in pending.items() if v is None or len(v) != size]
+                if absent:
+                    matrix[absent] = 0.0
+                    has[absent] = False
+                if fits and dims:
+                    # One copy from the joined blobs instead of a row assignment per document.
+                    joined = b"".join(pending[at] or b"" for at in fits)
+                    matrix[fits] = np.frombuffer(joined, dtype=np.float32).reshape(len(fits), dims)
+                has[fits] = True
             index.vectors, index.has_vector = matrix, has
         if index.postings_dirty:
             self._rebuild_postings(index)
@@ -762,23 +775,26 @@ class SQLiteMemoryStore:
         lengths: dict[str, np.ndarray] = {}
         n = len(index.docs)
         for name in SEARCH_FIELDS:
-            lists: dict[str, tuple[list[int], list[int]]] = {}
-            length = np.zeros(n, dtype=np.float64)
-            for at, doc in enumerate(index.docs):
+            # Every (term, document, tf) entry in document order, then grouped by term with one stable
+            # sort: each posting lists its documents in ascending position, as a per-entry loop would.
+            terms: list[str] = []
+            tfs: list[int] = []
+            sizes: list[int] = []
+            for doc in index.docs:
                 counts = doc.terms.get(name, {})
-                length[at] = sum(counts.values())
-                for term, tf in counts.items():
-                    entry = lists.get(term)
-                    if entry is None:
-                        lists[term] = ([at], [tf])
-                    else:
-                        entry[0].append(at)
-                        entry[1].append(tf)
-            postings[name] = {
-                term: (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float64))
-                for term, (docs, tfs) in lists.items()
-            }
-            lengths[name] = length
+                terms.extend(counts)
+                tfs.extend(counts.values())
+                sizes.append(len(counts))
+            vocabulary = {term: i for i, term in enumerate(dict.fromkeys(terms))}
+            term_ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
+            entry_docs = np.repeat(np.arange(n, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+            entry_tfs = np.asarray(tfs, dtype=np.float64)
+            lengths[name] = np.bincount(entry_docs, weights=entry_tfs, minlength=n).astype(np.float64)
+            by_term = np.argsort(term_ids, kind="stable")
+            bounds = np.flatnonzero(np.diff(term_ids[by_term])) + 1
+            docs_by_term = np.split(entry_docs[by_term], bounds)
+            tfs_by_term = np.split(entry_tfs[by_term], bounds)
+            postings[name] = dict(zip(vocabulary, zip(docs_by_term, tfs_by_term, strict=False), strict=False))
         index.postings, index.lengths, index.postings_dirty = postings, lengths, False
         index.weights = {}
 
@@ -923,8 +939,11 @@ class SQLiteMemoryStore:
         scores = np.zeros(len(index), dtype=np.float64)
         usable = mask & (index.has_vector if index.has_vector is not None else False)
         if index.vectors is not None and index.vectors.shape[1] and usable.any():
-            cosine = index.vectors @ query_vector
-            scores = 1.0 / (2.0 - np.clip(cosine.astype(np.float64), -1.0, 1.0))
+            scores = (index.vectors @ query_vector).astype(np.float64)
+            # 1 / (2 - clip(cosine, -1, 1)), in place (the same operations, fewer temporaries).
+            np.clip(scores, -1.0, 1.0, out=scores)
+            np.subtract(2.0, scores, out=scores)
+            np.divide(1.0, scores, out=scores)
         return _Leg(scores, _ranks(scores, usable, k))
 
     @staticmethod
@@ -1217,7 +1236,14 @@ def _ranks(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:
     positions = np.flatnonzero(eligible)
     if not len(positions):
         return ranks
-    order = positions[np.argsort(-scores[positions], kind="stable")][:top]
+    eligible_scores = scores[positions]
+    if 0 < top < len(positions) and not np.isnan(eligible_scores).any():
+        # Only documents scoring at least the top-th best can rank (all ties at that score kept, so
+        # the stable sort below still breaks ties by position): select them in linear time.
+        threshold = np.partition(eligible_scores, len(positions) - top)[len(positions) - top]
+        keep = np.flatnonzero(eligible_scores >= threshold)
+        positions, eligible_scores = positions[keep], eligible_scores[keep]
+    order = positions[np.argsort(-eligible_scores, kind="stable")][:top]
     ranks[order] = np.arange(len(order))
     return ranks
 

@@ -5,7 +5,13 @@ changed preferences, forget requests, small talk and assistant-only claims) is s
 scopes and ingested turn by turn into a fresh SQLite store in a temporary folder: rule extraction,
 rule consolidation (hybrid search of the neighbours), the history and the store writes. The embedder
 is loaded and warmed up before the clock starts. Reported: turns and candidates per second, latency
-per turn, and the share of the time spent embedding.
+per turn, and the share of the time the model spent embedding.
+
+``--concurrency N`` ingests like ``memory-core serve`` with N workers: N tasks, each taking the turns
+of its scopes in order (a scope is never ingested by two tasks), through the runtime's
+:class:`~memory_core.local.batching.BatchingEmbedder`, so passages asked for while the model is busy
+go in one call. The floor beside the figures is the embedder's batch throughput in the same run: every
+passage the run embedded, embedded again in batches of 16, as turns per second.
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
+from ..ports import Embedder, EmbedderWrapper
 from ..progress import NO_PROGRESS, Progress
 from . import machine_context, publish
 
@@ -92,41 +101,86 @@ def synthetic_turns(count: int, *, scopes: int = 8, seed: int = 7) -> list[dict[
     return turns
 
 
+class _ModelTimer(EmbedderWrapper):
+    """Counts the seconds the model itself spends, and keeps the passages it was given."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.seconds = 0.0
+        self.passages: list[str] = []
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed_query(text)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.passages.extend(texts)
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed_passages(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
 async def _measure(
-    turns: int, scopes: int, seed: int, threads: int, progress: Progress = NO_PROGRESS
+    turns: int,
+    scopes: int,
+    seed: int,
+    threads: int,
+    progress: Progress = NO_PROGRESS,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
     from ..adapters.local_embedder import E5LocalEmbedder
     from ..bootstrap import build_service, load_settings
+    from ..local.batching import BatchingEmbedder
     from ..models import Turn
     from ..ports import FixedClock
 
     data = [Turn.model_validate(t) for t in synthetic_turns(turns, scopes=scopes, seed=seed)]
-    embedder = E5LocalEmbedder(threads=threads)
-    await embedder.embed_passages(["warm-up", "ウォームアップ"])
-    await embedder.embed_query("warm-up")
+    model = E5LocalEmbedder(threads=threads)
+    await model.embed_passages(["warm-up", "ウォームアップ"])
+    await model.embed_query("warm-up")
+    timer = _ModelTimer(model)
+    batching = BatchingEmbedder(timer) if concurrency > 1 else None
+    embedder: Embedder = batching or timer
     clock = FixedClock(data[0].occurred_at)
     events: Counter[str] = Counter()
     latencies: list[float] = []
-    embed_seconds = 0.0
     candidates = 0
+    lanes: list[list[Turn]] = [[] for _ in range(max(1, concurrency))]
+    names = sorted({t.user_id for t in data})
+    for turn in data:  # each scope to one lane, so a scope's turns stay in order
+        lanes[names.index(turn.user_id) % len(lanes)].append(turn)
     with tempfile.TemporaryDirectory(prefix="memory-core-bench-") as tmp:
         path = str(Path(tmp) / "bench.db")
         service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock, embedder=embedder)
         try:
             bar = progress.bar("ingesting", len(data), unit="turns")
+
+            async def lane(own: list[Turn]) -> None:
+                nonlocal candidates
+                for turn in own:
+                    clock.set(turn.occurred_at)
+                    result = await service.ingest(turn)
+                    latencies.append(result.seconds)
+                    candidates += len(result.steps)
+                    events.update(step.decision.event.value for step in result.steps)
+                    bar.advance()
+
             started = time.perf_counter()
-            for turn in data:
-                clock.set(turn.occurred_at)
-                result = await service.ingest(turn)
-                latencies.append(result.seconds)
-                embed_seconds += result.embed_seconds
-                candidates += len(result.steps)
-                events.update(step.decision.event.value for step in result.steps)
-                bar.advance()
+            await asyncio.gather(*(lane(own) for own in lanes if own))
             total = time.perf_counter() - started
             bar.finish()
         finally:
             await service.close()
+    embed_seconds = timer.seconds
+    floor_started = time.perf_counter()
+    for i in range(0, len(timer.passages), 16):
+        await model.embed_passages(timer.passages[i : i + 16])
+    floor_seconds = time.perf_counter() - floor_started
     ordered = sorted(latencies)
     return {
         "turns": turns,
@@ -143,8 +197,13 @@ async def _measure(
         },
         "embedding_seconds": round(embed_seconds, 3),
         "embedding_share": round(embed_seconds / total, 3) if total else 0.0,
-        "embedder": embedder.name,
+        "embedder": model.name,
         "embedder_threads": threads,
+        "concurrency": concurrency,
+        "passages_embedded": len(timer.passages),
+        "model_calls": batching.calls if batching is not None else None,
+        "floor_turns_per_second": round(turns / floor_seconds, 1) if floor_seconds else None,
+        "floor_passages_per_second": round(len(timer.passages) / floor_seconds, 1) if floor_seconds else None,
     }
 
 
@@ -156,15 +215,24 @@ def _table(report: dict[str, Any]) -> str:
         f"| turns per second | {report['turns_per_second']} |\n"
         f"| candidates per second | {report['candidates_per_second']} |\n"
         f"| ms per turn (mean / p50 / p95) | {ms['mean']} / {ms['p50']} / {ms['p95']} |\n"
-        f"| time spent embedding | {100 * report['embedding_share']:.1f}% |\n"
+        f"| time the model spent embedding | {100 * report['embedding_share']:.1f}% |\n"
+        f"| floor: the same passages in batches of 16 | {report['floor_turns_per_second']} turns/s "
+        f"({report['floor_passages_per_second']} passages/s) |\n"
         f"| decisions | {', '.join(f'{k} {v}' for k, v in report['decisions'].items())} |\n"
         f"\nrule path + {report['embedder']} ({report['embedder_threads']} threads) + SQLite, "
+        f"concurrency {report['concurrency']}, "
         f"{report['machine']['cpus']} CPUs\n"
     )
 
 
 def run(
-    *, turns: int = 200, out: Callable[[str], Any] | None = print, scopes: int = 8, seed: int = 7, threads: int = 2
+    *,
+    turns: int = 200,
+    out: Callable[[str], Any] | None = print,
+    scopes: int = 8,
+    seed: int = 7,
+    threads: int = 2,
+    concurrency: int = 1,
 ) -> dict[str, Any]:
     """Measure ingestion throughput; prints a table through ``out`` and returns the figures.
 
@@ -174,10 +242,13 @@ def run(
         scopes: How many users the turns are spread over.
         seed: Seed of the synthetic conversation.
         threads: Threads of the local embedder.
+        concurrency: Turns in flight at once (of different scopes), like ``serve`` with that many workers.
     """
     if turns < 1:
         raise ValueError("turns must be at least 1")
-    figures = asyncio.run(_measure(turns, scopes, seed, threads))
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    figures = asyncio.run(_measure(turns, scopes, seed, threads, concurrency=concurrency))
     report = {"benchmark": "ingest", "machine": machine_context(), **figures}
     if out is not None:
         out(_table(report))
@@ -185,12 +256,14 @@ def run(
 
 
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
-    """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--output JSON]``."""
+    """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--concurrency N]
+    [--output JSON]``."""
     turns = int(getattr(args, "turns", 200) or 200)
     scopes = int(getattr(args, "scopes", 8) or 8)
     seed = int(getattr(args, "seed", 7) or 7)
     threads = int(getattr(args, "threads", 2) or 2)
-    figures = await _measure(turns, scopes, seed, threads, progress)
+    concurrency = max(1, int(getattr(args, "concurrency", 1) or 1))
+    figures = await _measure(turns, scopes, seed, threads, progress, concurrency)
     report = {"benchmark": "ingest", "machine": machine_context(), **figures}
     publish(report, args, out, _table(report))
     return 0

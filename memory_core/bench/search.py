@@ -225,8 +225,16 @@ async def measure(
     lower: list[float] = []
     matrices = {}
     for s in range(used_scopes):
-        page = await store.scan(Scope.of(f"user{s:05d}", "bench"), limit=10_000, with_embedding=True)
-        matrices[s] = np.asarray([r.embedding for r in page.records], dtype=np.float32)
+        # Every vector of the scope (pages of 10,000), so the floor of a larger scope covers all of it.
+        embeddings: list[list[float] | None] = []
+        cursor: str | None = None
+        while True:
+            page = await store.scan(Scope.of(f"user{s:05d}", "bench"), after=cursor, limit=10_000, with_embedding=True)
+            embeddings.extend(r.embedding for r in page.records)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        matrices[s] = np.asarray(embeddings, dtype=np.float32)
     bar = progress.bar("searching", queries, unit="queries")
     for q in range(queries):
         s = q % used_scopes

@@ -57,7 +57,8 @@ class RuntimeOptions:
     Attributes:
         host: Interface the HTTP API binds (loopback by default).
         port: Port of the HTTP API (0 picks a free one; the chosen one is printed).
-        workers: Queue workers.
+        workers: Queue workers: turns of as many scopes in flight at once, their passages embedded
+            in one call (:mod:`memory_core.local.batching`).
         queue_path: The queue file (default ``<store file>.queue``).
         lock_seconds: Peek-lock duration: a message held longer by a dead worker is delivered again.
         max_deliveries: Deliveries before a message is dead-lettered.
@@ -82,7 +83,7 @@ class RuntimeOptions:
 
     host: str = "127.0.0.1"
     port: int = 7071
-    workers: int = 2
+    workers: int = 4
     queue_path: str | None = None
     lock_seconds: float = 60.0
     max_deliveries: int = 10

@@ -503,7 +503,7 @@ def test_serve_json_prints_one_line_once_it_listens(db: str, tmp_path: Path) -> 
         assert process.stdout is not None
         ready = json.loads(process.stdout.readline())
         assert ready["status"] == "listening" and ready["url"].startswith("http://127.0.0.1:")
-        assert ready["url"].endswith("/api") and ready["store"] == db and ready["workers"] == 2
+        assert ready["url"].endswith("/api") and ready["store"] == db and ready["workers"] == 4
     finally:
         process.send_signal(signal.SIGINT)
         rest, err = process.communicate(timeout=60)
