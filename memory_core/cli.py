@@ -1124,7 +1124,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--users", type=int, default=50, help="users (one agent each) the turns and searches spread over")
     b.add_argument("--seed-turns", type=int, default=4, help="turns per user processed before the load")
     b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
-    b.add_argument("--workers", type=int, default=2, help="queue workers of the server")
+    b.add_argument("--workers", type=int, default=4, help="queue workers of the server (serve's default)")
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
     b.add_argument("--drain-timeout", type=float, default=600.0, help="longest wait for the rest to be processed")
     b.add_argument(

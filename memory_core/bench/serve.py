@@ -388,7 +388,7 @@ def measure(
     users: int = 50,
     seed_turns: int = 4,
     embedder: str = "e5-local",
-    workers: int = 2,
+    workers: int = 4,
     threads: int = 2,
     drain_timeout: float = 600.0,
     seed: int = 7,
