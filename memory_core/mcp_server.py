@@ -33,7 +33,6 @@ is built or run, and a missing ``mcp`` is a :class:`~memory_core.errors.Configur
 # :func:`build_server`, where the SDK is imported lazily.
 
 import asyncio
-import hmac
 import logging
 import socket
 import sys
@@ -43,7 +42,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -57,7 +55,7 @@ from .models import (
     Scope,
     validate_memory_id,
 )
-from .net import is_loopback
+from .net import bearer_matches, cross_site_refusal, is_loopback
 from .sanitize import quote_memory, sanitize_memory_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -759,15 +757,10 @@ class _HttpGuard:
 
     def refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
         """``(status, message)`` for a request to refuse, else ``None``."""
-        host = headers.get("host", "").strip()
-        if self.loopback and host and not is_loopback(_host_name(host)):
-            return 403, f"the Host {host[:100]!r} is not this machine; this server answers 127.0.0.1 only"
-        origin = headers.get("origin", "").strip()
-        if origin:
-            parts = urlsplit(origin)
-            if parts.scheme not in ("http", "https") or not host or parts.netloc.lower() != host.lower():
-                return 403, f"cross-site request from {origin[:100]!r} refused"
-        if self.token is not None and not _bearer_matches(headers.get("authorization"), self.token):
+        refused = cross_site_refusal(headers.get("host", ""), headers.get("origin", ""), loopback=self.loopback)
+        if refused is not None:
+            return 403, refused
+        if self.token is not None and not bearer_matches(headers.get("authorization"), self.token):
             return 401, "this MCP server needs Authorization: Bearer <token> (MEMORY_API_TOKEN)"
         return None
 
@@ -776,20 +769,3 @@ def _json_string(text: str) -> str:
     import json
 
     return json.dumps(text, ensure_ascii=False)
-
-
-def _host_name(host: str) -> str:
-    """The name part of a ``Host`` header (``127.0.0.1:7072`` → ``127.0.0.1``, ``[::1]:7072`` → ``::1``)."""
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _bearer_matches(header: str | None, token: str) -> bool:
-    """Whether ``header`` is ``Bearer <token>`` (constant-time comparison)."""
-    if not header:
-        return False
-    scheme, _, value = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(value.strip().encode("utf-8"), token.encode("utf-8"))

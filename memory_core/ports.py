@@ -141,6 +141,13 @@ class EmbedderWrapper:
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return await self.inner.embed_passages(texts)
 
+    async def warm_up(self) -> None:
+        """Load the model now, when the wrapped embedder can (the local one; a remote one has nothing
+        to load)."""
+        warm_up = getattr(self.inner, "warm_up", None)
+        if callable(warm_up):
+            await warm_up()
+
     async def close(self) -> None:
         """Nothing: the wrapped embedder belongs to the caller."""
 

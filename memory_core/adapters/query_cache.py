@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 
 import numpy as np
 
-from ..ports import Embedder
+from ..ports import Embedder, EmbedderWrapper
 
 __all__ = ["QueryCachingEmbedder"]
 
 
-class QueryCachingEmbedder:
+class QueryCachingEmbedder(EmbedderWrapper):
     """``inner`` with its query embeddings cached (see the module docstring).
 
     Args:
@@ -36,20 +35,12 @@ class QueryCachingEmbedder:
     def __init__(self, inner: Embedder, *, size: int = 1024) -> None:
         if size < 1:
             raise ValueError("size must be at least 1")
-        self.inner = inner
+        super().__init__(inner)
         self.size = size
         self.hits = 0
         self.misses = 0
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
 
     def cached(self, text: str) -> np.ndarray | None:
         """The cached vector of ``text`` (a copy, counted as a hit), or ``None``."""
@@ -74,17 +65,8 @@ class QueryCachingEmbedder:
                 self._vectors.popitem(last=False)
         return vector
 
-    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return await self.inner.embed_passages(texts)
-
-    async def warm_up(self) -> None:
-        """Load the model now, when the inner embedder can (the local one)."""
-        warm_up = getattr(self.inner, "warm_up", None)
-        if callable(warm_up):
-            await warm_up()
-
     async def close(self) -> None:
-        """Close the inner embedder (this wrapper owns it)."""
+        """Close the inner embedder (unlike other wrappers, this one owns it: bootstrap builds both)."""
         with self._lock:
             self._vectors.clear()
         await self.inner.close()

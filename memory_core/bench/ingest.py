@@ -30,8 +30,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..ports import Embedder, EmbedderWrapper
+from ..ports import Embedder
 from ..progress import NO_PROGRESS, Progress
+from ..service.ingest import TimedEmbedder
 from . import machine_context, publish
 
 __all__ = ["main", "run", "synthetic_turns"]
@@ -101,28 +102,16 @@ def synthetic_turns(count: int, *, scopes: int = 8, seed: int = 7) -> list[dict[
     return turns
 
 
-class _ModelTimer(EmbedderWrapper):
+class _ModelTimer(TimedEmbedder):
     """Counts the seconds the model itself spends, and keeps the passages it was given."""
 
     def __init__(self, inner: Embedder) -> None:
         super().__init__(inner)
-        self.seconds = 0.0
         self.passages: list[str] = []
-
-    async def embed_query(self, text: str) -> np.ndarray:
-        started = time.perf_counter()
-        try:
-            return await self.inner.embed_query(text)
-        finally:
-            self.seconds += time.perf_counter() - started
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         self.passages.extend(texts)
-        started = time.perf_counter()
-        try:
-            return await self.inner.embed_passages(texts)
-        finally:
-            self.seconds += time.perf_counter() - started
+        return await super().embed_passages(texts)
 
 
 async def _measure(

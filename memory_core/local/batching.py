@@ -63,12 +63,6 @@ class BatchingEmbedder(EmbedderWrapper):
         self.calls = 0
         self.merged = 0
 
-    async def warm_up(self) -> None:
-        """Load the model now, when the inner embedder can."""
-        warm_up = getattr(self.inner, "warm_up", None)
-        if callable(warm_up):
-            await warm_up()
-
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         if not texts:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hmac
 import json
 import logging
 import threading
@@ -41,7 +40,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .. import telemetry
 from ..api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
 from ..errors import ConfigurationError
-from ..net import is_loopback
+from ..net import bearer_matches, cross_site_refusal, is_loopback
 from ..web import StaticFile, static_file
 
 __all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
@@ -139,7 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._discard_body()
             return _error_response(403, "forbidden", refused)
         token = self.server.token
-        if token and path.rstrip("/") not in OPEN_ROUTES and not _authorized(self.headers.get("Authorization"), token):
+        if token and path.rstrip("/") not in OPEN_ROUTES and not bearer_matches(self.headers.get("Authorization"), token):
             self._discard_body()
             return _error_response(
                 401,
@@ -201,22 +200,10 @@ class _Handler(BaseHTTPRequestHandler):
         return response
 
     def _cross_site(self) -> str | None:
-        """Why a request from a web page must be refused, or ``None``.
-
-        A page in the user's browser can send requests to 127.0.0.1 (a form POST needs no preflight)
-        and, by pointing its own host name at 127.0.0.1 (DNS rebinding), read the answers. So on a
-        loopback address the ``Host`` must name this machine, and anywhere an ``Origin`` (which browsers
-        send on such requests) must be this server's own.
-        """
-        host = (self.headers.get("Host") or "").strip()
-        if self.server.loopback and host and not is_loopback(_host_name(host)):
-            return f"the Host {host[:100]!r} is not this machine; the API answers requests to 127.0.0.1 only"
-        origin = (self.headers.get("Origin") or "").strip()
-        if origin:
-            parts = urlsplit(origin)
-            if parts.scheme not in ("http", "https") or not host or parts.netloc.lower() != host.lower():
-                return f"cross-site request from {origin[:100]!r} refused"
-        return None
+        """Why a request from a web page must be refused, or ``None`` (:func:`~memory_core.net.cross_site_refusal`)."""
+        return cross_site_refusal(
+            self.headers.get("Host") or "", self.headers.get("Origin") or "", loopback=self.server.loopback
+        )
 
     def _discard_body(self) -> None:
         if self.headers.get("Transfer-Encoding"):
@@ -256,26 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
 
-def _host_name(host: str) -> str:
-    """The name part of a ``Host`` header (``127.0.0.1:7071`` → ``127.0.0.1``, ``[::1]:7071`` → ``::1``)."""
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
 def _is_json(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` is JSON (``application/json``, any parameters)."""
     return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
-
-
-def _authorized(header: str | None, token: str) -> bool:
-    """Whether ``header`` is ``Bearer <token>`` (constant-time comparison)."""
-    if not header:
-        return False
-    scheme, _, value = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(value.strip().encode("utf-8"), token.encode("utf-8"))
 
 
 class _Server(ThreadingHTTPServer):

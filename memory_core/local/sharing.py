@@ -119,12 +119,6 @@ class FairEmbedder(EmbedderWrapper):
         async with self.gate.slot():
             return await self.inner.embed_query(text)
 
-    async def warm_up(self) -> None:
-        """Load the model now, when the inner embedder can (the local one)."""
-        warm_up = getattr(self.inner, "warm_up", None)
-        if callable(warm_up):
-            await warm_up()
-
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         async with self.gate.slot():
             return await self.inner.embed_passages(texts)

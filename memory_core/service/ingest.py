@@ -84,6 +84,7 @@ __all__ = [
     "IngestResult",
     "ProcessOutcome",
     "StepResult",
+    "TimedEmbedder",
     "decision_as_dict",
     "decode_message",
     "episode_candidates",
@@ -263,8 +264,8 @@ class IngestResult:
         }
 
 
-class _TimedEmbedder(EmbedderWrapper):
-    """Wraps an embedder to measure the time spent in it."""
+class TimedEmbedder(EmbedderWrapper):
+    """Wraps an embedder to measure the time spent in it (``seconds``, queries and passages)."""
 
     def __init__(self, inner: Embedder) -> None:
         super().__init__(inner)
@@ -529,7 +530,7 @@ async def ingest_turn(
             tombstone.isoformat() if tombstone else None,
         )
         return _dropped(turn, started)
-    timed = _TimedEmbedder(embedder)
+    timed = TimedEmbedder(embedder)
     if await history.turn_processed(scope, turn.turn_id):
         journal = await history.journal(scope, turn.turn_id)
         recorded = await history.for_turn(scope, turn.turn_id)
