@@ -20,7 +20,10 @@ Functions:
   raises, and after ``maxDeliveryCount`` deliveries Service Bus dead-letters the message itself.
   A turn or recall update dated at or before the last purge of its scope (the tombstone in the
   history table) is dropped by the service and completed (outcome ``purged``): a purge holds against
-  Service Bus redeliveries and messages queued before it.
+  Service Bus redeliveries and messages queued before it. The sessions the host runs at once in one
+  worker process (``maxConcurrentSessions``) share embedding calls: passages asked for while the
+  embedder is busy are embedded in one call (:class:`~memory_core.local.batching.BatchingEmbedder`),
+  with the same vectors as one at a time.
 - ``nightly_forgetting``: timer trigger on ``%MEMORY_FORGET_SCHEDULE%``; applies forgetting in
   bounded pages within a time budget and saves where it stopped, so the next run resumes there.
 - HTTP functions, one per route of the contract, each forwarding to :meth:`MemoryApi.handle`.
@@ -175,7 +178,13 @@ class _Runtime:
         self._settings = settings
         bootstrap.configure_telemetry(settings)
         publisher = bootstrap.build_publisher(settings) if settings.servicebus_namespace else None
-        service = bootstrap.build_service(settings, publisher=publisher, recall_via_queue=True)
+        # The trigger runs up to maxConcurrentSessions (host.json) sessions at once in this process:
+        # passages asked for while the embedder is busy go in one call (memory_core.local.batching).
+        # Only batching, no fair gate: searches embed their queries straight away, not in turn with
+        # ingestion (the embedder is a remote service here; the gate shares a local model's cores).
+        service = bootstrap.build_service(
+            settings, publisher=publisher, recall_via_queue=True, batch_embeddings=True
+        )
         logger.info(
             "memory-core ready: store %s, publisher %s",
             settings.store,
@@ -222,6 +231,8 @@ runtime = _Runtime()
 )
 async def ingest_turns(msg: func.ServiceBusMessage) -> None:
     """Process one turn or recall update from the scope's session."""
+    from memory_core.local.sharing import background_work
+
     try:
         service = await runtime.service()
     except MemoryCoreError as exc:  # misconfigured: keep the message, slowly, until the settings are fixed
@@ -235,7 +246,8 @@ async def ingest_turns(msg: func.ServiceBusMessage) -> None:
         **{"messaging.message.id": msg.message_id, "messaging.delivery_count": msg.delivery_count},
     ) as op:
         try:
-            outcome = await service.process_message(msg.get_body())
+            with background_work():  # batched apart from passages an HTTP call asks for
+                outcome = await service.process_message(msg.get_body())
         except TransientError as exc:
             delay = redelivery_delay(msg.delivery_count)
             logger.warning(

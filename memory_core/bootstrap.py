@@ -293,6 +293,7 @@ def build_service(
     checkpoints: CheckpointStore | None = None,
     dead_letters: DeadLetterStore | None = None,
     share_fairly: bool = False,
+    batch_embeddings: bool = False,
 ) -> MemoryService:
     """The one :class:`MemoryService`, wired from settings (any adapter may be passed in instead).
 
@@ -314,6 +315,10 @@ def build_service(
             (:mod:`memory_core.local.offload`), and searches and ingestion take turns at the
             embedder (:mod:`memory_core.local.sharing`), where passages asked for while it is busy
             are embedded in one call (:mod:`memory_core.local.batching`).
+        batch_embeddings: Only the batching of ``share_fairly``, for callers that ingest turns of
+            several scopes at once without a server's searches beside them (``memory-core ingest
+            --concurrency``, the Functions app's concurrent sessions): passages asked for while the
+            embedder is busy are embedded in one call; queries and storage are left as they are.
     """
     from .consolidation import MemoryConsolidator
     from .extraction import MemoryExtractor
@@ -349,6 +354,10 @@ def build_service(
 
         # passages asked for while the model is busy (turns of other scopes) go in one call
         embedder = BatchingEmbedder(FairEmbedder(embedder))
+    elif batch_embeddings:
+        from .local.batching import BatchingEmbedder
+
+        embedder = BatchingEmbedder(embedder)
     return MemoryService(
         store=store,
         embedder=embedder,

@@ -376,6 +376,14 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return value
+
+
 _DIRECTIONS = ("asc", "desc")
 
 
@@ -640,35 +648,54 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from .service.ingest import format_decision, parse_turns
+    from .bootstrap import build_service
+    from .local.lanes import run_in_lanes
+    from .models import Turn
+    from .service.ingest import IngestResult, format_decision, parse_turns
 
     try:  # every line is validated before anything is ingested (or the store created)
         turns = parse_turns(_read_lines(args.file))
     except ValidationError as exc:
         raise ValidationError(f"{_input_name(args.file)}: {exc.field}", exc.message) from None
+    concurrency = max(1, args.concurrency)
+    settings = _settings(args)
+    _check_new_store(args, settings)
     results: list[dict[str, Any]] = []
-    async with (
-        _service(args, create=True) as service,
-        _progress(args).bar("ingesting", len(turns), unit="turns") as bar,
-    ):
-        for done, turn in enumerate(turns):
-            bar.update(done)
-            result = await service.ingest(turn)
+    # --concurrency N > 1: turns of different scopes in flight together (each scope's in the file's
+    # order), their passages embedded in one call when they meet at the model, as serve's workers do
+    service = build_service(settings, batch_embeddings=concurrency > 1)
+    async with service, _progress(args).bar("ingesting", len(turns), unit="turns") as bar:
+
+        def show(done: int, turn: Turn, result: IngestResult) -> None:
+            """One turn's result, in the file's order (``done`` turns came before it)."""
             bar.clear()  # the turn's lines may go to the terminal the bar is drawn on
             if args.json:
                 results.append(result.as_dict())
-                continue
-            header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
-            if result.status == "duplicate":
-                out.write(f"{header}: already ingested, skipped\n")
-                continue
-            if result.status == "purged":
-                out.write(f"{header}: dated at or before the purge of its scope, dropped\n")
-                continue
-            note = f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
-            out.write(f"{header}: {len(result.steps)} decision(s){note}\n")
-            for step in result.steps:
-                out.write("  " + format_decision(step) + "\n")
+            else:
+                header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
+                if result.status == "duplicate":
+                    out.write(f"{header}: already ingested, skipped\n")
+                elif result.status == "purged":
+                    out.write(f"{header}: dated at or before the purge of its scope, dropped\n")
+                else:
+                    note = (
+                        f", extraction fell back to rules: {result.fallback_reason}" if result.fallback_reason else ""
+                    )
+                    out.write(f"{header}: {len(result.steps)} decision(s){note}\n")
+                    for step in result.steps:
+                        out.write("  " + format_decision(step) + "\n")
+            bar.update(done + 1)
+
+        bar.update(0)
+        # A failure stops the run as a loop would: the turns before it are ingested and shown, none
+        # after it is started, and the earliest failure is raised (see memory_core.local.lanes).
+        await run_in_lanes(
+            turns,
+            service.ingest,
+            lane=lambda turn: (turn.user_id, turn.agent_id),
+            concurrency=concurrency,
+            deliver=show,
+        )
         bar.update(len(turns))
     if args.json:  # one document: the results of the turns, in order
         _print_json(results, out)
@@ -989,6 +1016,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="turn messages (turn.v1 JSON lines) through extraction and consolidation")
     p.add_argument("file", help="JSON lines file, one memory-core.turn.v1 per line, or - for standard input")
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="turns of different scopes (user, agent) in flight at once, each scope's in the file's order, "
+        "their passages embedded together; output stays in the file's order (1: one turn after another)",
+    )
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("index", help="the Azure AI Search index")

@@ -15,6 +15,9 @@ Versions (``meta.schema_version``):
 3. Episodic and semantic memory: ``kind`` (``fact`` or ``episode``) and ``provenance`` (the turns and
    spans a memory came from) columns; a memory's source turns move from its metadata into
    ``provenance``.
+4. ``scope_snapshots``: the search index of a large scope, saved so that loading the scope reads it
+   instead of rebuilding it from every row (a cache: dropped whenever it could hold text the rows no
+   longer hold, and rebuilt from the rows when missing or unusable).
 
 Opening a file upgrades it in place, in one transaction, from its version to :data:`SCHEMA_VERSION`;
 a file written by a newer memory-core is refused rather than misread.
@@ -57,7 +60,7 @@ __all__ = [
 ]
 
 #: The current file format.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: ``PRAGMA application_id`` of a memory-core store file ("memc").
 APPLICATION_ID = 0x6D656D63
 
@@ -69,6 +72,7 @@ KNOWN_TABLES = frozenset(
         "scope_versions",
         "term_stats",
         "field_stats",
+        "scope_snapshots",
         "history_entries",
         "history_steps",
         "turns_journal",
@@ -274,6 +278,14 @@ CREATE TABLE IF NOT EXISTS term_stats (
     df INTEGER NOT NULL,
     PRIMARY KEY (field, term)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS scope_snapshots (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (user_id, agent_id)
+);
 CREATE TABLE IF NOT EXISTS field_stats (
     field TEXT PRIMARY KEY,
     doc_count INTEGER NOT NULL,
@@ -304,7 +316,11 @@ def _v3_kind_and_provenance(conn: sqlite3.Connection) -> None:
 
 
 #: In-place upgrades: ``MIGRATIONS[v]`` turns a version ``v - 1`` file into a version ``v`` one.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {2: _v2_application_id, 3: _v3_kind_and_provenance}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    2: _v2_application_id,
+    3: _v3_kind_and_provenance,
+    4: lambda conn: None,  # scope_snapshots: created with the other tables
+}
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:

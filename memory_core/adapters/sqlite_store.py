@@ -7,8 +7,12 @@ WAL mode: one process writes, many read; every write is one transaction, so a cr
 half-written memory or statistics that disagree with the rows.
 
 Search: each scope's memories are held in memory as numpy columns, an inverted index and a matrix of
-unit vectors, loaded on first use and refreshed incrementally (rows whose change sequence is newer
-than the cache) when ``scope_versions`` says the scope changed, whichever process wrote it.
+unit vectors (:mod:`memory_core.adapters.sqlite_scope_index`), loaded on first use and refreshed
+incrementally (rows whose change sequence is newer than the cache) when ``scope_versions`` says the
+scope changed, whichever process wrote it. A scope of :data:`PERSIST_MIN_DOCUMENTS` memories or more
+keeps its index in the file (``scope_snapshots``), so a new process loads it with the vectors instead
+of rebuilding it from every row; a saved index is dropped by any write that changes a memory's text
+(and by purges), so it never holds text the rows no longer hold.
 
 - keyword: terms from :func:`memory_core.text.index_terms` (queries: :func:`~memory_core.text.query_terms`,
   which also drops English function words); a store written by another analyzer version is
@@ -31,6 +35,7 @@ import logging
 import math
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, StorageFullError, ValidationError
 from ..fusion import fusion_for
 from ..models import (
     MemoryKind,
@@ -88,6 +93,7 @@ from .sqlite_schema import (
     row_to_record,
     update_sql,
 )
+from .sqlite_scope_index import SEARCH_FIELDS, STATUS_CODES, ScopeIndex, SnapshotError
 
 __all__ = ["BM25_B", "BM25_K1", "RRF_K", "SCHEMA_VERSION", "SEARCH_FIELDS", "TEXT_LEG_TOP", "SQLiteMemoryStore"]
 
@@ -97,7 +103,6 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_K = 60
 TEXT_LEG_TOP = 1000
-SEARCH_FIELDS = ("memory", "summary", "category")
 SEMANTIC_NOTE = (
     "semantic ranker is not available in the embedded store; results are hybrid (BM25 + vector, RRF)"
 )
@@ -106,11 +111,12 @@ SEMANTIC_NOTE = (
 _IN_CHUNK = 900
 _TEXT_MODES = (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _VECTOR_MODES = (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
-_STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.DELETED: 2}
-_CODE_STATUS = {v: k for k, v in _STATUS_CODES.items()}
+_STATUS_CODES = STATUS_CODES
 _INSERT = insert_sql()
-#: Numeric fields, held as columns per cached scope (filters, ranking profiles, ``order_by``).
-_NUMERIC = tuple(c for c in RECORD_COLUMNS if c.kind in ("real", "integer", "time"))
+#: Scopes with at least this many memories keep their search index in the file between processes.
+PERSIST_MIN_DOCUMENTS = 10_000
+#: A scope's saved index dropped by a change of text is saved again at most this often per process.
+PERSIST_INTERVAL_SECONDS = 60.0
 _UPDATE = update_sql()
 
 
@@ -131,28 +137,6 @@ def _field_terms(record: MemoryRecord) -> dict[str, dict[str, int]]:
     return terms
 
 
-@dataclass(slots=True)
-class _Doc:
-    """One memory as cached for search: its row (the vector lives in the matrix) and its terms.
-
-    The :class:`MemoryRecord` is built on first use, so loading a scope costs only what ranking needs.
-    """
-
-    row: Sequence[Any]
-    terms: dict[str, dict[str, int]]
-    _record: MemoryRecord | None = None
-
-    @property
-    def id(self) -> str:
-        return str(self.row[AT["id"]])
-
-    @property
-    def record(self) -> MemoryRecord:
-        if self._record is None:
-            self._record = row_to_record(self.row, with_embedding=False)
-        return self._record
-
-
 @dataclass(frozen=True, slots=True)
 class _Leg:
     """One candidate leg of a search: a score per document and a 0-based rank (-1: not in the leg)."""
@@ -164,33 +148,6 @@ class _Leg:
         """(score, rank) of one document, or (None, None) when it is not in this leg."""
         rank = int(self.ranks[position])
         return (None, None) if rank < 0 else (float(self.scores[position]), rank)
-
-
-@dataclass(slots=True)
-class _ScopeIndex:
-    """The in-memory search structures of one scope."""
-
-    version: int
-    epoch: int
-    docs: list[_Doc] = field(default_factory=list)
-    position: dict[str, int] = field(default_factory=dict)
-    columns: dict[str, np.ndarray] = field(default_factory=dict)
-    vectors: np.ndarray | None = None
-    has_vector: np.ndarray | None = None
-    postings: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
-    lengths: dict[str, np.ndarray] = field(default_factory=dict)
-    postings_dirty: bool = True
-    #: Vectors (float32 blobs) of documents added or replaced since the matrix was last built.
-    pending: dict[int, bytes | None] = field(default_factory=dict)
-    #: Rank of each document's id among the scope's ids (ties in score are broken by id).
-    id_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: BM25 term weights ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per field and term, for one avgdl.
-    weights: dict[str, tuple[float, dict[str, tuple[np.ndarray, np.ndarray]]]] = field(default_factory=dict)
-    #: The database change marker at which this index was last known to be current.
-    checked_at: tuple[int, int] = (-1, -1)
-
-    def __len__(self) -> int:
-        return len(self.docs)
 
 
 class SQLiteMemoryStore:
@@ -241,7 +198,7 @@ class SQLiteMemoryStore:
             raise
         if 0 < found < SCHEMA_VERSION:
             logger.info("upgraded %s from store schema %s to %s", self._path, found, SCHEMA_VERSION)
-        self._cache: OrderedDict[tuple[str, str], _ScopeIndex] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], ScopeIndex] = OrderedDict()
         self._stats_cache: (
             tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
         ) = None
@@ -279,6 +236,7 @@ class SQLiteMemoryStore:
                 self._conn.executemany("UPDATE memories SET terms = ?, seq = ? WHERE pk = ?", updates)
                 last = int(rows[-1][0])
             self._conn.execute("DELETE FROM term_stats")
+            self._conn.execute("DELETE FROM scope_snapshots")
             self._conn.execute("DELETE FROM field_stats")
             self._flush_stats(stats)
             scopes = self._conn.execute("SELECT DISTINCT user_id, agent_id FROM memories").fetchall()
@@ -355,8 +313,11 @@ class SQLiteMemoryStore:
     def _write(self, record: MemoryRecord, seq: int, old: Sequence[Any] | None, stats: _StatsDelta) -> None:
         """Insert or replace one validated record; its BM25 statistics go into ``stats``."""
         terms = _field_terms(record)
+        encoded = json.dumps(terms, ensure_ascii=False, sort_keys=True)
         if old is not None:
             stats.add(json.loads(old[AT["terms"]]), -1)
+            if old[AT["terms"]] != encoded:  # a saved index must never hold text the rows no longer do
+                self._forget_persisted(record.user_id, record.agent_id)
         stats.add(terms, +1)
         embedding = None
         if record.embedding is not None:
@@ -370,7 +331,7 @@ class SQLiteMemoryStore:
             embedding if column.kind == "vector" else column.encode(getattr(record, column.name))
             for column in RECORD_COLUMNS
         ]
-        values += [json.dumps(terms, ensure_ascii=False, sort_keys=True), seq]
+        values += [encoded, seq]
         if old is None:
             self._conn.execute(_INSERT, values)
         else:
@@ -524,6 +485,7 @@ class SQLiteMemoryStore:
                 stats.add(json.loads(terms), -1)
             self._flush_stats(stats)
             self._conn.execute(f"DELETE FROM memories WHERE {where}", params)  # noqa: S608
+            self._forget_persisted(user_id, agent_id)
             seq = self._next_seq()
             scopes = {(user_id, agent) for agent, _ in rows}
             self._bump_scopes(scopes, seq, new_epoch=True)
@@ -651,7 +613,7 @@ class SQLiteMemoryStore:
         return int(row[0])
 
     # -- the per-scope search cache -------------------------------------------------------------
-    def _scope_index(self, scope: Scope, marker: tuple[int, int]) -> _ScopeIndex:
+    def _scope_index(self, scope: Scope, marker: tuple[int, int]) -> ScopeIndex:
         key = (scope.user_id, scope.agent_id)
         cached = self._cache.get(key)
         if cached is not None and cached.checked_at == marker:
@@ -667,12 +629,17 @@ class SQLiteMemoryStore:
             self._cache.move_to_end(key)
             index.checked_at = marker
             return index
-        index = _ScopeIndex(version=version, epoch=epoch)
-        rows = self._conn.execute(
-            f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? ORDER BY id",  # noqa: S608
-            key,
-        ).fetchall()
-        self._absorb(index, rows)
+        index = self._load_persisted(key, version, epoch)
+        if index is None:
+            rows = self._conn.execute(
+                f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? ORDER BY id",  # noqa: S608
+                key,
+            ).fetchall()
+            index = ScopeIndex.build(version, epoch, rows)
+        elif index.version != version:
+            changed = self._refresh(key, index, version)
+            # Worth persisting again once a good part of the scope is read from the rows at each load.
+            index.persisted = changed <= max(PERSIST_MIN_DOCUMENTS // 8, len(index) // 8)
         index.checked_at = marker
         self._cache[key] = index
         self._evict()
@@ -684,119 +651,83 @@ class SQLiteMemoryStore:
             _, dropped = self._cache.popitem(last=False)
             total -= len(dropped)
 
-    def _refresh(self, key: tuple[str, str], index: _ScopeIndex, version: int) -> None:
+    def _refresh(self, key: tuple[str, str], index: ScopeIndex, version: int) -> int:
+        """Apply the scope's rows changed since the index's version; returns how many."""
         rows = self._conn.execute(
             f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?",  # noqa: S608
             (*key, index.version),
         ).fetchall()
-        self._absorb(index, rows)
+        if index.apply(rows):
+            index.persisted = False  # the saved copy, if any, was dropped when those texts changed
         index.version = version
+        return len(rows)
 
-    def _absorb(self, index: _ScopeIndex, rows: Sequence[Sequence[Any]]) -> None:
-        """Add or replace cached documents from rows, rebuilding the columns once."""
-        if not rows:
-            if not index.columns:
-                self._rebuild_columns(index)
+    def _load_persisted(self, key: tuple[str, str], version: int, epoch: int) -> ScopeIndex | None:
+        """The scope's persisted index with its vectors read from the rows, or ``None`` (none, or unusable)."""
+        row = self._conn.execute(
+            "SELECT epoch, data FROM scope_snapshots WHERE user_id = ? AND agent_id = ?", key
+        ).fetchone()
+        if row is None or int(row[0]) != epoch:
+            return None
+        dims = self._conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'").fetchone()
+        try:
+            index = ScopeIndex.from_bytes(bytes(row[1]), epoch=epoch, dims=None if dims is None else int(dims[0]))
+        except SnapshotError as exc:
+            logger.warning("rebuilding the search index of a scope from its rows: its saved copy is %s", exc)
+            return None
+        if index.version > version:  # cannot be: saved from a later state of the same epoch
+            return None
+        vectors = self._conn.execute(
+            "SELECT pk, embedding FROM memories WHERE user_id = ? AND agent_id = ? AND seq <= ?",
+            (*key, index.version),
+        ).fetchall()
+        if vectors:
+            pks, blobs = zip(*vectors, strict=True)
+            index.set_vectors_by_pk(pks, blobs)
+        return index
+
+    def _persist(self, key: tuple[str, str], index: ScopeIndex) -> None:
+        """Save a large scope's index in the file (best effort: a busy or read-only file is skipped)."""
+        if index.persisted or len(index) < PERSIST_MIN_DOCUMENTS:
             return
-        appended = False
-        for row in rows:
-            terms = json.loads(row[AT["terms"]])
-            blob = row[AT["embedding"]]
-            vector = None if blob is None else bytes(blob)
-            if vector is not None and len(vector) % 4:
-                np.frombuffer(vector, dtype=np.float32)  # raises: not a float32 array
-            memory_id = str(row[AT["id"]])
-            at = index.position.get(memory_id)
-            if at is None:
-                at = index.position[memory_id] = len(index.docs)
-                index.docs.append(_Doc(row, terms))
-                index.postings_dirty = appended = True
-            else:
-                if index.docs[at].terms != terms:
-                    index.postings_dirty = True
-                index.docs[at] = _Doc(row, terms)
-            index.pending[at] = vector
-        if appended or len(index.id_rank) != len(index.docs):
-            ids = np.array([d.id for d in index.docs], dtype=object)
-            index.id_rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
-        self._rebuild_columns(index)
+        if index.saved_at is not None and time.monotonic() - index.saved_at < PERSIST_INTERVAL_SECONDS:
+            return
+        index.persisted = True  # one attempt per load: a failure is not retried by every search
+        try:
+            row = self._conn.execute(
+                "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
+            ).fetchone()
+            if row is None or (int(row[0]), int(row[1])) != (index.version, index.epoch):
+                index.persisted = False  # the scope moved on since this search read it: next time
+                return
+            data = index.to_bytes()
+            self._conn.execute("PRAGMA busy_timeout = 250")
+            try:
+                with self._transaction():
+                    row = self._conn.execute(
+                        "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
+                    ).fetchone()
+                    if row is not None and (int(row[0]), int(row[1])) == (index.version, index.epoch):
+                        self._conn.execute(
+                            "INSERT INTO scope_snapshots (user_id, agent_id, epoch, version, data) "
+                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id) DO UPDATE SET "
+                            "epoch = excluded.epoch, version = excluded.version, data = excluded.data",
+                            (*key, index.epoch, index.version, data),
+                        )
+                        index.saved_at = time.monotonic()
+            finally:
+                self._conn.execute("PRAGMA busy_timeout = 10000")
+        except (sqlite3.Error, SnapshotError, StorageFullError) as exc:
+            logger.info("did not save the search index of a large scope (%s); it is rebuilt when loaded", exc)
 
-    def _rebuild_columns(self, index: _ScopeIndex) -> None:
-        rows = [d.row for d in index.docs]
-        n = len(rows)
-        nan = math.nan
-
-        def column(at: int) -> np.ndarray:
-            return np.fromiter((nan if r[at] is None else r[at] for r in rows), np.float64, n)
-
-        codes = {status.value: code for status, code in _STATUS_CODES.items()}
-        index.columns = {c.name: column(AT[c.name]) for c in _NUMERIC}
-        status, category, kind = AT["status"], AT["category"], AT["kind"]
-        index.columns["status"] = np.fromiter((codes[r[status]] for r in rows), np.int8, n)
-        index.columns["_category"] = np.array([r[category] for r in rows], dtype=object)
-        index.columns["_kind"] = np.array([r[kind] for r in rows], dtype=object)
-        pending, index.pending = index.pending, {}
-        if pending or index.vectors is None:
-            dims = next((len(v) // 4 for v in pending.values() if v is not None), None)
-            if dims is None and index.vectors is not None and index.vectors.shape[1] > 0:
-                dims = index.vectors.shape[1]
-            dims = dims or 0
-            size = 4 * dims
-            fits = sorted(at for at, v in pending.items() if v is not None and len(v) == size)
-            if dims and len(fits) == n:
-                # Every vector is new (a cold load): the joined blobs are the matrix, with no
-                # per-document copy. It is read-only, which is fine: the matrix is only ever replaced.
-                matrix = np.frombuffer(b"".join(pending[at] or b"" for at in fits), dtype=np.float32)
-                matrix = matrix.reshape(n, dims)
-                has = np.ones(n, dtype=bool)
-            else:
-                matrix = np.zeros((n, dims), dtype=np.float32)
-                has = np.zeros(n, dtype=bool)
-                if index.vectors is not None and index.vectors.shape[1] == dims:
-                    old_n = index.vectors.shape[0]
-                    matrix[:old_n] = index.vectors
-                    has[:old_n] = index.has_vector if index.has_vector is not None else False
-                absent = [at for at, v in pending.items() if v is None or len(v) != size]
-                if absent:
-                    matrix[absent] = 0.0
-                    has[absent] = False
-                if fits and dims:
-                    # One copy from the joined blobs instead of a row assignment per document.
-                    joined = b"".join(pending[at] or b"" for at in fits)
-                    matrix[fits] = np.frombuffer(joined, dtype=np.float32).reshape(len(fits), dims)
-                has[fits] = True
-            index.vectors, index.has_vector = matrix, has
-        if index.postings_dirty:
-            self._rebuild_postings(index)
-
-    @staticmethod
-    def _rebuild_postings(index: _ScopeIndex) -> None:
-        postings: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-        lengths: dict[str, np.ndarray] = {}
-        n = len(index.docs)
-        for name in SEARCH_FIELDS:
-            # Every (term, document, tf) entry in document order, then grouped by term with one stable
-            # sort: each posting lists its documents in ascending position, as a per-entry loop would.
-            terms: list[str] = []
-            tfs: list[int] = []
-            sizes: list[int] = []
-            for doc in index.docs:
-                counts = doc.terms.get(name, {})
-                terms.extend(counts)
-                tfs.extend(counts.values())
-                sizes.append(len(counts))
-            vocabulary = {term: i for i, term in enumerate(dict.fromkeys(terms))}
-            term_ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
-            entry_docs = np.repeat(np.arange(n, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
-            entry_tfs = np.asarray(tfs, dtype=np.float64)
-            lengths[name] = np.bincount(entry_docs, weights=entry_tfs, minlength=n).astype(np.float64)
-            by_term = np.argsort(term_ids, kind="stable")
-            bounds = np.flatnonzero(np.diff(term_ids[by_term])) + 1
-            docs_by_term = np.split(entry_docs[by_term], bounds)
-            tfs_by_term = np.split(entry_tfs[by_term], bounds)
-            postings[name] = dict(zip(vocabulary, zip(docs_by_term, tfs_by_term, strict=False), strict=False))
-        index.postings, index.lengths, index.postings_dirty = postings, lengths, False
-        index.weights = {}
+    def _forget_persisted(self, user_id: str, agent_id: str | None = None) -> None:
+        """Drop saved indexes (inside the caller's transaction): they hold the terms of the rows."""
+        if agent_id is None:
+            self._conn.execute("DELETE FROM scope_snapshots WHERE user_id = ?", (user_id,))
+        else:
+            self._conn.execute(
+                "DELETE FROM scope_snapshots WHERE user_id = ? AND agent_id = ?", (user_id, agent_id)
+            )
 
     # -- search ---------------------------------------------------------------------------------
     def _global_stats(
@@ -833,7 +764,7 @@ class SQLiteMemoryStore:
                 dfs[(str(name), str(term))] = int(df)
         return dfs
 
-    def _bm25(self, index: _ScopeIndex, terms: Sequence[str], marker: tuple[int, int]) -> np.ndarray:
+    def _bm25(self, index: ScopeIndex, terms: Sequence[str], marker: tuple[int, int]) -> np.ndarray:
         scores = np.zeros(len(index), dtype=np.float64)
         if not terms or not len(index):
             return scores
@@ -843,7 +774,6 @@ class SQLiteMemoryStore:
             if doc_count <= 0:
                 continue
             avgdl = total / doc_count
-            postings = index.postings.get(name, {})
             # Per-posting term weights depend on avgdl only; cache them until the statistics change.
             cache = index.weights.get(name)
             if cache is None or cache[0] != avgdl:
@@ -853,7 +783,7 @@ class SQLiteMemoryStore:
             for term in terms:
                 weights = cache[1].get(term)
                 if weights is None:
-                    posting = postings.get(term)
+                    posting = index.posting(name, term)
                     if posting is None:
                         continue
                     if norms is None:
@@ -866,19 +796,19 @@ class SQLiteMemoryStore:
         return scores
 
     @staticmethod
-    def _holding_all(index: _ScopeIndex, terms: Sequence[str]) -> np.ndarray:
+    def _holding_all(index: ScopeIndex, terms: Sequence[str]) -> np.ndarray:
         """Documents that hold every one of ``terms`` in some searchable field (Azure's ``searchMode=all``)."""
         holding = np.ones(len(index), dtype=bool)
         for term in dict.fromkeys(terms):
             has = np.zeros(len(index), dtype=bool)
             for name in SEARCH_FIELDS:
-                posting = index.postings.get(name, {}).get(term)
+                posting = index.posting(name, term)
                 if posting is not None:
                     has[posting[0]] = True
             holding &= has
         return holding
 
-    def _filter_mask(self, index: _ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
+    def _filter_mask(self, index: ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
         cols = index.columns
         status = cols["status"]
         mask = status == _STATUS_CODES[MemoryStatus.ACTIVE]
@@ -911,7 +841,7 @@ class SQLiteMemoryStore:
         return result
 
     @staticmethod
-    def _check_query_dimensions(index: _ScopeIndex, query_vector: np.ndarray | None) -> None:
+    def _check_query_dimensions(index: ScopeIndex, query_vector: np.ndarray | None) -> None:
         if query_vector is None or index.vectors is None:
             return
         stored = index.vectors.shape[1]
@@ -922,7 +852,7 @@ class SQLiteMemoryStore:
             )
 
     def _keyword_leg(
-        self, index: _ScopeIndex, terms: Sequence[str], mask: np.ndarray, marker: tuple[int, int], *, match_all: bool
+        self, index: ScopeIndex, terms: Sequence[str], mask: np.ndarray, marker: tuple[int, int], *, match_all: bool
     ) -> _Leg:
         """BM25 scores and ranks (top :data:`TEXT_LEG_TOP`); ``match_all`` is Azure's ``*``."""
         if match_all:
@@ -934,7 +864,7 @@ class SQLiteMemoryStore:
         return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP))
 
     @staticmethod
-    def _vector_leg(index: _ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
+    def _vector_leg(index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
         """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector."""
         scores = np.zeros(len(index), dtype=np.float64)
         usable = mask & (index.has_vector if index.has_vector is not None else False)
@@ -967,7 +897,7 @@ class SQLiteMemoryStore:
 
     @staticmethod
     def _hits(
-        index: _ScopeIndex,
+        index: ScopeIndex,
         candidates: np.ndarray,
         order: np.ndarray,
         ranked: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]],
@@ -981,11 +911,15 @@ class SQLiteMemoryStore:
         hits = []
         for position in order:
             at = int(candidates[position])
+            record = index.record(at)
+            if record is None:  # its row was read in the same snapshot as the index: cannot happen
+                logger.warning("a search hit's row was not found; left out")
+                continue
             kw = keyword.at(at) if keyword is not None else (None, None)
             vec = vector.at(at) if vector is not None else (None, None)
             hits.append(
                 SearchHit.model_construct(
-                    record=index.docs[at].record,
+                    record=record,
                     score=float(final[position]),
                     reranker_score=None,
                     breakdown=ScoreBreakdown.model_construct(
@@ -1019,33 +953,12 @@ class SQLiteMemoryStore:
         query_vector = self._query_vector(vector, mode)
         now_epoch = self._clock.now().timestamp()
         with self._lock:
-            marker = self._change_marker()
-            index = self._scope_index(scope, marker)
-            self._check_query_dimensions(index, query_vector)
-            mask = self._filter_mask(index, options, now_epoch)
-            keyword = vector_leg = None
-            fusion = fusion_for(query, options.vector_weight)
-            if mode in _TEXT_MODES:
-                terms = query_terms(query)
-                every_word = fusion.text_match == "all" and mode != SearchMode.KEYWORD
-                keyword = self._keyword_leg(
-                    index,
-                    terms,
-                    mask & self._holding_all(index, terms) if every_word and terms else mask,
-                    marker,
-                    match_all=mode == SearchMode.KEYWORD and not terms,
-                )
-            if mode in _VECTOR_MODES and query_vector is not None:
-                vector_leg = self._vector_leg(index, query_vector, mask, options.vector_k)
-            relevance, selected = self._fuse(mode, keyword, vector_leg, fusion.vector_weight, len(index))
-            candidates = np.flatnonzero(selected)
-            profile = profile_for(options.ranking_profile)
-            cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
-            ranked = apply_profile(relevance[candidates], profile, cols, now_epoch=now_epoch)
-            order = _order(candidates, ranked[0], index, options.order_by, options.top)
-            hits = self._hits(
-                index, candidates, order, ranked, relevance, keyword, vector_leg, profile.name if profile else None
-            )
+            self._conn.execute("BEGIN")  # one read snapshot: the index and the rows of its hits agree
+            try:
+                hits, index = self._search_locked(scope, query, query_vector, options, now_epoch)
+            finally:
+                self._conn.execute("COMMIT")
+            self._persist((scope.user_id, scope.agent_id), index)
         return SearchResult(
             hits=hits,
             mode=mode,
@@ -1053,6 +966,47 @@ class SQLiteMemoryStore:
             semantic_ranker_available=False,
             notes=[SEMANTIC_NOTE] if mode == SearchMode.SEMANTIC else [],
         )
+
+    def _search_locked(
+        self,
+        scope: Scope,
+        query: str,
+        query_vector: np.ndarray | None,
+        options: MemorySearchOptions,
+        now_epoch: float,
+    ) -> tuple[list[SearchHit], ScopeIndex]:
+        mode = options.mode
+        marker = self._change_marker()
+        index = self._scope_index(scope, marker)
+        self._check_query_dimensions(index, query_vector)
+        mask = self._filter_mask(index, options, now_epoch)
+        keyword = vector_leg = None
+        fusion = fusion_for(query, options.vector_weight)
+        if mode in _TEXT_MODES:
+            terms = query_terms(query)
+            every_word = fusion.text_match == "all" and mode != SearchMode.KEYWORD
+            keyword = self._keyword_leg(
+                index,
+                terms,
+                mask & self._holding_all(index, terms) if every_word and terms else mask,
+                marker,
+                match_all=mode == SearchMode.KEYWORD and not terms,
+            )
+        if mode in _VECTOR_MODES and query_vector is not None:
+            vector_leg = self._vector_leg(index, query_vector, mask, options.vector_k)
+        relevance, selected = self._fuse(mode, keyword, vector_leg, fusion.vector_weight, len(index))
+        candidates = np.flatnonzero(selected)
+        profile = profile_for(options.ranking_profile)
+        cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
+        ranked = apply_profile(relevance[candidates], profile, cols, now_epoch=now_epoch)
+        order = _order(candidates, ranked[0], index, options.order_by, options.top)
+        missing = index.missing_rows(int(candidates[p]) for p in order)
+        if missing:
+            index.add_rows(self._rows_by_pk(f"SELECT {SELECT_LIST} FROM memories WHERE pk IN ({{}})", missing))  # noqa: S608
+        hits = self._hits(
+            index, candidates, order, ranked, relevance, keyword, vector_leg, profile.name if profile else None
+        )
+        return hits, index
 
     # -- forgetting (the policy is applied in memory_core.service.forgetting) --------------------
     async def scan_retention(self, *, after: str | None = None, limit: int) -> RetentionPage:
@@ -1249,7 +1203,7 @@ def _ranks(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:
 
 
 def _order(
-    candidates: np.ndarray, final: np.ndarray, index: _ScopeIndex, order_by: OrderBy | None, top: int
+    candidates: np.ndarray, final: np.ndarray, index: ScopeIndex, order_by: OrderBy | None, top: int
 ) -> np.ndarray:
     """The first ``top`` positions into ``candidates``: by score (ties by id), or by ``order_by`` then score."""
     if not len(candidates):
@@ -1259,7 +1213,7 @@ def _order(
         # Only documents scoring at least the top-th best can be in the answer (ties included).
         threshold = np.partition(final, len(final) - top)[len(final) - top]
         keep = np.flatnonzero(final >= threshold)
-    keys: list[np.ndarray] = [index.id_rank[candidates[keep]], -final[keep]]
+    keys: list[np.ndarray] = [index.id_ranks(candidates[keep]), -final[keep]]
     if order_by is not None:
         column = index.columns[order_by.field][candidates].astype(np.float64)
         column = np.where(np.isnan(column), -np.inf, column)
