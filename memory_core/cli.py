@@ -102,6 +102,7 @@ EXTRAS: dict[str, str] = {
     "openai": "llm",
     "mcp": "mcp",
     "matplotlib": "bench",
+    "usearch": "ann",
 }
 
 #: One example per command (``--help`` shows it); the key is the command's words after ``memory-core``.
@@ -126,6 +127,7 @@ EXAMPLES: dict[str, str] = {
     "bench provider": "memory-core bench provider --runs 50 --embedder hash",
     "bench serve": "memory-core bench serve --seconds 10 --turns 200",
     "bench inspector": "memory-core bench inspector --memories 1000 --runs 5",
+    "bench ann": "memory-core bench ann --sizes 10000 --derived --k 50 --threads 1",
     "eval": "memory-core eval japanese",
     "eval locomo": "memory-core eval locomo --data locomo10.json --output locomo.json",
     "eval japanese": "memory-core eval japanese --output ja.json",
@@ -1152,6 +1154,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b.add_argument("--seed", type=int, default=7)
+    b = bench.add_parser("ann", help="an approximate vector index (HNSW) against exact search: recall, speed, size")
+    from .bench.ann import add_arguments as ann_arguments
+
+    ann_arguments(b)
     b = bench.add_parser("serve", help="the embedded server under search load while turns are posted")
     b.add_argument("--searchers", type=int, default=20, help="concurrent searchers")
     b.add_argument("--seconds", type=float, default=30.0, help="how long the searchers run")

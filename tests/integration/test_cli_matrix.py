@@ -433,6 +433,10 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
         {0, 1},
     ),
     "bench inspector": (["bench", "inspector", "--memories", "100", "--other-users", "2", "--runs", "1"], {0}),
+    "bench ann": (
+        ["bench", "ann", "--sizes", "300", "--derived", "--k", "5", "--threads", "1", "--queries", "3", "--no-determinism"],
+        {0},
+    ),
     "eval locomo": (["eval", "locomo", "--data", "missing.json"], {2}),  # the error, as JSON
     "eval japanese": (["eval", "japanese", "--modes", "keyword", "--profiles", "none", "--no-cache"], {0}),
     "eval pipeline": (["eval", "pipeline", "--no-cache"], {0}),
