@@ -1117,10 +1117,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
     b.add_argument(
         "--concurrency",
-        type=int,
-        default=1,
-        help="turns of different scopes in flight at once, their passages embedded together (like serve's workers)",
+        type=_positive_int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="turns of different scopes in flight at once, their passages embedded together, like serve's "
+        "workers (default: 4, serve's default; several values: one run each, a table and a chart)",
     )
+    b.add_argument("--charts", metavar="DIR", help="draw ingest.png into DIR (needs matplotlib)")
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b = bench.add_parser("forget", help="forgetting throughput and peak memory over a large store")
     b.add_argument("--store-size", type=int, default=1_000_000)

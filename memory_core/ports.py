@@ -32,6 +32,7 @@ from .policy import HumanMemoryPolicy
 __all__ = [
     "MAX_BROWSE_LIMIT",
     "MAX_BROWSE_OFFSET",
+    "BatchReader",
     "ChatModel",
     "CheckpointStore",
     "Clock",
@@ -658,9 +659,28 @@ class WalCheckpointer(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchReader(Protocol):
+    """A store that can read many memories of one scope in one round trip (both adapters: one SQLite
+    query per 900 ids, one Azure AI Search request per 1,000), where :meth:`MemoryStore.get` costs one
+    call per memory (an HTTP request on Azure). An import that skips what the store already holds
+    reads with it."""
+
+    async def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The records of ``scope`` among ``memory_ids``, any status, by id (in the order asked), as
+        :meth:`MemoryStore.get` returns them (with their embeddings). An id that no memory of ``scope`` has (missing, or of
+        another scope) is simply absent; a repeated id is read once. Any number of ids: the adapter
+        splits them into requests it can send.
+
+        Raises:
+            ValidationError: An id is not a memory id (before anything is read).
+        """
+        ...
+
+
 def supports(resource: object, capability: type) -> bool:
     """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
-    :class:`QueuedLister`, :class:`WalCheckpointer`).
+    :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`).
 
     ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
     adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12

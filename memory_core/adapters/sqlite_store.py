@@ -395,6 +395,31 @@ class SQLiteMemoryStore:
             row = self._get_in_scope(scope, memory_id)
         return None if row is None else row_to_record(row, with_embedding=True)
 
+    async def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The records of ``scope`` among ``memory_ids`` (any status, with embeddings, as :meth:`get`
+        returns them), by id; ids missing or of another scope are absent. One query per
+        :data:`_IN_CHUNK` ids (:class:`~memory_core.ports.BatchReader`).
+
+        Raises:
+            ValidationError: A bad id (before any query).
+        """
+        scope = _checked(scope)
+        if isinstance(memory_ids, str):
+            raise ValidationError("memory_ids", "must be a sequence of memory ids, not one string")
+        ids = list(dict.fromkeys(validate_memory_id(i, "memory_ids") for i in memory_ids))
+        found: dict[str, MemoryRecord] = {}
+        with self._lock:
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start : start + _IN_CHUNK]
+                rows = self._conn.execute(
+                    f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? "  # noqa: S608
+                    f"AND id IN ({', '.join('?' * len(chunk))})",  # constant column list, placeholders
+                    [scope.user_id, scope.agent_id, *chunk],
+                ).fetchall()
+                for row in rows:
+                    found[str(row[AT["id"]])] = row_to_record(row, with_embedding=True)
+        return {i: found[i] for i in ids if i in found}
+
     def _merge_locked(
         self, scope: Scope, memory_id: str, changes: Mapping[str, Any], seq: int
     ) -> MemoryRecord:

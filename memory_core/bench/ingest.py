@@ -7,11 +7,13 @@ rule consolidation (hybrid search of the neighbours), the history and the store 
 is loaded and warmed up before the clock starts. Reported: turns and candidates per second, latency
 per turn, and the share of the time the model spent embedding.
 
-``--concurrency N`` ingests like ``memory-core serve`` with N workers: N tasks, each taking the turns
-of its scopes in order (a scope is never ingested by two tasks), through the runtime's
+``--concurrency N`` (default 4, as ``memory-core serve``'s workers and ``memory-core ingest``) ingests
+like ``memory-core serve`` with N workers: N tasks, each taking the turns of its scopes in order (a scope is never ingested by two tasks), through the runtime's
 :class:`~memory_core.local.batching.BatchingEmbedder`, so passages asked for while the model is busy
 go in one call. The floor beside the figures is the embedder's batch throughput in the same run: every
-passage the run embedded, embedded again in batches of 16, as turns per second.
+passage the run embedded, embedded again in batches of 16, as turns per second. Several values
+(``--concurrency 1 2 4 8``) give one run each, a table of them and, with ``--charts DIR``, ``ingest.png``
+(turns per second against the concurrency, the floor beside it).
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ import numpy as np
 from ..ports import Embedder
 from ..progress import NO_PROGRESS, Progress
 from ..service.ingest import TimedEmbedder
-from . import machine_context, publish
+from . import machine_context, publish, publish_charts
 
-__all__ = ["main", "run", "synthetic_turns"]
+__all__ = ["DEFAULT_CONCURRENCY", "draw_ingest_chart", "main", "run", "synthetic_turns"]
+
+#: Turns in flight by default: what ``memory-core serve`` (its workers) and ``memory-core ingest`` use.
+DEFAULT_CONCURRENCY = 4
 
 _FOODS_JA = ["辛い料理", "甘いもの", "生魚", "納豆", "パクチー", "チーズ", "揚げ物", "蕎麦"]
 _DRINKS_JA = ["コーヒー", "紅茶", "緑茶", "ビール", "ワイン", "日本酒"]
@@ -245,14 +250,85 @@ def run(
 
 
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
-    """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--concurrency N]
-    [--output JSON]``."""
+    """``memory-core bench ingest [--turns N] [--scopes N] [--seed N] [--threads N] [--concurrency N ...]
+    [--output JSON] [--charts DIR]``: one run per concurrency (several: a table and a chart of them)."""
     turns = int(getattr(args, "turns", 200) or 200)
     scopes = int(getattr(args, "scopes", 8) or 8)
     seed = int(getattr(args, "seed", 7) or 7)
     threads = int(getattr(args, "threads", 2) or 2)
-    concurrency = max(1, int(getattr(args, "concurrency", 1) or 1))
-    figures = await _measure(turns, scopes, seed, threads, progress, concurrency)
-    report = {"benchmark": "ingest", "machine": machine_context(), **figures}
-    publish(report, args, out, _table(report))
+    given = getattr(args, "concurrency", None) or [DEFAULT_CONCURRENCY]
+    levels = [max(1, int(c)) for c in (given if isinstance(given, list) else [given])]
+    runs = []
+    for concurrency in levels:
+        figures = await _measure(turns, scopes, seed, threads, progress, concurrency)
+        runs.append({"benchmark": "ingest", "machine": machine_context(), **figures})
+    if len(runs) == 1:
+        publish(runs[0], args, out, _table(runs[0]))
+        report = runs[0]
+    else:
+        report = {"benchmark": "ingest", "machine": machine_context(), "runs": runs}
+        publish(report, args, out, _sweep_table(runs))
+    if getattr(args, "charts", None):
+        publish_charts(draw_ingest_chart(runs, args.charts), args, out)
     return 0
+
+
+def _sweep_table(runs: list[dict[str, Any]]) -> str:
+    from ..evaluation.common import markdown_table
+
+    rows = [
+        [
+            r["concurrency"],
+            r["turns_per_second"],
+            r["floor_turns_per_second"],
+            f"{100 * r['turns_per_second'] / r['floor_turns_per_second']:.0f} %" if r["floor_turns_per_second"] else "-",
+            r["turn_ms"]["p50"],
+            r["passages_embedded"],
+            r["model_calls"] if r["model_calls"] is not None else "one per turn",
+        ]
+        for r in runs
+    ]
+    first = runs[0]
+    return (
+        "\n"
+        + markdown_table(
+            ["concurrency", "turns/s", "floor turns/s", "share of the floor", "ms per turn p50", "passages", "model calls"],
+            rows,
+        )
+        + f"\n{first['turns']} turns over {first['scopes']} scopes; rule path + {first['embedder']} "
+        f"({first['embedder_threads']} threads) + SQLite, {first['machine']['cpus']} CPUs\n"
+    )
+
+
+def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list[str]:
+    """``ingest.png``: turns per second at each concurrency, with the model-only floor beside it."""
+    from ..evaluation.common import pyplot
+
+    plt = pyplot()
+    if plt is None:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    xs = [r["concurrency"] for r in runs]
+    ax.plot(xs, [r["turns_per_second"] for r in runs], marker="o", color="#4472c4", label="ingestion, turns/s")
+    ax.plot(
+        xs,
+        [r["floor_turns_per_second"] for r in runs],
+        marker=".",
+        linestyle=":",
+        color="#ed7d31",
+        label="floor: the model alone, batches of 16",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("turns of different scopes in flight (serve's workers)")
+    ax.set_ylabel("turns per second")
+    ax.set_title(f"{runs[0]['turns']} turns, {runs[0]['embedder']} ({runs[0]['embedder_threads']} threads)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    target = Path(directory) / "ingest.png"
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+    return [str(target)]

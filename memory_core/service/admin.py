@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..models import (
@@ -30,7 +30,7 @@ from ..models import (
     validate_scope_id,
 )
 from ..policy import HumanMemoryPolicy
-from ..ports import Embedder, HistoryStore, MemoryStore, ScopePurger, WalCheckpointer, supports
+from ..ports import BatchReader, Embedder, HistoryStore, MemoryStore, ScopePurger, WalCheckpointer, supports
 from ..progress import ProgressCallback
 
 __all__ = [
@@ -54,6 +54,9 @@ logger = logging.getLogger(__name__)
 IMPORT_BATCH = 256
 #: Records read per store call during an export.
 EXPORT_PAGE = 500
+#: Ids looked up per store call when an import skips what the store already holds (a store that
+#: reads many at once, :class:`~memory_core.ports.BatchReader`).
+DEDUPE_LOOKUP = 500
 #: Memories an ambiguous id prefix names in its error, at most.
 PREFIX_CANDIDATES = 10
 
@@ -136,6 +139,48 @@ def _unchanged(existing: MemoryRecord, record: MemoryRecord, given: Iterable[str
     return "embedding" not in given or record.embedding is None or existing.embedding == record.embedding
 
 
+_Decision = Literal["import", "update", "skip"]
+
+
+def _decision(stored: MemoryRecord | None, record: MemoryRecord, keys: Iterable[str]) -> _Decision:
+    """What a deduplicating import does with a row given the memory stored under its id: ``skip``
+    (held already: the row has no id, or every field it gives is unchanged), ``update`` or ``import``."""
+    if stored is None:
+        return "import"
+    if "id" not in keys or _unchanged(stored, record, keys):
+        return "skip"
+    return "update"
+
+
+async def _stored_decisions(
+    store: MemoryStore, records: Sequence[MemoryRecord], given: Sequence[Iterable[str]]
+) -> list[_Decision]:
+    """:func:`_decision` for each of ``records`` (distinct ids per scope), against the store.
+
+    A store that reads many memories at once (:class:`~memory_core.ports.BatchReader`) is asked per
+    scope for up to :data:`DEDUPE_LOOKUP` ids at a time, and only a decision is kept of each memory
+    read; another store is asked once per record.
+    """
+    decisions: list[_Decision] = ["import"] * len(records)
+    if not supports(store, BatchReader):
+        for position, (record, keys) in enumerate(zip(records, given, strict=True)):
+            stored = await store.get(Scope.of(record.user_id, record.agent_id), record.id)
+            decisions[position] = _decision(stored, record, keys)
+        return decisions
+    reader = cast(BatchReader, store)
+    by_scope: dict[tuple[str, str], list[int]] = {}
+    for position, record in enumerate(records):
+        by_scope.setdefault((record.user_id, record.agent_id), []).append(position)
+    for (user_id, agent_id), positions in by_scope.items():
+        scope = Scope.of(user_id, agent_id)
+        for start in range(0, len(positions), DEDUPE_LOOKUP):
+            chunk = positions[start : start + DEDUPE_LOOKUP]
+            held = await reader.get_many(scope, [records[i].id for i in chunk])
+            for i in chunk:
+                decisions[i] = _decision(held.get(records[i].id), records[i], given[i])
+    return decisions
+
+
 async def import_records(
     store: MemoryStore,
     embedder: Embedder,
@@ -157,7 +202,9 @@ async def import_records(
         dedupe: Make the import idempotent: a row without an ``id`` gets :func:`content_memory_id`
             (not a random one), and a row whose memory the store already holds with every field the
             row gives is skipped, as is a row repeating an earlier row's id. Without it every row is
-            written (``upsert``: a row with an existing id replaces that memory).
+            written (``upsert``: a row with an existing id replaces that memory). A store that reads
+            many memories at once (:class:`~memory_core.ports.BatchReader`: both adapters) is asked
+            for :data:`DEDUPE_LOOKUP` ids of a scope per call; another, once per row.
         progress: Told ``(records written, records to write)`` once the rows are validated and after
             every batch.
     """
@@ -174,19 +221,25 @@ async def import_records(
         given.append(row.keys())
     updated = skipped = 0
     if dedupe:
+        # Each row is first a repeat of an earlier row's id (skipped), or the first with its id; the
+        # stored memories are then read for the first ones (nothing is written meanwhile, so the order
+        # of the reads changes nothing) and each row decided in order.
         seen: set[tuple[str, str, str]] = set()
-        wanted: list[MemoryRecord] = []
-        for record, keys in zip(records, given, strict=True):
+        first: list[int] = []
+        for position, record in enumerate(records):
             key = (record.user_id, record.agent_id, record.id)
-            if key in seen:
+            if key not in seen:
+                seen.add(key)
+                first.append(position)
+        decisions = await _stored_decisions(store, [records[i] for i in first], [given[i] for i in first])
+        verdict = dict(zip(first, decisions, strict=True))
+        wanted: list[MemoryRecord] = []
+        for position, record in enumerate(records):
+            decision: _Decision = verdict.get(position, "skip")
+            if decision == "skip":
                 skipped += 1
                 continue
-            seen.add(key)
-            stored = await store.get(Scope.of(record.user_id, record.agent_id), record.id)
-            if stored is not None and ("id" not in keys or _unchanged(stored, record, keys)):
-                skipped += 1
-                continue
-            updated += stored is not None
+            updated += decision == "update"
             wanted.append(record)
         records = wanted
     embedded = 0

@@ -42,6 +42,30 @@ def test_bench_ingest_reports_throughput_and_embedding_share() -> None:
     assert "turns per second" in printed[0]
 
 
+def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path) -> None:
+    import io
+
+    from memory_core.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["--json", "bench", "ingest", "--turns", "6", "--scopes", "3", "--concurrency", "1", "3", "--charts", str(tmp_path)]
+    )
+    out = io.StringIO()
+    assert asyncio.run(bench_ingest.main(args, out)) == 0
+    runs = json.loads(out.getvalue())["runs"]
+    assert [r["concurrency"] for r in runs] == [1, 3]
+    assert all(r["floor_turns_per_second"] > 0 and r["decisions"] == runs[0]["decisions"] for r in runs)
+    assert runs[0]["model_calls"] is None and runs[1]["model_calls"] <= runs[1]["passages_embedded"]
+    assert (tmp_path / "ingest.png").stat().st_size > 1000
+
+
+def test_bench_ingest_runs_as_serve_ingests_by_default() -> None:
+    from memory_core.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "ingest"])
+    assert args.concurrency is None and bench_ingest.DEFAULT_CONCURRENCY == 4
+
+
 def test_demo_llm_uses_the_configured_model_and_reports_its_cost(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
