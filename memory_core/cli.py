@@ -689,8 +689,10 @@ async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
             bar.update(done + 1)
 
         bar.update(0)
-        # A failure stops the run as a loop would: the turns before it are ingested and shown, none
-        # after it is started, and the earliest failure is raised (see memory_core.local.lanes).
+        # A failure stops the run as a loop would: the turns before it are ingested and shown, no turn
+        # after it starts once it has failed (turns of other scopes already in flight finish, unshown:
+        # a second run skips them as already ingested), and the earliest failure is raised
+        # (see memory_core.local.lanes).
         await run_in_lanes(
             turns,
             service.ingest,

@@ -50,6 +50,8 @@ STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.D
 SNAPSHOT_FORMAT = 1
 _STATUS_BY_VALUE = {status.value: code for status, code in STATUS_CODES.items()}
 _SEPARATOR = "\x00"
+#: Records of recent hits held per scope (their rows are read again after that).
+_RECORDS_HELD = 2048
 
 
 class SnapshotError(ValueError):
@@ -121,6 +123,16 @@ def _entries(
         np.repeat(np.asarray(positions, dtype=np.int64), sizes),
         np.asarray(tfs, dtype=np.float64),
     )
+
+
+def _rank_of_ids(ids: Sequence[str]) -> np.ndarray:
+    """Each id's rank among ``ids`` (0: the smallest); ids in order (a build reads rows by id) cost no sort."""
+    if all(ids[i] < ids[i + 1] for i in range(len(ids) - 1)):
+        return np.arange(len(ids), dtype=np.int64)
+    order = np.argsort(_objects(ids), kind="stable")
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[order] = np.arange(len(ids), dtype=np.int64)
+    return ranks
 
 
 def _objects(values: Sequence[Any]) -> np.ndarray:
@@ -202,18 +214,20 @@ class ScopeIndex:
     def id_rank(self) -> np.ndarray:
         """Rank of each document's id among the scope's ids (ties in score are broken by id)."""
         if self._id_rank is None or len(self._id_rank) != len(self.ids):
-            ids = np.array(self.ids, dtype=object)
-            self._id_rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
+            self._id_rank = _rank_of_ids(self.ids)
         return self._id_rank
 
     def id_ranks(self, positions: np.ndarray) -> np.ndarray:
-        """Ranks that order ``positions`` by id (to break ties), without sorting every id when few."""
-        if (self._id_rank is None or len(self._id_rank) != len(self.ids)) and len(positions) <= 4096:
-            ids = _objects([self.ids[at] for at in positions.tolist()])
-            ranks: np.ndarray = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
-            return ranks
-        result: np.ndarray = self.id_rank[positions]
-        return result
+        """Ranks that order ``positions`` by id (to break ties in score).
+
+        The ranks of every id are kept for the documents indexed when they were last computed (a
+        build, a load, a compaction); a set that holds a document added since is ranked on its own.
+        """
+        ranked = self._id_rank
+        if ranked is not None and (not len(positions) or int(positions.max()) < len(ranked)):
+            result: np.ndarray = ranked[positions]
+            return result
+        return _rank_of_ids([self.ids[at] for at in positions.tolist()])
 
     def posting(self, name: str, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(documents, term frequencies) of ``term`` in field ``name``, or ``None`` when no document has it."""
@@ -264,11 +278,13 @@ class ScopeIndex:
             row = self._rows.pop(at, None)
             if row is None:
                 return None
+            if len(self._records) >= _RECORDS_HELD:
+                self._records.clear()  # the records of recent hits, not of the scope
             record = self._records[at] = row_to_record(row, with_embedding=False)
         return record
 
     # -- changing -----------------------------------------------------------------------------------
-    def apply(self, rows: Sequence[Sequence[Any]], *, keep_rows: bool = True) -> bool:
+    def apply(self, rows: Sequence[Sequence[Any]]) -> bool:
         """Add or replace documents from selected rows (``SELECT_LIST`` order).
 
         Returns:
@@ -297,14 +313,10 @@ class ScopeIndex:
                 signatures[at] = signature
                 texts.append((at, raw))
             self._records.pop(at, None)
-            if keep_rows:
-                self._rows[at] = row
-            else:
-                self._rows.pop(at, None)
+            self._rows.pop(at, None)
         n = len(self.ids)
         where = np.asarray(slots, dtype=np.int64)
         if appended:
-            self._id_rank = None
             self.pks = np.concatenate((self.pks, np.zeros(appended, dtype=np.int64)))
             self.stale = np.concatenate((self.stale, np.zeros(appended, dtype=bool)))
             for name in SEARCH_FIELDS:
@@ -332,6 +344,7 @@ class ScopeIndex:
             else:
                 self.lengths[name][where] = np.fromiter((sum(c.values()) for c in counts), np.float64, len(counts))
         if into_base:
+            self._id_rank = _rank_of_ids(self.ids)
             return
         for at, terms in zip(positions, parsed, strict=True):
             self.changed[at] = terms
@@ -416,12 +429,14 @@ class ScopeIndex:
         self.stale = np.zeros(len(self.ids), dtype=bool)
         self._changed_postings = None
         self.weights = {}
+        if self._id_rank is None or len(self._id_rank) != len(self.ids):
+            self._id_rank = _rank_of_ids(self.ids)
 
     @classmethod
     def build(cls, version: int, epoch: int, rows: Sequence[Sequence[Any]]) -> ScopeIndex:
         """A whole scope from its rows (a cold load), rows not kept."""
         index = cls(version, epoch)
-        index.apply(rows, keep_rows=False)
+        index.apply(rows)
         return index
 
     # -- persisting ---------------------------------------------------------------------------------
@@ -482,6 +497,7 @@ class ScopeIndex:
                 raise SnapshotError("of another embedding size")
             n = int(meta["count"])
             index = cls(int(meta["version"]), epoch)
+            saved_dims = int(meta["dims"])
             index.ids = _split(archive["ids"], n, "ids")
             index.position = {memory_id: at for at, memory_id in enumerate(index.ids)}
             if len(index.position) != n:
@@ -498,7 +514,9 @@ class ScopeIndex:
                 terms = _split(archive[f"terms.{name}"], int(meta["vocabulary"][name]), "terms")
                 offsets = np.asarray(archive[f"offsets.{name}"], dtype=np.int64)
                 docs = np.asarray(archive[f"docs.{name}"], dtype=np.int32)
-                if len(offsets) != len(terms) + 1 or int(offsets[-1]) != len(docs) or (len(docs) and int(docs.max()) >= n):
+                fits = len(offsets) == len(terms) + 1 and int(offsets[0]) == 0 and int(offsets[-1]) == len(docs)
+                fits = fits and bool(np.all(np.diff(offsets) >= 0))
+                if not fits or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= n)):
                     raise SnapshotError(f"postings of {name} do not fit")
                 index.fields[name] = FieldPostings(
                     {term: at for at, term in enumerate(terms)},
@@ -511,13 +529,17 @@ class ScopeIndex:
             sizes |= {len(v) for v in index.lengths.values()}
             if sizes != {n}:
                 raise SnapshotError("columns of different lengths")
+            if len(np.unique(index.pks)) != n:
+                raise SnapshotError("the same row key twice")
+            if not np.array_equal(np.sort(index._id_rank), np.arange(n)):
+                raise SnapshotError("id ranks that are not a permutation")
         except SnapshotError:
             raise
         except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise SnapshotError(f"damaged ({type(exc).__name__}: {exc})") from None
         index.stale = np.zeros(n, dtype=bool)
         index.has_vector = np.zeros(n, dtype=bool)
-        index.dims = dims or int(meta["dims"])
+        index.dims = saved_dims  # as a rebuild would find it: the scope's own vectors (0: none yet)
         index._matrix = np.zeros((n, index.dims), dtype=np.float32)
         index.persisted = True
         return index

@@ -37,7 +37,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,9 @@ _TEXT_MODES = (SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _VECTOR_MODES = (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC)
 _STATUS_CODES = STATUS_CODES
 _INSERT = insert_sql()
+#: Cosines within this much of the k-th best are scored again exactly (a float32 product's rounding
+#: is far smaller: about 1e-6 for 384 dimensions).
+_RESCORE_MARGIN = 1e-4
 #: Scopes with at least this many memories keep their search index in the file between processes.
 PERSIST_MIN_DOCUMENTS = 10_000
 #: A scope's saved index dropped by a change of text is saved again at most this often per process.
@@ -679,12 +682,17 @@ class SQLiteMemoryStore:
     def _refresh(self, key: tuple[str, str], index: ScopeIndex, version: int) -> int:
         """Apply the scope's rows changed since the index's version; returns how many."""
         rows = self._conn.execute(
-            f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ?",  # noqa: S608
+            f"SELECT {SELECT_LIST} FROM memories WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY id",  # noqa: S608
             (*key, index.version),
         ).fetchall()
-        if index.apply(rows):
-            index.persisted = False  # the saved copy, if any, was dropped when those texts changed
+        index.apply(rows)
         index.version = version
+        if rows and index.persisted and len(index) >= PERSIST_MIN_DOCUMENTS:
+            # A change of text (here or in another process) drops the saved copy: save again, later.
+            saved = self._conn.execute(
+                "SELECT epoch FROM scope_snapshots WHERE user_id = ? AND agent_id = ?", key
+            ).fetchone()
+            index.persisted = saved is not None and int(saved[0]) == index.epoch
         return len(rows)
 
     def _load_persisted(self, key: tuple[str, str], version: int, epoch: int) -> ScopeIndex | None:
@@ -732,17 +740,21 @@ class SQLiteMemoryStore:
                     row = self._conn.execute(
                         "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
                     ).fetchone()
-                    if row is not None and (int(row[0]), int(row[1])) == (index.version, index.epoch):
-                        self._conn.execute(
-                            "INSERT INTO scope_snapshots (user_id, agent_id, epoch, version, data) "
-                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id) DO UPDATE SET "
-                            "epoch = excluded.epoch, version = excluded.version, data = excluded.data",
-                            (*key, index.epoch, index.version, data),
-                        )
-                        index.saved_at = time.monotonic()
+                    if row is None or (int(row[0]), int(row[1])) != (index.version, index.epoch):
+                        index.persisted = False
+                        return
+                    self._conn.execute(
+                        "INSERT INTO scope_snapshots (user_id, agent_id, epoch, version, data) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id) DO UPDATE SET "
+                        "epoch = excluded.epoch, version = excluded.version, data = excluded.data",
+                        (*key, index.epoch, index.version, data),
+                    )
+                    index.saved_at = time.monotonic()
             finally:
                 self._conn.execute("PRAGMA busy_timeout = 10000")
         except (sqlite3.Error, SnapshotError, StorageFullError) as exc:
+            index.persisted = False  # tried again a minute later at the earliest
+            index.saved_at = time.monotonic()
             logger.info("did not save the search index of a large scope (%s); it is rebuilt when loaded", exc)
 
     def _forget_persisted(self, user_id: str, agent_id: str | None = None) -> None:
@@ -886,20 +898,30 @@ class SQLiteMemoryStore:
         else:
             scores = self._bm25(index, terms, marker)
             matched = mask & (scores > 0.0)
-        return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP))
+        return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP, index.id_ranks))
 
     @staticmethod
     def _vector_leg(index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
-        """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector."""
+        """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector.
+
+        One float32 matrix-vector product finds the candidates; the top ``k`` (and every document
+        within rounding of the k-th) are scored again row by row in float64, so a document's score does
+        not depend on where its row sits in the matrix or how many rows there are (a BLAS product's
+        last bits do), and an index updated in place ranks exactly as one rebuilt from the rows.
+        """
         scores = np.zeros(len(index), dtype=np.float64)
-        usable = mask & (index.has_vector if index.has_vector is not None else False)
-        if index.vectors is not None and index.vectors.shape[1] and usable.any():
-            scores = (index.vectors @ query_vector).astype(np.float64)
-            # 1 / (2 - clip(cosine, -1, 1)), in place (the same operations, fewer temporaries).
-            np.clip(scores, -1.0, 1.0, out=scores)
-            np.subtract(2.0, scores, out=scores)
-            np.divide(1.0, scores, out=scores)
-        return _Leg(scores, _ranks(scores, usable, k))
+        eligible = np.zeros(len(index), dtype=bool)
+        usable = mask & index.has_vector
+        if index.dims and usable.any():
+            positions = np.flatnonzero(usable)
+            rough = (index.vectors @ query_vector)[positions]
+            if 0 < k < len(positions):
+                cut = np.partition(rough, len(rough) - k)[len(rough) - k]
+                positions = positions[rough >= cut - _RESCORE_MARGIN]
+            cosines = (index.vectors[positions].astype(np.float64) * query_vector.astype(np.float64)).sum(axis=1)
+            scores[positions] = 1.0 / (2.0 - np.clip(cosines, -1.0, 1.0))
+            eligible[positions] = True
+        return _Leg(scores, _ranks(scores, eligible, k, index.id_ranks))
 
     @staticmethod
     def _fuse(
@@ -981,8 +1003,10 @@ class SQLiteMemoryStore:
             self._conn.execute("BEGIN")  # one read snapshot: the index and the rows of its hits agree
             try:
                 hits, index = self._search_locked(scope, query, query_vector, options, now_epoch)
-            finally:
-                self._conn.execute("COMMIT")
+            except BaseException:
+                rollback(self._conn)  # if SQLite has not already (the original error is what is raised)
+                raise
+            self._conn.execute("COMMIT")
             self._persist((scope.user_id, scope.agent_id), index)
         return SearchResult(
             hits=hits,
@@ -1209,8 +1233,17 @@ def _checked(scope: Scope) -> Scope:
     return Scope.of(scope.user_id, scope.agent_id)
 
 
-def _ranks(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:
-    """0-based rank of each eligible document by score (ties by position), -1 outside the top."""
+def _ranks(
+    scores: np.ndarray,
+    eligible: np.ndarray,
+    top: int,
+    id_ranks: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """0-based rank of each eligible document by score, -1 outside the top.
+
+    Ties are broken by id (``id_ranks`` of the positions: what orders them by id), or by position
+    without it.
+    """
     ranks = np.full(scores.shape[0], -1, dtype=np.int64)
     positions = np.flatnonzero(eligible)
     if not len(positions):
@@ -1222,7 +1255,10 @@ def _ranks(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:
         threshold = np.partition(eligible_scores, len(positions) - top)[len(positions) - top]
         keep = np.flatnonzero(eligible_scores >= threshold)
         positions, eligible_scores = positions[keep], eligible_scores[keep]
-    order = positions[np.argsort(-eligible_scores, kind="stable")][:top]
+    if id_ranks is None:
+        order = positions[np.argsort(-eligible_scores, kind="stable")][:top]
+    else:
+        order = positions[np.lexsort((id_ranks(positions), -eligible_scores))][:top]
     ranks[order] = np.arange(len(order))
     return ranks
 

@@ -316,7 +316,7 @@ def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list
         marker=".",
         linestyle=":",
         color="#ed7d31",
-        label="floor: the model alone, batches of 16",
+        label="the limit: the model alone, in batches of 16",
     )
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])

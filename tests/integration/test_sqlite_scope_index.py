@@ -221,3 +221,86 @@ def test_the_saved_form_refuses_another_epoch_and_damage() -> None:
         ScopeIndex.from_bytes(data, epoch=3, dims=None)
     with pytest.raises(SnapshotError, match="damaged"):
         ScopeIndex.from_bytes(data[: len(data) // 2], epoch=2, dims=None)
+
+
+def test_ties_and_the_order_memories_arrived_in_do_not_change_the_ranking(
+    tmp_path: Path, small_threshold: None
+) -> None:
+    """Equal scores (the same text, the same vector) are broken by id, and a vector's score does not
+    depend on where its row sits: an index that grew by appends, one loaded from the file and one
+    rebuilt in id order rank alike."""
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(21)
+    clock = FixedClock(NOW)
+    texts = [_text(rng) for _ in range(40)]  # few texts, so many memories share one
+
+    def batch(count: int) -> list[Any]:
+        return [
+            _record(rng, 0, text=str(rng.choice(texts))).model_copy(update={"id": f"r{rng.integers(10**12):012d}"})
+            for _ in range(count)
+        ]
+
+    live = SQLiteMemoryStore(path, clock=clock)
+    writer = SQLiteMemoryStore(path, clock=clock)
+    run(live.upsert(batch(400)))
+    _results(live)  # built and saved
+    for _ in range(3):  # ids arrive in random order: appended positions are not id order
+        run(writer.upsert(batch(60)))
+        updated = _results(live)
+    loaded_store = SQLiteMemoryStore(path, clock=clock)
+    loaded = _results(loaded_store)
+    loaded_store.close_sync()
+    tied = [result for result in updated if len({hit[2] for hit in result}) < len(result)]
+    assert tied  # the queries do meet equal scores
+    assert updated == loaded == _rebuilt(path)
+    live.close_sync()
+    writer.close_sync()
+
+
+def test_a_scope_without_vectors_answers_alike_loaded_or_rebuilt(tmp_path: Path, small_threshold: None) -> None:
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(8)
+    store = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    run(store.upsert([_record(rng, i, OTHER) for i in range(3)]))  # the store's vectors: 64 dimensions
+    run(store.upsert([_record(rng, i).model_copy(update={"embedding": None}) for i in range(300)]))
+    options = MemorySearchOptions(mode=SearchMode.HYBRID)
+    built = run(store.search(SCOPE, "ramen", [1.0, 0.0, 0.0], options))
+    store.close_sync()
+    assert _saved(path) is not None
+    loaded = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    again = run(loaded.search(SCOPE, "ramen", [1.0, 0.0, 0.0], options))
+    loaded.close_sync()
+    assert [h.record.id for h in again.hits] == [h.record.id for h in built.hits]
+
+
+def test_the_index_holds_columns_not_the_rows_it_applied(tmp_path: Path, small_threshold: None) -> None:
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(9)
+    live = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    writer = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    run(live.upsert([_record(rng, i) for i in range(300)]))
+    _results(live)
+    for start in range(300, 800, 100):
+        run(writer.upsert([_record(rng, i) for i in range(start, start + 100)]))
+        run(live.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD, top=5)))
+    (index,) = live._cache.values()
+    assert len(index) == 800 and len(index._rows) == 0 and len(index._records) < 300  # hits only
+    live.close_sync()
+    writer.close_sync()
+
+
+def test_a_saved_index_dropped_by_another_process_is_saved_again(tmp_path: Path, small_threshold: None) -> None:
+    path = tmp_path / "m.db"
+    rng = np.random.default_rng(10)
+    live = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    writer = SQLiteMemoryStore(path, clock=FixedClock(NOW))
+    run(live.upsert([_record(rng, i) for i in range(300)]))
+    _results(live)
+    assert _saved(path) is not None
+    run(writer.upsert([_record(rng, 300)]))  # new, then its text changes: the saved copy is dropped
+    run(writer.upsert([_record(rng, 300, text="a changed text")]))
+    assert _saved(path) is None
+    run(live.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    assert _saved(path) is not None
+    live.close_sync()
+    writer.close_sync()
