@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..evaluation.common import markdown_table, pyplot
+from ..evaluation.common import markdown_table, pyplot, save_chart
 from ..progress import NO_PROGRESS, Progress, terminal_progress
 from . import machine_context, publish, publish_charts
 
@@ -302,9 +302,4 @@ def draw_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
     for ax in (left, right):
         ax.tick_params(axis="x", labelsize=8, rotation=20)
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    target = Path(directory) / "forget.png"
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return [str(target)]
+    return [save_chart(plt, fig, directory, "forget.png")]

@@ -302,7 +302,7 @@ def _sweep_table(runs: list[dict[str, Any]]) -> str:
 
 def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list[str]:
     """``ingest.png``: turns per second at each concurrency, with the model-only floor beside it."""
-    from ..evaluation.common import pyplot
+    from ..evaluation.common import pyplot, save_chart
 
     plt = pyplot()
     if plt is None:
@@ -326,9 +326,4 @@ def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list
     ax.set_title(f"{runs[0]['turns']} turns, {runs[0]['embedder']} ({runs[0]['embedder_threads']} threads)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    target = Path(directory) / "ingest.png"
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return [str(target)]
+    return [save_chart(plt, fig, directory, "ingest.png")]

@@ -492,7 +492,7 @@ async def growth(args: argparse.Namespace, out: TextIO, progress: Progress = NO_
 
 def draw_growth_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
     """``search_growth.png``: p50/p95 search latency against store size, one line per series."""
-    from ..evaluation.common import pyplot
+    from ..evaluation.common import pyplot, save_chart
 
     plt = pyplot()
     if plt is None:
@@ -516,9 +516,4 @@ def draw_growth_chart(report: dict[str, Any], directory: str | Path) -> list[str
     )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    target = Path(directory) / "search_growth.png"
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return [str(target)]
+    return [save_chart(plt, fig, directory, "search_growth.png")]

@@ -26,6 +26,7 @@ __all__ = [
     "percentile",
     "publish_report",
     "pyplot",
+    "save_chart",
 ]
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,16 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, dig
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)
     return "\n".join(lines) + "\n"
+
+
+def save_chart(plt: Any, fig: Any, directory: str | Path, name: str) -> str:
+    """Lay ``fig`` out, write it as ``directory/name`` (PNG, 120 dpi; the folder made if missing), close it."""
+    fig.tight_layout()
+    target = Path(directory) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+    return str(target)
 
 
 def pyplot() -> Any | None:

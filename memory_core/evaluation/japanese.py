@@ -399,7 +399,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     """``japanese_recall.png``: any@k by mode and profile."""
-    from .common import pyplot
+    from .common import pyplot, save_chart
 
     plt = pyplot()
     retrieval = report.get("retrieval")
@@ -421,12 +421,7 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     )
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    target = Path(directory) / "japanese_recall.png"
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return [str(target)]
+    return [save_chart(plt, fig, directory, "japanese_recall.png")]
 
 
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:

@@ -44,6 +44,7 @@ from .common import (
     percentile,
     publish_report,
     pyplot,
+    save_chart,
 )
 from .metrics import DEFAULT_KS, MetricAccumulator
 
@@ -484,12 +485,7 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     fig.suptitle(
         f"LoCoMo retrieval (categories 1-4, {report['data']['questions_evaluated']} questions)", fontsize=10
     )
-    fig.tight_layout()
-    Path(directory).mkdir(parents=True, exist_ok=True)
-    target = Path(directory) / "locomo_recall.png"
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
-    return [str(target)]
+    return [save_chart(plt, fig, directory, "locomo_recall.png")]
 
 
 def audit_path(args: argparse.Namespace) -> str | None:

@@ -48,7 +48,7 @@ from ..models import (
 )
 from ..ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
 from ..progress import NO_PROGRESS, Progress
-from .common import DEFAULT_CACHE_DIR, default_embedder, markdown_table, publish_report, pyplot
+from .common import DEFAULT_CACHE_DIR, default_embedder, markdown_table, publish_report, pyplot, save_chart
 from .locomo import (
     CATEGORY_NAMES,
     EVALUATED_CATEGORIES,
@@ -406,12 +406,7 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
         ax.set_ylim(0, 1)
         ax.set_ylabel("end-to-end any@5")
         ax.set_title(f"{name}: what the product remembers, through the real ingest path")
-        fig.tight_layout()
-        target = Path(directory) / f"pipeline_{name.lower()}.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(target, dpi=120)
-        plt.close(fig)
-        written.append(str(target))
+        written.append(save_chart(plt, fig, directory, f"pipeline_{name.lower()}.png"))
     return written
 
 
