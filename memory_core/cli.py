@@ -320,8 +320,9 @@ def _check_new_store(args: argparse.Namespace, settings: Settings) -> None:
         )
 
 
-def _service(args: argparse.Namespace, *, create: bool = False) -> MemoryService:
-    """The service on the configured store; ``create``: the store may be created, else it must exist."""
+def _service(args: argparse.Namespace, *, create: bool = False, batch_embeddings: bool = False) -> MemoryService:
+    """The service on the configured store; ``create``: the store may be created, else it must exist;
+    ``batch_embeddings``: passages asked for while the embedder is busy go in one call."""
     from .bootstrap import build_service
 
     settings = _settings(args)
@@ -329,7 +330,7 @@ def _service(args: argparse.Namespace, *, create: bool = False) -> MemoryService
         _check_new_store(args, settings)
     else:
         _require_store(settings)
-    return build_service(settings)
+    return build_service(settings, batch_embeddings=batch_embeddings)
 
 
 def _service_with_queue(settings: Settings, queue: SQLiteQueue | None) -> MemoryService:
@@ -650,7 +651,6 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from .bootstrap import build_service
     from .local.lanes import run_in_lanes
     from .models import Turn
     from .service.ingest import IngestResult, format_decision, parse_turns
@@ -659,13 +659,11 @@ async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         turns = parse_turns(_read_lines(args.file))
     except ValidationError as exc:
         raise ValidationError(f"{_input_name(args.file)}: {exc.field}", exc.message) from None
-    concurrency = max(1, args.concurrency)
-    settings = _settings(args)
-    _check_new_store(args, settings)
+    concurrency = args.concurrency  # at least 1 (the parser's type)
     results: list[dict[str, Any]] = []
     # --concurrency N > 1: turns of different scopes in flight together (each scope's in the file's
     # order), their passages embedded in one call when they meet at the model, as serve's workers do
-    service = build_service(settings, batch_embeddings=concurrency > 1)
+    service = _service(args, create=True, batch_embeddings=concurrency > 1)
     async with service, _progress(args).bar("ingesting", len(turns), unit="turns") as bar:
 
         def show(done: int, turn: Turn, result: IngestResult) -> None:

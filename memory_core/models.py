@@ -13,7 +13,7 @@ import re
 import types
 import typing
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
@@ -73,6 +73,7 @@ __all__ = [
     "validate_caller_metadata",
     "validate_category",
     "validate_memory_id",
+    "validate_memory_ids",
     "validate_positive_int",
     "validate_scope_id",
 ]
@@ -123,6 +124,14 @@ def validate_memory_id(value: object, field: str = "id") -> str:
             field, f"{_describe(value)} must be 1-128 characters of letters, digits, _ and -"
         )
     return value
+
+
+def validate_memory_ids(values: Iterable[object], field: str) -> list[str]:
+    """Return the valid memory ids of the sequence ``values``, each once, in order, else raise
+    :class:`ValidationError` naming ``field`` (also for one string, which is not a sequence of ids)."""
+    if isinstance(values, str):
+        raise ValidationError(field, "must be a sequence of memory ids, not one string")
+    return list(dict.fromkeys(validate_memory_id(value, field) for value in values))
 
 
 def validate_positive_int(value: object, field: str) -> int:

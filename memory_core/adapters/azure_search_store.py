@@ -60,6 +60,7 @@ from ..models import (
     status_note,
     validate_category,
     validate_memory_id,
+    validate_memory_ids,
     validate_positive_int,
     validate_scope_id,
 )
@@ -496,9 +497,7 @@ class AzureSearchMemoryStore:
             ValidationError: A bad id (before any request).
         """
         scope = Scope.of(scope.user_id, scope.agent_id)
-        if isinstance(memory_ids, str):
-            raise ValidationError("memory_ids", "must be a sequence of memory ids, not one string")
-        ids = list(dict.fromkeys(validate_memory_id(i, "memory_ids") for i in memory_ids))
+        ids = validate_memory_ids(memory_ids, "memory_ids")
         found: dict[str, MemoryRecord] = {}
         if not ids:
             return found

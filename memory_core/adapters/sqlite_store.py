@@ -61,6 +61,7 @@ from ..models import (
     status_note,
     validate_category,
     validate_memory_id,
+    validate_memory_ids,
     validate_positive_int,
     validate_scope_id,
 )
@@ -407,9 +408,7 @@ class SQLiteMemoryStore:
             ValidationError: A bad id (before any query).
         """
         scope = _checked(scope)
-        if isinstance(memory_ids, str):
-            raise ValidationError("memory_ids", "must be a sequence of memory ids, not one string")
-        ids = list(dict.fromkeys(validate_memory_id(i, "memory_ids") for i in memory_ids))
+        ids = validate_memory_ids(memory_ids, "memory_ids")
         found: dict[str, MemoryRecord] = {}
         with self._lock:
             for start in range(0, len(ids), _IN_CHUNK):
@@ -646,10 +645,7 @@ class SQLiteMemoryStore:
         cached = self._cache.get(key)
         if cached is not None and cached.checked_at == marker:
             return cached
-        row = self._conn.execute(
-            "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
-        ).fetchone()
-        version, epoch = (int(row[0]), int(row[1])) if row else (0, 0)
+        version, epoch = self._scope_state(key)
         index = self._cache.get(key)
         if index is not None and index.epoch == epoch:
             if index.version != version:
@@ -672,6 +668,13 @@ class SQLiteMemoryStore:
         self._cache[key] = index
         self._evict()
         return index
+
+    def _scope_state(self, key: tuple[str, str]) -> tuple[int, int]:
+        """The scope's change sequence and epoch (``scope_versions``; (0, 0) for a scope never written)."""
+        row = self._conn.execute(
+            "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _evict(self) -> None:
         total = sum(len(i) for i in self._cache.values())
@@ -725,22 +728,16 @@ class SQLiteMemoryStore:
             return
         if index.saved_at is not None and time.monotonic() - index.saved_at < PERSIST_INTERVAL_SECONDS:
             return
-        index.persisted = True  # one attempt per load: a failure is not retried by every search
+        index.persisted = True  # until a check below says otherwise
         try:
-            row = self._conn.execute(
-                "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
-            ).fetchone()
-            if row is None or (int(row[0]), int(row[1])) != (index.version, index.epoch):
+            if self._scope_state(key) != (index.version, index.epoch):
                 index.persisted = False  # the scope moved on since this search read it: next time
                 return
             data = index.to_bytes()
             self._conn.execute("PRAGMA busy_timeout = 250")
             try:
                 with self._transaction():
-                    row = self._conn.execute(
-                        "SELECT version, epoch FROM scope_versions WHERE user_id = ? AND agent_id = ?", key
-                    ).fetchone()
-                    if row is None or (int(row[0]), int(row[1])) != (index.version, index.epoch):
+                    if self._scope_state(key) != (index.version, index.epoch):  # again, holding the lock
                         index.persisted = False
                         return
                     self._conn.execute(
