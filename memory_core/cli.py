@@ -651,7 +651,7 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from .local.lanes import run_in_lanes
+    from .local.lanes import ingest_in_lanes
     from .models import Turn
     from .service.ingest import IngestResult, format_decision, parse_turns
 
@@ -691,13 +691,7 @@ async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         # after it starts once it has failed (turns of other scopes already in flight finish, unshown:
         # a second run skips them as already ingested), and the earliest failure is raised
         # (see memory_core.local.lanes).
-        await run_in_lanes(
-            turns,
-            service.ingest,
-            lane=lambda turn: (turn.user_id, turn.agent_id),
-            concurrency=concurrency,
-            deliver=show,
-        )
+        await ingest_in_lanes(service, turns, concurrency=concurrency, batch=args.batch, deliver=show)
         bar.update(len(turns))
     if args.json:  # one document: the results of the turns, in order
         _print_json(results, out)
@@ -791,6 +785,7 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        batch=args.batch,
         lock_seconds=args.lock_seconds,
         max_deliveries=args.max_deliveries,
         scheduler=not args.no_scheduler,
@@ -1026,6 +1021,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="turns of different scopes (user, agent) in flight at once, each scope's in the file's order, "
         "their passages embedded together; output stays in the file's order (1: one turn after another)",
     )
+    p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="turns of one scope prepared together: extracted, and their passages embedded in one call, "
+        "then consolidated one by one; the result is the same (default 8; 1: each turn on its own)",
+    )
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("index", help="the Azure AI Search index")
@@ -1124,6 +1127,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="turns of different scopes in flight at once, their passages embedded together, like serve's "
         "workers (default: 4, serve's default; several values: one run each, a table and a chart)",
     )
+    b.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="turns of one scope prepared together, their passages embedded in one call, like serve's "
+        "workers taking several messages of a session (default: 8, serve's default; 1: none ahead)",
+    )
     b.add_argument("--charts", metavar="DIR", help="draw ingest.png into DIR (needs matplotlib)")
     b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
     b = bench.add_parser("forget", help="forgetting throughput and peak memory over a large store")
@@ -1170,6 +1181,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed-turns", type=int, default=4, help="turns per user processed before the load")
     b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
     b.add_argument("--workers", type=int, default=4, help="queue workers of the server (serve's default)")
+    b.add_argument(
+        "--batch", type=_positive_int, default=8, help="messages of a session a worker takes at once (serve's default)"
+    )
     b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
     b.add_argument("--drain-timeout", type=float, default=600.0, help="longest wait for the rest to be processed")
     b.add_argument(
@@ -1214,6 +1228,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=4,
         help="queue workers: turns of as many scopes in flight, their passages embedded together (default 4)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="messages of one scope a worker takes at once: their turns extracted and their passages "
+        "embedded in one call, then processed and settled one by one, in order (default 8; 1: one at a time)",
     )
     p.add_argument("--lock-seconds", type=float, default=60.0, help="peek-lock duration (default 60)")
     p.add_argument("--max-deliveries", type=int, default=10, help="deliveries before dead-lettering (default 10)")

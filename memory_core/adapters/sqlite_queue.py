@@ -8,7 +8,8 @@ What it keeps from a Service Bus queue with sessions and duplicate detection:
 - **Sessions.** Every message has a ``session_id`` (the scope's, :func:`~memory_core.models.session_id_for`).
   Only the oldest waiting message of a session can be received, and only while no other message of
   that session is locked, so one session is processed in order, one message at a time, while
-  different sessions are processed in parallel.
+  different sessions are processed in parallel. :meth:`SQLiteQueue.receive_batch` locks the oldest
+  and the ones right behind it for one receiver, which processes them in order.
 - **Peek-lock.** :meth:`SQLiteQueue.receive` locks a message for ``lock_seconds`` and counts the
   delivery; :meth:`~SQLiteQueue.complete` removes it, :meth:`~SQLiteQueue.abandon` releases it for
   redelivery, :meth:`~SQLiteQueue.dead_letter` moves it aside with a reason. A consumer that dies
@@ -460,36 +461,108 @@ class SQLiteQueue:
         of that session is locked. Receiving counts a delivery; a message that has already been
         delivered ``max_deliveries`` times is dead-lettered (``MaxDeliveryCountExceeded``) instead.
         """
+        received = self.receive_batch(max_messages=1, lock_seconds=lock_seconds)
+        return received[0] if received else None
+
+    def receive_batch(self, *, max_messages: int, lock_seconds: float | None = None) -> list[QueueMessage]:
+        """Lock the oldest receivable message and up to ``max_messages - 1`` of the messages after it in
+        its session, as Service Bus hands a session receiver several messages at once.
+
+        The batch is the session's head (as :meth:`receive`) and the messages right behind it, in order,
+        up to the first that is delayed (abandoned with a back-off), still locked, or due for the
+        dead-letter queue. Each is locked (its own lock, the same expiry) and settled on its own. Only
+        the head counts a delivery here; each message behind it counts one when its processing starts
+        (:meth:`begin`), so a receiver that dies holding a batch costs the messages it never started
+        nothing, and one it gives back unstarted goes with :meth:`release`. Process them in order: the
+        session stays blocked until the last is settled.
+
+        Returns:
+            The messages, oldest first; empty when nothing can be received.
+        """
         seconds = self.lock_seconds if lock_seconds is None else float(lock_seconds)
         if seconds <= 0:
             raise ValidationError("lock_seconds", "must be positive")
+        if max_messages < 1:
+            raise ValidationError("max_messages", "must be at least 1")
         now = self._clock()
         if not self._read(_RECEIVABLE, (self.queue, now, now, 1)):
-            return None  # idle polling never takes the write lock
+            return []  # idle polling never takes the write lock
         with self._transaction() as conn:
             while True:
                 row = conn.execute(_RECEIVABLE, (self.queue, now, now, 1)).fetchone()
                 if row is None:
-                    return None
-                message = QueueMessage._from_row(row)
-                if message.delivery_count >= self.max_deliveries:
+                    return []
+                head = QueueMessage._from_row(row)
+                if head.delivery_count >= self.max_deliveries:
                     self._dead_letter_locked(
                         conn,
-                        message.seq,
+                        head.seq,
                         MAX_DELIVERY_REASON,
-                        f"delivered {message.delivery_count} time(s) without being completed; "
-                        f"last error: {message.last_error or 'none reported (lock expired)'}",
+                        f"delivered {head.delivery_count} time(s) without being completed; "
+                        f"last error: {head.last_error or 'none reported (lock expired)'}",
                         now,
                     )
                     continue
+                break
+            rows = [row]
+            if max_messages > 1:
+                following = conn.execute(
+                    f"SELECT {_COLUMNS} FROM queue_messages "  # noqa: S608 - constant column list
+                    "WHERE queue = ? AND state = 'active' AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (self.queue, head.session_id, head.seq, max_messages - 1),
+                ).fetchall()
+                for candidate in following:
+                    message = QueueMessage._from_row(candidate)
+                    if (
+                        message.delivery_count >= self.max_deliveries
+                        or message.visible_at > now
+                        or (message.locked_until is not None and message.locked_until > now)
+                    ):
+                        break
+                    rows.append(candidate)
+            until = now + seconds
+            received = []
+            for position, taken in enumerate(rows):
+                message = QueueMessage._from_row(taken)
                 token = uuid.uuid4().hex
-                until = now + seconds
+                counted = 1 if position == 0 else 0  # the others count when they are begun
                 conn.execute(
                     "UPDATE queue_messages SET lock_token = ?, locked_until = ?, "
-                    "delivery_count = delivery_count + 1 WHERE seq = ?",
-                    (token, until, message.seq),
+                    "delivery_count = delivery_count + ? WHERE seq = ?",
+                    (token, until, counted, message.seq),
                 )
-                return QueueMessage._from_row((*row[:8], message.delivery_count + 1, token, until, *row[11:]))
+                received.append(
+                    QueueMessage._from_row((*taken[:8], message.delivery_count + counted, token, until, *taken[11:]))
+                )
+            return received
+
+    def begin(self, message: QueueMessage, *, lock_seconds: float | None = None) -> QueueMessage:
+        """Start processing a message that came behind the head of a batch: it counts its delivery now
+        and its lock is renewed; returns it with both.
+
+        Raises:
+            LockLostError: It is no longer locked by this receiver (its lock expired and another
+                receiver took it): do not process it, nor the rest of the batch.
+        """
+        seconds = self.lock_seconds if lock_seconds is None else float(lock_seconds)
+        until = self._clock() + seconds
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            conn.execute(
+                "UPDATE queue_messages SET locked_until = ?, delivery_count = delivery_count + 1 WHERE seq = ?",
+                (until, message.seq),
+            )
+        return dataclasses.replace(message, locked_until=until, delivery_count=message.delivery_count + 1)
+
+    def release(self, message: QueueMessage) -> None:
+        """Give back a message of a batch that was never begun: unlocked, its delivery count as it was.
+
+        Raises:
+            LockLostError: It is no longer locked by this receiver.
+        """
+        with self._transaction() as conn:
+            self._locked_row(conn, message)
+            conn.execute("UPDATE queue_messages SET lock_token = NULL, locked_until = NULL WHERE seq = ?", (message.seq,))
 
     def _locked_row(self, conn: sqlite3.Connection, message: QueueMessage) -> Sequence[Any]:
         row = conn.execute(

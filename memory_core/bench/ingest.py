@@ -8,11 +8,14 @@ is loaded and warmed up before the clock starts. Reported: turns and candidates 
 per turn, and the share of the time the model spent embedding.
 
 ``--concurrency N`` (default 4, as ``memory-core serve``'s workers and ``memory-core ingest``) ingests
-like ``memory-core serve`` with N workers: N tasks, each taking the turns of its scopes in order (a scope is never ingested by two tasks), through the runtime's
-:class:`~memory_core.local.batching.BatchingEmbedder`, so passages asked for while the model is busy
-go in one call. The floor beside the figures is the embedder's batch throughput in the same run: every
-passage the run embedded, embedded again in batches of 16, as turns per second. Several values
-(``--concurrency 1 2 4 8``) give one run each, a table of them and, with ``--charts DIR``, ``ingest.png``
+like ``memory-core serve`` with N workers: up to N turns in flight, never two of one scope, through the
+runtime's :class:`~memory_core.local.batching.BatchingEmbedder`, so passages asked for while the model
+is busy go in one call; and each scope's next ``--batch`` turns (default 8, as ``serve``'s workers take
+that many messages of a session) are prepared together: extracted, and all their passages embedded in
+one call, then consolidated one by one (:func:`~memory_core.local.lanes.ingest_in_lanes`). The floor
+beside the figures is the embedder's batch throughput in the same run: every passage the run embedded,
+embedded again in batches of 16, as turns per second. Several values (``--concurrency 1 2 4 8``) give
+one run each, a table of them and, with ``--charts DIR``, ``ingest.png``
 (turns per second against the concurrency, the floor beside it).
 """
 
@@ -32,6 +35,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..local.lanes import DEFAULT_BATCH
 from ..ports import Embedder
 from ..progress import NO_PROGRESS, Progress
 from ..service.ingest import TimedEmbedder
@@ -113,8 +117,10 @@ class _ModelTimer(TimedEmbedder):
     def __init__(self, inner: Embedder) -> None:
         super().__init__(inner)
         self.passages: list[str] = []
+        self.calls = 0
 
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
         self.passages.extend(texts)
         return await super().embed_passages(texts)
 
@@ -126,12 +132,15 @@ async def _measure(
     threads: int,
     progress: Progress = NO_PROGRESS,
     concurrency: int = 1,
+    batch: int = 1,
 ) -> dict[str, Any]:
     from ..adapters.local_embedder import E5LocalEmbedder
     from ..bootstrap import build_service, load_settings
     from ..local.batching import BatchingEmbedder
+    from ..local.lanes import ingest_in_lanes
     from ..models import Turn
     from ..ports import FixedClock
+    from ..service.ingest import IngestResult
 
     data = [Turn.model_validate(t) for t in synthetic_turns(turns, scopes=scopes, seed=seed)]
     model = E5LocalEmbedder(threads=threads)
@@ -140,32 +149,26 @@ async def _measure(
     timer = _ModelTimer(model)
     batching = BatchingEmbedder(timer) if concurrency > 1 else None
     embedder: Embedder = batching or timer
-    clock = FixedClock(data[0].occurred_at)
+    clock = FixedClock(data[-1].occurred_at)  # no turn is from the future
     events: Counter[str] = Counter()
     latencies: list[float] = []
     candidates = 0
-    lanes: list[list[Turn]] = [[] for _ in range(max(1, concurrency))]
-    names = sorted({t.user_id for t in data})
-    for turn in data:  # each scope to one lane, so a scope's turns stay in order
-        lanes[names.index(turn.user_id) % len(lanes)].append(turn)
     with tempfile.TemporaryDirectory(prefix="memory-core-bench-") as tmp:
         path = str(Path(tmp) / "bench.db")
         service = build_service(load_settings(environ={}, sqlite_path=path), clock=clock, embedder=embedder)
         try:
             bar = progress.bar("ingesting", len(data), unit="turns")
 
-            async def lane(own: list[Turn]) -> None:
+            def count(_: int, turn: Turn, result: IngestResult) -> None:
                 nonlocal candidates
-                for turn in own:
-                    clock.set(turn.occurred_at)
-                    result = await service.ingest(turn)
-                    latencies.append(result.seconds)
-                    candidates += len(result.steps)
-                    events.update(step.decision.event.value for step in result.steps)
-                    bar.advance()
+                latencies.append(result.seconds)
+                candidates += len(result.steps)
+                events.update(step.decision.event.value for step in result.steps)
+                bar.advance()
 
+            timed = _TimedPreparation(service)
             started = time.perf_counter()
-            await asyncio.gather(*(lane(own) for own in lanes if own))
+            await ingest_in_lanes(timed, data, concurrency=concurrency, batch=batch, deliver=count)
             total = time.perf_counter() - started
             bar.finish()
         finally:
@@ -189,15 +192,47 @@ async def _measure(
             "p50": round(1000 * ordered[len(ordered) // 2], 2),
             "p95": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
         },
+        "prepare_ms": _percentiles(timed.seconds),
+        "turns_per_preparation": round(len(data) / len(timed.seconds), 2) if timed.seconds else None,
         "embedding_seconds": round(embed_seconds, 3),
         "embedding_share": round(embed_seconds / total, 3) if total else 0.0,
         "embedder": model.name,
         "embedder_threads": threads,
         "concurrency": concurrency,
+        "batch": batch,
         "passages_embedded": len(timer.passages),
-        "model_calls": batching.calls if batching is not None else None,
+        "model_calls": timer.calls,
         "floor_turns_per_second": round(turns / floor_seconds, 1) if floor_seconds else None,
         "floor_passages_per_second": round(len(timer.passages) / floor_seconds, 1) if floor_seconds else None,
+    }
+
+
+class _TimedPreparation:
+    """The service as :func:`~memory_core.local.lanes.ingest_in_lanes` uses it, timing each preparation."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+        self.seconds: list[float] = []
+
+    async def prepare(self, turns: Sequence[Any]) -> list[Any]:
+        started = time.perf_counter()
+        try:
+            return list(await self._service.prepare(turns))
+        finally:
+            self.seconds.append(time.perf_counter() - started)
+
+    async def ingest(self, turn: Any, *, prepared: Any = None) -> Any:
+        return await self._service.ingest(turn, prepared=prepared)
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float] | None:
+    if not seconds:
+        return None
+    ordered = sorted(seconds)
+    return {
+        "mean": round(1000 * statistics.fmean(ordered), 2),
+        "p50": round(1000 * ordered[len(ordered) // 2], 2),
+        "p95": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
     }
 
 
@@ -208,13 +243,15 @@ def _table(report: dict[str, Any]) -> str:
         f"| turns | {report['turns']} ({report['scopes']} scopes, {report['candidates']} candidates) |\n"
         f"| turns per second | {report['turns_per_second']} |\n"
         f"| candidates per second | {report['candidates_per_second']} |\n"
-        f"| ms per turn (mean / p50 / p95) | {ms['mean']} / {ms['p50']} / {ms['p95']} |\n"
+        f"| ms per turn (mean / p50 / p95), its batch's preparation apart | {ms['mean']} / {ms['p50']} / {ms['p95']} |\n"
+        f"| ms per preparation (mean / p50 / p95) | {_shown(report['prepare_ms'])} "
+        f"({report['turns_per_preparation'] or '-'} turns each) |\n"
         f"| time the model spent embedding | {100 * report['embedding_share']:.1f}% |\n"
         f"| floor: the same passages in batches of 16 | {report['floor_turns_per_second']} turns/s "
         f"({report['floor_passages_per_second']} passages/s) |\n"
         f"| decisions | {', '.join(f'{k} {v}' for k, v in report['decisions'].items())} |\n"
         f"\nrule path + {report['embedder']} ({report['embedder_threads']} threads) + SQLite, "
-        f"concurrency {report['concurrency']}, "
+        f"concurrency {report['concurrency']}, {report['batch']} turns of a scope prepared together, "
         f"{report['machine']['cpus']} CPUs\n"
     )
 
@@ -227,6 +264,7 @@ def run(
     seed: int = 7,
     threads: int = 2,
     concurrency: int = 1,
+    batch: int = 1,
 ) -> dict[str, Any]:
     """Measure ingestion throughput; prints a table through ``out`` and returns the figures.
 
@@ -237,12 +275,16 @@ def run(
         seed: Seed of the synthetic conversation.
         threads: Threads of the local embedder.
         concurrency: Turns in flight at once (of different scopes), like ``serve`` with that many workers.
+        batch: Turns of one scope prepared together (their passages embedded in one call), like
+            ``serve``'s workers taking that many messages of a session at once.
     """
     if turns < 1:
         raise ValueError("turns must be at least 1")
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    figures = asyncio.run(_measure(turns, scopes, seed, threads, concurrency=concurrency))
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    figures = asyncio.run(_measure(turns, scopes, seed, threads, concurrency=concurrency, batch=batch))
     report = {"benchmark": "ingest", "machine": machine_context(), **figures}
     if out is not None:
         out(_table(report))
@@ -258,9 +300,10 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
     threads = int(getattr(args, "threads", 2) or 2)
     given = getattr(args, "concurrency", None) or [DEFAULT_CONCURRENCY]
     levels = [max(1, int(c)) for c in (given if isinstance(given, list) else [given])]
+    batch = max(1, int(getattr(args, "batch", None) or DEFAULT_BATCH))
     runs = []
     for concurrency in levels:
-        figures = await _measure(turns, scopes, seed, threads, progress, concurrency)
+        figures = await _measure(turns, scopes, seed, threads, progress, concurrency, batch)
         runs.append({"benchmark": "ingest", "machine": machine_context(), **figures})
     if len(runs) == 1:
         publish(runs[0], args, out, _table(runs[0]))
@@ -273,6 +316,10 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
     return 0
 
 
+def _shown(ms: dict[str, float] | None) -> str:
+    return f"{ms['mean']} / {ms['p50']} / {ms['p95']}" if ms else "none (--batch 1)"
+
+
 def _sweep_table(runs: list[dict[str, Any]]) -> str:
     from ..evaluation.common import markdown_table
 
@@ -283,8 +330,9 @@ def _sweep_table(runs: list[dict[str, Any]]) -> str:
             r["floor_turns_per_second"],
             f"{100 * r['turns_per_second'] / r['floor_turns_per_second']:.0f} %" if r["floor_turns_per_second"] else "-",
             r["turn_ms"]["p50"],
+            r["prepare_ms"]["p50"] if r["prepare_ms"] else "-",
             r["passages_embedded"],
-            r["model_calls"] if r["model_calls"] is not None else "one per turn",
+            r["model_calls"],
         ]
         for r in runs
     ]
@@ -292,10 +340,20 @@ def _sweep_table(runs: list[dict[str, Any]]) -> str:
     return (
         "\n"
         + markdown_table(
-            ["concurrency", "turns/s", "floor turns/s", "share of the floor", "ms per turn p50", "passages", "model calls"],
+            [
+                "concurrency",
+                "turns/s",
+                "floor turns/s",
+                "share of the floor",
+                "ms per turn p50",
+                "ms per preparation p50",
+                "passages",
+                "model calls",
+            ],
             rows,
         )
-        + f"\n{first['turns']} turns over {first['scopes']} scopes; rule path + {first['embedder']} "
+        + f"\n{first['turns']} turns over {first['scopes']} scopes, {first['batch']} turns of a scope prepared "
+        f"together; rule path + {first['embedder']} "
         f"({first['embedder_threads']} threads) + SQLite, {first['machine']['cpus']} CPUs\n"
     )
 
@@ -323,7 +381,11 @@ def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list
     ax.set_ylim(bottom=0)
     ax.set_xlabel("turns of different scopes in flight (serve's workers)")
     ax.set_ylabel("turns per second")
-    ax.set_title(f"{runs[0]['turns']} turns, {runs[0]['embedder']} ({runs[0]['embedder_threads']} threads)", fontsize=9)
+    ax.set_title(
+        f"{runs[0]['turns']} turns, {runs[0]['batch']} of a scope prepared together, "
+        f"{runs[0]['embedder']} ({runs[0]['embedder_threads']} threads)",
+        fontsize=9,
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return [save_chart(plt, fig, directory, "ingest.png")]

@@ -157,6 +157,7 @@ class _Server:
         threads: int,
         request_concurrency: int = 2,
         query_cache_size: int = 1024,
+        batch: int = 8,
     ) -> None:
         self.db = folder / "store.db"
         self.token = secrets.token_urlsafe(32)
@@ -180,6 +181,8 @@ class _Server:
             "0",
             "--workers",
             str(workers),
+            "--batch",
+            str(batch),
             "--request-concurrency",
             str(request_concurrency),
             "--no-scheduler",
@@ -389,6 +392,7 @@ def measure(
     seed_turns: int = 4,
     embedder: str = "e5-local",
     workers: int = 4,
+    batch: int = 8,
     threads: int = 2,
     drain_timeout: float = 600.0,
     seed: int = 7,
@@ -409,6 +413,7 @@ def measure(
             threads=threads,
             request_concurrency=request_concurrency,
             query_cache_size=query_cache_size,
+            batch=batch,
         )
         try:
             progress.note(f"server on {server.host}:{server.port}; seeding {seed_turns} turn(s) per user")
@@ -423,7 +428,7 @@ def measure(
                 raise RuntimeError(f"seeding failed: {seeding.errors[:3]}")
             if _wait_processed_prefix(server.db, "seed-", len(seeds), drain_timeout) is None:
                 raise RuntimeError("the seed turns were not processed in time")
-            batch = [
+            load = [
                 _turn(rng, rng.choice(names), i, start + timedelta(hours=1, milliseconds=i)) for i in range(turns)
             ]
             progress.note(f"load: {searchers} searcher(s) for {seconds:g}s while {turns} turn(s) are posted")
@@ -439,7 +444,7 @@ def measure(
             ]
             poster = threading.Thread(
                 target=_post_turns,
-                args=(_Connection(server.host, server.port, server.token), batch, figures, lock),
+                args=(_Connection(server.host, server.port, server.token), load, figures, lock),
                 daemon=True,
             )
             began = time.perf_counter()
@@ -490,6 +495,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         seed_turns=args.seed_turns,
         embedder=args.embedder,
         workers=args.workers,
+        batch=args.batch,
         threads=args.threads,
         drain_timeout=args.drain_timeout,
         seed=args.seed,
@@ -509,6 +515,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
             "seed_turns": args.seed_turns,
             "embedder": args.embedder,
             "workers": args.workers,
+            "batch": args.batch,
             "threads": args.threads,
             "request_concurrency": args.request_concurrency,
             "query_cache_size": args.query_cache_size,

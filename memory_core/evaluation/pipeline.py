@@ -3,7 +3,8 @@
 `eval locomo` and the retrieval part of `eval japanese` import every turn as a memory: they measure
 search. This evaluation measures the product: each conversation's turns go through
 ``MemoryService.ingest`` in time order (rule extraction, consolidation, episodes, the SQLite store,
-exactly as ``memory-core serve`` would apply them), then each question is searched the way an agent's
+exactly as ``memory-core serve`` would apply them, 8 turns prepared together as its workers take a
+session's messages), then each question is searched the way an agent's
 provider searches (``MemoryService.search``, no recall). A hit counts when the memory's provenance
 (the turns it came from) includes an evidence turn of the question.
 
@@ -37,6 +38,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..local.lanes import DEFAULT_BATCH
 from ..models import (
     CandidateKind,
     MemoryKind,
@@ -45,6 +47,7 @@ from ..models import (
     RankingProfile,
     Scope,
     SearchMode,
+    Turn,
 )
 from ..ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
 from ..progress import NO_PROGRESS, Progress
@@ -253,13 +256,17 @@ async def evaluate_cases(
             )
             try:
                 started = time.perf_counter()
-                for body in case.turns:
-                    clock.set(datetime.fromisoformat(body["occurred_at"]))
-                    result = await service.ingest(body)
-                    stats["turns"] += 1
-                    if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
-                        stats["turns_with_a_fact"] += 1
-                    bar.advance()
+                # as serve's workers do: a session's next turns prepared together, then ingested in order
+                for first in range(0, len(case.turns), DEFAULT_BATCH):
+                    bodies = case.turns[first : first + DEFAULT_BATCH]
+                    prepared = await service.prepare([Turn.model_validate(body) for body in bodies])
+                    for body, ahead in zip(bodies, prepared, strict=True):
+                        clock.set(datetime.fromisoformat(body["occurred_at"]))
+                        result = await service.ingest(body, prepared=ahead)
+                        stats["turns"] += 1
+                        if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
+                            stats["turns_with_a_fact"] += 1
+                        bar.advance()
                 ingest_seconds += time.perf_counter() - started
                 clock.set(case.asked_at)
                 records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]

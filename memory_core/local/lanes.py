@@ -13,6 +13,12 @@ have run first in the loop), the results before it are delivered, and then the e
 failed item is raised. Items after the failed one that were already in flight (other lanes) are let
 finish, never cut off halfway, and their results are not delivered. Cancelling the caller cancels
 the items in flight, like interrupting the loop cancels the item it is on.
+
+:func:`ingest_in_lanes` ingests turns that way, and looks ahead in each lane like ``serve``'s workers
+take several messages of a session at once: when a lane comes to a turn that was not prepared, it
+prepares it and the lane's next turns together (``batch`` in all: extracted, and all their passages
+embedded in one call; :meth:`~memory_core.service.MemoryService.prepare`), then ingests them one by
+one as usual. The results are the same as without looking ahead.
 """
 
 from __future__ import annotations
@@ -21,9 +27,15 @@ import asyncio
 import heapq
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["run_in_lanes"]
+from ..models import Turn
+from ..service.ingest import IngestResult, PreparedTurn
+
+__all__ = ["DEFAULT_BATCH", "TurnIngestor", "ingest_in_lanes", "run_in_lanes"]
+
+#: Turns of one scope prepared together by default (``serve``'s workers, ``memory-core ingest``).
+DEFAULT_BATCH = 8
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -104,3 +116,58 @@ async def run_in_lanes(
         raise delivery_error
     if errors:
         raise errors[min(errors)]
+
+
+class TurnIngestor(Protocol):
+    """What :func:`ingest_in_lanes` needs of the memory service."""
+
+    async def prepare(self, turns: Sequence[Turn]) -> list[PreparedTurn | None]: ...
+
+    async def ingest(self, turn: Turn, *, prepared: PreparedTurn | None = None) -> IngestResult: ...
+
+
+async def ingest_in_lanes(
+    service: TurnIngestor,
+    turns: Sequence[Turn],
+    *,
+    concurrency: int,
+    batch: int,
+    deliver: Callable[[int, Turn, IngestResult], Any],
+) -> None:
+    """Ingest ``turns``: scopes in lanes (:func:`run_in_lanes`), each lane's next ``batch`` turns
+    prepared together (see the module docstring).
+
+    Args:
+        service: The memory service.
+        turns: Validated turns, each scope's in the order they are to be ingested.
+        concurrency: The most turns (of different scopes) in flight at once.
+        batch: Turns of one scope prepared together (1: each turn on its own, no looking ahead).
+        deliver: Called with ``(index, turn, result)`` for each turn, in the input's order.
+
+    Raises:
+        BaseException: As :func:`run_in_lanes` (the error of the earliest turn that failed).
+    """
+    size = max(1, int(batch))
+    following: dict[int, list[int]] = {}  # a turn's index -> the next turns of its lane
+    by_lane: dict[Hashable, list[int]] = {}
+    for index, turn in enumerate(turns):
+        by_lane.setdefault((turn.user_id, turn.agent_id), []).append(index)
+    for indexes in by_lane.values():
+        for position, index in enumerate(indexes):
+            following[index] = indexes[position + 1 : position + size]
+    ready: dict[int, PreparedTurn | None] = {}
+
+    async def work(index: int) -> IngestResult:
+        if size > 1 and index not in ready:
+            group = [index, *following[index]]
+            for member, prepared in zip(group, await service.prepare([turns[i] for i in group]), strict=True):
+                ready[member] = prepared
+        return await service.ingest(turns[index], prepared=ready.pop(index, None))
+
+    await run_in_lanes(
+        range(len(turns)),
+        work,
+        lane=lambda index: (turns[index].user_id, turns[index].agent_id),
+        concurrency=concurrency,
+        deliver=lambda index, _, result: deliver(index, turns[index], result),
+    )

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..api import MemoryApi
 from ..config import Settings
 from ..service import MemoryService
+from .lanes import DEFAULT_BATCH
 from .offload import StorageThread, offloaded
 from .recalls import CoalescingPublisher
 from .scheduler import ForgettingScheduler
@@ -59,6 +60,8 @@ class RuntimeOptions:
         port: Port of the HTTP API (0 picks a free one; the chosen one is printed).
         workers: Queue workers: turns of as many scopes in flight at once, their passages embedded
             in one call (:mod:`memory_core.local.batching`).
+        batch: Messages of one session a worker takes at once: their turns are prepared together
+            (extracted, their passages embedded in one call), then processed and settled one by one.
         queue_path: The queue file (default ``<store file>.queue``).
         lock_seconds: Peek-lock duration: a message held longer by a dead worker is delivered again.
         max_deliveries: Deliveries before a message is dead-lettered.
@@ -84,6 +87,7 @@ class RuntimeOptions:
     host: str = "127.0.0.1"
     port: int = 7071
     workers: int = 4
+    batch: int = DEFAULT_BATCH
     queue_path: str | None = None
     lock_seconds: float = 60.0
     max_deliveries: int = 10
@@ -128,6 +132,8 @@ class EmbeddedRuntime:
         opts = self.options
         if opts.workers < 0:
             raise ValueError("workers must not be negative")
+        if opts.batch < 1:
+            raise ValueError("batch must be at least 1")
         if not 0 < opts.retry_initial_seconds <= opts.retry_max_seconds:
             raise ValueError("retry_initial_seconds must be positive and at most retry_max_seconds")
         if opts.stalled_after_seconds <= 0:
@@ -169,6 +175,7 @@ class EmbeddedRuntime:
             retry_delay=self._backoff,
             clock=self.clock,
             thread=self.queue_thread,
+            batch=opts.batch,
         )
 
     def _backoff(self, attempt: int) -> float:

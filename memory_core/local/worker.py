@@ -10,10 +10,13 @@ Bus trigger does in Azure:
 - anything else (a :class:`~memory_core.errors.TransientError`, a bug): abandon it for redelivery
   after a short back-off; after ``max_deliveries`` the queue dead-letters it with the last error.
 
-Several workers may drain one queue (in one process or several): the queue hands out one message per
-session at a time, so a scope's messages are still applied one by one, in order. A worker that is
-stopped finishes its message; one that is cancelled releases it; one that is killed leaves it locked
-until the lock expires, then it is delivered again.
+Several workers may drain one queue (in one process or several): the queue hands a session to one
+receiver at a time, so a scope's messages are still applied one by one, in order. With ``batch`` > 1 a
+worker takes up to that many of a session's messages at once, prepares their turns together
+(extracted, their passages embedded in one call), then processes and settles them one by one. A
+worker that is stopped finishes its message (and gives back the rest of its batch); one that is
+cancelled releases them; one that is killed leaves them locked until the locks expire, then they are
+delivered again (only a message it had started counts a delivery).
 
 Queue faults do not end :meth:`QueueWorker.run`: an error while receiving (disk full, the queue file
 locked by another process beyond the busy timeout) is logged and counted, and the worker backs off
@@ -31,7 +34,7 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar
@@ -68,6 +71,11 @@ class MessageProcessor(Protocol):
     """What the worker needs of the memory service."""
 
     async def process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome: ...
+
+    async def prepare_messages(self, bodies: Sequence[bytes | str | Mapping[str, Any]]) -> Sequence[Any]:
+        """What to pass to ``process_message`` as ``prepared`` for each body, worked out together
+        ahead (``None``: nothing; the default prepares nothing). Never raises."""
+        return [None] * len(bodies)
 
 
 def default_backoff(delivery_count: int) -> float:
@@ -126,6 +134,9 @@ class QueueWorker:
         thread: Where the queue's calls run (``None``: on the event loop). The runtime gives each
             worker the queue's :class:`~memory_core.local.offload.StorageThread`, so a queue file held
             by another process stalls the worker, never the loop.
+        batch: Messages of one session received at once (the session's next ones, in order): their
+            turns are prepared together (``prepare_messages``: extracted, and their passages embedded
+            in one call), then processed and settled one by one. 1: one message at a time.
 
     Attributes:
         state: What the worker is doing (:data:`WorkerState`).
@@ -147,7 +158,11 @@ class QueueWorker:
         retry_delay: Callable[[int], float] = default_retry_delay,
         clock: Callable[[], float] = time.monotonic,
         thread: StorageThread | None = None,
+        batch: int = 1,
     ) -> None:
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        self.batch = int(batch)
         self.queue = queue
         self.thread = thread
         self.processor = processor
@@ -294,15 +309,26 @@ class QueueWorker:
         return await self.thread.call(fn, *args, **kwargs)
 
     async def run_once(self) -> bool:
-        """Receive and settle one message; ``False`` when there was nothing to receive."""
-        message = await self._queue_call(self.queue.receive)
-        if message is None:
+        """Receive and settle one message (or one batch of a session's messages, see ``batch``);
+        ``False`` when there was nothing to receive."""
+        if self.batch == 1:
+            message = await self._queue_call(self.queue.receive)
+            if message is None:
+                return False
+            await self._handle(message)
+            return True
+        messages = await self._queue_call(self.queue.receive_batch, max_messages=self.batch)
+        if not messages:
             return False
-        await self._handle(message)
+        if len(messages) == 1:  # nothing to prepare together
+            await self._handle(messages[0])
+        else:
+            await self._handle_batch(messages)
         return True
 
     async def drain(self, *, max_messages: int | None = None) -> int:
-        """Process messages until none can be received now; returns how many were handled."""
+        """Process messages until none can be received now; returns how many receptions were handled
+        (a reception is one message, or with ``batch`` > 1 a session's batch), at most ``max_messages``."""
         handled = 0
         while max_messages is None or handled < max_messages:
             if not await self.run_once():
@@ -310,15 +336,113 @@ class QueueWorker:
             handled += 1
         return handled
 
-    async def _handle(self, message: QueueMessage) -> None:
-        renewer = asyncio.create_task(self._renew(message)) if self.renew_locks else None
+    async def _handle_batch(self, messages: list[QueueMessage]) -> None:
+        """Prepare a session's messages together, then handle them one by one, in order.
+
+        Each message behind the head is begun first (:meth:`SQLiteQueue.begin`: its delivery counts
+        then, and its lock is checked and renewed); one whose lock was lost to another receiver is not
+        processed, nor anything after it. A message that is not completed or dead-lettered (it failed
+        and waits for a retry, or its lock was lost) stops the batch: the messages after it are given
+        back unstarted, their delivery counts as they were, so the session keeps its order. So do a
+        stop request (the message in hand is finished first), a cancellation and a full disk.
+        """
+        head = messages[0]
+        held = list(messages)  # locked by this worker and not yet settled: their locks are renewed
+        waiting = list(messages)  # not started: given back if the batch stops
+        renewer = asyncio.create_task(self._renew_all(held)) if self.renew_locks else None
+        try:
+            prepared = await self._prepare(messages)
+            for message, ahead in zip(messages, prepared, strict=True):
+                if self._stop is not None and self._stop.is_set():
+                    break
+                started = message
+                if message is not head:
+                    try:
+                        started = await self._queue_call(self.queue.begin, message)
+                    except LockLostError as exc:  # another receiver has it (and the session) now
+                        self.stats.lock_lost += 1
+                        logger.warning("%s: %s; the rest of its batch is given back", self.name, exc)
+                        waiting.remove(message)
+                        held.remove(message)
+                        break
+                waiting.remove(message)  # _handle settles it, whatever happens
+                outcome = await self._handle(started, ahead, renew=False)
+                held.remove(message)
+                if outcome not in ("completed", "dead_lettered"):
+                    break
+        except asyncio.CancelledError:  # give the rest back now, on the loop: nothing may wait here
+            for message in waiting:
+                self._give_back(message, counted=message is head)
+            waiting.clear()
+            raise
+        except BaseException:  # a full disk, a storage error outside run(), a bug
+            for message in waiting:
+                await self._queue_call(self._give_back, message, counted=message is head)
+            waiting.clear()
+            raise
+        finally:
+            if renewer is not None:
+                renewer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewer
+        try:
+            while waiting:
+                await self._queue_call(self._give_back, waiting[0], counted=waiting[0] is head)
+                waiting.pop(0)
+        except asyncio.CancelledError:
+            for message in waiting:
+                self._give_back(message, counted=message is head)
+            raise
+
+    async def _prepare(self, messages: list[QueueMessage]) -> list[Any]:
+        """What the processor prepares for the messages together (``None`` each if it cannot)."""
+        prepare = getattr(self.processor, "prepare_messages", None)
+        if prepare is None:
+            return [None] * len(messages)
+        try:
+            with background_work():  # the batch's passages are background work, like its ingestion
+                prepared = list(await prepare([m.body for m in messages]))
+        except Exception as exc:  # a bug: each message is processed on its own instead
+            logger.warning(
+                "%s: preparing %s messages failed: %s: %s", self.name, len(messages), type(exc).__name__, exc
+            )
+            return [None] * len(messages)
+        if len(prepared) != len(messages):
+            logger.warning("%s: %s preparations for %s messages; ignored", self.name, len(prepared), len(messages))
+            return [None] * len(messages)
+        return prepared
+
+    def _give_back(self, message: QueueMessage, *, counted: bool) -> None:
+        """Give back a received message that was not started; its delivery does not count (the head of
+        a batch counted one when it was received, the others not)."""
+        try:
+            if counted:
+                self.queue.abandon(message, count_delivery=False)
+            else:
+                self.queue.release(message)
+        except Exception as exc:  # its lock expires; it is delivered again then
+            logger.warning(
+                "%s: could not give back message %s (delivered again when its lock expires): %s: %s",
+                self.name,
+                message.message_id,
+                type(exc).__name__,
+                exc,
+            )
+
+    async def _handle(self, message: QueueMessage, prepared: Any = None, *, renew: bool = True) -> str:
+        """Process and settle one message; returns ``completed``, ``dead_lettered``, ``abandoned`` or
+        ``unsettled`` (its lock was lost, or settling it could not finish)."""
+        renewer = asyncio.create_task(self._renew(message)) if self.renew_locks and renew else None
         try:
             try:
                 with (
                     telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op,
                     background_work(),  # searches and ingestion take turns at shared resources
                 ):
-                    outcome = await self.processor.process_message(message.body)
+                    if prepared is None:
+                        outcome = await self.processor.process_message(message.body)
+                    else:  # a MemoryService (its prepare_messages made it)
+                        outcome = await self.processor.process_message(message.body, prepared=prepared)  # type: ignore[call-arg]
                     if outcome.ingest is not None:
                         telemetry.record_ingest(outcome.ingest, op.elapsed)
             except asyncio.CancelledError:
@@ -381,7 +505,8 @@ class QueueWorker:
                 if await self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
                     self.stats.dead_lettered += 1
                     telemetry.record_dead_letter(reason, message_id=message.message_id)
-                return
+                    return "dead_lettered"
+                return "unsettled"
             except Exception as exc:
                 delay = self.backoff(message.delivery_count)
                 logger.warning(
@@ -399,9 +524,11 @@ class QueueWorker:
                     self.queue.abandon, message, error=f"{type(exc).__name__}: {exc}", delay_seconds=delay
                 ):
                     self.stats.abandoned += 1
-                return
+                return "abandoned"
             if await self._settle(self.queue.complete, message):
                 self.stats.completed += 1
+                return "completed"
+            return "unsettled"
         finally:
             if renewer is not None:
                 renewer.cancel()
@@ -446,6 +573,19 @@ class QueueWorker:
             logger.warning("%s: %s", self.name, exc)
             return False
         return True
+
+    async def _renew_all(self, held: list[QueueMessage]) -> None:
+        """Keep the locks of a batch's messages not yet settled (``held`` shrinks as they are)."""
+        interval = max(0.05, self.queue.lock_seconds / 2)
+        while True:
+            await asyncio.sleep(interval)
+            for message in list(held):
+                try:
+                    await self._queue_call(self.queue.renew_lock, message)
+                except LockLostError:
+                    continue  # settled meanwhile, or taken by another receiver: nothing to keep
+                except Exception as exc:  # keep processing; the lock may expire
+                    logger.warning("%s: renewing the lock of %s failed: %s", self.name, message.message_id, exc)
 
     async def _renew(self, message: QueueMessage) -> None:
         interval = max(0.05, self.queue.lock_seconds / 2)

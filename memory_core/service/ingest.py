@@ -25,6 +25,13 @@ history are purged again, and it is dropped too.
 
 Scopes must be ingested one turn at a time, in order (the queue's sessions guarantee it in Azure; the
 local worker and ``memory-core ingest`` do it by construction).
+
+Several turns can be *prepared* together first (:func:`prepare_turns`): each is extracted and the
+candidates of all of them are embedded in one call, which the local model does far more cheaply per
+passage than one call per turn. Rule extraction depends only on the turn and a vector only on its
+text, so a prepared turn is ingested exactly as it would have been on its own; it is still
+consolidated and written one turn at a time, in order. (The service does not prepare turns ahead for
+a chat model's extraction: see :meth:`~memory_core.service.MemoryService.prepare`.)
 """
 
 from __future__ import annotations
@@ -82,6 +89,7 @@ __all__ = [
     "CandidateExtractor",
     "EpisodePolicy",
     "IngestResult",
+    "PreparedTurn",
     "ProcessOutcome",
     "StepResult",
     "TimedEmbedder",
@@ -94,6 +102,7 @@ __all__ = [
     "ingest_turn",
     "memory_id_for",
     "parse_turns",
+    "prepare_turns",
     "provenance_of",
     "purged_before",
     "read_turns",
@@ -284,6 +293,102 @@ class TimedEmbedder(EmbedderWrapper):
             return await self.inner.embed_passages(texts)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """One turn worked out ahead of its ingestion (:func:`prepare_turns`).
+
+    Attributes:
+        turn: The turn it was prepared for.
+        extraction: What the extractor made of it.
+        vectors: Passage vectors by text: its candidates' (facts and episodes), or none when the
+            embedding failed (ingestion embeds them itself then).
+    """
+
+    turn: Turn
+    extraction: _Extraction
+    vectors: Mapping[str, np.ndarray]
+
+    @property
+    def turn_id(self) -> str:
+        """The turn's id."""
+        return self.turn.turn_id
+
+    def is_for(self, turn: Turn) -> bool:
+        """Whether this was prepared for ``turn`` (the same turn: scope, id, time and messages)."""
+        return self.turn == turn
+
+
+async def prepare_turns(
+    turns: Sequence[Turn],
+    *,
+    history: HistoryStore,
+    extractor: CandidateExtractor,
+    embedder: Embedder,
+    episodes: EpisodePolicy | None = None,
+) -> list[PreparedTurn | None]:
+    """Extract several turns and embed all their candidates in one call, ahead of ingesting them.
+
+    Best effort, never raises: nothing is written, and a turn that is not prepared is simply ingested
+    the usual way (:func:`ingest_turn` extracts and embeds it then, and raises what there is to raise).
+    Not prepared: a turn already ingested or begun (its candidates are in its journal), one its scope's
+    purge drops, and every turn from the first whose extraction failed on. The turns are extracted one
+    after another, as they would be when ingested one at a time.
+
+    Args:
+        turns: Validated turns (of any scopes; each scope's still to be ingested in order).
+        history: The turn journal (to skip turns already begun).
+        extractor: Turns a turn into candidates.
+        embedder: Embeds the passages (one call for all of them).
+        episodes: Also embed each user message kept as an episode (as :func:`ingest_turn` does).
+
+    Returns:
+        One entry per turn, in order: its preparation, or ``None``.
+    """
+    extracted: list[tuple[Turn, _Extraction, list[MemoryCandidate]] | None] = []
+    failed = False
+    for turn in turns:
+        if failed:
+            extracted.append(None)
+            continue
+        scope = turn.scope
+        try:
+            if (
+                purged_before(turn.occurred_at, await history.tombstone(scope))
+                or await history.turn_processed(scope, turn.turn_id)
+                or await history.journal(scope, turn.turn_id)
+            ):
+                extracted.append(None)
+                continue
+            extraction = await extractor.extract(turn)
+            facts = list(extraction.candidates)
+            kept = episode_candidates(turn, facts, episodes) if episodes is not None else []
+        except Exception as exc:  # ingesting the turn raises it again, where it is handled
+            logger.info("turn %s not prepared ahead: %s: %s", turn.turn_id, type(exc).__name__, exc)
+            failed = True
+            extracted.append(None)
+            continue
+        extracted.append((turn, extraction, facts + kept))
+    texts = list(dict.fromkeys(c.memory for item in extracted if item is not None for c in item[2]))
+    vectors: dict[str, np.ndarray] = {}
+    if texts:
+        try:
+            matrix = await embedder.embed_passages(texts)
+            if len(matrix) != len(texts):
+                raise ValueError(f"{len(matrix)} vectors for {len(texts)} passages")
+            vectors = {text: np.array(matrix[i]) for i, text in enumerate(texts)}
+        except Exception as exc:  # each turn embeds its own candidates when it is ingested
+            logger.info("candidates of %s turns not embedded ahead: %s: %s", len(turns), type(exc).__name__, exc)
+    prepared: list[PreparedTurn | None] = []
+    for item in extracted:
+        if item is None:
+            prepared.append(None)
+            continue
+        turn, extraction, candidates = item
+        own = {c.memory: vectors[c.memory] for c in candidates if c.memory in vectors}
+        prepared.append(PreparedTurn(turn, extraction, own))
+    return prepared
 
 
 def _entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str | None = None) -> HistoryEntry:
@@ -497,6 +602,7 @@ async def ingest_turn(
     embedder: Embedder,
     clock: Clock,
     episodes: EpisodePolicy | None = None,
+    prepared: PreparedTurn | None = None,
 ) -> IngestResult:
     """Extract, consolidate and apply one turn (idempotent; see the module docstring).
 
@@ -509,6 +615,9 @@ async def ingest_turn(
         embedder: Embeds candidates (and stored text).
         clock: Stamps when a turn was begun and completed (records use the turn's own time).
         episodes: Also keep each user message as an episode (after the facts; ``None``: no episodes).
+        prepared: This turn's extraction and vectors worked out ahead (:func:`prepare_turns`), used
+            only if it is for this very turn: its extraction when the turn has no journal yet, its
+            vectors for the candidates whose text they are for.
 
     Returns:
         What was decided, in order; status ``purged`` (nothing written) for a turn dated at or before
@@ -556,8 +665,10 @@ async def ingest_turn(
 
     journal = await history.journal(scope, turn.turn_id)
     status = "ingested"
+    if prepared is not None and not prepared.is_for(turn):
+        prepared = None
     if journal is None:
-        extraction = await extractor.extract(turn)
+        extraction = prepared.extraction if prepared is not None else await extractor.extract(turn)
         facts = list(extraction.candidates)
         kept = episode_candidates(turn, facts, episodes) if episodes is not None else []
         journal = await history.begin_turn(
@@ -587,8 +698,11 @@ async def ingest_turn(
     pending = [step for step in range(len(journal.candidates)) if step not in journal.completed_steps]
     vectors: dict[int, np.ndarray] = {}
     if pending:  # one batch for the turn: a candidate's vector does not depend on the store
-        matrix = await timed.embed_passages([journal.candidates[step].memory for step in pending])
-        vectors = {step: matrix[i] for i, step in enumerate(pending)}
+        known = prepared.vectors if prepared is not None else {}
+        missing = list(dict.fromkeys(t for t in (journal.candidates[s].memory for s in pending) if t not in known))
+        fresh = await timed.embed_passages(missing) if missing else None
+        by_text = {**known, **{text: fresh[i] for i, text in enumerate(missing)}} if fresh is not None else known
+        vectors = {step: by_text[journal.candidates[step].memory] for step in pending}
     for step in pending:
         candidate = journal.candidates[step]
         outcome: Consolidation = await consolidator.consolidate(

@@ -60,9 +60,11 @@ from .ingest import (
     CandidateExtractor,
     EpisodePolicy,
     IngestResult,
+    PreparedTurn,
     ProcessOutcome,
     decode_message,
     ingest_turn,
+    prepare_turns,
     purged_before,
 )
 
@@ -226,15 +228,19 @@ class MemoryService:
             )
         return turn
 
-    async def ingest(self, turn: Turn | Mapping[str, Any]) -> IngestResult:
+    async def ingest(self, turn: Turn | Mapping[str, Any], *, prepared: PreparedTurn | None = None) -> IngestResult:
         """Extract, consolidate and apply one turn now (idempotent per ``turn_id``).
+
+        Args:
+            turn: The turn (a :class:`Turn` or its JSON dict).
+            prepared: Its extraction and vectors worked out ahead (:meth:`prepare`), if any.
 
         Raises:
             ValidationError: The turn is malformed, or dated in the future.
         """
-        return await self._ingest(self._valid_turn(turn))
+        return await self._ingest(self._valid_turn(turn), prepared)
 
-    async def _ingest(self, turn: Turn) -> IngestResult:
+    async def _ingest(self, turn: Turn, prepared: PreparedTurn | None = None) -> IngestResult:
         if self._extractor is None or self._consolidator is None:
             raise ConfigurationError("this service was built without an extractor and a consolidator")
         return await ingest_turn(
@@ -246,7 +252,48 @@ class MemoryService:
             embedder=self._embedder,
             clock=self._clock,
             episodes=self._episodes,
+            prepared=prepared,
         )
+
+    async def prepare(self, turns: Sequence[Turn]) -> list[PreparedTurn | None]:
+        """Extract several turns and embed all their candidates in one call, ahead of ingesting them
+        one at a time (:func:`~memory_core.service.ingest.prepare_turns`; best effort, never raises).
+
+        With a chat model extracting, nothing is prepared ahead: each extraction is a model call that a
+        failure or a stop before its turn would waste (and repeat on every redelivery), its answer may
+        depend on when it is asked, and the embedding it would batch is small beside it.
+
+        Args:
+            turns: Validated turns, in the order they will be ingested.
+
+        Returns:
+            One entry per turn: what to pass to :meth:`ingest` (or :meth:`process_message`) as
+            ``prepared``, or ``None`` for a turn that is ingested the usual way.
+        """
+        if (
+            self._extractor is None
+            or self._history is None
+            or not turns
+            or getattr(self._extractor, "uses_llm", False)  # see above
+        ):
+            return [None] * len(turns)
+        return await prepare_turns(
+            turns, history=self._history, extractor=self._extractor, embedder=self._embedder, episodes=self._episodes
+        )
+
+    async def prepare_messages(self, bodies: Sequence[bytes | str | Mapping[str, Any]]) -> list[PreparedTurn | None]:
+        """:meth:`prepare` for queue message bodies: the turns among them (a body that does not decode,
+        a recall update or a turn dated in the future gets ``None``; processing it says why)."""
+        turns: list[Turn | None] = []
+        for body in bodies:
+            try:
+                message = decode_message(body)
+                turns.append(self._valid_turn(message) if isinstance(message, Turn) else None)
+            except Exception:  # processing the message says what is wrong with it
+                turns.append(None)
+        ready = [t for t in turns if t is not None]
+        prepared = iter(await self.prepare(ready))
+        return [next(prepared) if t is not None else None for t in turns]
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
         """Queue a turn for ingestion, or ingest it now when there is no queue.
@@ -276,8 +323,14 @@ class MemoryService:
         sent = await self._publisher.publish_turn(parsed)
         return "duplicate" if sent is False else "queued"
 
-    async def process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome:
+    async def process_message(
+        self, body: bytes | str | Mapping[str, Any], *, prepared: PreparedTurn | None = None
+    ) -> ProcessOutcome:
         """Handle one queue message (a turn or a recall update).
+
+        Args:
+            body: The message body.
+            prepared: The turn's extraction and vectors worked out ahead (:meth:`prepare_messages`).
 
         Raises:
             PermanentError: The message can never be processed (dead-letter it at once): it does not
@@ -285,14 +338,16 @@ class MemoryService:
             TransientError: A dependency is unavailable (let the queue redeliver it).
         """
         try:
-            return await self._process_message(body)
+            return await self._process_message(body, prepared)
         except pydantic.ValidationError as exc:  # the same message fails the same way on every delivery
             raise PermanentError(f"the message cannot make a valid record: {exc.errors()[0]['msg']}") from exc
 
-    async def _process_message(self, body: bytes | str | Mapping[str, Any]) -> ProcessOutcome:
+    async def _process_message(
+        self, body: bytes | str | Mapping[str, Any], prepared: PreparedTurn | None = None
+    ) -> ProcessOutcome:
         message = decode_message(body)
         if isinstance(message, Turn):
-            result = await self.ingest(message)
+            result = await self.ingest(message, prepared=prepared)
             logger.info(
                 "turn %s: %s via %s, %s decision(s)",
                 message.turn_id,

@@ -1,5 +1,6 @@
-"""``memory-core ingest --concurrency N``: turns of different scopes in flight together, their passages
-embedded in one model call, and everything else exactly as one turn after another: the output (text
+"""``memory-core ingest --concurrency N --batch M``: turns of different scopes in flight together, each
+scope's next turns prepared together, their passages embedded in one model call, and everything else
+exactly as one turn after another: the output (text
 and ``--json``, in the file's order), the stored memories with their vectors, the decision history,
 and what a failing turn leaves behind."""
 
@@ -89,11 +90,11 @@ def test_concurrent_ingest_prints_stores_and_records_the_same_as_one_turn_after_
 ) -> None:
     turns = write_turns(tmp_path / "turns.jsonl", TURNS)
     json_flag = ["--json"] if json_output else []
-    code, one_at_a_time = run("--db", "one.db", *json_flag, "ingest", turns, "--concurrency", "1")
+    code, one_at_a_time = run("--db", "one.db", *json_flag, "ingest", turns, "--concurrency", "1", "--batch", "1")
     assert code == 0
     calls_one = list(model_calls)
     model_calls.clear()
-    code, together = run("--db", "four.db", *json_flag, "ingest", turns, "--concurrency", "4")
+    code, together = run("--db", "four.db", *json_flag, "ingest", turns, "--concurrency", "4")  # batch 8
     assert code == 0
     assert capsys.readouterr().err == ""
 
@@ -112,13 +113,14 @@ def test_concurrent_ingest_prints_stores_and_records_the_same_as_one_turn_after_
     assert four == one  # memories, vectors and history, scope by scope
     assert sum(len(records) for records, _ in four.values()) > 30
     assert all(entries for _, entries in four.values())
-    # the same passages were embedded, in fewer calls
-    assert sorted(t for call in model_calls for t in call) == sorted(t for call in calls_one for t in call)
-    assert len(model_calls) < len(calls_one)
+    # the same passages were embedded (a text repeated in a batch, once), in far fewer calls
+    assert set(t for call in model_calls for t in call) == set(t for call in calls_one for t in call)
+    assert len(model_calls) * 4 < len(calls_one)
 
 
+@pytest.mark.parametrize("batch", [1, 8])
 def test_passages_of_turns_of_different_scopes_go_to_the_model_in_one_call(
-    tmp_path: Path, model_calls: list[list[str]]
+    batch: int, tmp_path: Path, model_calls: list[list[str]]
 ) -> None:
     # every user message names its turn and scope, and is kept as an episode (a passage) of that scope;
     # each scope's turns come one after another in the file (no scope waits for a free slot behind them)
@@ -126,7 +128,8 @@ def test_passages_of_turns_of_different_scopes_go_to_the_model_in_one_call(
         {**t, "messages": [{"role": "user", "text": f"I live in Town-{t['user_id']}-{i}."}, *t["messages"][1:]]}
         for i, t in enumerate(sorted(TURNS[:24], key=lambda t: t["user_id"]))
     ]
-    code, _ = run("--db", "m.db", "ingest", write_turns(tmp_path / "turns.jsonl", turns), "--concurrency", "4")
+    path = write_turns(tmp_path / "turns.jsonl", turns)
+    code, _ = run("--db", "m.db", "ingest", path, "--concurrency", "4", "--batch", str(batch))
     assert code == 0
 
     def turns_of(call: list[str]) -> dict[str, set[int]]:
@@ -139,8 +142,10 @@ def test_passages_of_turns_of_different_scopes_go_to_the_model_in_one_call(
 
     assert sum(1 for call in model_calls if turns_of(call)) < len(turns)  # fewer calls than turns
     assert max(len(turns_of(call)) for call in model_calls) >= 2  # one call held several scopes' passages
-    # never two turns of one scope at once (they would have met in one call)
-    assert all(len(indexes) == 1 for call in model_calls for indexes in turns_of(call).values())
+    # a call holds at most `batch` turns of one scope: with 1, never two at once (they would have met in
+    # one call); with 8, a scope's next turns (its 4 turns here) were prepared together
+    most = max(len(indexes) for call in model_calls for indexes in turns_of(call).values())
+    assert most == min(batch, 4)
     # and a scope's turns still went in the file's order
     for user in USERS:
         seen = [int(m.group(1)) for call in model_calls for t in call if (m := re.search(rf"Town-{user}-(\d+)\.", t))]

@@ -55,15 +55,32 @@ def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path
     runs = json.loads(out.getvalue())["runs"]
     assert [r["concurrency"] for r in runs] == [1, 3]
     assert all(r["floor_turns_per_second"] > 0 and r["decisions"] == runs[0]["decisions"] for r in runs)
-    assert runs[0]["model_calls"] is None and runs[1]["model_calls"] <= runs[1]["passages_embedded"]
+    # 2 turns a scope, prepared together (8 at most): one model call per scope when one at a time
+    assert runs[0]["model_calls"] == 3 and runs[1]["model_calls"] <= runs[1]["passages_embedded"]
     assert (tmp_path / "ingest.png").stat().st_size > 1000
 
 
 def test_bench_ingest_runs_as_serve_ingests_by_default() -> None:
     from memory_core.cli import build_parser
+    from memory_core.local.lanes import DEFAULT_BATCH
+    from memory_core.local.runtime import RuntimeOptions
 
-    args = build_parser().parse_args(["bench", "ingest"])
-    assert args.concurrency is None and bench_ingest.DEFAULT_CONCURRENCY == 4
+    parser = build_parser()
+    args = parser.parse_args(["bench", "ingest"])
+    assert args.concurrency is None and bench_ingest.DEFAULT_CONCURRENCY == RuntimeOptions().workers == 4
+    # the batch a worker takes of a session: the same in serve, memory-core ingest and the benchmarks
+    assert args.batch is None and RuntimeOptions().batch == DEFAULT_BATCH == 8
+    assert parser.parse_args(["serve"]).batch == parser.parse_args(["ingest", "f.jsonl"]).batch == DEFAULT_BATCH
+    assert parser.parse_args(["bench", "serve"]).batch == DEFAULT_BATCH
+
+
+def test_bench_ingest_prepares_batches_and_decides_the_same() -> None:
+    reports = [bench_ingest.run(turns=16, scopes=2, out=None, concurrency=2, batch=b) for b in (1, 4)]
+    one, four = reports
+    assert one["decisions"] == four["decisions"] and one["candidates"] == four["candidates"]
+    assert one["prepare_ms"] is None and one["turns_per_preparation"] is None
+    assert four["prepare_ms"]["p50"] > 0 and four["turns_per_preparation"] == 4  # 8 turns a scope, 4 at once
+    assert four["model_calls"] < one["model_calls"]
 
 
 def test_demo_llm_uses_the_configured_model_and_reports_its_cost(

@@ -73,7 +73,7 @@ def test_the_service_turns_a_model_validation_error_into_a_permanent_one(tmp_pat
         )
         service = client.service
 
-        async def broken(turn: Turn) -> Any:
+        async def broken(turn: Turn, **options: Any) -> Any:
             TurnMessage(role="user", text="\x01")  # any record that cannot be built
 
         try:

@@ -305,9 +305,9 @@ def test_stopping_finishes_or_releases_in_flight_work(
     assert service is not None
     original = service.process_message
 
-    async def slow(body: Any) -> Any:
+    async def slow(body: Any, **options: Any) -> Any:
         await asyncio.sleep(work_seconds)
-        return await original(body)
+        return await original(body, **options)
 
     service.process_message = slow  # type: ignore[method-assign]
     assert rt.client.post("/api/turns", turn_body(0, "I like green tea.")).status == 202

@@ -73,14 +73,13 @@ class FaultyQueue(SQLiteQueue):
                 self.failures[operation] -= 1
                 raise sqlite3.OperationalError(FULL)
 
-    def receive(self, *, lock_seconds: float | None = None) -> QueueMessage | None:
+    def receive_batch(self, *, max_messages: int, lock_seconds: float | None = None) -> list[QueueMessage]:
         if self.receive_broken.is_set():
             raise sqlite3.OperationalError(FULL)
         self._fault("receive")
-        message = super().receive(lock_seconds=lock_seconds)
-        if message is not None:
-            self.received.append(message.message_id)
-        return message
+        messages = super().receive_batch(max_messages=max_messages, lock_seconds=lock_seconds)
+        self.received.extend(m.message_id for m in messages)
+        return messages
 
     def complete(self, message: QueueMessage) -> None:
         self._fault("complete")
