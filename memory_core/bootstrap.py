@@ -133,7 +133,9 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
         return store
     from .adapters.sqlite_store import SQLiteMemoryStore
 
-    sqlite = SQLiteMemoryStore(settings.sqlite_path, clock=clock)
+    sqlite = SQLiteMemoryStore(
+        settings.sqlite_path, clock=clock, vector_index_min_scope=settings.vector_index_min_scope
+    )
     if embedder is not None:
         recorded = sqlite.get_meta("embedder")
         if recorded is None:

@@ -60,6 +60,11 @@ class Settings:
         1024,
         "Distinct query texts whose embeddings are kept in memory for repeats (0: no cache).",
     )
+    vector_index_min_scope: int = _env(
+        "MEMORY_VECTOR_INDEX_MIN_SCOPE",
+        0,
+        "Embedded store: scopes of at least this many memories get an approximate vector index (HNSW; needs the `ann` extra); 0: every scope is searched exactly.",
+    )
     half_life_days: float = _env("MEMORY_HALF_LIFE_DAYS", 45.0, "Retention half-life in days.")
     archive_threshold: float = _env(
         "MEMORY_ARCHIVE_THRESHOLD", 0.22, "At or below this retention a memory is archived."
@@ -267,6 +272,8 @@ class Settings:
             raise ConfigurationError("MEMORY_EMBEDDER_THREADS must be at least 1")
         if self.query_cache_size < 0:
             raise ConfigurationError("MEMORY_QUERY_CACHE_SIZE must not be negative")
+        if self.vector_index_min_scope < 0:
+            raise ConfigurationError("MEMORY_VECTOR_INDEX_MIN_SCOPE must not be negative")
         self._check_llm()
         try:
             self.policy()

@@ -200,6 +200,8 @@ class ScopeIndex:
         self._id_rank: np.ndarray | None = None
         #: BM25 term weights ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per field and term, for one avgdl.
         self.weights: dict[str, tuple[float, dict[str, tuple[np.ndarray, np.ndarray]]]] = {}
+        #: Positions whose vectors were set since an approximate index copied them (``None``: not tracked).
+        self.vectors_changed: set[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -375,6 +377,8 @@ class ScopeIndex:
     def _set_vectors(self, where: np.ndarray, blobs: Sequence[Any], n: int) -> None:
         """Vectors (float32 blobs, ``None``: none) of documents at ``where``; the matrix grows by doubling."""
         vectors = [None if b is None else bytes(b) for b in blobs]
+        if self.vectors_changed is not None:
+            self.vectors_changed.update(where.tolist())
         for blob in vectors:
             if blob is not None and len(blob) % 4:
                 np.frombuffer(blob, dtype=np.float32)  # raises: not a float32 array

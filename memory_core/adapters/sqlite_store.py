@@ -80,6 +80,7 @@ from ..ports import (
 )
 from ..ranking import apply_profile, profile_for
 from ..text import ANALYZER_VERSION, index_terms, query_terms
+from .sqlite_ann import ScopeVectorIndexes
 from .sqlite_files import disk_full_error, refuse_empty_file, rollback, truncate_wal
 from .sqlite_schema import (
     AT,
@@ -164,6 +165,9 @@ class SQLiteMemoryStore:
         cache_documents: Upper bound on memories held in the per-scope search caches.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode;
             ``FULL`` also survives power loss).
+        vector_index_min_scope: Scopes of at least this many memories get an approximate vector index
+            (``MEMORY_VECTOR_INDEX_MIN_SCOPE``; 0, the default: every scope is searched exactly; see
+            :mod:`memory_core.adapters.sqlite_ann`).
     """
 
     def __init__(
@@ -173,6 +177,7 @@ class SQLiteMemoryStore:
         clock: Clock | None = None,
         cache_documents: int = 200_000,
         synchronous: str = "NORMAL",
+        vector_index_min_scope: int = 0,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
@@ -207,6 +212,7 @@ class SQLiteMemoryStore:
             tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
         ) = None
         self._cache_documents = cache_documents
+        self._ann = ScopeVectorIndexes(vector_index_min_scope)
         self._closed = False
 
     def _reindex_if_needed(self) -> None:
@@ -897,27 +903,46 @@ class SQLiteMemoryStore:
             matched = mask & (scores > 0.0)
         return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP, index.id_ranks))
 
-    @staticmethod
-    def _vector_leg(index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
+    def _vector_leg(self, index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
         """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector.
 
-        One float32 matrix-vector product finds the candidates; the top ``k`` (and every document
+        One float32 matrix-vector product finds the candidates (or, in a scope large enough for one, an
+        approximate index: :mod:`memory_core.adapters.sqlite_ann`); the top ``k`` (and every document
         within rounding of the k-th) are scored again row by row in float64, so a document's score does
         not depend on where its row sits in the matrix or how many rows there are (a BLAS product's
         last bits do), and an index updated in place ranks exactly as one rebuilt from the rows.
         """
+        usable = mask & index.has_vector
+        if not index.dims or not usable.any():
+            return _Leg(np.zeros(len(index), dtype=np.float64), np.full(len(index), -1, dtype=np.int64))
+        positions = self._ann.candidates(index, query_vector, usable, k) if self._ann.enabled else None
+        if positions is None:
+            return self._scored(index, query_vector, self._exact_candidates(index, query_vector, usable, k), k)
+        leg = self._scored(index, query_vector, positions, k)
+        if self._ann.wants_check(index):
+            exact = self._scored(index, query_vector, self._exact_candidates(index, query_vector, usable, k), k)
+            self._ann.record_check(index, np.flatnonzero(leg.ranks >= 0), np.flatnonzero(exact.ranks >= 0))
+        return leg
+
+    @staticmethod
+    def _exact_candidates(index: ScopeIndex, query_vector: np.ndarray, usable: np.ndarray, k: int) -> np.ndarray:
+        """The usable documents whose float32 cosine is within rounding of the k-th best (all of them
+        when there are no more than ``k``)."""
+        positions = np.flatnonzero(usable)
+        rough = (index.vectors @ query_vector)[positions]
+        if 0 < k < len(positions):
+            cut = np.partition(rough, len(rough) - k)[len(rough) - k]
+            positions = positions[rough >= cut - _RESCORE_MARGIN]
+        return positions
+
+    @staticmethod
+    def _scored(index: ScopeIndex, query_vector: np.ndarray, positions: np.ndarray, k: int) -> _Leg:
+        """The leg from candidates scored row by row in float64, ranked (top ``k``)."""
         scores = np.zeros(len(index), dtype=np.float64)
         eligible = np.zeros(len(index), dtype=bool)
-        usable = mask & index.has_vector
-        if index.dims and usable.any():
-            positions = np.flatnonzero(usable)
-            rough = (index.vectors @ query_vector)[positions]
-            if 0 < k < len(positions):
-                cut = np.partition(rough, len(rough) - k)[len(rough) - k]
-                positions = positions[rough >= cut - _RESCORE_MARGIN]
-            cosines = (index.vectors[positions].astype(np.float64) * query_vector.astype(np.float64)).sum(axis=1)
-            scores[positions] = 1.0 / (2.0 - np.clip(cosines, -1.0, 1.0))
-            eligible[positions] = True
+        cosines = (index.vectors[positions].astype(np.float64) * query_vector.astype(np.float64)).sum(axis=1)
+        scores[positions] = 1.0 / (2.0 - np.clip(cosines, -1.0, 1.0))
+        eligible[positions] = True
         return _Leg(scores, _ranks(scores, eligible, k, index.id_ranks))
 
     @staticmethod
@@ -1140,6 +1165,11 @@ class SQLiteMemoryStore:
         with self._lock:
             return truncate_wal(self._conn, self._path)
 
+    def approximate_indexes(self) -> list[dict[str, Any]]:
+        """What the approximate vector indexes of large scopes did (:meth:`ScopeVectorIndexes.stats`)."""
+        with self._lock:
+            return self._ann.stats()
+
     def close_sync(self) -> None:
         """Close the connection (synchronous callers)."""
         with self._lock:
@@ -1147,6 +1177,7 @@ class SQLiteMemoryStore:
                 self._conn.close()
                 self._closed = True
                 self._cache.clear()
+                self._ann.close()
 
     async def close(self) -> None:
         self.close_sync()

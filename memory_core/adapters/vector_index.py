@@ -1,13 +1,13 @@
 """An approximate nearest-neighbour index (HNSW, from ``usearch``) over unit vectors, by cosine.
 
-A caller would ask this index for candidates, rescore them exactly from its own matrix and fall back
-to exact search when too few survive its filters; :func:`candidates_to_request` gives the number of
+A caller asks this index for candidates, rescores them exactly from its own matrix and falls back to
+exact search when too few survive its filters; :func:`candidates_to_request` gives the number of
 candidates to ask for so that the top ``k`` after a filter match the exact filtered top ``k`` (recall
-≥ 0.99 in the measurements of ``memory-core bench ann``). The embedded store does not use it yet: it
-searches every scope exactly, because on the machines it targets the measured gain at 100,000 vectors
-(1.4-2.1x on the vector leg) does not pay for the index's build time (45-100 s per 100,000 vectors)
-and size (1.8 kB per vector); ``docs/benchmarks.md`` has the figures. Installed with the ``ann``
-extra (``pip install 'memory-core[ann]'``).
+≥ 0.99 in the measurements of ``memory-core bench ann``). The embedded store does so for scopes of at
+least ``MEMORY_VECTOR_INDEX_MIN_SCOPE`` memories (:mod:`memory_core.adapters.sqlite_ann`; off by
+default: on the machines it targets the measured gain at 100,000 vectors does not pay for the index's
+build time, 45-100 s per 100,000 vectors, and size, 1.8 kB per vector; ``docs/benchmarks.md`` has the
+figures). Installed with the ``ann`` extra (``pip install 'memory-core[ann]'``).
 
 Keys are non-negative integers (SQLite row ids); vectors are rows of ``dimensions`` finite floats,
 normalized here (so the scores are cosines even for rows that are not exactly unit). The index is

@@ -21,6 +21,12 @@ against exact. With ``--sweep``, recall and latency for a range of ``expansion_s
 ``k`` to request from the index so that the top ``k`` of the candidates that pass a random filter
 (keeping 90 % / 50 % of the documents) match the exact filtered top ``k`` with recall ≥ 0.99.
 
+With ``--store N`` the index is measured where users meet it: ``N`` e5-derived vectors are written as
+one scope of a SQLite store, which is searched (vector, and hybrid + ``important``) by a store with
+``MEMORY_VECTOR_INDEX_MIN_SCOPE`` off and by one with it on (:mod:`memory_core.adapters.sqlite_ann`):
+the background build's time, latency p50/p99 of both, how often the top 10 agree, and the store's own
+checks against exact search.
+
 Pin ``OMP_NUM_THREADS`` (the embedder and numpy) when comparing figures; the exact search is measured
 single-threaded when ``OMP_NUM_THREADS=1``.
 """
@@ -28,6 +34,7 @@ single-threaded when ``OMP_NUM_THREADS=1``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import hashlib
 import json
@@ -459,8 +466,98 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="store_true", help="recall and latency across the HNSW parameters")
     parser.add_argument("--filters", action="store_true", help="the oversampling random filters need")
     parser.add_argument("--no-determinism", action="store_true", help="skip the second builds")
+    parser.add_argument(
+        "--store",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure a SQLite store scope of N e5-derived memories with the approximate index off and on",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", metavar="PATH", help="also write the figures as JSON to PATH")
+
+
+async def measure_store(
+    matrix: np.ndarray, queries: np.ndarray, *, k: int = 50, top: int = 10, progress: Progress = NO_PROGRESS
+) -> dict[str, Any]:
+    """One scope of ``len(matrix)`` memories in a SQLite store, searched with the approximate index
+    off and on (the index built in the background by the store itself; see the module docstring)."""
+    import tempfile
+    from datetime import UTC, datetime
+
+    from ..adapters.sqlite_store import SQLiteMemoryStore
+    from ..models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, SearchMode
+
+    scope = Scope.of("bench-user", "bench-agent")
+    written = datetime.now(UTC)
+    n = len(matrix)
+    with tempfile.TemporaryDirectory(prefix="memory-core-bench-ann-") as tmp:
+        path = str(Path(tmp) / "store.db")
+        writer = SQLiteMemoryStore(path, cache_documents=max(200_000, n))
+        bar = progress.bar("writing", n, unit="memories")
+        for start in range(0, n, 5_000):
+            rows = [
+                MemoryRecord.model_validate(
+                    {
+                        "id": f"m-{i:07d}",
+                        "user_id": scope.user_id,
+                        "agent_id": scope.agent_id,
+                        "memory": f"memory number {i}",
+                        "importance": 0.3 + 0.4 * ((i * 7919) % 100) / 100,
+                        "created_at": written,
+                        "updated_at": written,
+                        "embedding": matrix[i].tolist(),
+                    }
+                )
+                for i in range(start, min(n, start + 5_000))
+            ]
+            await writer.upsert(rows)
+            bar.update(min(n, start + 5_000))
+        bar.finish()
+        writer.close_sync()
+        exact = SQLiteMemoryStore(path, cache_documents=max(200_000, n))
+        approximate = SQLiteMemoryStore(path, cache_documents=max(200_000, n), vector_index_min_scope=n)
+        modes = {
+            "vector": MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE, top=top, vector_k=k),
+            "hybrid + important": MemorySearchOptions(mode=SearchMode.HYBRID, top=top, vector_k=k),
+        }
+
+        async def search(store: SQLiteMemoryStore, query: np.ndarray, options: MemorySearchOptions) -> list[str]:
+            found = await store.search(scope, "memory", query.tolist(), options)
+            return [hit.record.id for hit in found.hits]
+
+        try:
+            await search(exact, queries[0], modes["vector"])  # both load the scope before the clock starts
+            started = time.perf_counter()
+            await search(approximate, queries[0], modes["vector"])  # starts the build
+            while not any(g["state"] != "building" for g in approximate.approximate_indexes()):
+                await asyncio.sleep(0.2)
+                await search(approximate, queries[0], modes["vector"])  # installs it when it is done
+            build_seconds = time.perf_counter() - started
+            figures: dict[str, Any] = {"memories": n, "build_seconds_in_background": round(build_seconds, 1), "modes": {}}
+            for name, options in modes.items():
+                timings: dict[str, list[float]] = {"exact": [], "approximate": []}
+                agree = 0
+                for query in queries:
+                    results = {}
+                    for label, store in (("exact", exact), ("approximate", approximate)):
+                        began = time.perf_counter()
+                        results[label] = await search(store, query, options)
+                        timings[label].append(time.perf_counter() - began)
+                    agree += results["exact"] == results["approximate"]
+                figures["modes"][name] = {
+                    "exact_ms": {"p50": _ms(timings["exact"], 50), "p99": _ms(timings["exact"], 99)},
+                    "approximate_ms": {
+                        "p50": _ms(timings["approximate"], 50),
+                        "p99": _ms(timings["approximate"], 99),
+                    },
+                    "same_top": round(agree / len(queries), 4),
+                }
+            figures["index"] = approximate.approximate_indexes()
+        finally:
+            exact.close_sync()
+            approximate.close_sync()
+    return figures
 
 
 def _sets(args: argparse.Namespace, progress: Progress) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -530,6 +627,19 @@ def _table(report: dict[str, Any]) -> str:
             f"| {r['recall_mean']:.4f} / {r['recall_min']:.2f} | {r['exact_fallbacks']} |"
             for r in rows
         )
+    store = report.get("store")
+    if store:
+        lines.append(
+            f"\none scope of {store['memories']} e5-derived memories in a SQLite store; the approximate index "
+            f"built in the background in {store['build_seconds_in_background']} s:\n"
+        )
+        lines.append("| search | exact p50 / p99 ms | approximate p50 / p99 ms | same top 10 |\n|---|---|---|---|")
+        lines.extend(
+            f"| {name} | {m['exact_ms']['p50']:.2f} / {m['exact_ms']['p99']:.2f} "
+            f"| {m['approximate_ms']['p50']:.2f} / {m['approximate_ms']['p99']:.2f} | {m['same_top']:.1%} |"
+            for name, m in store["modes"].items()
+        )
+        lines.extend(f"\nthe store's checks: {g}" for g in store["index"])
     return "\n".join(lines) + "\n"
 
 
@@ -592,5 +702,12 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         if args.filters:
             index = ApproximateVectorIndex.build(matrix, threads=1, **params)
             report["filters"][name] = oversampling(index, matrix, queries, k=k_filter)
+    if getattr(args, "store", 0):
+        if not (args.locomo or args.jdd):
+            raise ValueError("--store needs the real vectors (--locomo and/or --jdd) to derive its memories from")
+        real, queries = load_real_vectors(args.locomo, args.jdd, args.cache, progress=progress)
+        report["store"] = await measure_store(
+            derived_from(real, args.store, args.seed), queries[: args.queries], k=k_filter, progress=progress
+        )
     publish(report, args, out, _table(report))
     return 0

@@ -1,0 +1,222 @@
+"""Large scopes of the embedded store searched through an approximate vector index
+(``MEMORY_VECTOR_INDEX_MIN_SCOPE``): built in the background while exact search answers, kept current
+after writes, checked against exact search, and given up for exact search when it misses."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from contract.store_contract import NOW, make
+
+from memory_core.adapters import sqlite_ann
+from memory_core.adapters.sqlite_ann import ScopeVectorIndexes
+from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.vector_index import ApproximateVectorIndex
+from memory_core.bootstrap import build_store, load_settings
+from memory_core.errors import ConfigurationError
+from memory_core.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
+from memory_core.ports import FixedClock
+
+pytest.importorskip("usearch")
+
+SCOPE = Scope.of("user-large", "agent-1")
+SMALL = Scope.of("user-small", "agent-1")
+DIMS = 48
+SIZE = 1200
+MIN_SCOPE = 1000
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+def clustered(rng: np.random.Generator, count: int, centers: np.ndarray) -> np.ndarray:
+    """Unit vectors near a few centers, as embeddings of related texts are (random noise is not
+    something a graph can index)."""
+    picks = centers[rng.integers(0, len(centers), size=count)]
+    vectors = picks + 0.35 * rng.standard_normal((count, DIMS))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def fill(store: SQLiteMemoryStore, scope: Scope, vectors: np.ndarray, prefix: str = "m") -> None:
+    records = [
+        make(
+            f"memory {i} of {scope.user_id}",
+            scope,
+            id=f"{prefix}-{i:05d}",
+            category="plan" if i % 5 == 0 else "fact",
+            importance=0.5,
+            embedding=[float(x) for x in vectors[i]],
+        )
+        for i in range(len(vectors))
+    ]
+    for start in range(0, len(records), 500):
+        run(store.upsert(records[start : start + 500]))
+
+
+def vector_search(store: SQLiteMemoryStore, query: np.ndarray, scope: Scope = SCOPE, **options: Any) -> list[str]:
+    opts = MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE, top=10, vector_k=50, **options)
+    return [hit.record.id for hit in run(store.search(scope, "", [float(x) for x in query], opts)).hits]
+
+
+def graph(store: SQLiteMemoryStore) -> dict[str, Any]:
+    [found] = [g for g in store.approximate_indexes() if g["memories"] >= MIN_SCOPE]
+    return found
+
+
+def wait_until_ready(store: SQLiteMemoryStore, query: np.ndarray) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        vector_search(store, query)  # the first search starts the build; a later one installs it
+        if any(g["state"] == "ready" for g in store.approximate_indexes()):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the index was not built in time: {store.approximate_indexes()}")
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    centers = rng.standard_normal((24, DIMS))
+    return clustered(rng, SIZE, centers), clustered(rng, 60, centers)
+
+
+def test_a_large_scope_answers_through_its_graph_as_exact_search_does(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, queries = data
+    path = tmp_path / "m.db"
+    exact = SQLiteMemoryStore(path)
+    fill(exact, SCOPE, vectors)
+    fill(exact, SMALL, vectors[:200], prefix="s")
+    approximate = SQLiteMemoryStore(path, vector_index_min_scope=MIN_SCOPE)
+    try:
+        assert vector_search(approximate, queries[0]) == vector_search(exact, queries[0])  # exact meanwhile
+        wait_until_ready(approximate, queries[0])
+        same = sum(vector_search(approximate, q) == vector_search(exact, q) for q in queries)
+        hybrid = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT, top=10)
+        for q in queries[:10]:
+            args = (SCOPE, "memory", [float(x) for x in q], hybrid)
+            assert [h.record.id for h in run(approximate.search(*args)).hits] == [
+                h.record.id for h in run(exact.search(*args)).hits
+            ]
+        vector_search(approximate, queries[0], scope=SMALL)  # a small scope: exact, no graph
+        stats = graph(approximate)
+        assert len(approximate.approximate_indexes()) == 1
+    finally:
+        exact.close_sync()
+        approximate.close_sync()
+    assert same >= 0.95 * len(queries)  # candidates rescored exactly: the same top 10 almost always
+    assert stats["state"] == "ready" and stats["searches"] >= len(queries)
+    assert stats["checks"] >= sqlite_ann.FIRST_CHECKS and stats["mean_recall"] >= 0.99
+
+
+def test_filters_that_keep_little_of_the_scope_are_searched_exactly(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, queries = data
+    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
+    exact = SQLiteMemoryStore(tmp_path / "m.db")
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        before = graph(store)["exact_fallbacks"]
+        # a fifth of the scope is a plan: the graph would have to walk five times as wide
+        assert vector_search(store, queries[1], category="plan") == vector_search(exact, queries[1], category="plan")
+        assert graph(store)["exact_fallbacks"] == before + 1
+    finally:
+        store.close_sync()
+        exact.close_sync()
+
+
+def test_writes_after_the_build_are_found_through_the_graph(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, queries = data
+    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        searches = graph(store)["searches"]
+        # a new memory right on a query, and an old one moved onto another
+        fill(store, SCOPE, queries[2:3], prefix="new")
+        moved = make("memory 7 moved", SCOPE, id="m-00007", category="fact", embedding=[float(x) for x in queries[3]])
+        run(store.upsert([moved]))
+        assert vector_search(store, queries[2])[0] == "new-00000"
+        assert vector_search(store, queries[3])[0] == "m-00007"
+        assert graph(store)["searches"] == searches + 2  # both through the graph
+        assert graph(store)["state"] == "ready"
+    finally:
+        store.close_sync()
+
+
+def test_a_graph_that_misses_sends_the_scope_back_to_exact_search(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray], caplog: pytest.LogCaptureFixture
+) -> None:
+    vectors, queries = data
+
+    def scrambled(matrix: np.ndarray, keys: np.ndarray) -> ApproximateVectorIndex:
+        """A graph whose keys point at the wrong vectors: what a broken index would return."""
+        return ApproximateVectorIndex.build(matrix, np.random.default_rng(1).permutation(keys), threads=1)
+
+    path = tmp_path / "m.db"
+    exact = SQLiteMemoryStore(path)
+    store = SQLiteMemoryStore(path, vector_index_min_scope=MIN_SCOPE)
+    store._ann = ScopeVectorIndexes(MIN_SCOPE, build=scrambled)
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite_ann"):
+            for q in queries[:4]:
+                vector_search(store, q)
+        stats = graph(store)
+        # from then on every answer is exact search's
+        assert all(vector_search(store, q) == vector_search(exact, q) for q in queries[4:12])
+    finally:
+        store.close_sync()
+        exact.close_sync()
+    assert stats["state"] == "exact" and "recall" in (stats["why_exact"] or "")
+    assert stats["checks"] == 2  # two checks are enough when it misses this badly
+    assert "goes back to exact vector search" in caplog.text
+
+
+def test_the_setting_is_validated_and_reaches_the_store(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="MEMORY_VECTOR_INDEX_MIN_SCOPE"):
+        load_settings(environ={"MEMORY_VECTOR_INDEX_MIN_SCOPE": "-1"})
+    settings = load_settings(environ={"MEMORY_VECTOR_INDEX_MIN_SCOPE": "50000"}, sqlite_path=str(tmp_path / "m.db"))
+    store = build_store(settings, clock=FixedClock(NOW))
+    try:
+        assert isinstance(store, SQLiteMemoryStore) and store._ann.min_scope == 50000 and store._ann.enabled
+    finally:
+        run(store.close())
+    assert not ScopeVectorIndexes(0).enabled  # the default: every scope exact
+
+
+def test_without_usearch_every_scope_is_searched_exactly_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sqlite_ann, "ann_available", lambda: False)
+    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite_ann"):
+        indexes = ScopeVectorIndexes(1000)
+    assert not indexes.enabled
+    assert "pip install 'memory-core[ann]'" in caplog.text
+
+
+def test_bench_ann_measures_a_store_scope_with_the_index_off_and_on(data: tuple[np.ndarray, np.ndarray]) -> None:
+    from memory_core.bench.ann import measure_store
+
+    vectors, queries = data
+    report = run(measure_store(vectors, queries[:12], k=20))
+    assert report["memories"] == SIZE and report["build_seconds_in_background"] >= 0
+    assert set(report["modes"]) == {"vector", "hybrid + important"}
+    for figures in report["modes"].values():
+        assert figures["exact_ms"]["p50"] > 0 and figures["approximate_ms"]["p50"] > 0
+        assert figures["same_top"] >= 0.9
+    [index] = report["index"]
+    assert index["state"] == "ready" and index["searches"] >= 24 and index["mean_recall"] >= 0.99
