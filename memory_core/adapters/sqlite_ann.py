@@ -5,26 +5,32 @@ Off by default: exact search is fast enough at the sizes the product's benchmark
 1.8 kB and about a millisecond of one CPU per vector to build. Set the variable to a scope size (and
 install the ``ann`` extra, ``usearch``) and every scope of at least that many memories gets one:
 
-- **Built in the background**: the scope's vectors are copied and a graph is built on a thread of its
-  own, one CPU, deterministic (:class:`~memory_core.adapters.vector_index.ApproximateVectorIndex`);
-  exact search answers meanwhile. Not saved in the file: a new process builds again.
+- **Built in the background**: on a thread of its own, one build at a time, one CPU, deterministic
+  (:class:`~memory_core.adapters.vector_index.ApproximateVectorIndex`); the scope's vectors are copied
+  (under the store's lock) when the build starts, and exact search answers meanwhile. Not saved in the
+  file: a new process builds again. A scope with a graph stays in the store's memory (it is not
+  evicted to make room for other scopes), since loading it again would mean building again.
 - **Kept current**: the positions whose vectors changed since the copy (a write, here or in another
-  process, as the scope index applies it) are removed from the graph and added again before the next
-  search; when removals leave more than a fifth of the graph as tombstones it is built again.
+  process, as the scope index applies it; a recall or forgetting changes no vector) are removed from
+  the graph and added again before the next search; more than a twentieth of the graph at once, and it
+  is built again in the background instead.
 - **Searched with a margin, rescored exactly**: the vector leg asks the graph for
   :func:`~memory_core.adapters.vector_index.candidates_to_request` candidates (at least 3 ``k``,
   widened by the share of the scope the search's filters keep), drops those the filters reject and
   scores the rest exactly, as exact search would; with fewer than ``k`` left, or filters that keep
-  less than half the scope (where the graph is no faster), it searches exactly.
+  less than half the scope (archived and deleted memories count in the graph: a scope that forgetting
+  has mostly archived is searched exactly), it searches exactly.
 - **Checked against exact search**: the first 8 searches of a graph and every 32nd after them are
   also answered exactly and their top ``k`` compared. When the mean recall of the last 16 checks falls
-  below 0.99 (below 0.9 after two checks: vectors a graph cannot index, like random ones), the scope
-  goes back to exact search for the life of the process, with a warning. :meth:`ScopeVectorIndexes.stats`
-  says what each graph did.
+  below 0.99 (below 0.9 after two checks: vectors a graph cannot index, like random ones), the graph is
+  built again once; if the new one misses too, the scope goes back to exact search for the rest of the
+  process (for its current epoch), with a warning. So does a graph that raises an error.
+  :meth:`ScopeVectorIndexes.stats` says what each graph did.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import weakref
@@ -46,15 +52,36 @@ logger = logging.getLogger(__name__)
 #: Searches of a new graph that are all checked, and how often one is checked after them.
 FIRST_CHECKS = 8
 CHECK_EVERY = 32
-#: Checks the recall is averaged over, and the recall under which the scope goes back to exact search.
+#: Checks the recall is averaged over, and the recall under which a graph is given up.
 CHECK_WINDOW = 16
 MIN_RECALL = 0.99
-#: Recall under which two checks are enough to give up (vectors the graph cannot index).
+#: Recall under which two checks are enough to give a graph up (vectors it cannot index).
 BROKEN_RECALL = 0.9
-#: Filters keeping less than this share of the scope are searched exactly (the graph is no faster).
+#: Filters keeping less than this share of the graph are searched exactly (the graph is no faster).
 MIN_KEPT_FRACTION = 0.5
-#: Tombstones (removed nodes) past this share of the graph make it be built again.
-MAX_DELETED_FRACTION = 0.2
+#: Changed vectors past this share of the graph (and at least ``MIN_REBUILD_CHANGES``) make it be
+#: built again in the background rather than updated in place before a search.
+REBUILD_FRACTION = 0.05
+MIN_REBUILD_CHANGES = 1_000
+
+Key = tuple[str, str]
+#: Vectors added to a graph between two looks at whether its build was cancelled (about a second).
+BUILD_CHUNK = 1_024
+#: The longest a closing store (or the process's exit) waits for a build to stop.
+STOP_SECONDS = 10.0
+
+_LIVE: weakref.WeakSet[ScopeVectorIndexes] = weakref.WeakSet()
+_EXIT_HOOK: list[bool] = []
+
+
+def _close_all() -> None:
+    """At exit: stop the builds (a thread left inside the native library when the process ends aborts it)."""
+    for indexes in list(_LIVE):
+        indexes.close()
+
+
+class _Cancelled(Exception):
+    """A build stopped because its store closed or its scope no longer needs it."""
 
 
 def ann_available() -> bool:
@@ -68,13 +95,19 @@ def ann_available() -> bool:
 
 @dataclass
 class _Graph:
-    """One scope's graph, or the build of one under way."""
+    """One scope's graph (for one epoch of the scope), or the build of one under way."""
 
+    epoch: int
+    owner: weakref.ReferenceType[ScopeIndex] | None = None  # the scope index its positions are of
     building: Future[ApproximateVectorIndex] | None = None
+    stop_building: threading.Event = field(default_factory=threading.Event)
     index: ApproximateVectorIndex | None = None
     searches: int = 0
     checks: deque[float] = field(default_factory=lambda: deque(maxlen=CHECK_WINDOW))
     exact_fallbacks: int = 0
+    updated: int = 0  # vectors removed and added again after the build
+    builds: int = 0
+    rebuilt_for_recall: bool = False
     off: str | None = None  # why the scope went back to exact search for good
 
 
@@ -83,6 +116,7 @@ class ScopeVectorIndexes:
 
     Args:
         min_scope: Scopes of at least this many memories get a graph (0: none).
+        lock: The store's lock: builds copy a scope's vectors under it.
         build: Builds a graph from ``(vectors, keys)``; the default is a one-thread HNSW build.
     """
 
@@ -90,15 +124,19 @@ class ScopeVectorIndexes:
         self,
         min_scope: int,
         *,
+        lock: threading.RLock | None = None,
         build: Callable[[np.ndarray, np.ndarray], ApproximateVectorIndex] | None = None,
     ) -> None:
         if min_scope < 0:
             raise ValueError("min_scope must not be negative")
         self.min_scope = int(min_scope)
-        self._build = build or (lambda vectors, keys: ApproximateVectorIndex.build(vectors, keys, threads=1))
-        self._graphs: weakref.WeakKeyDictionary[ScopeIndex, _Graph] = weakref.WeakKeyDictionary()
+        self._store_lock = lock or threading.RLock()
+        self._custom_build = build
+        self._graphs: dict[Key, _Graph] = {}
         self._one_at_a_time = threading.Lock()
         self._closed = False
+        self._stop = threading.Event()
+        self._threads: set[threading.Thread] = set()
         self.enabled = self.min_scope > 0 and ann_available()
         if self.min_scope > 0 and not self.enabled:
             logger.warning(
@@ -107,8 +145,15 @@ class ScopeVectorIndexes:
                 self.min_scope,
             )
 
+    def holds(self, key: Key) -> bool:
+        """Whether the scope has a graph (or one being built): its scope index is kept in memory."""
+        graph = self._graphs.get(key)
+        return graph is not None and graph.off is None and (graph.index is not None or graph.building is not None)
+
     # -- the vector leg ------------------------------------------------------------------------------
-    def candidates(self, index: ScopeIndex, query: np.ndarray, usable: np.ndarray, k: int) -> np.ndarray | None:
+    def candidates(
+        self, key: Key, index: ScopeIndex, query: np.ndarray, usable: np.ndarray, k: int
+    ) -> np.ndarray | None:
         """Positions for the vector leg to score exactly (the filter's survivors among the graph's
         candidates, at least ``k``), or ``None``: search the scope exactly.
 
@@ -116,8 +161,11 @@ class ScopeVectorIndexes:
         """
         if not self.enabled or len(index) < self.min_scope or k < 1 or not index.dims:
             return None
-        graph = self._graph(index)
+        graph = self._graph(key, index)
         if graph is None or graph.index is None:
+            return None
+        if graph.index.dimensions != len(query):
+            self._give_up(key, index, f"its vectors have {graph.index.dimensions} dimensions, the query {len(query)}")
             return None
         kept = int(usable.sum())
         if kept < k or kept < MIN_KEPT_FRACTION * len(graph.index):
@@ -130,7 +178,7 @@ class ScopeVectorIndexes:
             size=len(graph.index),
         )
         keys, _ = graph.index.search(query, wanted)
-        keys = keys[keys < len(index)]
+        keys = keys[(keys >= 0) & (keys < len(index))]
         survivors = keys[usable[keys]]
         if len(survivors) < k:
             graph.exact_fallbacks += 1
@@ -138,40 +186,63 @@ class ScopeVectorIndexes:
         graph.searches += 1
         return np.unique(survivors)
 
-    def wants_check(self, index: ScopeIndex) -> bool:
+    def wants_check(self, key: Key) -> bool:
         """Whether this search of the scope's graph is also to be answered exactly, to compare."""
-        graph = self._graphs.get(index)
+        graph = self._graphs.get(key)
         if graph is None or graph.index is None:
             return False
         return graph.searches <= FIRST_CHECKS or graph.searches % CHECK_EVERY == 0
 
-    def record_check(self, index: ScopeIndex, approximate: np.ndarray, exact: np.ndarray) -> None:
+    def record_check(self, key: Key, index: ScopeIndex, approximate: np.ndarray, exact: np.ndarray) -> None:
         """Compare a search's top ``k`` positions from the graph with exact search's."""
-        graph = self._graphs.get(index)
+        graph = self._graphs.get(key)
         if graph is None or graph.index is None or not len(exact):
             return
         recall = len(np.intersect1d(approximate, exact)) / len(exact)
         graph.checks.append(recall)
         mean = sum(graph.checks) / len(graph.checks)
-        if (len(graph.checks) >= 2 and mean < BROKEN_RECALL) or (
-            len(graph.checks) == CHECK_WINDOW and mean < MIN_RECALL
+        if not (
+            (len(graph.checks) >= 2 and mean < BROKEN_RECALL)
+            or (len(graph.checks) == CHECK_WINDOW and mean < MIN_RECALL)
         ):
-            graph.off = f"recall {mean:.3f} over the last {len(graph.checks)} checks against exact search"
+            return
+        why = f"recall {mean:.3f} over the last {len(graph.checks)} checks against exact search"
+        if not graph.rebuilt_for_recall:
+            graph.rebuilt_for_recall = True
+            logger.warning("the approximate vector index of a scope of %s memories had %s: building it again", len(index), why)
             graph.index = None
-            logger.warning(
-                "a scope of %s memories goes back to exact vector search: its approximate index had %s",
-                len(index),
-                graph.off,
-            )
+            self._start_build(index, graph)
+            return
+        self._give_up(key, index, why)
+
+    def fail(self, key: Key, index: ScopeIndex, exc: BaseException) -> None:
+        """The scope's graph raised: the scope goes back to exact search (the search goes on)."""
+        self._give_up(key, index, f"it failed: {type(exc).__name__}: {exc}")
+
+    def _give_up(self, key: Key, index: ScopeIndex, why: str) -> None:
+        graph = self._graphs.get(key)
+        if graph is None:
+            return
+        graph.off = why
+        graph.index = None
+        self._cancel_build(graph)
+        index.vectors_changed = None
+        logger.warning("a scope of %s memories goes back to exact vector search: its approximate index had %s", len(index), why)
 
     # -- building and keeping graphs ------------------------------------------------------------------
-    def _graph(self, index: ScopeIndex) -> _Graph | None:
+    def _graph(self, key: Key, index: ScopeIndex) -> _Graph | None:
         """The scope's graph, current; starts a build when there is none (``None`` meanwhile)."""
-        graph = self._graphs.get(index)
-        if graph is None:
-            graph = self._graphs[index] = _Graph()
+        graph = self._graphs.get(key)
+        if graph is None or graph.epoch != index.epoch:  # a new scope, or rows removed: positions moved
+            if graph is not None:
+                self._cancel_build(graph)
+            graph = self._graphs[key] = _Graph(epoch=index.epoch)
         if graph.off is not None:
             return None
+        if graph.owner is None or graph.owner() is not index:
+            # the scope index was loaded again (its positions may differ): this one needs its own graph
+            self._cancel_build(graph)
+            graph.index, graph.owner = None, weakref.ref(index)
         if graph.building is not None:
             if not graph.building.done():
                 return None
@@ -179,9 +250,7 @@ class ScopeVectorIndexes:
             try:
                 graph.index = built.result()
             except Exception as exc:  # a bug or no memory: exact search, for good
-                graph.off = f"its build failed: {type(exc).__name__}: {exc}"
-                logger.warning("a scope of %s memories is searched exactly: %s", len(index), graph.off)
-                index.vectors_changed = None
+                self._give_up(key, index, f"its build failed: {type(exc).__name__}: {exc}")
                 return None
             graph.searches = 0
             graph.checks.clear()
@@ -192,29 +261,65 @@ class ScopeVectorIndexes:
         return graph if graph.index is not None else None
 
     def _start_build(self, index: ScopeIndex, graph: _Graph) -> None:
-        positions = np.flatnonzero(index.has_vector[: len(index)]).astype(np.int64)
-        vectors = np.array(index.vectors[positions], dtype=np.float32)  # a copy: the scope changes meanwhile
-        index.vectors_changed = set()  # from now on, what changes is applied when the graph is in
+        if self._closed:
+            return
         future: Future[ApproximateVectorIndex] = Future()
+        stop = graph.stop_building = threading.Event()
         graph.building = future
+        graph.builds += 1
+        owner = weakref.ref(index)
 
         def build() -> None:
-            with self._one_at_a_time:  # one CPU for all builds; the others wait their turn
-                if self._closed or not future.set_running_or_notify_cancel():
-                    return
-                try:
-                    future.set_result(self._build(vectors, positions))
-                except BaseException as exc:  # handed to the search that installs it
-                    future.set_exception(exc)
+            try:
+                with self._one_at_a_time:  # one CPU for all builds; the others wait their turn
+                    if self._stop.is_set() or not future.set_running_or_notify_cancel():
+                        return
+                    try:
+                        with self._store_lock:  # a consistent copy; what changes after it is applied later
+                            scope = owner()
+                            if scope is None:
+                                raise _Cancelled("the scope index was dropped before its build began")
+                            positions = np.flatnonzero(scope.has_vector[: len(scope)]).astype(np.int64)
+                            vectors = np.array(scope.vectors[positions], dtype=np.float32)
+                            scope.vectors_changed = set()
+                            del scope
+                        future.set_result(self._built(vectors, positions, stop))
+                    except BaseException as exc:  # handed to the search that installs it
+                        future.set_exception(exc)
+            finally:
+                self._threads.discard(threading.current_thread())
 
-        # a daemon thread: a process that ends does not wait for a build nobody will use
-        threading.Thread(target=build, name="memory-core-ann", daemon=True).start()
+        if not _EXIT_HOOK:
+            atexit.register(_close_all)
+            _EXIT_HOOK.append(True)
+        _LIVE.add(self)
+        # a daemon thread that looks for a stop between chunks: a closing store, or the process's exit,
+        # waits about a second for it instead of the whole build
+        thread = threading.Thread(target=build, name="memory-core-ann", daemon=True)
+        self._threads.add(thread)
+        thread.start()
         logger.info("building an approximate vector index of a scope of %s memories", len(index))
+
+    def _built(self, vectors: np.ndarray, positions: np.ndarray, stop: threading.Event) -> ApproximateVectorIndex:
+        """The graph of ``vectors`` under ``positions``, added a chunk at a time (one thread, so the
+        same graph as one call), stopping when the store closes or the build is no longer wanted."""
+        if self._custom_build is not None:
+            return self._custom_build(vectors, positions)
+        built = ApproximateVectorIndex(vectors.shape[1])
+        for start in range(0, len(positions), BUILD_CHUNK):
+            if self._stop.is_set() or stop.is_set():
+                raise _Cancelled("the build was stopped")
+            built.add(positions[start : start + BUILD_CHUNK], vectors[start : start + BUILD_CHUNK], threads=1)
+        return built
 
     def _catch_up(self, index: ScopeIndex, graph: _Graph) -> None:
         """Apply the vectors that changed since the graph's copy (removed, then added again)."""
         changed = index.vectors_changed
         if not changed or graph.index is None:
+            return
+        if len(changed) > max(MIN_REBUILD_CHANGES, REBUILD_FRACTION * len(graph.index)):
+            graph.index = None  # built again from the current vectors; exact meanwhile
+            self._start_build(index, graph)
             return
         index.vectors_changed = set()
         positions = np.fromiter(changed, dtype=np.int64, count=len(changed))
@@ -223,33 +328,46 @@ class ScopeVectorIndexes:
         present = positions[index.has_vector[positions]]
         if len(present):
             graph.index.add(present, index.vectors[present])
-        if graph.index.deleted > MAX_DELETED_FRACTION * max(len(graph.index), 1):
-            graph.index = None  # built again from the current vectors; exact meanwhile
-            self._start_build(index, graph)
+        graph.updated += len(positions)
+
+    @staticmethod
+    def _cancel_build(graph: _Graph) -> None:
+        """Abandon the graph's build under way, if any (it stops at its next chunk)."""
+        if graph.building is not None:
+            graph.building.cancel()
+            graph.stop_building.set()
+            graph.building = None
 
     # -- reporting and closing ----------------------------------------------------------------------
     def stats(self) -> list[dict[str, Any]]:
-        """Per graph: memories, state (``building``, ``ready``, ``exact``), searches, checks and their
-        mean recall, and why a scope went back to exact search."""
+        """Per scope with a graph: its memories, state (``building``, ``ready``, ``exact``), searches,
+        checks and their mean recall, vectors updated in place, builds, and why it went back to exact."""
         found = []
-        for index, graph in list(self._graphs.items()):
+        for graph in list(self._graphs.values()):
+            owner = graph.owner() if graph.owner is not None else None
             state = "exact" if graph.off else ("ready" if graph.index is not None else "building")
             found.append(
                 {
-                    "memories": len(index),
+                    "memories": len(owner) if owner is not None else None,
                     "state": state,
                     "searches": graph.searches,
                     "checks": len(graph.checks),
                     "mean_recall": round(sum(graph.checks) / len(graph.checks), 4) if graph.checks else None,
                     "exact_fallbacks": graph.exact_fallbacks,
+                    "updated": graph.updated,
+                    "builds": graph.builds,
                     "why_exact": graph.off,
                 }
             )
         return found
 
     def close(self) -> None:
-        """Start no more builds (one under way finishes on its daemon thread, unused)."""
+        """Stop building: a build under way stops at its next chunk (waited for, at most
+        ``STOP_SECONDS``), and no build starts again."""
         self._closed = True
+        self._stop.set()
         for graph in list(self._graphs.values()):
-            if graph.building is not None:
-                graph.building.cancel()
+            self._cancel_build(graph)
+        for thread in list(self._threads):
+            if thread is not threading.current_thread():
+                thread.join(STOP_SECONDS)

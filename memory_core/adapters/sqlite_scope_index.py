@@ -377,8 +377,14 @@ class ScopeIndex:
     def _set_vectors(self, where: np.ndarray, blobs: Sequence[Any], n: int) -> None:
         """Vectors (float32 blobs, ``None``: none) of documents at ``where``; the matrix grows by doubling."""
         vectors = [None if b is None else bytes(b) for b in blobs]
-        if self.vectors_changed is not None:
-            self.vectors_changed.update(where.tolist())
+        before: tuple[np.ndarray, np.ndarray] | None = None
+        if self.vectors_changed is not None and self.dims:  # what the vectors were, to tell what changed
+            known = where < len(self.has_vector)
+            old = np.zeros((len(where), self.dims), dtype=np.float32)
+            old[known] = self._matrix[where[known]]
+            had = np.zeros(len(where), dtype=bool)
+            had[known] = self.has_vector[where[known]]
+            before = (old, had)
         for blob in vectors:
             if blob is not None and len(blob) % 4:
                 np.frombuffer(blob, dtype=np.float32)  # raises: not a float32 array
@@ -411,6 +417,10 @@ class ScopeIndex:
             joined = b"".join(vectors[i] or b"" for i in fits)
             self._matrix[where[fits]] = np.frombuffer(joined, dtype=np.float32).reshape(len(fits), self.dims)
             self.has_vector[where[fits]] = True
+        if before is not None and self.vectors_changed is not None:
+            old, had = before
+            moved = (self.has_vector[where] != had) | (self._matrix[where] != old).any(axis=1)
+            self.vectors_changed.update(where[moved].tolist())
 
     def compact(self) -> None:
         """Merge the changed documents' terms into the base postings (vectorised; no per-term loop)."""

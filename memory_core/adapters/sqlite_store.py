@@ -212,7 +212,7 @@ class SQLiteMemoryStore:
             tuple[tuple[int, int], dict[str, tuple[int, float]], dict[tuple[str, str], int]] | None
         ) = None
         self._cache_documents = cache_documents
-        self._ann = ScopeVectorIndexes(vector_index_min_scope)
+        self._ann = ScopeVectorIndexes(vector_index_min_scope, lock=self._lock)
         self._closed = False
 
     def _reindex_if_needed(self) -> None:
@@ -336,6 +336,8 @@ class SQLiteMemoryStore:
             norm = float(np.linalg.norm(vector))
             if norm == 0.0:
                 raise ValidationError("embedding", "must not be the zero vector")
+            if not math.isfinite(norm) or not np.isfinite(vector).all():
+                raise ValidationError("embedding", "must hold finite numbers of a finite length")
             embedding = vector / norm
         values = [
             embedding if column.kind == "vector" else column.encode(getattr(record, column.name))
@@ -683,10 +685,15 @@ class SQLiteMemoryStore:
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def _evict(self) -> None:
+        """Drop the least recently used scopes past ``cache_documents`` (never the last one, nor a scope
+        with an approximate vector index: loading it again would mean building the index again)."""
         total = sum(len(i) for i in self._cache.values())
-        while total > self._cache_documents and len(self._cache) > 1:
-            _, dropped = self._cache.popitem(last=False)
-            total -= len(dropped)
+        for key in list(self._cache):
+            if total <= self._cache_documents or len(self._cache) <= 1:
+                break
+            if self._ann.holds(key):
+                continue
+            total -= len(self._cache.pop(key))
 
     def _refresh(self, key: tuple[str, str], index: ScopeIndex, version: int) -> int:
         """Apply the scope's rows changed since the index's version; returns how many."""
@@ -903,7 +910,9 @@ class SQLiteMemoryStore:
             matched = mask & (scores > 0.0)
         return _Leg(scores, _ranks(scores, matched, TEXT_LEG_TOP, index.id_ranks))
 
-    def _vector_leg(self, index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int) -> _Leg:
+    def _vector_leg(
+        self, key: tuple[str, str], index: ScopeIndex, query_vector: np.ndarray, mask: np.ndarray, k: int
+    ) -> _Leg:
         """Cosine scores ``1 / (2 - cos)`` and ranks (top ``k``) of documents that have a vector.
 
         One float32 matrix-vector product finds the candidates (or, in a scope large enough for one, an
@@ -915,13 +924,18 @@ class SQLiteMemoryStore:
         usable = mask & index.has_vector
         if not index.dims or not usable.any():
             return _Leg(np.zeros(len(index), dtype=np.float64), np.full(len(index), -1, dtype=np.int64))
-        positions = self._ann.candidates(index, query_vector, usable, k) if self._ann.enabled else None
+        positions = None
+        if self._ann.enabled:
+            try:
+                positions = self._ann.candidates(key, index, query_vector, usable, k)
+            except Exception as exc:  # a broken index never fails a search: exact search, for good
+                self._ann.fail(key, index, exc)
         if positions is None:
             return self._scored(index, query_vector, self._exact_candidates(index, query_vector, usable, k), k)
         leg = self._scored(index, query_vector, positions, k)
-        if self._ann.wants_check(index):
+        if self._ann.wants_check(key):
             exact = self._scored(index, query_vector, self._exact_candidates(index, query_vector, usable, k), k)
-            self._ann.record_check(index, np.flatnonzero(leg.ranks >= 0), np.flatnonzero(exact.ranks >= 0))
+            self._ann.record_check(key, index, np.flatnonzero(leg.ranks >= 0), np.flatnonzero(exact.ranks >= 0))
         return leg
 
     @staticmethod
@@ -1064,7 +1078,9 @@ class SQLiteMemoryStore:
                 match_all=mode == SearchMode.KEYWORD and not terms,
             )
         if mode in _VECTOR_MODES and query_vector is not None:
-            vector_leg = self._vector_leg(index, query_vector, mask, options.vector_k)
+            vector_leg = self._vector_leg(
+                (scope.user_id, scope.agent_id), index, query_vector, mask, options.vector_k
+            )
         relevance, selected = self._fuse(mode, keyword, vector_leg, fusion.vector_weight, len(index))
         candidates = np.flatnonzero(selected)
         profile = profile_for(options.ranking_profile)
