@@ -11,9 +11,11 @@ install the ``ann`` extra, ``usearch``) and every scope of at least that many me
   file: a new process builds again. A scope with a graph stays in the store's memory (it is not
   evicted to make room for other scopes), since loading it again would mean building again.
 - **Kept current**: the positions whose vectors changed since the copy (a write, here or in another
-  process, as the scope index applies it; a recall or forgetting changes no vector) are removed from
-  the graph and added again before the next search; more than a twentieth of the graph at once, and it
-  is built again in the background instead.
+  process, as the scope index applies it; a recall or forgetting changes no vector) are candidates of
+  every search until the graph has them (scored exactly like the rest, so nothing changed is missed),
+  and each search moves up to 32 of them into the graph (removed and added again). When more than a
+  twentieth of the graph waits, or a tenth has been moved since the build, it is built again in the
+  background.
 - **Searched with a margin, rescored exactly**: the vector leg asks the graph for
   :func:`~memory_core.adapters.vector_index.candidates_to_request` candidates (at least 3 ``k``,
   widened by the share of the scope the search's filters keep), drops those the filters reject and
@@ -59,10 +61,12 @@ MIN_RECALL = 0.99
 BROKEN_RECALL = 0.9
 #: Filters keeping less than this share of the graph are searched exactly (the graph is no faster).
 MIN_KEPT_FRACTION = 0.5
-#: Changed vectors past this share of the graph (and at least ``MIN_REBUILD_CHANGES``) make it be
-#: built again in the background rather than updated in place before a search.
+#: Changed vectors moved into the graph by one search (each costs about a millisecond).
+INLINE_UPDATES = 32
+#: Changed vectors waiting past this share of the graph, or moved into it past ``REBUILD_UPDATED``
+#: of it, make it be built again in the background.
 REBUILD_FRACTION = 0.05
-MIN_REBUILD_CHANGES = 1_000
+REBUILD_UPDATED = 0.1
 
 Key = tuple[str, str]
 #: Vectors added to a graph between two looks at whether its build was cancelled (about a second).
@@ -145,10 +149,22 @@ class ScopeVectorIndexes:
                 self.min_scope,
             )
 
-    def holds(self, key: Key) -> bool:
-        """Whether the scope has a graph (or one being built): its scope index is kept in memory."""
+    def holds(self, key: Key, index: ScopeIndex) -> bool:
+        """Whether ``index`` (the scope's cached index) has a graph, or one being built: it is kept in memory."""
         graph = self._graphs.get(key)
-        return graph is not None and graph.off is None and (graph.index is not None or graph.building is not None)
+        return (
+            graph is not None
+            and graph.off is None
+            and graph.epoch == index.epoch
+            and graph.owner is not None
+            and graph.owner() is index
+            and (graph.index is not None or graph.building is not None)
+        )
+
+    def forget(self, matches: Callable[[Key], bool]) -> None:
+        """Drop the graphs of the scopes ``matches`` picks (purged, or evicted from the store's cache)."""
+        for key in [k for k in self._graphs if matches(k)]:
+            self._cancel_build(self._graphs.pop(key))
 
     # -- the vector leg ------------------------------------------------------------------------------
     def candidates(
@@ -159,7 +175,11 @@ class ScopeVectorIndexes:
 
         Called under the store's lock, with the scope index current.
         """
-        if not self.enabled or len(index) < self.min_scope or k < 1 or not index.dims:
+        if not self.enabled or k < 1 or not index.dims:
+            return None
+        if len(index) < self.min_scope:
+            if key in self._graphs:  # the scope shrank (a purge and new memories): no graph any more
+                self.forget(lambda other: other == key)
             return None
         graph = self._graph(key, index)
         if graph is None or graph.index is None:
@@ -184,6 +204,10 @@ class ScopeVectorIndexes:
             graph.exact_fallbacks += 1
             return None
         graph.searches += 1
+        waiting = index.vectors_changed
+        if waiting:  # changed since the graph has them: scored exactly with the rest
+            pending = np.fromiter(waiting, dtype=np.int64, count=len(waiting))
+            survivors = np.concatenate((survivors, pending[usable[pending]]))
         return np.unique(survivors)
 
     def wants_check(self, key: Key) -> bool:
@@ -264,9 +288,7 @@ class ScopeVectorIndexes:
         if self._closed:
             return
         future: Future[ApproximateVectorIndex] = Future()
-        stop = graph.stop_building = threading.Event()
-        graph.building = future
-        graph.builds += 1
+        stop = threading.Event()
         owner = weakref.ref(index)
 
         def build() -> None:
@@ -277,10 +299,12 @@ class ScopeVectorIndexes:
                     try:
                         with self._store_lock:  # a consistent copy; what changes after it is applied later
                             scope = owner()
+                            if self._stop.is_set() or stop.is_set():
+                                raise _Cancelled("the build was stopped before it began")
                             if scope is None:
                                 raise _Cancelled("the scope index was dropped before its build began")
                             positions = np.flatnonzero(scope.has_vector[: len(scope)]).astype(np.int64)
-                            vectors = np.array(scope.vectors[positions], dtype=np.float32)
+                            vectors = np.ascontiguousarray(scope.vectors[positions], dtype=np.float32)
                             scope.vectors_changed = set()
                             del scope
                         future.set_result(self._built(vectors, positions, stop))
@@ -297,7 +321,13 @@ class ScopeVectorIndexes:
         # waits about a second for it instead of the whole build
         thread = threading.Thread(target=build, name="memory-core-ann", daemon=True)
         self._threads.add(thread)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:
+            self._threads.discard(thread)
+            raise
+        graph.building, graph.stop_building = future, stop
+        graph.builds += 1
         logger.info("building an approximate vector index of a scope of %s memories", len(index))
 
     def _built(self, vectors: np.ndarray, positions: np.ndarray, stop: threading.Event) -> ApproximateVectorIndex:
@@ -313,17 +343,19 @@ class ScopeVectorIndexes:
         return built
 
     def _catch_up(self, index: ScopeIndex, graph: _Graph) -> None:
-        """Apply the vectors that changed since the graph's copy (removed, then added again)."""
+        """Move up to ``INLINE_UPDATES`` of the vectors changed since the graph's copy into it (removed,
+        then added again); the rest stay candidates of every search until they are moved."""
         changed = index.vectors_changed
         if not changed or graph.index is None:
             return
-        if len(changed) > max(MIN_REBUILD_CHANGES, REBUILD_FRACTION * len(graph.index)):
+        size = max(len(graph.index), 1)
+        if len(changed) > REBUILD_FRACTION * size or graph.updated > REBUILD_UPDATED * size:
             graph.index = None  # built again from the current vectors; exact meanwhile
+            graph.updated = 0
             self._start_build(index, graph)
             return
-        index.vectors_changed = set()
-        positions = np.fromiter(changed, dtype=np.int64, count=len(changed))
-        positions.sort()
+        positions = np.sort(np.fromiter(changed, dtype=np.int64, count=len(changed)))[:INLINE_UPDATES]
+        changed.difference_update(positions.tolist())
         graph.index.remove(positions)
         present = positions[index.has_vector[positions]]
         if len(present):

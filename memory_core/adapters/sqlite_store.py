@@ -527,6 +527,7 @@ class SQLiteMemoryStore:
         for key in list(self._cache):
             if key[0] == user_id and (agent_id is None or key[1] == agent_id):
                 self._cache.pop(key, None)
+        self._ann.forget(lambda key: key[0] == user_id and (agent_id is None or key[1] == agent_id))
         return len(rows)
 
     # -- reads ----------------------------------------------------------------------------------
@@ -688,12 +689,13 @@ class SQLiteMemoryStore:
         """Drop the least recently used scopes past ``cache_documents`` (never the last one, nor a scope
         with an approximate vector index: loading it again would mean building the index again)."""
         total = sum(len(i) for i in self._cache.values())
-        for key in list(self._cache):
-            if total <= self._cache_documents or len(self._cache) <= 1:
+        for key in list(self._cache)[:-1]:  # never the scope just used
+            if total <= self._cache_documents:
                 break
-            if self._ann.holds(key):
+            if self._ann.holds(key, self._cache[key]):
                 continue
             total -= len(self._cache.pop(key))
+            self._ann.forget(key.__eq__)
 
     def _refresh(self, key: tuple[str, str], index: ScopeIndex, version: int) -> int:
         """Apply the scope's rows changed since the index's version; returns how many."""
@@ -935,7 +937,11 @@ class SQLiteMemoryStore:
         leg = self._scored(index, query_vector, positions, k)
         if self._ann.wants_check(key):
             exact = self._scored(index, query_vector, self._exact_candidates(index, query_vector, usable, k), k)
-            self._ann.record_check(key, index, np.flatnonzero(leg.ranks >= 0), np.flatnonzero(exact.ranks >= 0))
+            try:
+                self._ann.record_check(key, index, np.flatnonzero(leg.ranks >= 0), np.flatnonzero(exact.ranks >= 0))
+            except Exception as exc:
+                self._ann.fail(key, index, exc)
+            return exact  # the same or better, and computed anyway
         return leg
 
     @staticmethod
@@ -1193,7 +1199,7 @@ class SQLiteMemoryStore:
                 self._conn.close()
                 self._closed = True
                 self._cache.clear()
-                self._ann.close()
+        self._ann.close()  # not under the lock: a build about to copy its vectors waits for it
 
     async def close(self) -> None:
         self.close_sync()

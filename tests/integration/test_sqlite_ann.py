@@ -231,6 +231,39 @@ def test_writes_that_change_no_vector_leave_the_graph_alone(
         store.close_sync()
 
 
+def test_vectors_written_faster_than_the_graph_takes_them_are_found_at_once(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, queries = data
+    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        burst = sqlite_ann.INLINE_UPDATES + 8
+        fill(store, SCOPE, queries[10 : 10 + burst], prefix="burst")  # each new memory right on a query
+        # every one is found by the very next search, though the graph takes 32 a search
+        assert vector_search(store, queries[10 + burst - 1])[0] == f"burst-{burst - 1:05d}"
+        assert graph(store)["updated"] == sqlite_ann.INLINE_UPDATES
+        assert vector_search(store, queries[10])[0] == "burst-00000"
+        assert graph(store)["updated"] == burst and graph(store)["builds"] == 1
+    finally:
+        store.close_sync()
+
+
+def test_a_purged_scope_loses_its_graph(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
+    vectors, queries = data
+    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        run(store.purge(SCOPE.user_id, SCOPE.agent_id))
+        assert store.approximate_indexes() == []
+        fill(store, SCOPE, vectors[:50])  # small again: searched exactly, no graph
+        assert len(vector_search(store, queries[0])) == 10 and store.approximate_indexes() == []
+    finally:
+        store.close_sync()
+
+
 def test_a_scope_with_a_graph_stays_in_memory_while_others_come_and_go(
     tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
@@ -247,6 +280,9 @@ def test_a_scope_with_a_graph_stays_in_memory_while_others_come_and_go(
                 vector_search(store, queries[2], scope=other)
             vector_search(store, queries[2])
         assert graph(store)["state"] == "ready" and graph(store)["builds"] == 1
+        # the scope just searched is never the one evicted, though the kept one fills the cache
+        vector_search(store, queries[2], scope=others[0])
+        assert (others[0].user_id, others[0].agent_id) in store._cache
     finally:
         store.close_sync()
 
