@@ -178,7 +178,6 @@ async def _measure(
     for i in range(0, len(timer.passages), 16):
         await model.embed_passages(timer.passages[i : i + 16])
     floor_seconds = time.perf_counter() - floor_started
-    ordered = sorted(latencies)
     return {
         "turns": turns,
         "scopes": scopes,
@@ -187,11 +186,7 @@ async def _measure(
         "seconds": round(total, 3),
         "turns_per_second": round(turns / total, 1),
         "candidates_per_second": round(candidates / total, 1),
-        "turn_ms": {
-            "mean": round(1000 * statistics.fmean(latencies), 2),
-            "p50": round(1000 * ordered[len(ordered) // 2], 2),
-            "p95": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))], 2),
-        },
+        "turn_ms": _percentiles(latencies),
         "prepare_ms": _percentiles(timed.seconds),
         "turns_per_preparation": round(len(data) / len(timed.seconds), 2) if timed.seconds else None,
         "embedding_seconds": round(embed_seconds, 3),

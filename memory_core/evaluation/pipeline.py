@@ -258,11 +258,11 @@ async def evaluate_cases(
                 started = time.perf_counter()
                 # as serve's workers do: a session's next turns prepared together, then ingested in order
                 for first in range(0, len(case.turns), DEFAULT_BATCH):
-                    bodies = case.turns[first : first + DEFAULT_BATCH]
-                    prepared = await service.prepare([Turn.model_validate(body) for body in bodies])
-                    for body, ahead in zip(bodies, prepared, strict=True):
-                        clock.set(datetime.fromisoformat(body["occurred_at"]))
-                        result = await service.ingest(body, prepared=ahead)
+                    batch = [Turn.model_validate(body) for body in case.turns[first : first + DEFAULT_BATCH]]
+                    prepared = await service.prepare(batch)
+                    for turn, ahead in zip(batch, prepared, strict=True):
+                        clock.set(turn.occurred_at)
+                        result = await service.ingest(turn, prepared=ahead)
                         stats["turns"] += 1
                         if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
                             stats["turns_with_a_fact"] += 1

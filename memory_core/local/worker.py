@@ -349,7 +349,7 @@ class QueueWorker:
         head = messages[0]
         held = list(messages)  # locked by this worker and not yet settled: their locks are renewed
         waiting = list(messages)  # not started: given back if the batch stops
-        renewer = asyncio.create_task(self._renew_all(held)) if self.renew_locks else None
+        renewer = asyncio.create_task(self._renew(held)) if self.renew_locks else None
         try:
             prepared = await self._prepare(messages)
             for message, ahead in zip(messages, prepared, strict=True):
@@ -432,7 +432,7 @@ class QueueWorker:
     async def _handle(self, message: QueueMessage, prepared: Any = None, *, renew: bool = True) -> str:
         """Process and settle one message; returns ``completed``, ``dead_lettered``, ``abandoned`` or
         ``unsettled`` (its lock was lost, or settling it could not finish)."""
-        renewer = asyncio.create_task(self._renew(message)) if self.renew_locks and renew else None
+        renewer = asyncio.create_task(self._renew([message])) if self.renew_locks and renew else None
         try:
             try:
                 with (
@@ -574,26 +574,19 @@ class QueueWorker:
             return False
         return True
 
-    async def _renew_all(self, held: list[QueueMessage]) -> None:
-        """Keep the locks of a batch's messages not yet settled (``held`` shrinks as they are)."""
+    async def _renew(self, held: list[QueueMessage]) -> None:
+        """Keep the locks of the messages in ``held`` (a batch's shrinks as they are settled) until
+        cancelled; a message whose lock was lost (settled, or taken by another receiver) is let go."""
         interval = max(0.05, self.queue.lock_seconds / 2)
+        lost: set[int] = set()
         while True:
             await asyncio.sleep(interval)
             for message in list(held):
+                if message.seq in lost:
+                    continue
                 try:
                     await self._queue_call(self.queue.renew_lock, message)
                 except LockLostError:
-                    continue  # settled meanwhile, or taken by another receiver: nothing to keep
+                    lost.add(message.seq)
                 except Exception as exc:  # keep processing; the lock may expire
                     logger.warning("%s: renewing the lock of %s failed: %s", self.name, message.message_id, exc)
-
-    async def _renew(self, message: QueueMessage) -> None:
-        interval = max(0.05, self.queue.lock_seconds / 2)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                message = await self._queue_call(self.queue.renew_lock, message)
-            except LockLostError:
-                return
-            except Exception as exc:  # keep processing; the lock may expire
-                logger.warning("%s: renewing the lock of %s failed: %s", self.name, message.message_id, exc)

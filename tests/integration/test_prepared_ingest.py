@@ -22,7 +22,7 @@ from memory_core.adapters.hash_embedder import HashingEmbedder
 from memory_core.errors import TransientError, ValidationError
 from memory_core.extraction import MemoryExtractor
 from memory_core.models import Scope, Turn
-from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, ingest_turn, prepare_turns
+from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, prepare_turns
 
 OTHER = Scope.of("user-2", "travel-agent")
 CONVERSATION = [
@@ -56,18 +56,7 @@ class CountingEmbedder(HashingEmbedder):
 
 
 async def ingest(pipeline: Pipeline, turn: Turn, prepared: PreparedTurn | None = None) -> IngestResult:
-    pipeline.clock.set(turn.occurred_at)
-    return await ingest_turn(
-        turn,
-        store=pipeline.store,
-        history=pipeline.history,
-        extractor=pipeline.extractor,
-        consolidator=pipeline.consolidator,
-        embedder=pipeline.embedder,
-        clock=pipeline.clock,
-        episodes=EpisodePolicy(),
-        prepared=prepared,
-    )
+    return await pipeline.ingest(turn, episodes=EpisodePolicy(), prepared=prepared)
 
 
 async def prepare(pipeline: Pipeline, turns: Sequence[Turn]) -> list[PreparedTurn | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,29 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     return clustered(rng, SIZE, centers), clustered(rng, 60, centers)
 
 
+@pytest.fixture
+def ready(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> Iterator[SQLiteMemoryStore]:
+    """A store (``tmp_path / "m.db"``) whose large scope is filled and searched through its graph."""
+    vectors, queries = data
+    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
+    try:
+        fill(store, SCOPE, vectors)
+        wait_until_ready(store, queries[0])
+        yield store
+    finally:
+        store.close_sync()
+
+
+@pytest.fixture
+def exact(ready: SQLiteMemoryStore, tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
+    """The same file as ``ready``'s, searched without the index."""
+    store = SQLiteMemoryStore(tmp_path / "m.db")
+    try:
+        yield store
+    finally:
+        store.close_sync()
+
+
 def test_a_large_scope_answers_through_its_graph_as_exact_search_does(
     tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
@@ -118,42 +142,29 @@ def test_a_large_scope_answers_through_its_graph_as_exact_search_does(
 
 
 def test_filters_that_keep_little_of_the_scope_are_searched_exactly(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+    ready: SQLiteMemoryStore, exact: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    vectors, queries = data
-    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
-    exact = SQLiteMemoryStore(tmp_path / "m.db")
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
-        before = graph(store)["exact_fallbacks"]
-        # a fifth of the scope is a plan: the graph would have to walk five times as wide
-        assert vector_search(store, queries[1], category="plan") == vector_search(exact, queries[1], category="plan")
-        assert graph(store)["exact_fallbacks"] == before + 1
-    finally:
-        store.close_sync()
-        exact.close_sync()
+    _, queries = data
+    before = graph(ready)["exact_fallbacks"]
+    # a fifth of the scope is a plan: the graph would have to walk five times as wide
+    assert vector_search(ready, queries[1], category="plan") == vector_search(exact, queries[1], category="plan")
+    assert graph(ready)["exact_fallbacks"] == before + 1
 
 
 def test_writes_after_the_build_are_found_through_the_graph(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+    ready: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    vectors, queries = data
-    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
-        searches = graph(store)["searches"]
-        # a new memory right on a query, and an old one moved onto another
-        fill(store, SCOPE, queries[2:3], prefix="new")
-        moved = make("memory 7 moved", SCOPE, id="m-00007", category="fact", embedding=[float(x) for x in queries[3]])
-        run(store.upsert([moved]))
-        assert vector_search(store, queries[2])[0] == "new-00000"
-        assert vector_search(store, queries[3])[0] == "m-00007"
-        assert graph(store)["searches"] == searches + 2  # both through the graph
-        assert graph(store)["state"] == "ready"
-    finally:
-        store.close_sync()
+    _, queries = data
+    store = ready
+    searches = graph(store)["searches"]
+    # a new memory right on a query, and an old one moved onto another
+    fill(store, SCOPE, queries[2:3], prefix="new")
+    moved = make("memory 7 moved", SCOPE, id="m-00007", category="fact", embedding=[float(x) for x in queries[3]])
+    run(store.upsert([moved]))
+    assert vector_search(store, queries[2])[0] == "new-00000"
+    assert vector_search(store, queries[3])[0] == "m-00007"
+    assert graph(store)["searches"] == searches + 2  # both through the graph
+    assert graph(store)["state"] == "ready"
 
 
 def test_a_graph_that_misses_is_built_again_once_then_the_scope_goes_back_to_exact_search(
@@ -188,80 +199,60 @@ def test_a_graph_that_misses_is_built_again_once_then_the_scope_goes_back_to_exa
     assert "building it again" in caplog.text and "goes back to exact vector search" in caplog.text
 
 
-def test_an_index_that_fails_never_fails_a_search(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
-    vectors, queries = data
-    path = tmp_path / "m.db"
-    exact = SQLiteMemoryStore(path)
-    store = SQLiteMemoryStore(path, vector_index_min_scope=MIN_SCOPE)
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
+def test_an_index_that_fails_never_fails_a_search(
+    ready: SQLiteMemoryStore, exact: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    _, queries = data
 
-        def broken(*_: Any, **__: Any) -> Any:
-            raise MemoryError("the graph's memory is gone")
+    def broken(*_: Any, **__: Any) -> Any:
+        raise MemoryError("the graph's memory is gone")
 
-        built = store._ann._graphs[(SCOPE.user_id, SCOPE.agent_id)].index
-        assert built is not None
-        built.search = broken  # type: ignore[method-assign]
-        assert vector_search(store, queries[1]) == vector_search(exact, queries[1])
-        assert graph(store)["state"] == "exact" and "MemoryError" in (graph(store)["why_exact"] or "")
-    finally:
-        store.close_sync()
-        exact.close_sync()
+    built = ready._ann._graphs[(SCOPE.user_id, SCOPE.agent_id)].index
+    assert built is not None
+    built.search = broken  # type: ignore[method-assign]
+    assert vector_search(ready, queries[1]) == vector_search(exact, queries[1])
+    assert graph(ready)["state"] == "exact" and "MemoryError" in (graph(ready)["why_exact"] or "")
 
 
 def test_writes_that_change_no_vector_leave_the_graph_alone(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+    ready: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
     from memory_core.policy import HumanMemoryPolicy
 
-    vectors, queries = data
-    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
-        ids = [f"m-{i:05d}" for i in range(SIZE)]
-        run(store.recall(SCOPE, ids, HumanMemoryPolicy()))  # every memory's numbers change, no vector
-        vector_search(store, queries[1])
-        assert graph(store)["updated"] == 0 and graph(store)["builds"] == 1
-        fill(store, SCOPE, queries[5:6], prefix="one-more")
-        vector_search(store, queries[1])
-        assert graph(store)["updated"] == 1
-    finally:
-        store.close_sync()
+    _, queries = data
+    store = ready
+    ids = [f"m-{i:05d}" for i in range(SIZE)]
+    run(store.recall(SCOPE, ids, HumanMemoryPolicy()))  # every memory's numbers change, no vector
+    vector_search(store, queries[1])
+    assert graph(store)["updated"] == 0 and graph(store)["builds"] == 1
+    fill(store, SCOPE, queries[5:6], prefix="one-more")
+    vector_search(store, queries[1])
+    assert graph(store)["updated"] == 1
 
 
 def test_vectors_written_faster_than_the_graph_takes_them_are_found_at_once(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+    ready: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    _, queries = data
+    store = ready
+    burst = sqlite_ann.INLINE_UPDATES + 8
+    fill(store, SCOPE, queries[10 : 10 + burst], prefix="burst")  # each new memory right on a query
+    # every one is found by the very next search, though the graph takes 32 a search
+    assert vector_search(store, queries[10 + burst - 1])[0] == f"burst-{burst - 1:05d}"
+    assert graph(store)["updated"] == sqlite_ann.INLINE_UPDATES
+    assert vector_search(store, queries[10])[0] == "burst-00000"
+    assert graph(store)["updated"] == burst and graph(store)["builds"] == 1
+
+
+def test_a_purged_scope_loses_its_graph(
+    ready: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
     vectors, queries = data
-    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
-        burst = sqlite_ann.INLINE_UPDATES + 8
-        fill(store, SCOPE, queries[10 : 10 + burst], prefix="burst")  # each new memory right on a query
-        # every one is found by the very next search, though the graph takes 32 a search
-        assert vector_search(store, queries[10 + burst - 1])[0] == f"burst-{burst - 1:05d}"
-        assert graph(store)["updated"] == sqlite_ann.INLINE_UPDATES
-        assert vector_search(store, queries[10])[0] == "burst-00000"
-        assert graph(store)["updated"] == burst and graph(store)["builds"] == 1
-    finally:
-        store.close_sync()
-
-
-def test_a_purged_scope_loses_its_graph(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
-    vectors, queries = data
-    store = SQLiteMemoryStore(tmp_path / "m.db", vector_index_min_scope=MIN_SCOPE)
-    try:
-        fill(store, SCOPE, vectors)
-        wait_until_ready(store, queries[0])
-        run(store.purge(SCOPE.user_id, SCOPE.agent_id))
-        assert store.approximate_indexes() == []
-        fill(store, SCOPE, vectors[:50])  # small again: searched exactly, no graph
-        assert len(vector_search(store, queries[0])) == 10 and store.approximate_indexes() == []
-    finally:
-        store.close_sync()
+    store = ready
+    run(store.purge(SCOPE.user_id, SCOPE.agent_id))
+    assert store.approximate_indexes() == []
+    fill(store, SCOPE, vectors[:50])  # small again: searched exactly, no graph
+    assert len(vector_search(store, queries[0])) == 10 and store.approximate_indexes() == []
 
 
 def test_a_scope_with_a_graph_stays_in_memory_while_others_come_and_go(

@@ -14,7 +14,7 @@ from memory_core.consolidation import MemoryConsolidator
 from memory_core.extraction import MemoryExtractor
 from memory_core.models import MemoryStatus, Scope, Turn
 from memory_core.ports import Embedder, FixedClock
-from memory_core.service.ingest import IngestResult, ingest_turn
+from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, ingest_turn
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SCOPE = Scope.of("user-1", "travel-agent")
@@ -52,7 +52,9 @@ class Pipeline:
             consolidator=MemoryConsolidator(),
         )
 
-    async def ingest(self, turn: Turn) -> IngestResult:
+    async def ingest(
+        self, turn: Turn, *, episodes: EpisodePolicy | None = None, prepared: PreparedTurn | None = None
+    ) -> IngestResult:
         self.clock.set(turn.occurred_at)
         return await ingest_turn(
             turn,
@@ -62,6 +64,8 @@ class Pipeline:
             consolidator=self.consolidator,
             embedder=self.embedder,
             clock=self.clock,
+            episodes=episodes,
+            prepared=prepared,
         )
 
     async def active(self, scope: Scope = SCOPE) -> list[str]:
