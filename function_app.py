@@ -1,7 +1,7 @@
 """Azure Functions entry points of memory-core (Python v2 programming model).
 
 Thin bodies: each function decodes what the trigger hands over, calls the memory service
-(:class:`memory_core.service.MemoryService`) or the HTTP contract (:class:`memory_core.api.MemoryApi`)
+(:class:`memory_core.service.MemoryService`) or the HTTP contract (:class:`memory_core.contract.api.MemoryApi`)
 and maps errors. Nothing is built at import time: the service (store, history, extractor, Service
 Bus publisher, telemetry) is built on first use, once per worker process, by
 :mod:`memory_core.bootstrap` from the app settings.
@@ -22,7 +22,7 @@ Functions:
   history table) is dropped by the service and completed (outcome ``purged``): a purge holds against
   Service Bus redeliveries and messages queued before it. The sessions the host runs at once in one
   worker process (``maxConcurrentSessions``) share embedding calls: passages asked for while the
-  embedder is busy are embedded in one call (:class:`~memory_core.local.batching.BatchingEmbedder`),
+  embedder is busy are embedded in one call (:class:`~memory_core.runtime.batching.BatchingEmbedder`),
   with the same vectors as one at a time.
 - ``nightly_forgetting``: timer trigger on ``%MEMORY_FORGET_SCHEDULE%``; applies forgetting in
   bounded pages within a time budget and saves where it stopped, so the next run resumes there.
@@ -61,9 +61,9 @@ from memory_core import telemetry
 from memory_core.errors import ConfigurationError, MemoryCoreError, PermanentError, TransientError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.api import MemoryApi
-    from memory_core.auth import Authenticator
     from memory_core.config import Settings
+    from memory_core.contract.api import MemoryApi
+    from memory_core.domain.access import Authenticator
     from memory_core.service import MemoryService
 
 __all__ = [
@@ -151,7 +151,7 @@ class _Runtime:
                 validator can be built: serving them would open every route to everyone.
         """
         from memory_core import bootstrap
-        from memory_core.api import MemoryApi
+        from memory_core.contract.api import MemoryApi
 
         authenticator = self._authenticator
         if authenticator is None:
@@ -179,7 +179,7 @@ class _Runtime:
         bootstrap.configure_telemetry(settings)
         publisher = bootstrap.build_publisher(settings) if settings.servicebus_namespace else None
         # The trigger runs up to maxConcurrentSessions (host.json) sessions at once in this process:
-        # passages asked for while the embedder is busy go in one call (memory_core.local.batching).
+        # passages asked for while the embedder is busy go in one call (memory_core.runtime.batching).
         # Only batching, no fair gate: searches embed their queries straight away, not in turn with
         # ingestion (the embedder is a remote service here; the gate shares a local model's cores).
         service = bootstrap.build_service(
@@ -231,7 +231,7 @@ runtime = _Runtime()
 )
 async def ingest_turns(msg: func.ServiceBusMessage) -> None:
     """Process one turn or recall update from the scope's session."""
-    from memory_core.local.sharing import background_work
+    from memory_core.runtime.sharing import background_work
 
     try:
         service = await runtime.service()
@@ -335,7 +335,7 @@ async def nightly_forgetting(timer: func.TimerRequest) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# HTTP: the contract of memory_core.api, one function per route
+# HTTP: the contract of memory_core.contract.api, one function per route
 # ------------------------------------------------------------------------------------------------
 
 
@@ -348,7 +348,7 @@ def _error_response(status: int, code: str, message: str, **headers: str) -> fun
 
 async def _serve(req: func.HttpRequest, path: str) -> func.HttpResponse:
     """Forward one request to :meth:`MemoryApi.handle` and write its response."""
-    from memory_core.api import ApiRequest
+    from memory_core.contract.api import ApiRequest
 
     try:
         api = await runtime.api()

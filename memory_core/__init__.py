@@ -5,7 +5,7 @@ Nothing here runs at import time beyond defining names; services are built in :m
 
 from typing import TYPE_CHECKING, Any
 
-from .models import (
+from memory_core.domain.models import (
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
@@ -15,12 +15,12 @@ from .models import (
     SearchMode,
     SearchResult,
 )
-from .policy import HumanMemoryPolicy
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .memory import AsyncMemory, Memory
+    from memory_core.entrypoints.python_api.memory import AsyncMemory, Memory
 
-__version__ = "0.1.0"  # the only place the version is written: pyproject.toml reads it (keep it a plain string)
 
 __all__ = [
     "AsyncMemory",
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Names imported on first use, so ``import memory_core`` stays light.
-_LAZY = {"AsyncMemory": "memory", "Memory": "memory"}
+_LAZY = {"AsyncMemory": "entrypoints.python_api.memory", "Memory": "entrypoints.python_api.memory"}
 
 
 def __getattr__(name: str) -> Any:

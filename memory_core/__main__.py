@@ -1,5 +1,5 @@
 """``python -m memory_core``: the ``memory-core`` command line."""
 
-from .cli import main
+from memory_core.cli.main import main
 
 raise SystemExit(main())

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from . import telemetry
-from .config import Settings
-from .errors import ConfigurationError, ConflictError
-from .ports import (
+from memory_core import telemetry
+from memory_core.config import Settings
+from memory_core.errors import ConfigurationError, ConflictError
+from memory_core.ports import (
     ChatModel,
     CheckpointStore,
     Clock,
@@ -29,13 +29,13 @@ from .ports import (
     SystemClock,
     TurnPublisher,
 )
-from .service import MemoryService
-from .service.ingest import EpisodePolicy
+from memory_core.service import MemoryService
+from memory_core.service.ingest import EpisodePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .adapters.entra_tokens import EntraTokenValidator
-    from .adapters.servicebus_queue import ServiceBusTurnPublisher
-    from .adapters.sqlite_queue import SQLiteQueue
+    from memory_core.adapters.azure.entra_tokens import EntraTokenValidator
+    from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
+    from memory_core.adapters.sqlite.queue import SQLiteQueue
 
 __all__ = [
     "build_authenticator",
@@ -71,7 +71,7 @@ def build_embedder(settings: Settings) -> Embedder:
     (``MEMORY_QUERY_CACHE_SIZE`` distinct queries; 0: no cache)."""
     embedder = _model_embedder(settings)
     if settings.query_cache_size > 0:
-        from .adapters.query_cache import QueryCachingEmbedder
+        from memory_core.adapters.models.query_cache import QueryCachingEmbedder
 
         return QueryCachingEmbedder(embedder, size=settings.query_cache_size)
     return embedder
@@ -79,7 +79,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def _model_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "hash":
-        from .adapters.hash_embedder import HashingEmbedder
+        from memory_core.adapters.models.hash_embedder import HashingEmbedder
 
         return HashingEmbedder()
     if settings.embedder == "azure_openai":
@@ -107,7 +107,7 @@ def _model_embedder(settings: Settings) -> Embedder:
             headers=settings.llm_header_map(),
         )
         return embedder
-    from .adapters.local_embedder import E5LocalEmbedder
+    from memory_core.adapters.models.local_embedder import E5LocalEmbedder
 
     return E5LocalEmbedder(threads=settings.embedder_threads)
 
@@ -119,8 +119,8 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     afterwards, so vectors of two models never mix in one store.
     """
     if settings.store == "azure_search":
-        from .adapters.azure_search_index import default_credential
-        from .adapters.azure_search_store import AzureSearchMemoryStore
+        from memory_core.adapters.azure.search_index import default_credential
+        from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 
         store: MemoryStore = AzureSearchMemoryStore(
             settings.azure_search_endpoint,
@@ -131,7 +131,7 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
             owns_credential=True,
         )
         return store
-    from .adapters.sqlite_store import SQLiteMemoryStore
+    from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 
     sqlite = SQLiteMemoryStore(
         settings.sqlite_path, clock=clock, vector_index_min_scope=settings.vector_index_min_scope
@@ -158,13 +158,13 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
     if settings.store == "azure_search":
         if not settings.history_table_endpoint:
             return None
-        from .adapters.azure_table_history import AzureTableHistoryStore
+        from memory_core.adapters.azure.table_history import AzureTableHistoryStore
 
         history: HistoryAndCheckpoints = AzureTableHistoryStore.create(
             settings.history_table_endpoint, client_id=settings.azure_client_id or None
         )
         return history
-    from .adapters.sqlite_history import SQLiteHistoryStore
+    from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 
     return SQLiteHistoryStore(settings.sqlite_path)
 
@@ -172,7 +172,7 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
 def _openai_models(what: str) -> ModuleType:
     """The ``openai`` adapters, or a message naming the extra that brings the ``openai`` package."""
     try:
-        openai_models = importlib.import_module(".adapters.openai_models", __package__)
+        openai_models = importlib.import_module("memory_core.adapters.models.openai")
     except ModuleNotFoundError as exc:
         raise ConfigurationError(
             f"{what} needs the openai package: pip install 'memory-core[llm]' (or [azure]); {exc}"
@@ -202,7 +202,7 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     ``openai`` and ``compatible``: the ``openai`` client on ``MEMORY_LLM_BASE_URL`` with
     ``MEMORY_LLM_API_KEY`` (optional for ``compatible``). Sampling parameters are never sent unless asked
     for, and structured output falls back to JSON mode where a server lacks it
-    (:class:`~memory_core.adapters.openai_models.OpenAIChatModel`).
+    (:class:`~memory_core.adapters.models.openai.OpenAIChatModel`).
     """
     provider = settings.chat_provider
     if provider == "none":
@@ -240,7 +240,7 @@ def build_publisher(settings: Settings) -> ServiceBusTurnPublisher:
         raise ConfigurationError("ServiceBusConnection__fullyQualifiedNamespace is not set")
     from azure.identity.aio import DefaultAzureCredential
 
-    from .adapters.servicebus_queue import ServiceBusTurnPublisher
+    from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
 
     credential = DefaultAzureCredential(managed_identity_client_id=settings.azure_client_id or None)
     return ServiceBusTurnPublisher(
@@ -250,7 +250,7 @@ def build_publisher(settings: Settings) -> ServiceBusTurnPublisher:
 
 def local_queue_path(settings: Settings) -> str:
     """The embedded queue file of the store: ``<MEMORY_SQLITE_PATH>.queue``."""
-    from .adapters.sqlite_queue import default_queue_path
+    from memory_core.adapters.sqlite.queue import default_queue_path
 
     return default_queue_path(settings.sqlite_path)
 
@@ -260,7 +260,7 @@ def build_local_queue(
 ) -> SQLiteQueue:
     """The embedded durable queue (``MEMORY_TURNS_QUEUE`` in ``<store file>.queue`` unless ``path``):
     what ``memory-core serve`` drains and what the in-process provider publishes to."""
-    from .adapters.sqlite_queue import SQLiteQueue
+    from memory_core.adapters.sqlite.queue import SQLiteQueue
 
     return SQLiteQueue(
         path or local_queue_path(settings),
@@ -314,16 +314,16 @@ def build_service(
             embedded queue dead-letters by itself).
         share_fairly: For a long-running server on one event loop (``memory-core serve``): the
             embedded store and history it builds run their SQLite calls on their own threads
-            (:mod:`memory_core.local.offload`), and searches and ingestion take turns at the
-            embedder (:mod:`memory_core.local.sharing`), where passages asked for while it is busy
-            are embedded in one call (:mod:`memory_core.local.batching`).
+            (:mod:`memory_core.runtime.offload`), and searches and ingestion take turns at the
+            embedder (:mod:`memory_core.runtime.sharing`), where passages asked for while it is busy
+            are embedded in one call (:mod:`memory_core.runtime.batching`).
         batch_embeddings: Only the batching of ``share_fairly``, for callers that ingest turns of
             several scopes at once without a server's searches beside them (``memory-core ingest
             --concurrency``, the Functions app's concurrent sessions): passages asked for while the
             embedder is busy are embedded in one call; queries and storage are left as they are.
     """
-    from .consolidation import MemoryConsolidator
-    from .extraction import MemoryExtractor
+    from memory_core.service.consolidation.consolidator import MemoryConsolidator
+    from memory_core.service.extraction.extractor import MemoryExtractor
 
     settings = settings or load_settings()
     clock = clock or SystemClock()
@@ -351,13 +351,13 @@ def build_service(
             owned.append(chat_model)
     policy = settings.policy()
     if share_fairly:
-        from .local.batching import BatchingEmbedder
-        from .local.sharing import FairEmbedder
+        from memory_core.runtime.batching import BatchingEmbedder
+        from memory_core.runtime.sharing import FairEmbedder
 
         # passages asked for while the model is busy (turns of other scopes) go in one call
         embedder = BatchingEmbedder(FairEmbedder(embedder))
     elif batch_embeddings:
-        from .local.batching import BatchingEmbedder
+        from memory_core.runtime.batching import BatchingEmbedder
 
         embedder = BatchingEmbedder(embedder)
     return MemoryService(
@@ -380,7 +380,7 @@ def build_service(
 
 def _offloaded(adapter: T, name: str) -> T:
     """``adapter`` with its (blocking SQLite) calls on a thread of its own."""
-    from .local.offload import StorageThread, offloaded
+    from memory_core.runtime.offload import StorageThread, offloaded
 
     return offloaded(adapter, StorageThread(name))
 
@@ -394,7 +394,7 @@ def build_authenticator(settings: Settings) -> EntraTokenValidator | None:
     """
     if not settings.auth_enabled:
         return None
-    from .adapters.entra_tokens import EntraTokenValidator
+    from memory_core.adapters.azure.entra_tokens import EntraTokenValidator
 
     return EntraTokenValidator(
         tenant_id=settings.auth_tenant_id,
@@ -412,7 +412,7 @@ def configure_telemetry(settings: Settings) -> telemetry.TelemetryStatus:
     if settings.applicationinsights_connection_string:
 
         def exporter() -> str:
-            from .adapters.azure_monitor import configure_azure_monitor_exporter
+            from memory_core.adapters.azure.monitor import configure_azure_monitor_exporter
 
             configure_azure_monitor_exporter(
                 settings.applicationinsights_connection_string, client_id=settings.azure_client_id
@@ -432,7 +432,7 @@ async def ensure_search_index(settings: Settings) -> str:
     """
     if not settings.azure_search_endpoint:
         raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set; nothing to ensure")
-    from .adapters.azure_search_index import (
+    from memory_core.adapters.azure.search_index import (
         close_credential,
         default_credential,
         ensure_index,

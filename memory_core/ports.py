@@ -5,7 +5,7 @@ Fakes in the tests subclass these classes rather than mocking them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -13,8 +13,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
-from .errors import ValidationError
-from .models import (
+from memory_core.domain.models import (
     HistoryEntry,
     MemoryCandidate,
     MemoryKind,
@@ -27,7 +26,8 @@ from .models import (
     SearchResult,
     Turn,
 )
-from .policy import HumanMemoryPolicy
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.errors import ValidationError
 
 __all__ = [
     "MAX_BROWSE_LIMIT",
@@ -46,6 +46,7 @@ __all__ = [
     "MemoryRef",
     "MemoryStore",
     "Page",
+    "ProgressCallback",
     "QueuedItem",
     "QueuedLister",
     "RetentionPage",
@@ -289,8 +290,8 @@ class TurnPublisher(Protocol):
     """Sends turns and recall updates onto the ordered, per-scope queue path.
 
     Implementations set the message id from the scope and ``turn_id`` / ``recall_id``
-    (:func:`memory_core.models.message_id_for`, duplicate detection per scope) and the session id from
-    the scope (:func:`memory_core.models.session_id_for`).
+    (:func:`memory_core.domain.models.message_id_for`, duplicate detection per scope) and the session id from
+    the scope (:func:`memory_core.domain.models.session_id_for`).
     """
 
     async def publish_turn(self, turn: Turn) -> bool | None:
@@ -690,3 +691,8 @@ def supports(resource: object, capability: type) -> bool:
         return True
     members = [name for name, value in vars(capability).items() if not name.startswith("_") and callable(value)]
     return bool(members) and all(callable(getattr(resource, name, None)) for name in members)
+
+
+#: What a long service call reports through: ``(done, total)`` (``total`` ``None`` when unknown).
+#: :meth:`Bar.update` is one.
+ProgressCallback = Callable[[int, int | None], None]

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.domain.policy import COUNTERS
+
 __all__ = [
     "INSTRUMENTATION_NAME",
     "Operation",
@@ -362,8 +364,6 @@ def record_forgetting(report: Any, seconds: float, *, pages: int | None = None) 
     inst = _instruments()
     if inst is None:
         return
-    from .service.forgetting import COUNTERS
-
     data: Mapping[str, Any] = report if isinstance(report, Mapping) else report.as_dict()
     dry_run = bool(data.get("dry_run", False))
     for outcome in COUNTERS:

@@ -1,6 +1,6 @@
 """Measure, on a live Azure AI Search service, how scoring profiles multiply relevance.
 
-Azure does not publish how a profile's function boosts combine with relevance. ``memory_core.ranking``
+Azure does not publish how a profile's function boosts combine with relevance. ``memory_core.domain.ranking``
 makes one choice (per function ``b = 1 + (boost - 1) * g``, aggregated by the profile's
 ``functionAggregation``, final score ``relevance * multiplier``) and the embedded store ranks with it.
 This script checks that choice against the real service:
@@ -11,7 +11,7 @@ This script checks that choice against the real service:
 3. per scoring profile, runs the same keyword query without and with the profile (identical text
    means identical BM25, so the ratio of the two scores is the multiplier), and a hybrid query with
    ``debug="vector"``, whose ``documentBoost`` is the multiplier the service applied;
-4. prints, per document, the measured multipliers next to ``memory_core.ranking``'s prediction and a
+4. prints, per document, the measured multipliers next to ``memory_core.domain.ranking``'s prediction and a
    few alternative aggregations, and says whether the local formula agrees.
 
 Live only: needs ``AZURE_SEARCH_ENDPOINT`` (and ``AZURE_SEARCH_API_KEY`` or an Entra ID identity with
@@ -39,8 +39,15 @@ from typing import Any
 import numpy as np
 
 from memory_core.config import Settings
-from memory_core.models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, SearchMode, utcnow
-from memory_core.ranking import ScoringProfile, profile_for
+from memory_core.domain.models import (
+    MemoryRecord,
+    MemorySearchOptions,
+    RankingProfile,
+    Scope,
+    SearchMode,
+    utcnow,
+)
+from memory_core.domain.ranking import ScoringProfile, profile_for
 
 __all__ = ["ALTERNATIVES", "main"]
 
@@ -167,17 +174,17 @@ async def calibrate(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     **client_kwargs: Any,
 ) -> bool:
-    """Run the measurement; True when ``memory_core.ranking`` agrees with the service.
+    """Run the measurement; True when ``memory_core.domain.ranking`` agrees with the service.
 
     ``client_kwargs`` go to the SDK clients (tests pass a scripted ``transport``).
     """
-    from memory_core.adapters.azure_search_index import (
+    from memory_core.adapters.azure.search_index import (
         close_credential,
         default_credential,
         drop_index,
         ensure_index,
     )
-    from memory_core.adapters.azure_search_store import AzureSearchMemoryStore
+    from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 
     name = f"{settings.azure_search_index_name}-calib-{uuid.uuid4().hex[:8]}"
     settings = replace(settings, azure_search_index_name=name)

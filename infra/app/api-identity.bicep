@@ -1,6 +1,6 @@
 // The memory API's Microsoft Entra ID app registration, created with the Microsoft Graph Bicep
 // extension (its version is pinned in infra/bicepconfig.json): the app roles and the delegated scope
-// that memory_core/auth.py checks, the service principal that role assignments are made on, and
+// that memory_core/domain/access.py checks, the service principal that role assignments are made on, and
 // (optionally) Memory.Admin for the developer who runs azd. The Function App accepts tokens for it
 // once main.bicep sets MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE from the outputs below.
 //

@@ -19,12 +19,12 @@ __all__ = [
 ]
 
 _LAZY = {
-    "DEFAULT_SOURCE_ID": "agent_framework",
-    "MemoryContextProvider": "agent_framework",
-    "LocalMemoryClient": "memory_client",
-    "MemoryClient": "memory_client",
-    "RemoteMemoryClient": "memory_client",
-    "TurnOutbox": "outbox",
+    "DEFAULT_SOURCE_ID": "memory_core.integrations.agent_framework",
+    "MemoryContextProvider": "memory_core.integrations.agent_framework",
+    "LocalMemoryClient": "memory_core.client.memory_client",
+    "MemoryClient": "memory_core.client.memory_client",
+    "RemoteMemoryClient": "memory_core.client.memory_client",
+    "TurnOutbox": "memory_core.integrations.outbox",
 }
 
 
@@ -34,4 +34,4 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(module), name)

@@ -13,11 +13,11 @@ Add one provider to ``context_providers=[...]``:
       <<memory-core:end:3f9a0c1d2e4b5a69>>
 
   Memory text is reference data: each memory is sanitised
-  (:func:`~memory_core.sanitize.sanitize_memory_text`: no control, bidi or zero-width characters, no
+  (:func:`~memory_core.language.sanitize.sanitize_memory_text`: no control, bidi or zero-width characters, no
   headings, tags, code fences or markers) and quoted on its own numbered line, with the provider's
   metadata outside the quotes, so stored text cannot add headings, lines, entries or instructions of
   its own. The markers carry a nonce made for each run; extraction removes exactly the text between
-  them (see :func:`~memory_core.prompts.strip_recalled_memories`), so the block is never remembered
+  them (see :func:`~memory_core.service.prompts.strip_recalled_memories`), so the block is never remembered
   again, even when it reaches a turn inside a user message. The returned memories count as recalled.
 - ``after_run`` publishes the turn (the new input and the response, never the injected memories) to
   the write scope, waiting at most ``publish_timeout`` seconds. A turn that could not be published
@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from agent_framework import AgentSession, ContextProvider, Message, SessionContext
 
-from ..errors import ConfigurationError, PermanentError, TransientError, ValidationError
-from ..models import (
+from memory_core.client.memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
+from memory_core.domain.models import (
     MAX_MESSAGE_CHARS,
     MAX_TURN_BYTES,
     MAX_TURN_MESSAGES,
@@ -71,20 +71,20 @@ from ..models import (
     turn_json_bytes,
     validate_scope_id,
 )
-from ..prompts import strip_recalled_memories
-from ..sanitize import (
+from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError
+from memory_core.integrations.outbox import MAX_PERMANENT_FAILURES, TurnOutbox
+from memory_core.language.sanitize import (
     new_recall_nonce,
     quote_memory,
     recall_end_marker,
     recall_start_marker,
     sanitize_memory_text,
 )
-from .memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
-from .outbox import MAX_PERMANENT_FAILURES, TurnOutbox
+from memory_core.service.prompts import strip_recalled_memories
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..ports import TurnPublisher
-    from ..service import MemoryService
+    from memory_core.ports import TurnPublisher
+    from memory_core.service import MemoryService
 
 __all__ = [
     "DEFAULT_OUTBOX_PATH",
@@ -122,7 +122,7 @@ def format_memory_line(number: int, hit: SearchHit, *, clean_text: str | None = 
     """``N. [category; importance=0.85; retention=0.91] "text"`` for a fact, and
     ``N. [episode; said 2026-05-01] "text"`` for an episode (the user's words, with when they were said).
 
-    The text is sanitised and quoted (:func:`~memory_core.sanitize.quote_memory`): one line, inner
+    The text is sanitised and quoted (:func:`~memory_core.language.sanitize.quote_memory`): one line, inner
     quotes escaped, nothing that could pass for a heading, tag, marker or another entry.
     ``clean_text``: the memory text already sanitised by the caller (it is not sanitised again).
     """
@@ -244,7 +244,7 @@ def fit_turn(messages: list[TurnMessage], budget: int = TURN_MESSAGES_BUDGET) ->
 class MemoryContextProvider(ContextProvider):
     """Long-term memory for an Agent Framework agent.
 
-    Build it with a :class:`~memory_core.integrations.memory_client.MemoryClient` or a
+    Build it with a :class:`~memory_core.client.memory_client.MemoryClient` or a
     ``MemoryService``, or with :meth:`local` / :meth:`remote`, which create (and then own) the client.
 
     Keyword Args:

@@ -11,10 +11,11 @@ Nothing here imports an SDK or an adapter: only the domain and the ports.
 
 from __future__ import annotations
 
-from .admin import ImportReport, PurgeReport
-from .forgetting import COUNTERS, ForgettingChange, ForgettingCounts, ForgettingReport, ForgettingRun
-from .ingest import IngestResult, ProcessOutcome, StepResult, decode_message
-from .memory_service import MemoryService, TurnStatus
+from memory_core.domain.policy import COUNTERS, ForgettingCounts
+from memory_core.service.admin import ImportReport, PurgeReport
+from memory_core.service.forgetting import ForgettingChange, ForgettingReport, ForgettingRun
+from memory_core.service.ingest import IngestResult, ProcessOutcome, StepResult, decode_message
+from memory_core.service.memory_service import MemoryService, TurnStatus
 
 __all__ = [
     "COUNTERS",

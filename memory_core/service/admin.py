@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from ..errors import ConflictError, NotFoundError, ValidationError
-from ..models import (
+from memory_core.domain.models import (
     HistoryEntry,
     MemoryEvent,
     MemoryRecord,
@@ -29,9 +28,18 @@ from ..models import (
     validate_memory_id,
     validate_scope_id,
 )
-from ..policy import HumanMemoryPolicy
-from ..ports import BatchReader, Embedder, HistoryStore, MemoryStore, ScopePurger, WalCheckpointer, supports
-from ..progress import ProgressCallback
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.errors import ConflictError, NotFoundError, ValidationError
+from memory_core.ports import (
+    BatchReader,
+    Embedder,
+    HistoryStore,
+    MemoryStore,
+    ProgressCallback,
+    ScopePurger,
+    WalCheckpointer,
+    supports,
+)
 
 __all__ = [
     "IMPORT_BATCH",

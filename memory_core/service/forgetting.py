@@ -17,24 +17,21 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..models import MemoryRecord, MemoryStatus, Scope, validate_positive_int
-from ..policy import HumanMemoryPolicy
-from ..ports import CheckpointStore, MemoryStore, RetentionPage, RetentionWrite
-from ..progress import ProgressCallback
+from memory_core.domain.models import MemoryRecord, MemoryStatus, Scope, validate_positive_int
+from memory_core.domain.policy import ForgettingCounts, HumanMemoryPolicy
+from memory_core.errors import ValidationError
+from memory_core.ports import CheckpointStore, MemoryStore, ProgressCallback, RetentionPage, RetentionWrite
 
 __all__ = [
-    "COUNTERS",
     "FORGET_CHECKPOINT",
     "FORGET_PAGE_SIZE",
     "ForgettingChange",
-    "ForgettingCounts",
     "ForgettingReport",
     "ForgettingRun",
     "RetentionCurve",
@@ -51,45 +48,6 @@ logger = logging.getLogger(__name__)
 FORGET_PAGE_SIZE = 20_000
 #: Name of the saved cursor of the scheduled run.
 FORGET_CHECKPOINT = "forgetting.cursor"
-
-
-@dataclass(slots=True)
-class ForgettingCounts:
-    """What forgetting saw and did, counted.
-
-    Attributes:
-        scanned: Memories read (not deleted).
-        archived: Active memories that became archived.
-        expired: Of those, the ones archived because they expired.
-        reactivated: Archived memories whose retention rose above the threshold again.
-        rescored: Memories whose status stays but whose stored retention drifted past the tolerance.
-        unchanged: Memories left as they are.
-        written: Memories stored (status changes plus rescored ones; 0 in a dry run).
-    """
-
-    scanned: int = 0
-    archived: int = 0
-    expired: int = 0
-    reactivated: int = 0
-    rescored: int = 0
-    unchanged: int = 0
-    written: int = 0
-
-    def add(self, other: ForgettingCounts) -> None:
-        """Add another run's or page's counts to these."""
-        for name in COUNTERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    def counts(self) -> dict[str, int]:
-        return {name: int(getattr(self, name)) for name in COUNTERS}
-
-    def summary(self) -> str:
-        """The counts as one log-friendly line."""
-        return ", ".join(f"{name} {getattr(self, name)}" for name in COUNTERS)
-
-
-#: The counter names, in report order (one list for reports, runs, telemetry and the CLI).
-COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(ForgettingCounts))
 
 
 @dataclass(frozen=True, slots=True)

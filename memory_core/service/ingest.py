@@ -48,18 +48,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..consolidation import (
-    Consolidation,
-    MemoryConsolidator,
-    join_clauses,
-    normalized_statement,
-    speaker_of,
-    split_speaker,
-    statement_clauses,
-)
-from ..errors import ValidationError
-from ..extraction import split_sentences
-from ..models import (
+from memory_core.domain.models import (
     CONTROL_CHARACTERS,
     MAX_MEMORY_CHARS,
     RECALL_SCHEMA,
@@ -80,9 +69,20 @@ from ..models import (
     parse_model,
     status_note,
 )
-from ..ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
-from ..prompts import strip_recalled_memories
-from ..text import has_japanese
+from memory_core.errors import ValidationError
+from memory_core.language.text import has_japanese
+from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
+from memory_core.service.consolidation.consolidator import (
+    Consolidation,
+    MemoryConsolidator,
+    join_clauses,
+    normalized_statement,
+    speaker_of,
+    split_speaker,
+    statement_clauses,
+)
+from memory_core.service.extraction.extractor import split_sentences
+from memory_core.service.prompts import strip_recalled_memories
 
 __all__ = [
     "MAX_MESSAGE_BYTES",

@@ -15,9 +15,7 @@ from typing import Any, Literal, cast
 
 import pydantic
 
-from ..consolidation import MemoryConsolidator
-from ..errors import ConfigurationError, NotFoundError, PermanentError, UnsupportedError, ValidationError
-from ..models import (
+from memory_core.domain.models import (
     HistoryEntry,
     MemoryKind,
     MemoryRecord,
@@ -31,8 +29,15 @@ from ..models import (
     parse_model,
     validate_scope_id,
 )
-from ..policy import HumanMemoryPolicy
-from ..ports import (
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.errors import (
+    ConfigurationError,
+    NotFoundError,
+    PermanentError,
+    UnsupportedError,
+    ValidationError,
+)
+from memory_core.ports import (
     CheckpointStore,
     Clock,
     Closeable,
@@ -42,6 +47,7 @@ from ..ports import (
     HistoryStore,
     MemoryStore,
     Page,
+    ProgressCallback,
     QueuedItem,
     QueuedLister,
     ScopePurger,
@@ -51,12 +57,12 @@ from ..ports import (
     UserDirectory,
     supports,
 )
-from ..progress import ProgressCallback
-from . import admin, forgetting
-from . import search as search_use_case
-from .admin import ImportReport, PurgeReport
-from .forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
-from .ingest import (
+from memory_core.service import admin, forgetting
+from memory_core.service import search as search_use_case
+from memory_core.service.admin import ImportReport, PurgeReport
+from memory_core.service.consolidation.consolidator import MemoryConsolidator
+from memory_core.service.forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
+from memory_core.service.ingest import (
     CandidateExtractor,
     EpisodePolicy,
     IngestResult,

@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import ValidationError
-from ..models import (
+from memory_core.domain.models import (
     MemoryKind,
     MemorySearchOptions,
     MemoryStatus,
@@ -18,8 +17,9 @@ from ..models import (
     SearchResult,
     parse_model,
 )
-from ..policy import HumanMemoryPolicy
-from ..ports import Embedder, HistoryStore, MemoryStore
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.errors import ValidationError
+from memory_core.ports import Embedder, HistoryStore, MemoryStore
 
 __all__ = [
     "ARCHIVED_CUE",

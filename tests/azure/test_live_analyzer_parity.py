@@ -1,8 +1,8 @@
 """How alike the embedded keyword index and Azure AI Search analyse text (skipped unless a service is set).
 
 Sends sample Japanese and English sentences to a fresh index's Analyze API with the analyzer of the
-``memory`` field (:data:`memory_core.adapters.azure_search_index.ANALYZER`) and compares the tokens with
-:func:`memory_core.text.index_terms`. The overlap per sentence (shared tokens over all tokens, after
+``memory`` field (:data:`memory_core.adapters.azure.search_index.ANALYZER`) and compares the tokens with
+:func:`memory_core.language.text.index_terms`. The overlap per sentence (shared tokens over all tokens, after
 NFKC and lower-casing) is printed; the test fails only when the two share nothing at all, which would
 mean one side does not analyse the language. Set ``AZURE_SEARCH_ENDPOINT`` as for the live store
 contract (``tests/azure/test_live_store_contract.py``).
@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from memory_core.config import Settings
-from memory_core.text import index_terms
+from memory_core.language.text import index_terms
 
 pytestmark = [
     pytest.mark.azure,
@@ -50,7 +50,7 @@ def test_embedded_and_azure_analysis_overlap() -> None:
     from azure.search.documents.indexes.aio import SearchIndexClient
     from azure.search.documents.indexes.models import AnalyzeTextOptions
 
-    from memory_core.adapters.azure_search_index import (
+    from memory_core.adapters.azure.search_index import (
         ANALYZER,
         build_index,
         close_credential,

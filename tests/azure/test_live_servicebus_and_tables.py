@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory_core.config import Settings
-from memory_core.models import HistoryEntry, MemoryEvent, Scope, Turn, session_id_for
+from memory_core.domain.models import HistoryEntry, MemoryEvent, Scope, Turn, session_id_for
 
 pytestmark = pytest.mark.azure
 
@@ -69,7 +69,7 @@ def test_a_published_turn_arrives_on_its_session() -> None:
 
 @pytest.mark.skipif(not TABLE_ENDPOINT, reason="MEMORY_HISTORY_TABLE_ENDPOINT is not set (live Azure test)")
 def test_history_round_trip_on_the_real_table() -> None:
-    from memory_core.adapters.azure_table_history import AzureTableHistoryStore
+    from memory_core.adapters.azure.table_history import AzureTableHistoryStore
 
     scope = Scope.of(f"live-{uuid.uuid4().hex[:12]}", "a1")
     now = datetime.now(UTC)

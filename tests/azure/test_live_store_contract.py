@@ -42,13 +42,13 @@ async def live_store(clock: FixedClock, dimensions: int) -> AsyncIterator[Memory
     """A store on a fresh, uniquely named index that is deleted afterwards."""
     from azure.search.documents.indexes.aio import SearchIndexClient
 
-    from memory_core.adapters.azure_search_index import (
+    from memory_core.adapters.azure.search_index import (
         build_index,
         close_credential,
         default_credential,
         ensure_index_definition,
     )
-    from memory_core.adapters.azure_search_store import AzureSearchMemoryStore
+    from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 
     class SettlingStore(AzureSearchMemoryStore):
         """Waits after each write so that the next read sees it (near-real-time indexing)."""
@@ -92,7 +92,7 @@ class TestAzureSearchStoreContract(StoreContract):
 
 def test_ensure_index_is_idempotent_live() -> None:
     """Create, then ensure again: the second call finds nothing to change."""
-    from memory_core.adapters.azure_search_index import (
+    from memory_core.adapters.azure.search_index import (
         close_credential,
         default_credential,
         drop_index,

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.errors import NotFoundError, ValidationError
-from memory_core.models import (
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.domain.models import (
     MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
@@ -28,7 +27,8 @@ from memory_core.models import (
     Scope,
     SearchMode,
 )
-from memory_core.policy import HumanMemoryPolicy
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.errors import NotFoundError, ValidationError
 from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting
 

@@ -1,7 +1,7 @@
 """A small in-memory stand-in for an Azure AI Search service, answering through the capturing transport.
 
 Enough of the REST surface for the store contract to run offline against
-:class:`~memory_core.adapters.azure_search_store.AzureSearchMemoryStore`: index create/get/delete,
+:class:`~memory_core.adapters.azure.search_store.AzureSearchMemoryStore`: index create/get/delete,
 document lookup, ``search.index`` (upload / merge / delete with per-document results) and
 ``search.post.search`` with the OData subset the adapter emits (``eq ne gt ge lt le``, ``and``, ``or``,
 parentheses, ``null``, ``search.in``), BM25 text search, cosine kNN, RRF fusion, scoring profiles,
@@ -23,8 +23,8 @@ import numpy as np
 from azure_transport import Captured, Scripted, json_response
 from rest_contract import validate
 
-from memory_core.ranking import PROFILES
-from memory_core.text import analyze
+from memory_core.domain.ranking import PROFILES
+from memory_core.language.text import analyze
 
 __all__ = ["FakeSearchService", "parse_filter"]
 

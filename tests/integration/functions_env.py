@@ -13,11 +13,11 @@ from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables.aio import TableClient
 from fake_table_service import FakeTableService
 
-from memory_core.adapters.azure_retry import RetrySettings
-from memory_core.adapters.azure_table_history import AzureTableHistoryStore
+from memory_core.adapters.azure.retry import RetrySettings
+from memory_core.adapters.azure.table_history import AzureTableHistoryStore
 from memory_core.bootstrap import build_service
 from memory_core.config import Settings
-from memory_core.models import RecallUpdate, Turn
+from memory_core.domain.models import RecallUpdate, Turn
 from memory_core.ports import Embedder, FixedClock, TurnPublisher
 from memory_core.service import MemoryService
 

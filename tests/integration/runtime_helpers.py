@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.bootstrap import load_settings
-from memory_core.local.runtime import EmbeddedRuntime, RuntimeOptions
+from memory_core.entrypoints.embedded.host import EmbeddedRuntime, RuntimeOptions
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 

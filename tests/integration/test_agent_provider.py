@@ -28,10 +28,19 @@ from agent_framework import (
     Message,
 )
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_queue import SQLiteQueue
-from memory_core.api import ApiRequest, MemoryApi
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.bootstrap import build_service, load_settings
+from memory_core.client.memory_client import LocalMemoryClient, MemoryClient
+from memory_core.contract.api import ApiRequest, MemoryApi
+from memory_core.domain.models import (
+    MemorySearchOptions,
+    RecallUpdate,
+    Scope,
+    SearchResult,
+    Turn,
+    message_id_for,
+)
 from memory_core.errors import PermanentError, TransientError
 from memory_core.integrations.agent_framework import (
     DEFAULT_SOURCE_ID,
@@ -39,12 +48,10 @@ from memory_core.integrations.agent_framework import (
     MEMORY_INSTRUCTION,
     MemoryContextProvider,
 )
-from memory_core.integrations.memory_client import LocalMemoryClient, MemoryClient
 from memory_core.integrations.outbox import TurnOutbox
-from memory_core.local.worker import QueueWorker
-from memory_core.models import MemorySearchOptions, RecallUpdate, Scope, SearchResult, Turn, message_id_for
+from memory_core.language.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
 from memory_core.ports import TurnPublisher
-from memory_core.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
+from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
 USER, AGENT = "user-1", "concierge"
@@ -671,7 +678,7 @@ def test_remote_mode_searches_over_http_and_posts_turns(env: Env) -> None:
 
 
 def test_remote_mode_against_the_embedded_http_server(env: Env) -> None:
-    from memory_core.local.server import ApiServer
+    from memory_core.entrypoints.embedded.server import ApiServer
 
     async def scenario() -> None:
         await remember(env, "I am allergic to peanuts.")

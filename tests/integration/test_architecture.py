@@ -1,72 +1,228 @@
-"""The shape of the code (DESIGN section 2), checked on the source: the direction of imports, one home
-for the use cases, no reach-through from entry points into the service's parts, no capability probes."""
+"""The shape of the code (DESIGN section 2), checked on the source: the floor plan and the direction of
+imports, one home for the use cases, no reach-through from entry points into the service's parts, no
+capability probes."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "memory_core"
-DOMAIN = ("models.py", "policy.py", "ranking.py", "errors.py", "text.py")
+
+#: The layers, top to bottom: a module may import its own layer's modules and those of any layer below.
+#: Layers on one line share a rank but do not import each other unless ``SIDEWAYS`` allows it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("tools",),
+    ("entrypoints", "integrations"),
+    ("client",),
+    ("bootstrap",),
+    ("contract", "runtime", "telemetry"),
+    ("service", "adapters"),
+    ("ports", "config"),
+    ("domain",),
+    ("language", "errors", "version", "web"),
+)
+#: Imports between two layers of one rank that the plan allows (importer, imported).
+SIDEWAYS = {
+    ("entrypoints", "integrations"),
+    ("runtime", "telemetry"),
+    ("contract", "telemetry"),
+}
+#: The only places that may import inside a function (lazily) from the package.
+LAZY_IMPORTERS = ("bootstrap", "cli", "tools")
+#: The package root holds at most these modules.
+ROOT_MODULES = {"__init__", "__main__", "version", "errors", "config", "ports", "bootstrap", "telemetry"}
+SDKS = ("azure", "openai", "agent_framework", "opentelemetry", "httpx")
 ENTRY_POINTS = [
     ROOT / "function_app.py",
-    PACKAGE / "api.py",
-    PACKAGE / "cli.py",
-    *sorted((PACKAGE / "local").glob("*.py")),
-    *sorted((PACKAGE / "integrations").glob("*.py")),
+    *sorted((PACKAGE / "entrypoints").rglob("*.py")),
+    *sorted((PACKAGE / "cli").rglob("*.py")),
+    *sorted((PACKAGE / "client").rglob("*.py")),
+    *sorted((PACKAGE / "integrations").rglob("*.py")),
 ]
-SDKS = ("azure", "openai", "agent_framework", "opentelemetry", "httpx")
 
 
 def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def imported(path: Path) -> Iterator[str]:
-    """Absolute names of every module ``path`` imports (relative imports resolved)."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    for node in ast.walk(tree(path)):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = list(parts[: len(parts) - node.level])
-                module = ".".join([*base, node.module] if node.module else base)
-            else:
-                module = node.module or ""
-            yield module
-            yield from (f"{module}.{alias.name}" for alias in node.names)
-
-
 def modules(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def test_the_domain_imports_only_itself() -> None:
-    for name in DOMAIN:
-        for module in imported(PACKAGE / name):
-            if module.startswith("memory_core"):
-                assert module.split(".")[1] in {d.removesuffix(".py") for d in DOMAIN}, (name, module)
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+ALL_MODULES = {module_name(p): p for p in modules(PACKAGE)}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str  # a module of the package (a name imported from a package resolves to its module)
+    line: int
+    lazy: bool  # inside a function
+
+
+def _resolve(path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = module_name(path).split(".")
+    package = parts if path.name == "__init__.py" else parts[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _function_lines(module: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    lines.add(inner.lineno)
+    return lines
+
+
+def imports_of(path: Path) -> Iterator[Import]:
+    """Every import of a package module in ``path``: top level, inside functions and TYPE_CHECKING alike."""
+    module = tree(path)
+    lazy = _function_lines(module)
+    me = module_name(path) if path.is_relative_to(PACKAGE) else path.stem
+    for node in ast.walk(module):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(path, node)
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in ALL_MODULES else base for a in node.names]
+        for name in names:
+            if name == "memory_core" or name.startswith("memory_core."):
+                while name not in ALL_MODULES and "." in name:
+                    name = name.rpartition(".")[0]
+                yield Import(me, name, node.lineno, node.lineno in lazy)
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def rank_of(layer: str) -> int:
+    for rank, names in enumerate(LAYERS):
+        if layer in names:
+            return rank
+    raise AssertionError(f"{layer} is in no layer of the plan")
+
+
+def package_imports() -> list[Import]:
+    return [i for path in modules(PACKAGE) for i in imports_of(path)]
+
+
+def test_the_package_root_holds_only_the_root_modules() -> None:
+    root = {p.stem for p in PACKAGE.glob("*.py")}
+    assert root <= ROOT_MODULES, sorted(root - ROOT_MODULES)
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {name for rank in LAYERS for name in rank if not (PACKAGE / f"{name}.py").exists()}
+
+
+def test_every_import_points_down_the_plan() -> None:
+    wrong = []
+    for imp in package_imports():
+        if imp.importer == "memory_core.__main__":
+            assert imp.imported.startswith("memory_core.cli"), imp
+            continue
+        if imp.importer == "memory_core":  # the public face: the domain's names, and the Python API on first use
+            assert layer_of(imp.imported) in {"domain", "version"} or imp.imported.startswith(
+                "memory_core.entrypoints.python_api."
+            ), imp
+            continue
+        here, there = layer_of(imp.importer), layer_of(imp.imported)
+        assert there != "__init__", f"{imp.importer} imports the package root (line {imp.line})"
+        if here == there:
+            continue
+        if rank_of(here) > rank_of(there) or (rank_of(here) == rank_of(there) and (here, there) not in SIDEWAYS):
+            wrong.append(f"{imp.importer}:{imp.line} -> {imp.imported}")
+    assert wrong == []
+
+
+def test_only_the_composition_root_the_cli_and_the_tools_import_lazily() -> None:
+    lazy = [
+        f"{imp.importer}:{imp.line} -> {imp.imported}"
+        for imp in package_imports()
+        if imp.lazy and layer_of(imp.importer) not in LAZY_IMPORTERS
+    ]
+    assert lazy == []
+
+
+def test_nothing_outside_the_cli_imports_the_cli_or_the_tools() -> None:
+    for imp in package_imports():
+        if layer_of(imp.imported) == "cli":
+            assert layer_of(imp.importer) == "cli" or imp.importer == "memory_core.__main__", imp
+        if layer_of(imp.imported) == "tools":
+            assert layer_of(imp.importer) in {"cli", "tools"}, imp
+    for imp in imports_of(ROOT / "function_app.py"):
+        assert layer_of(imp.imported) not in {"cli", "tools"}, imp
+
+
+def test_no_import_cycle() -> None:
+    graph: dict[str, set[str]] = {}
+    for imp in package_imports():
+        if imp.importer != imp.imported:
+            graph.setdefault(imp.importer, set()).add(imp.imported)
+    # a package's __init__ is loaded before its modules: an edge to a module passes through its packages
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                raise AssertionError(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
 
 
 def test_the_service_imports_no_adapter_no_sdk_and_no_settings() -> None:
-    for path in [*modules(PACKAGE / "service"), PACKAGE / "extraction.py", PACKAGE / "consolidation.py"]:
-        for module in imported(path):
-            assert not module.startswith(("memory_core.adapters", "memory_core.config", "memory_core.bootstrap")), (
-                path.name,
-                module,
-            )
-            assert module.split(".")[0] not in SDKS, (path.name, module)
+    for path in modules(PACKAGE / "service"):
+        for imp in imports_of(path):
+            assert layer_of(imp.imported) not in {"adapters", "config", "bootstrap"}, imp
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(n.split(".")[0] in SDKS for n in names), (path.name, names)
+
+
+def test_azure_sdks_are_imported_only_by_the_azure_adapters_and_the_composition_root() -> None:
+    for path in modules(PACKAGE):
+        if path.is_relative_to(PACKAGE / "adapters" / "azure") or path.is_relative_to(PACKAGE / "adapters" / "models"):
+            continue
+        if path.name == "bootstrap.py":
+            continue
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(n.split(".")[0] == "azure" for n in names), (str(path.relative_to(ROOT)), names)
 
 
 def test_only_the_composition_root_gives_adapters_their_settings() -> None:
     for path in [*modules(PACKAGE / "adapters"), PACKAGE / "telemetry.py"]:
-        for module in imported(path):
-            assert not module.startswith(("memory_core.config", "memory_core.bootstrap")), (path.name, module)
-    for module in imported(PACKAGE / "telemetry.py"):
-        assert not module.startswith("memory_core.adapters"), module
+        for imp in imports_of(path):
+            assert layer_of(imp.imported) not in {"config", "bootstrap"}, imp
+    for imp in imports_of(PACKAGE / "telemetry.py"):
+        assert layer_of(imp.imported) != "adapters", imp
 
 
 def test_use_cases_live_once() -> None:
@@ -77,7 +233,7 @@ def test_use_cases_live_once() -> None:
                 defined.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
     assert defined["ForgettingRun"] == ["memory_core/service/forgetting.py"]
     assert defined["run_forgetting"] == [
-        "memory_core/local/scheduler.py",  # the scheduler's port on the service (a protocol)
+        "memory_core/runtime/scheduler.py",  # the scheduler's port on the service (a protocol)
         "memory_core/service/forgetting.py",
         "memory_core/service/memory_service.py",
     ]

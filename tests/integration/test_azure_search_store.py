@@ -33,9 +33,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rest_contract import validate
 
-from memory_core.adapters import azure_search_store, odata
-from memory_core.adapters.azure_retry import RetrySettings
-from memory_core.adapters.azure_search_index import (
+from memory_core.adapters.azure import odata
+from memory_core.adapters.azure import search_store as azure_search_store
+from memory_core.adapters.azure.retry import RetrySettings
+from memory_core.adapters.azure.search_index import (
     SELECT_FIELDS,
     build_index,
     ensure_index,
@@ -44,7 +45,7 @@ from memory_core.adapters.azure_search_index import (
     search_credential,
     vectorizer_config,
 )
-from memory_core.adapters.azure_search_store import (
+from memory_core.adapters.azure.search_store import (
     RETENTION_FIELDS,
     AzureSearchMemoryStore,
     PartialWriteError,
@@ -53,9 +54,8 @@ from memory_core.adapters.azure_search_store import (
     to_document,
 )
 from memory_core.config import Settings
-from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
-from memory_core.fusion import FUSIONS, fusion_for
-from memory_core.models import (
+from memory_core.domain.fusion import FUSIONS, fusion_for
+from memory_core.domain.models import (
     MemorySearchOptions,
     MemoryStatus,
     OrderBy,
@@ -64,9 +64,10 @@ from memory_core.models import (
     SearchMode,
     parse_model,
 )
-from memory_core.policy import HumanMemoryPolicy
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
+from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
 from memory_core.ports import MemoryStore
-from memory_core.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting
 
 SEARCH = "/indexes('{indexName}')/docs/search.post.search"

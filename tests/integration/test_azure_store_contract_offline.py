@@ -17,8 +17,8 @@ from azure_transport import CapturingTransport
 from contract.store_contract import EMBEDDER, StoreContract, async_context
 from fake_search_service import FakeSearchService, parse_filter
 
-from memory_core.adapters.azure_search_index import ensure_index
-from memory_core.adapters.azure_search_store import AzureSearchMemoryStore
+from memory_core.adapters.azure.search_index import ensure_index
+from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.ports import FixedClock, MemoryStore
 
 ENDPOINT = "https://memtest.search.windows.net"

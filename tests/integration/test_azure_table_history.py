@@ -19,11 +19,11 @@ from azure.core.exceptions import ServiceRequestError
 from fake_table_service import FakeTableService, TableFault
 from functions_env import Recorder, history_store
 
-from memory_core.adapters.azure_table_history import AzureTableHistoryStore, partition_key
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
+from memory_core.adapters.azure.table_history import AzureTableHistoryStore, partition_key
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.config import Settings
+from memory_core.domain.models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope
 from memory_core.errors import ConfigurationError, TransientError
-from memory_core.models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope
 from memory_core.ports import DeadLetter
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)

@@ -23,8 +23,8 @@ import pytest
 from azurite import Azurite, running_azurite
 from test_azure_table_history import S1, S1B, S2, T0, entry
 
-from memory_core.adapters.azure_retry import RetrySettings
-from memory_core.adapters.azure_table_history import (
+from memory_core.adapters.azure.retry import RetrySettings
+from memory_core.adapters.azure.table_history import (
     DEFAULT_TABLE,
     MAX_TRANSACTION_BYTES,
     AzureTableHistoryStore,
@@ -32,8 +32,8 @@ from memory_core.adapters.azure_table_history import (
     entity_bytes,
     request_bytes,
 )
+from memory_core.domain.models import MemoryCandidate, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
-from memory_core.models import MemoryCandidate, MemoryEvent
 from memory_core.ports import DeadLetter
 
 JAPANESE = "記憶は時間とともに薄れるが、大切なことは残る。"
@@ -353,8 +353,8 @@ def test_deadletters_command_lists_and_replays_the_azure_table(
     azurite: Azurite, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from memory_core import bootstrap
-    from memory_core.adapters.servicebus_queue import ServiceBusTurnPublisher
-    from memory_core.cli import main
+    from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
+    from memory_core.cli.main import main
 
     table = DEFAULT_TABLE  # what the command opens; the other tests use tables of their own
     client = RecordingClient()

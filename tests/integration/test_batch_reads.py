@@ -24,13 +24,13 @@ from contract.store_contract import EMBEDDER, HOSTILE_IDS, NOW, U1A1, U1A2, U2A1
 from fake_search_service import FakeSearchService
 from rest_contract import validate
 
-from memory_core.adapters.azure_search_index import SELECT_FIELDS, VECTOR_FIELD, ensure_index
-from memory_core.adapters.azure_search_store import AzureSearchMemoryStore, to_document
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, ensure_index
+from memory_core.adapters.azure.search_store import AzureSearchMemoryStore, to_document
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import MemoryStatus, Scope, validate_memory_id
 from memory_core.errors import ValidationError
-from memory_core.local.offload import StorageThread, offloaded
-from memory_core.models import MemoryStatus, Scope, validate_memory_id
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
+from memory_core.runtime.offload import StorageThread, offloaded
 
 ENDPOINT = "https://memtest.search.windows.net"
 SEARCH = "/indexes('{indexName}')/docs/search.post.search"

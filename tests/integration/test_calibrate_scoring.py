@@ -1,6 +1,6 @@
 """``scripts/calibrate_scoring.py`` end to end against a simulated service (no network).
 
-The simulated service applies the scoring profiles the way ``memory_core.ranking`` predicts (or, in
+The simulated service applies the scoring profiles the way ``memory_core.domain.ranking`` predicts (or, in
 the second test, with another aggregation), so the script must report agreement (or not). Every
 request body is validated against the REST contract subset.
 """
@@ -21,7 +21,7 @@ from azure_transport import Captured, CapturingTransport, Scripted, json_respons
 from rest_contract import validate
 
 from memory_core.config import Settings
-from memory_core.ranking import MEMORY_PRIORITY, MEMORY_RECENCY
+from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_scoring.py"
 PROFILES = {p.name: p for p in (MEMORY_PRIORITY, MEMORY_RECENCY)}

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core.adapters import hash_embedder
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.bench.ingest import synthetic_turns
-from memory_core.cli import main
+from memory_core.adapters.models import hash_embedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.cli.main import main
+from memory_core.tools.bench.ingest import synthetic_turns
 
 TURNS = synthetic_turns(72, scopes=6, seed=11)
 USERS = sorted({t["user_id"] for t in TURNS})

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from memory_core import cli
-from memory_core.cli import build_parser, main
+from memory_core.cli import main as cli
+from memory_core.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 USER, AGENT = "u1", "travel"
@@ -516,7 +516,7 @@ def test_serve_json_prints_one_line_once_it_listens(db: str, tmp_path: Path) -> 
 
 
 def test_a_service_that_fails_for_good_exits_1_and_bad_input_exits_2() -> None:
-    from memory_core.cli import _failure
+    from memory_core.cli.main import _failure
     from memory_core.errors import InputError, PermanentError
 
     refused = _failure(PermanentError("Azure AI Search answered 403"))  # the service, not the caller

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.cli import main
+from memory_core.cli.main import main
 
 NOW = datetime.now(UTC)
 

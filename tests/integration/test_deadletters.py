@@ -15,11 +15,13 @@ import pytest
 from fake_table_service import FakeTableService
 from functions_env import history_store
 
-from memory_core.adapters.azure_table_history import AzureTableHistoryStore
+from memory_core.adapters.azure.table_history import AzureTableHistoryStore
 from memory_core.bootstrap import build_local_queue, load_settings
-from memory_core.cli import main
+from memory_core.cli.main import main
 from memory_core.config import Settings
-from memory_core.deadletters import (
+from memory_core.errors import ConfigurationError, PermanentError, TransientError
+from memory_core.ports import DeadLetter
+from memory_core.tools.deadletters import (
     AzureDeadLetters,
     LocalDeadLetters,
     list_dead_letters,
@@ -27,8 +29,6 @@ from memory_core.deadletters import (
     replay_dead_letters,
     source_name,
 )
-from memory_core.errors import ConfigurationError, PermanentError, TransientError
-from memory_core.ports import DeadLetter
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -263,7 +263,7 @@ def test_azure_ids_that_do_not_exist_or_have_another_reason() -> None:
 
 
 def test_the_service_bus_publisher_resends_a_body_byte_for_byte() -> None:
-    from memory_core.adapters.servicebus_queue import CONTENT_TYPE, ServiceBusTurnPublisher
+    from memory_core.adapters.azure.service_bus import CONTENT_TYPE, ServiceBusTurnPublisher
 
     sent: list[Any] = []
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from memory_core.bench import ingest as bench_ingest
-from memory_core.demo import run_demo
 from memory_core.errors import ConfigurationError
+from memory_core.tools.bench import ingest as bench_ingest
+from memory_core.tools.demo import run_demo
 
 
 def test_demo_prints_decisions_searches_and_forgetting(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_bench_ingest_reports_throughput_and_embedding_share() -> None:
 def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path) -> None:
     import io
 
-    from memory_core.cli import build_parser
+    from memory_core.cli.main import build_parser
 
     args = build_parser().parse_args(
         ["--json", "bench", "ingest", "--turns", "6", "--scopes", "3", "--concurrency", "1", "3", "--charts", str(tmp_path)]
@@ -61,9 +61,9 @@ def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path
 
 
 def test_bench_ingest_runs_as_serve_ingests_by_default() -> None:
-    from memory_core.cli import build_parser
-    from memory_core.local.lanes import DEFAULT_BATCH
-    from memory_core.local.runtime import RuntimeOptions
+    from memory_core.cli.main import build_parser
+    from memory_core.entrypoints.embedded.host import RuntimeOptions
+    from memory_core.runtime.lanes import DEFAULT_BATCH
 
     parser = build_parser()
     args = parser.parse_args(["bench", "ingest"])

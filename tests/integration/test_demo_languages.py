@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from memory_core.cli import main
-from memory_core.demo import DEMO_LANGUAGES, run_demo
+from memory_core.cli.main import main
+from memory_core.tools.demo import DEMO_LANGUAGES, run_demo
 
 _DECISION = re.compile(r"^  (ADD|UPDATE|DELETE|NONE)\s+\w+ (\[\w+\])?")
 

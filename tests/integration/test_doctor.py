@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from runtime_helpers import START
 
-from memory_core import doctor
-from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
-from memory_core.adapters.sqlite_schema import SCHEMA_VERSION
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.schema import SCHEMA_VERSION
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import main
-from memory_core.doctor import DoctorReport, diagnose
-from memory_core.models import Scope, Turn, TurnMessage
+from memory_core.cli.main import main
+from memory_core.domain.models import Scope, Turn, TurnMessage
 from memory_core.ports import FixedClock
+from memory_core.tools import doctor
+from memory_core.tools.doctor import DoctorReport, diagnose
 
 
 @pytest.fixture(autouse=True)

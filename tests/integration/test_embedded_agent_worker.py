@@ -20,12 +20,12 @@ pytest.importorskip("agent_framework")
 from agent_framework import Agent
 from test_agent_provider import RecordingChatClient, memory_messages
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_queue import SQLiteQueue
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.client.memory_client import LocalMemoryClient, MemoryClient
+from memory_core.domain.models import MemorySearchOptions, Scope, SearchResult, Turn, session_id_for
 from memory_core.integrations.agent_framework import MemoryContextProvider
-from memory_core.integrations.memory_client import LocalMemoryClient, MemoryClient
-from memory_core.local.worker import QueueWorker
-from memory_core.models import MemorySearchOptions, Scope, SearchResult, Turn, session_id_for
+from memory_core.runtime.worker import QueueWorker
 
 USER, AGENT = "alice", "concierge"
 SCOPE = Scope.of(USER, AGENT)

@@ -31,10 +31,10 @@ pytest.importorskip("agent_framework")
 from agent_framework import Agent
 from test_agent_provider import RecordingChatClient
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.domain.models import Scope, Turn, session_id_for
 from memory_core.integrations.agent_framework import MemoryContextProvider
-from memory_core.integrations.memory_client import LocalMemoryClient
-from memory_core.models import Scope, Turn, session_id_for
 
 USER, AGENT = "alice", "concierge"
 SCOPE = Scope.of(USER, AGENT)

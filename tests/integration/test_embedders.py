@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.local_embedder import E5LocalEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.local_embedder import E5LocalEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_e5_is_deterministic(e5: E5LocalEmbedder) -> None:
     assert np.array_equal(a, b)
 
 
-CHILD = "from memory_core.adapters.hash_embedder import HashingEmbedder; print(HashingEmbedder().embed_sync('コーヒーが好き coffee').tobytes().hex())"
+CHILD = "from memory_core.adapters.models.hash_embedder import HashingEmbedder; print(HashingEmbedder().embed_sync('コーヒーが好き coffee').tobytes().hex())"
 
 
 def test_hashing_embedder_is_identical_across_processes() -> None:

@@ -41,11 +41,11 @@ from functions_env import NOW, functions_env
 from jwt.algorithms import RSAAlgorithm
 
 import function_app
-from memory_core.adapters.entra_tokens import MIN_REFRESH_SECONDS, EntraTokenValidator
-from memory_core.api import ApiRequest, ApiResponse, MemoryApi
-from memory_core.auth import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
+from memory_core.adapters.azure.entra_tokens import MIN_REFRESH_SECONDS, EntraTokenValidator
 from memory_core.bootstrap import build_authenticator, build_service
 from memory_core.config import Settings
+from memory_core.contract.api import ApiRequest, ApiResponse, MemoryApi
+from memory_core.domain.access import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
 from memory_core.errors import AuthenticationError, TransientError
 from memory_core.service import MemoryService
 
@@ -245,7 +245,7 @@ async def world(tmp_path: Path, authenticator: Any) -> AsyncIterator[World]:
 
 
 def _scope(user: str, agent: str) -> Any:
-    from memory_core.models import Scope
+    from memory_core.domain.models import Scope
 
     return Scope.of(user, agent)
 
@@ -381,7 +381,7 @@ def test_health_is_open_to_every_caller(idp: IdentityProvider, tmp_path: Path, c
 
 
 def test_the_matrix_covers_every_guarded_route() -> None:
-    from memory_core.api import _ROUTES
+    from memory_core.contract.api import _ROUTES
 
     assert set(ROUTES) == {r.operation for r in _ROUTES if not r.anonymous}
     assert len(MATRIX) == 117
@@ -827,10 +827,10 @@ class MintingCredential:
 
 
 def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_path: Path) -> None:
+    from memory_core.client.memory_client import RemoteMemoryClient
+    from memory_core.domain.models import MemorySearchOptions
+    from memory_core.entrypoints.embedded.server import ApiServer
     from memory_core.errors import PermanentError
-    from memory_core.integrations.memory_client import RemoteMemoryClient
-    from memory_core.local.server import ApiServer
-    from memory_core.models import MemorySearchOptions
 
     async def scenario() -> None:
         async with world(tmp_path, validator(idp)) as w:
@@ -859,8 +859,8 @@ def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_
 
 
 def test_the_remote_client_wants_a_scope_with_a_credential() -> None:
+    from memory_core.client.memory_client import RemoteMemoryClient
     from memory_core.errors import ConfigurationError
-    from memory_core.integrations.memory_client import RemoteMemoryClient
 
     with pytest.raises(ConfigurationError, match="credential and api_scope go together"):
         RemoteMemoryClient("http://127.0.0.1:1", credential=object())

@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import main
-from memory_core.errors import TransientError, ValidationError
-from memory_core.models import (
+from memory_core.cli.main import main
+from memory_core.domain.models import (
     HistoryEntry,
     MemoryKind,
     MemoryRecord,
@@ -32,6 +31,7 @@ from memory_core.models import (
     RankingProfile,
     Scope,
 )
+from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import FixedClock
 from memory_core.service import MemoryService
 from memory_core.service.ingest import episode_id_for
@@ -384,7 +384,7 @@ def test_a_turn_from_the_future_is_refused_at_the_edge(tmp_path: Path) -> None:
 
 
 def test_restating_reinforces_with_diminishing_returns_below_a_cap() -> None:
-    from memory_core.consolidation import REHEARSAL_CAP, rehearsed_importance
+    from memory_core.service.consolidation.consolidator import REHEARSAL_CAP, rehearsed_importance
 
     values = [0.65]
     for _ in range(30):

@@ -18,9 +18,9 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, Reply
 from unit.test_evaluation_metrics import _write_fixture  # type: ignore[import-not-found]
 
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.cli import main
-from memory_core.models import MemoryRecord, MemorySearchOptions, Scope, SearchMode
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.cli.main import main
+from memory_core.domain.models import MemoryRecord, MemorySearchOptions, Scope, SearchMode
 from memory_core.ports import FixedClock
 
 
@@ -200,7 +200,7 @@ def test_bench_forget_writes_only_what_changed(tmp_path: Path) -> None:
 
 
 def test_bulk_built_store_has_the_statistics_upserts_would_give(tmp_path: Path) -> None:
-    from memory_core.bench.bulk import BulkSpec, bulk_build
+    from memory_core.tools.bench.bulk import BulkSpec, bulk_build
 
     now = datetime(2026, 11, 1, tzinfo=UTC)
     path = tmp_path / "bulk.db"

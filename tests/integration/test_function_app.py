@@ -26,10 +26,10 @@ from azure.functions.timer import TimerRequest
 from functions_env import NOW, Env, functions_env, turn_body
 
 import function_app
-from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.config import Settings
+from memory_core.domain.models import MemoryKind, MemoryStatus, Scope, session_id_for
 from memory_core.errors import PermanentError, TransientError
-from memory_core.models import MemoryKind, MemoryStatus, Scope, session_id_for
 from memory_core.service.forgetting import FORGET_CHECKPOINT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,8 +149,8 @@ def test_http_bindings_cover_the_contract_without_clashes() -> None:
             key = (method, route)
             assert key not in seen, f"{method} {route} is bound twice"
             seen.add(key)
-    # The contract of memory_core.api (method + path template) is served exactly.
-    from memory_core.api import _ROUTES
+    # The contract of memory_core.contract.api (method + path template) is served exactly.
+    from memory_core.contract.api import _ROUTES
 
     contract = {(r.method, r.path.lstrip("/")) for r in _ROUTES}
     assert seen - {("GET", "inspector/{*path}")} == contract

@@ -22,9 +22,9 @@ from azure.functions.servicebus import ServiceBusMessage
 from functions_env import NOW, turn_body
 
 import function_app
-from memory_core.adapters import hash_embedder
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.models import Scope, session_id_for
+from memory_core.adapters.models import hash_embedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.domain.models import Scope, session_id_for
 
 USERS = [f"u{n}" for n in range(8)]  # as many sessions as host.json's maxConcurrentSessions
 TEXTS = ["I love green tea. I live in Kyoto.", "Actually I prefer coffee now. I have 2 cats."]

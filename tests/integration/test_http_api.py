@@ -11,9 +11,9 @@ from urllib.parse import quote
 import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
-from memory_core.api import MAX_BODY_BYTES, ApiRequest, MemoryApi
+from memory_core.contract.api import MAX_BODY_BYTES, ApiRequest, MemoryApi
+from memory_core.domain.models import MEMORY_ID_PATTERN
 from memory_core.errors import TransientError
-from memory_core.models import MEMORY_ID_PATTERN
 
 CONVERSATION = [
     "I like green tea. I am allergic to peanuts.",
@@ -362,7 +362,7 @@ def test_purge_needs_confirmation_and_removes_memories_and_history(tmp_path: Pat
 
 
 def _scope(user: str, agent: str) -> Any:
-    from memory_core.models import Scope
+    from memory_core.domain.models import Scope
 
     return Scope.of(user, agent)
 

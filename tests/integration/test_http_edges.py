@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from runtime_helpers import RunningRuntime, running
 
-from memory_core.adapters.sqlite_queue import SQLiteQueue
-from memory_core.cli import main
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.cli.main import main
 from memory_core.errors import ConflictError
 
 

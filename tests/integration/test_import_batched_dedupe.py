@@ -24,13 +24,13 @@ from azure_transport import CapturingTransport
 from contract.store_contract import EMBEDDER, NOW, vector
 from fake_search_service import FakeSearchService
 
-from memory_core.adapters.azure_search_index import ensure_index
-from memory_core.adapters.azure_search_store import AzureSearchMemoryStore
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.local.offload import StorageThread, offloaded
-from memory_core.models import MemoryRecord, MemoryStatus, Scope
-from memory_core.policy import HumanMemoryPolicy
+from memory_core.adapters.azure.search_index import ensure_index
+from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
+from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.service.admin import (
     DEDUPE_LOOKUP,
     ImportReport,

@@ -16,16 +16,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenarios"))
 
 from pipeline import SCOPE, Pipeline, make_turn
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.cli import main
-from memory_core.consolidation import MemoryConsolidator
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.cli.main import main
+from memory_core.domain.models import HistoryEntry, MemoryEvent, MemoryRecord, MemoryStatus, Scope
 from memory_core.errors import TransientError, ValidationError
-from memory_core.models import HistoryEntry, MemoryEvent, MemoryRecord, MemoryStatus, Scope
 from memory_core.ports import ChatModel, SchemaT
-from memory_core.prompts.consolidation import ConsolidationDecision
+from memory_core.service.consolidation.consolidator import MemoryConsolidator
 from memory_core.service.ingest import memory_id_for
+from memory_core.service.prompts.consolidation import ConsolidationDecision
 
 CONVERSATION: list[Any] = [
     "来週京都に旅行する予定です。旅館が好きです。",

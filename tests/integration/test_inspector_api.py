@@ -20,9 +20,9 @@ from urllib.parse import quote
 import pytest
 from runtime_helpers import RunningRuntime, running
 
-from memory_core.api import ApiRequest, MemoryApi
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.policy import HumanMemoryPolicy
+from memory_core.contract.api import ApiRequest, MemoryApi
+from memory_core.domain.policy import HumanMemoryPolicy
 
 TOKEN = "inspector-api-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -289,7 +289,7 @@ def test_bench_inspector_times_every_view_against_a_real_server(tmp_path: Path) 
     import io
     import json
 
-    from memory_core.cli import main
+    from memory_core.cli.main import main
 
     out = io.StringIO()
     argv = ["--json", "bench", "inspector", "--memories", "300", "--other-users", "2", "--runs", "2"]

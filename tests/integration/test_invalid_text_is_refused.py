@@ -12,12 +12,12 @@ import pydantic
 import pytest
 from runtime_helpers import running, turn_body
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_queue import SQLiteQueue
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.domain.models import Turn, TurnMessage
 from memory_core.errors import PermanentError
-from memory_core.integrations.memory_client import LocalMemoryClient
-from memory_core.local.worker import QueueWorker
-from memory_core.models import Turn, TurnMessage
+from memory_core.runtime.worker import QueueWorker
 
 pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.openai_models import OpenAIChatModel
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.openai import OpenAIChatModel
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.models import MemoryStatus, Scope
+from memory_core.domain.models import MemoryStatus, Scope
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("u1", "travel")

@@ -21,11 +21,11 @@ import pydantic
 import pytest
 from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 
-from memory_core.adapters import openai_models
-from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.models import openai as openai_models
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_chat_model, build_embedder, build_service, load_settings
+from memory_core.domain.models import Scope
 from memory_core.errors import ConfigurationError, PermanentError
-from memory_core.models import Scope
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("u1", "travel")
@@ -330,7 +330,7 @@ def test_usage_counts_calls_requests_and_tokens(server: FakeOpenAIServer) -> Non
         )
         assert isinstance(model, openai_models.OpenAIChatModel)
         try:
-            from memory_core.prompts.extraction import ExtractionOutput
+            from memory_core.service.prompts.extraction import ExtractionOutput
 
             server.script(Reply.status(400, message="response_format is not supported"), Reply.json(FACT))
             await model.complete_json(system="s", user="u", schema=ExtractionOutput)
@@ -349,8 +349,8 @@ def test_usage_counts_calls_requests_and_tokens(server: FakeOpenAIServer) -> Non
 
 
 def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, server: FakeOpenAIServer) -> None:
-    from memory_core.integrations.memory_client import LocalMemoryClient
-    from memory_core.models import Turn
+    from memory_core.client.memory_client import LocalMemoryClient
+    from memory_core.domain.models import Turn
 
     async def scenario() -> None:
         model = openai_models.OpenAIChatModel.openai_compatible(base_url=server.base_url, model="mine")
@@ -397,7 +397,7 @@ def test_a_short_serve_token_is_refused_when_settings_load() -> None:
 def test_a_missing_openai_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "memory_core.adapters.openai_models", None)
+    monkeypatch.setitem(sys.modules, "memory_core.adapters.models.openai", None)
     settings = load_settings(
         {
             "MEMORY_LLM_PROVIDER": "compatible",

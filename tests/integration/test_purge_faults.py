@@ -34,12 +34,12 @@ from functions_env import turn_body as functions_turn
 from runtime_helpers import RunningRuntime, running, turn_body
 
 import function_app
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import main
-from memory_core.models import Scope, message_id_for, session_id_for
+from memory_core.cli.main import main
+from memory_core.domain.models import Scope, message_id_for, session_id_for
 
 pytestmark = [
     pytest.mark.fault,
@@ -209,7 +209,7 @@ def test_turns_queued_at_purge_time_are_removed_and_never_processed(tmp_path: Pa
 _STOP_AFTER_TOMBSTONE = textwrap.dedent(
     """
     import asyncio, sys, time
-    from memory_core.adapters.sqlite_history import SQLiteHistoryStore
+    from memory_core.adapters.sqlite.history import SQLiteHistoryStore
     from memory_core.bootstrap import build_service, load_settings
 
     class Stops(SQLiteHistoryStore):
@@ -326,7 +326,7 @@ def test_a_purge_killed_midway_completes_when_run_again(tmp_path: Path, populate
     shutil.copy(populated, db)
     turns = [turn_body(i, text) for i, text in enumerate(TEXTS)]
     before = asyncio.run(_state(db))
-    proc = _purge_process(db, "-m", "memory_core.cli", "--db", str(db), "purge", "--user", "u1", "--yes")
+    proc = _purge_process(db, "-m", "memory_core.cli.main", "--db", str(db), "purge", "--user", "u1", "--yes")
     watcher = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
     deadline = time.monotonic() + 60
     try:

@@ -21,15 +21,15 @@ import pytest
 from fake_table_service import FakeTableService
 from functions_env import history_store
 
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_queue import LockLostError, SQLiteQueue, default_queue_path
-from memory_core.api import ApiRequest, MemoryApi
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.queue import LockLostError, SQLiteQueue, default_queue_path
 from memory_core.bootstrap import build_service
-from memory_core.cli import main
+from memory_core.cli.main import main
 from memory_core.config import Settings
-from memory_core.local.worker import QueueWorker
-from memory_core.models import HistoryEntry, MemoryKind, RecallUpdate, Scope, Turn, session_id_for
+from memory_core.contract.api import ApiRequest, MemoryApi
+from memory_core.domain.models import HistoryEntry, MemoryKind, RecallUpdate, Scope, Turn, session_id_for
 from memory_core.ports import DeadLetter, FixedClock, QueuedLister, ScopePurger, WalCheckpointer, supports
+from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

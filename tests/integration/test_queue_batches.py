@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.sqlite_queue import LockLostError, SQLiteQueue
+from memory_core.adapters.sqlite.queue import LockLostError, SQLiteQueue
 from memory_core.errors import StorageFullError, TransientError, ValidationError
-from memory_core.local.worker import MessageProcessor, QueueWorker
+from memory_core.runtime.worker import MessageProcessor, QueueWorker
 from memory_core.service import ProcessOutcome
 
 

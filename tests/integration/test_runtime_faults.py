@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.models import Scope, session_id_for
+from memory_core.domain.models import Scope, session_id_for
 
 SEED = 20261129
 FOODS = ["green tea", "coffee", "sushi", "ramen", "chocolate"]
@@ -131,7 +131,7 @@ class ServeProcess:
             [
                 sys.executable,
                 "-m",
-                "memory_core.cli",
+                "memory_core.cli.main",
                 "-v",
                 "--db",
                 str(db),

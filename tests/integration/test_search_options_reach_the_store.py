@@ -19,13 +19,12 @@ from typing import Any, ClassVar
 import pytest
 from runtime_helpers import Client
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.api import MemoryApi, SearchRequest
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import SEARCH_FLAGS, main
-from memory_core.local.server import ApiServer
-from memory_core.models import (
+from memory_core.cli.main import SEARCH_FLAGS, main
+from memory_core.contract.api import MemoryApi, SearchRequest
+from memory_core.domain.models import (
     MemoryKind,
     MemorySearchOptions,
     OrderBy,
@@ -34,6 +33,7 @@ from memory_core.models import (
     SearchMode,
     SearchResult,
 )
+from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.service import MemoryService
 
 SCOPE = Scope.of("u1", "a1")
@@ -131,8 +131,8 @@ def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOption
 
 def test_through_the_agent_provider_in_process_and_remote(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
     pytest.importorskip("agent_framework")
+    from memory_core.client.memory_client import LocalMemoryClient
     from memory_core.integrations.agent_framework import MemoryContextProvider
-    from memory_core.integrations.memory_client import LocalMemoryClient
 
     async def scenario() -> None:
         service = service_on(tmp_path / "m.db")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
-from memory_core.cli import main
+from memory_core.cli.main import main
+from memory_core.client.memory_client import RemoteMemoryClient
+from memory_core.domain.models import MemorySearchOptions, Scope
+from memory_core.entrypoints.embedded.server import check_binding, is_loopback
 from memory_core.errors import ConfigurationError, PermanentError
-from memory_core.integrations.memory_client import RemoteMemoryClient
-from memory_core.local.server import check_binding, is_loopback
-from memory_core.models import MemorySearchOptions, Scope
 
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 Q = "user_id=u1&agent_id=a1"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from runtime_helpers import running, turn_body
 
-from memory_core.adapters.sqlite_queue import SQLiteQueue
-from memory_core.bench.serve import measure
-from memory_core.models import MAX_RECALL_IDS, RecallUpdate, Scope, session_id_for
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.domain.models import MAX_RECALL_IDS, RecallUpdate, Scope, session_id_for
+from memory_core.tools.bench.serve import measure
 
 AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SCOPE = Scope.of("u1", "a1")
@@ -148,7 +148,7 @@ def test_bench_serve_runs_the_load_and_checks_every_turn() -> None:
 
 
 def test_the_local_queue_refuses_a_message_over_the_service_bus_limit(tmp_path: Path) -> None:
-    from memory_core.adapters.sqlite_queue import MAX_MESSAGE_BYTES
+    from memory_core.adapters.sqlite.queue import MAX_MESSAGE_BYTES
     from memory_core.errors import ValidationError
 
     queue = SQLiteQueue(tmp_path / "q.queue")

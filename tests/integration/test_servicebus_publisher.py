@@ -25,7 +25,7 @@ from azure.servicebus.exceptions import (
     ServiceBusServerBusyError,
 )
 
-from memory_core.adapters.servicebus_queue import (
+from memory_core.adapters.azure.service_bus import (
     CONTENT_TYPE,
     PublisherSettings,
     ServiceBusTurnPublisher,
@@ -34,8 +34,8 @@ from memory_core.adapters.servicebus_queue import (
 )
 from memory_core.bootstrap import build_publisher, build_service
 from memory_core.config import Settings
+from memory_core.domain.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
 from memory_core.errors import ConfigurationError, PermanentError, TransientError
-from memory_core.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

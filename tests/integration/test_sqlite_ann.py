@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from contract.store_contract import NOW, make
 
-from memory_core.adapters import sqlite_ann
-from memory_core.adapters.sqlite_ann import ScopeVectorIndexes
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.adapters.vector_index import ApproximateVectorIndex
+from memory_core.adapters.sqlite import ann as sqlite_ann
+from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.adapters.sqlite.vector_index import ApproximateVectorIndex
 from memory_core.bootstrap import build_store, load_settings
+from memory_core.domain.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
 from memory_core.errors import ConfigurationError
-from memory_core.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
 from memory_core.ports import FixedClock
 
 pytest.importorskip("usearch")
@@ -183,7 +183,7 @@ def test_a_graph_that_misses_is_built_again_once_then_the_scope_goes_back_to_exa
     try:
         fill(store, SCOPE, vectors)
         wait_until_ready(store, queries[0])
-        with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite_ann"):
+        with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite.ann"):
             deadline = time.monotonic() + 30
             while graph(store)["state"] != "exact" and time.monotonic() < deadline:
                 vector_search(store, queries[1])
@@ -217,7 +217,7 @@ def test_an_index_that_fails_never_fails_a_search(
 def test_writes_that_change_no_vector_leave_the_graph_alone(
     ready: SQLiteMemoryStore, data: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    from memory_core.policy import HumanMemoryPolicy
+    from memory_core.domain.policy import HumanMemoryPolicy
 
     _, queries = data
     store = ready
@@ -291,7 +291,7 @@ def test_the_setting_is_validated_and_reaches_the_store(tmp_path: Path) -> None:
 
 
 def test_bench_ann_measures_a_store_scope_with_the_index_off_and_on(data: tuple[np.ndarray, np.ndarray]) -> None:
-    from memory_core.bench.ann import measure_store
+    from memory_core.tools.bench.ann import measure_store
 
     vectors, queries = data
     report = run(measure_store(vectors, queries[:12], k=20))

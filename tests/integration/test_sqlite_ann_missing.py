@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from contract.store_contract import make
 
-from memory_core.adapters import sqlite_ann
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
+from memory_core.adapters.sqlite import ann as sqlite_ann
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
 
 SCOPE = Scope.of("user-1", "agent-1")
 
@@ -22,7 +22,7 @@ def test_without_usearch_every_scope_is_searched_exactly_with_a_warning(
 ) -> None:
     monkeypatch.setattr(sqlite_ann, "ann_available", lambda: False)
     path = tmp_path / "m.db"
-    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite_ann"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite.ann"):
         store = SQLiteMemoryStore(path, vector_index_min_scope=10)
     exact = SQLiteMemoryStore(path)
     texts = [f"memory {i} about {topic}" for i, topic in enumerate(["tea", "coffee", "ramen", "kyoto"] * 10)]

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.sqlite_queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
+from memory_core.adapters.sqlite.queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
+from memory_core.domain.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
 from memory_core.errors import TransientError, ValidationError
-from memory_core.local.worker import MessageProcessor, QueueWorker
-from memory_core.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
+from memory_core.runtime.worker import MessageProcessor, QueueWorker
 from memory_core.service import ProcessOutcome
 
 

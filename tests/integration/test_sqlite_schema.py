@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_schema import APPLICATION_ID, COLUMNS, RECORD_COLUMNS, SCHEMA_VERSION
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.schema import APPLICATION_ID, COLUMNS, RECORD_COLUMNS, SCHEMA_VERSION
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.errors import ConflictError
-from memory_core.models import (
+from memory_core.domain.models import (
     MemoryRecord,
     MemorySearchOptions,
     MemoryStatus,
@@ -25,6 +24,7 @@ from memory_core.models import (
     Scope,
     SearchMode,
 )
+from memory_core.errors import ConflictError
 from memory_core.ports import FixedClock
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -14,11 +14,18 @@ import numpy as np
 import pytest
 from contract.store_contract import NOW, make
 
-from memory_core.adapters import sqlite_store
-from memory_core.adapters.sqlite_scope_index import ScopeIndex, SnapshotError
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.models import MemorySearchOptions, MemoryStatus, OrderBy, RankingProfile, Scope, SearchMode
-from memory_core.policy import HumanMemoryPolicy
+from memory_core.adapters.sqlite import store as sqlite_store
+from memory_core.adapters.sqlite.scope_index import ScopeIndex, SnapshotError
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import (
+    MemorySearchOptions,
+    MemoryStatus,
+    OrderBy,
+    RankingProfile,
+    Scope,
+    SearchMode,
+)
+from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("user-big", "agent-1")
@@ -184,7 +191,7 @@ def test_a_damaged_saved_index_is_rebuilt_from_the_rows(
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE scope_snapshots SET data = zeroblob(100)")
     damaged = SQLiteMemoryStore(path, clock=FixedClock(NOW))
-    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite_store"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite.store"):
         assert _results(damaged) == expected
     assert "saved copy is damaged" in caplog.text
     damaged.close_sync()

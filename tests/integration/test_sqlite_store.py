@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from contract.store_contract import NOW, U1A1, U2A1, make, vector
 
-from memory_core.adapters.sqlite_store import BM25_B, BM25_K1, SQLiteMemoryStore
+from memory_core.adapters.sqlite.store import BM25_B, BM25_K1, SQLiteMemoryStore
+from memory_core.domain.models import MemoryRecord, MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConflictError, ValidationError
-from memory_core.models import MemoryRecord, MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.language.text import index_terms, query_terms
 from memory_core.ports import FixedClock
-from memory_core.text import index_terms, query_terms
 
 KEYWORD = MemorySearchOptions(mode=SearchMode.KEYWORD, ranking_profile=RankingProfile.NONE, top=50)
 
@@ -160,8 +160,8 @@ def test_query_vector_of_the_wrong_size_is_rejected(tmp_path: Path) -> None:
 WRITER = """
 import asyncio, sys
 from datetime import UTC, datetime
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.models import MemoryRecord
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import MemoryRecord, Scope
 from memory_core.ports import FixedClock
 now = datetime(2026, 11, 1, 12, tzinfo=UTC)
 async def main():
@@ -169,7 +169,7 @@ async def main():
     await store.upsert([MemoryRecord(id=sys.argv[2], user_id="user-1", agent_id="agent-1", memory=sys.argv[3],
                                      created_at=now, updated_at=now)])
     if len(sys.argv) > 4:
-        await store.merge(__import__("memory_core.models").models.Scope.of("user-1", "agent-1"), sys.argv[4],
+        await store.merge(Scope.of("user-1", "agent-1"), sys.argv[4],
                           {"memory": "rewritten by another process"})
     await store.close()
 asyncio.run(main())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from contract.store_contract import StoreContract, async_context
 
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.ports import FixedClock, MemoryStore
 
 

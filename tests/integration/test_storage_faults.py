@@ -31,18 +31,18 @@ from typing import Any
 import pytest
 from runtime_helpers import START, turn_body
 
-from memory_core.adapters.sqlite_files import is_disk_full
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_queue import SQLiteQueue, default_queue_path
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
+from memory_core.adapters.sqlite.files import is_disk_full
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli import main
-from memory_core.doctor import check_queue, check_store
+from memory_core.cli.main import main
+from memory_core.domain.models import HistoryEntry, MemoryEvent, MemoryRecord, Scope, Turn, parse_model
 from memory_core.errors import ConflictError, StorageFullError, TransientError
-from memory_core.local.worker import QueueWorker
-from memory_core.models import HistoryEntry, MemoryEvent, MemoryRecord, Scope, Turn, parse_model
 from memory_core.ports import FixedClock
+from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
+from memory_core.tools.doctor import check_queue, check_store
 
 pytestmark = pytest.mark.fault
 
@@ -200,7 +200,7 @@ def test_disk_full_during_ingest_is_reported_retried_and_applied_once_when_space
             assert await p.history.turn_processed(SCOPE, turn.turn_id)
             assert await outcome(p, turn) == expected  # exactly what one clean delivery leaves
 
-    caplog.set_level("WARNING", logger="memory_core.local.worker")
+    caplog.set_level("WARNING", logger="memory_core.runtime.worker")
     asyncio.run(through_a_full_disk())
     assert "StorageFullError: the disk holding" in caplog.text
     assert "cannot rollback" not in caplog.text
@@ -285,8 +285,8 @@ _FSIZE_SCRIPT = textwrap.dedent(
     """
     import asyncio, json, resource, signal, sqlite3, sys
     from datetime import UTC, datetime
-    from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-    from memory_core.models import MemoryRecord
+    from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+    from memory_core.domain.models import MemoryRecord
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing us
     db = sys.argv[1]

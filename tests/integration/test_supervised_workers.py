@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from runtime_helpers import RunningRuntime, turn_body
 
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_queue import QueueMessage, SQLiteQueue, default_queue_path
-from memory_core.local.runtime import EmbeddedRuntime
-from memory_core.local.worker import QueueWorker, exponential_backoff
-from memory_core.models import Scope, message_id_for, session_id_for
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.queue import QueueMessage, SQLiteQueue, default_queue_path
+from memory_core.domain.models import Scope, message_id_for, session_id_for
+from memory_core.entrypoints.embedded.host import EmbeddedRuntime
+from memory_core.runtime.worker import QueueWorker, exponential_backoff
 
 pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
 
@@ -205,7 +205,7 @@ def test_the_retry_back_off_doubles_up_to_its_cap() -> None:
 def test_receive_errors_back_off_and_every_turn_accepted_meanwhile_is_processed_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="memory_core.local.worker")
+    caplog.set_level(logging.INFO, logger="memory_core.runtime.worker")
     db = tmp_path / "m.db"
     turns = make_turns(6)
     with harness(db) as rt:
@@ -275,7 +275,7 @@ def test_settle_errors_are_retried_in_place_so_nothing_is_delivered_twice(tmp_pa
 def test_a_worker_task_that_dies_is_restarted_and_the_turns_are_processed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="memory_core.local.runtime")
+    caplog.set_level(logging.INFO, logger="memory_core.entrypoints.embedded.host")
     db = tmp_path / "m.db"
     turns = make_turns(4)
     with harness(db, CrashingRuntime, workers=2) as rt:

@@ -8,9 +8,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.integrations.memory_client import LocalMemoryClient
-from memory_core.models import MemoryStatus, Scope
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.domain.models import MemoryStatus, Scope
 
 
 def body(user: str, text: str) -> dict[str, Any]:

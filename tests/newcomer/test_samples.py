@@ -18,7 +18,7 @@ pytest.importorskip("agent_framework")
 
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from memory_core.sanitize import RECALL_START_PREFIX
+from memory_core.language.sanitize import RECALL_START_PREFIX
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -5,8 +5,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.local_embedder import E5LocalEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.local_embedder import E5LocalEmbedder
 from memory_core.ports import Embedder, EmbedderWrapper
 
 

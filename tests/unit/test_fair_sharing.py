@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.local.offload import StorageThread, offloaded
-from memory_core.local.recalls import CoalescingPublisher
-from memory_core.local.sharing import FairEmbedder, FairGate, background_work, is_background
-from memory_core.models import MAX_RECALL_IDS, RecallUpdate, Turn
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.domain.models import MAX_RECALL_IDS, RecallUpdate, Turn
+from memory_core.runtime.offload import StorageThread, offloaded
+from memory_core.runtime.recalls import CoalescingPublisher
+from memory_core.runtime.sharing import FairEmbedder, FairGate, background_work, is_background
 
 AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory_core.adapters.azure_search_index import FIELD_ROLES, SELECT_FIELDS, build_index, document_field
-from memory_core.adapters.azure_search_store import from_document, to_document
-from memory_core.adapters.sqlite_schema import MERGEABLE, RECORD_COLUMNS
-from memory_core.api import ForgettingResponse, MemoryDetail, MemoryView, SearchRequest
-from memory_core.cli import SEARCH_FLAGS
-from memory_core.models import IMMUTABLE_FIELDS, MemoryRecord, MemorySearchOptions
-from memory_core.service.forgetting import COUNTERS, ForgettingReport, ForgettingRun
+from memory_core.adapters.azure.search_index import FIELD_ROLES, SELECT_FIELDS, build_index, document_field
+from memory_core.adapters.azure.search_store import from_document, to_document
+from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
+from memory_core.cli.main import SEARCH_FLAGS
+from memory_core.contract.api import ForgettingResponse, MemoryDetail, MemoryView, SearchRequest
+from memory_core.domain.models import IMMUTABLE_FIELDS, MemoryRecord, MemorySearchOptions
+from memory_core.domain.policy import COUNTERS
+from memory_core.service.forgetting import ForgettingReport, ForgettingRun
 
 FIELDS = list(MemoryRecord.model_fields)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.fusion import FUSIONS, Fusion, fusion_for, query_language
+from memory_core.domain.fusion import FUSIONS, Fusion, fusion_for, query_language
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The API's Microsoft Entra ID app registration, checked offline: ``infra/app/api-identity.bicep``
-declares the app roles and the delegated scope that ``memory_core/auth.py`` checks (values, member
+declares the app roles and the delegated scope that ``memory_core/domain/access.py`` checks (values, member
 types, stable and distinct ``guid()`` ids), a service principal and the optional ``Memory.Admin``
 assignment for the developer; ``infra/bicepconfig.json`` pins the Microsoft Graph extension it uses;
 ``main.bicep`` creates it behind ``createApiRegistration`` and sets ``MEMORY_AUTH_TENANT_ID`` and
@@ -40,13 +40,13 @@ from test_infra_bicep import (
     syntax_tree,
 )
 
-from memory_core.auth import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
 from memory_core.config import Settings
+from memory_core.domain.access import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
 
 IDENTITY = "app/api-identity.bicep"
 BICEPCONFIG = INFRA / "bicepconfig.json"
 GRAPH_V1_REGISTRY = "br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0"
-# The app roles memory_core/auth.py checks, and who may hold each.
+# The app roles memory_core/domain/access.py checks, and who may hold each.
 ROLE_MEMBER_TYPES = {
     ROLE_AGENT: {"Application"},
     ROLE_USER: {"User"},

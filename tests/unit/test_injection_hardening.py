@@ -16,7 +16,7 @@ pytest.importorskip("agent_framework")
 
 from agent_framework import Message
 
-from memory_core.extraction import extract_with_rules
+from memory_core.domain.models import MemoryCandidate, MessageRole, Turn, TurnMessage
 from memory_core.integrations.agent_framework import (
     MEMORY_HEADER,
     MEMORY_INSTRUCTION,
@@ -24,19 +24,7 @@ from memory_core.integrations.agent_framework import (
     format_memories,
     format_memory_line,
 )
-from memory_core.models import (
-    MemoryCandidate,
-    MessageRole,
-    Turn,
-    TurnMessage,
-)
-from memory_core.prompts import (
-    RECALL_HEADER,
-    ShownMemory,
-    build_consolidation_user_prompt,
-    strip_recalled_memories,
-)
-from memory_core.sanitize import (
+from memory_core.language.sanitize import (
     RECALL_END,
     RECALL_START,
     new_recall_nonce,
@@ -45,7 +33,14 @@ from memory_core.sanitize import (
     recall_start_marker,
     sanitize_memory_text,
 )
+from memory_core.service.extraction.extractor import extract_with_rules
 from memory_core.service.ingest import EpisodePolicy, episode_candidates
+from memory_core.service.prompts import (
+    RECALL_HEADER,
+    ShownMemory,
+    build_consolidation_user_prompt,
+    strip_recalled_memories,
+)
 
 NONCE = "3f9a0c1d2e4b5a69"
 START, END = recall_start_marker(NONCE), recall_end_marker(NONCE)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.local.lanes import run_in_lanes
+from memory_core.runtime.lanes import run_in_lanes
 
 
 async def _settle() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from memory_core.api import ApiRequest, HealthResponse, MemoryApi, build_openapi
+from memory_core.contract.api import ApiRequest, HealthResponse, MemoryApi, build_openapi
 
 
 def test_health_documents_the_503_unhealthy_answer_with_the_health_schema() -> None:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_core.domain.models import MemoryRecord, MemoryStatus
+from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.errors import ValidationError
-from memory_core.models import MemoryRecord, MemoryStatus
-from memory_core.policy import HumanMemoryPolicy
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 POLICY = HumanMemoryPolicy()

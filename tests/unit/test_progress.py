@@ -1,4 +1,4 @@
-"""Progress for people (``memory_core/progress.py``): on standard error, only on a terminal, never for programs.
+"""Progress for people (``memory_core/tools/progress.py``): on standard error, only on a terminal, never for programs.
 
 A real pseudo-terminal (``pty.openpty``) stands in for the terminal; a fake clock drives the ETA and
 the redraw throttle.
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_core.progress import (
+from memory_core.tools.progress import (
     NO_PROGRESS,
     Progress,
     TerminalProgress,
@@ -200,7 +200,7 @@ def test_the_no_op_reporter_is_what_programs_get() -> None:
     progress = Progress()
     assert not progress.enabled
     clock = FakeClock()
-    from memory_core.progress import Bar
+    from memory_core.tools.progress import Bar
 
     bar = Bar("x", 100, clock=clock)
     clock.now += 4

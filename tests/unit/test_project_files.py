@@ -22,14 +22,14 @@ def test_the_version_is_written_once_and_the_installed_package_has_it() -> None:
     project = pyproject["project"]
     assert isinstance(project, dict)
     assert "version" not in project and "version" in project["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "memory_core.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "memory_core.version.__version__"}
     assert importlib.metadata.version("memory-core") == memory_core.__version__
 
 
 def test_the_version_is_read_without_importing_the_package() -> None:
     """setuptools reads ``attr:`` statically when it is a plain string, so a build needs none of the
     package's dependencies; a computed version would make it import memory_core (pydantic, numpy)."""
-    tree = ast.parse((ROOT / "memory_core" / "__init__.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "memory_core" / "version.py").read_text(encoding="utf-8"))
     values = [
         node.value
         for node in tree.body

@@ -7,9 +7,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from memory_core.domain.models import MemoryCandidate, MessageRole, Turn, TurnMessage, parse_model
 from memory_core.errors import ValidationError
-from memory_core.models import MemoryCandidate, MessageRole, Turn, TurnMessage, parse_model
-from memory_core.prompts import (
+from memory_core.service.prompts import (
     CATEGORIES,
     RECALL_HEADER,
     ConsolidationDecision,

@@ -10,16 +10,8 @@ pytest.importorskip("agent_framework")
 
 from agent_framework import Message
 
-from memory_core.errors import ValidationError
-from memory_core.integrations.agent_framework import (
-    DEFAULT_SOURCE_ID,
-    MemoryContextProvider,
-    build_query,
-    format_memories,
-    format_memory_line,
-)
-from memory_core.integrations.memory_client import MemoryClient, search_request_body
-from memory_core.models import (
+from memory_core.client.memory_client import MemoryClient, search_request_body
+from memory_core.domain.models import (
     MemoryKind,
     MemoryRecord,
     MemorySearchOptions,
@@ -28,6 +20,14 @@ from memory_core.models import (
     SearchHit,
     SearchResult,
     Turn,
+)
+from memory_core.errors import ValidationError
+from memory_core.integrations.agent_framework import (
+    DEFAULT_SOURCE_ID,
+    MemoryContextProvider,
+    build_query,
+    format_memories,
+    format_memory_line,
 )
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -130,7 +130,7 @@ def test_the_query_is_the_new_user_input() -> None:
 
 
 def test_search_request_body_matches_the_api_contract() -> None:
-    from memory_core.api import SearchRequest
+    from memory_core.contract.api import SearchRequest
 
     options = MemorySearchOptions(
         mode="keyword", ranking_profile="recent", top=3, category="food", min_importance=0.4

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memory_core.adapters.hash_embedder import HashingEmbedder
-from memory_core.adapters.query_cache import QueryCachingEmbedder
+from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.adapters.models.query_cache import QueryCachingEmbedder
 from memory_core.bootstrap import build_embedder, load_settings
 from memory_core.errors import ConfigurationError
-from memory_core.local.sharing import FairEmbedder
+from memory_core.runtime.sharing import FairEmbedder
 
 
 class CountingEmbedder(HashingEmbedder):

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from memory_core.models import RankingProfile
-from memory_core.ranking import (
+from memory_core.domain.models import RankingProfile
+from memory_core.domain.ranking import (
     MEMORY_PRIORITY,
     MEMORY_RECENCY,
     FunctionKind,
@@ -17,7 +17,7 @@ from memory_core.ranking import (
     apply_profile,
     profile_for,
 )
-from memory_core.text import analyze, index_terms, query_terms
+from memory_core.language.text import analyze, index_terms, query_terms
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.adapters.azure_table_history import (
+from memory_core.adapters.azure.table_history import (
     CHUNK_CHARS,
     ENTITY_BUDGET,
     MAX_ENTITY_BYTES,
@@ -21,8 +21,8 @@ from memory_core.adapters.azure_table_history import (
     entity_bytes,
     request_bytes,
 )
+from memory_core.domain.models import HistoryEntry, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
-from memory_core.models import HistoryEntry, MemoryEvent
 
 JAPANESE = "記憶は時間とともに薄れる"
 EMOJI = "🍵🌸"

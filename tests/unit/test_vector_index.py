@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_core.adapters.vector_index import ApproximateVectorIndex, candidates_to_request
+from memory_core.adapters.sqlite.vector_index import ApproximateVectorIndex, candidates_to_request
 
 DIMS = 96
 K = 50

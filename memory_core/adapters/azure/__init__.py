@@ -1,0 +1,1 @@
+"""Azure adapters: AI Search, Table Storage, Service Bus, Entra ID tokens, Azure Monitor."""

@@ -1,0 +1,223 @@
+"""OData ``$filter`` and ``$orderby`` expressions for Azure AI Search, built from structured options.
+
+No caller-supplied OData ever reaches the service: every expression is assembled here from a fixed
+set of field names and values that were validated first (scope ids, memory ids and categories by the
+rules in :mod:`memory_core.domain.models`, numbers as finite floats, times as aware datetimes). String
+literals are still quoted the OData way (a single quote is written twice), so even a value that got
+past validation could not end the literal and change the expression.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from memory_core.domain.models import (
+    MemoryKind,
+    MemorySearchOptions,
+    MemoryStatus,
+    OrderBy,
+    Scope,
+    ensure_utc,
+    validate_category,
+    validate_memory_id,
+    validate_scope_id,
+)
+from memory_core.errors import ValidationError
+
+__all__ = [
+    "FILTERABLE_FIELDS",
+    "and_",
+    "compare",
+    "datetime_literal",
+    "eq",
+    "id_in",
+    "kind_filter",
+    "number_literal",
+    "order_by",
+    "quote",
+    "scope_filter",
+    "search_filter",
+    "status_filter",
+    "user_filter",
+]
+
+#: Fields an expression may name, with their OData kind.
+FILTERABLE_FIELDS: dict[str, str] = {
+    "id": "string",
+    "user_id": "string",
+    "agent_id": "string",
+    "category": "string",
+    "status": "string",
+    "source": "string",
+    "kind": "string",
+    "importance": "number",
+    "confidence": "number",
+    "retention_score": "number",
+    "access_count": "number",
+    "created_at": "datetime",
+    "updated_at": "datetime",
+    "last_accessed_at": "datetime",
+    "expires_at": "datetime",
+}
+
+_OPERATORS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
+
+
+def quote(value: str) -> str:
+    """An OData string literal: ``value`` in single quotes, each ``'`` inside doubled.
+
+    Args:
+        value: Any string.
+
+    Returns:
+        The literal, for example ``'O''Brien'`` for ``O'Brien``.
+
+    Raises:
+        ValidationError: If ``value`` is not a string.
+    """
+    if not isinstance(value, str):
+        raise ValidationError("value", "an OData string literal needs a string")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def number_literal(value: float) -> str:
+    """A finite number as an OData ``Edm.Double`` literal."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError("value", f"{value!r} is not a finite number")
+    return repr(float(value))
+
+
+def datetime_literal(value: datetime) -> str:
+    """An aware UTC datetime as an OData ``Edm.DateTimeOffset`` literal (unquoted, ``Z`` suffix)."""
+    if not isinstance(value, datetime):
+        raise ValidationError("value", f"{value!r} is not a datetime")
+    return ensure_utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _field(name: str) -> str:
+    if name not in FILTERABLE_FIELDS:
+        raise ValidationError("field", f"{name!r} is not a filterable field")
+    return name
+
+
+def compare(field: str, operator: str, value: str | float | datetime | None) -> str:
+    """``field operator literal`` for a known field; the literal is built from ``value``'s type."""
+    kind = FILTERABLE_FIELDS.get(_field(field))
+    if operator not in _OPERATORS:
+        raise ValidationError("operator", f"{operator!r} is not one of {sorted(_OPERATORS)}")
+    if value is None:
+        if operator not in {"eq", "ne"}:
+            raise ValidationError("value", "null can only be compared with eq or ne")
+        literal = "null"
+    elif kind == "string":
+        if not isinstance(value, str):
+            raise ValidationError(field, "must be compared with a string")
+        literal = quote(value)
+    elif kind == "number":
+        if not isinstance(value, int | float):
+            raise ValidationError(field, "must be compared with a number")
+        literal = number_literal(value)
+    else:
+        if not isinstance(value, datetime):
+            raise ValidationError(field, "must be compared with a datetime")
+        literal = datetime_literal(value)
+    return f"{field} {operator} {literal}"
+
+
+def eq(field: str, value: str | float | datetime | None) -> str:
+    """``field eq literal``."""
+    return compare(field, "eq", value)
+
+
+def and_(*clauses: str | None) -> str:
+    """The non-empty clauses joined with ``and`` (each already a complete expression)."""
+    return " and ".join(c for c in clauses if c)
+
+
+def _or(clauses: Sequence[str]) -> str:
+    if len(clauses) == 1:
+        return clauses[0]
+    return "(" + " or ".join(clauses) + ")"
+
+
+def scope_filter(scope: Scope) -> str:
+    """``user_id eq '…' and agent_id eq '…'`` for a validated scope."""
+    user_id = validate_scope_id(scope.user_id, "user_id")
+    agent_id = validate_scope_id(scope.agent_id, "agent_id")
+    return and_(eq("user_id", user_id), eq("agent_id", agent_id))
+
+
+def user_filter(user_id: str, agent_id: str | None = None) -> str:
+    """One user's memories, optionally of one agent."""
+    clauses = [eq("user_id", validate_scope_id(user_id, "user_id"))]
+    if agent_id is not None:
+        clauses.append(eq("agent_id", validate_scope_id(agent_id, "agent_id")))
+    return and_(*clauses)
+
+
+def status_filter(statuses: Iterable[MemoryStatus | str]) -> str:
+    """Any of ``statuses`` (each must be a :class:`MemoryStatus`)."""
+    values: list[str] = []
+    for status in statuses:
+        try:
+            value = MemoryStatus(status).value
+        except ValueError:
+            raise ValidationError("status", f"{status!r} is not a memory status") from None
+        if value not in values:
+            values.append(value)
+    if not values:
+        raise ValidationError("statuses", "must name at least one status")
+    return _or([eq("status", v) for v in values])
+
+
+def id_in(ids: Iterable[str]) -> str:
+    """``search.in(id, 'a,b', ',')`` for validated memory ids (which can never contain a comma)."""
+    checked = [validate_memory_id(i) for i in ids]
+    if not checked:
+        raise ValidationError("ids", "must name at least one memory id")
+    return f"search.in(id, {quote(','.join(checked))}, ',')"
+
+
+def kind_filter(kind: MemoryKind) -> str:
+    """Memories of one kind (documents indexed before ``kind`` existed are facts)."""
+    if MemoryKind(kind) is MemoryKind.EPISODE:
+        return eq("kind", MemoryKind.EPISODE.value)
+    return _or([eq("kind", MemoryKind.FACT.value), eq("kind", None)])
+
+
+def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> str:
+    """The complete filter of a search: scope, status, category, kind, minimums and expiry.
+
+    Args:
+        scope: Whose memories.
+        options: Validated search options.
+        now: The current time; memories that expired at or before it are excluded.
+
+    Returns:
+        An OData ``$filter`` expression.
+    """
+    statuses = [MemoryStatus.ACTIVE]
+    if options.include_archived:
+        statuses.append(MemoryStatus.ARCHIVED)
+    clauses = [scope_filter(scope), status_filter(statuses)]
+    if options.category is not None:
+        clauses.append(eq("category", validate_category(options.category)))
+    if options.kind is not None:
+        clauses.append(kind_filter(options.kind))
+    if options.min_importance is not None:
+        clauses.append(compare("importance", "ge", options.min_importance))
+    if options.min_retention_score is not None:
+        clauses.append(compare("retention_score", "ge", options.min_retention_score))
+    clauses.append(_or([eq("expires_at", None), compare("expires_at", "gt", now)]))
+    return and_(*clauses)
+
+
+def order_by(order: OrderBy | None) -> list[str] | None:
+    """``$orderby`` clauses for an :class:`OrderBy` (``None`` keeps relevance order)."""
+    if order is None:
+        return None
+    order = OrderBy(order)
+    _field(order.field)
+    return [f"{order.field} {'desc' if order.descending else 'asc'}"]

@@ -1,0 +1,1 @@
+"""The embedded adapters on SQLite: the memory store, its search structures, the history and the queue."""

@@ -1,0 +1,110 @@
+"""What the embedded SQLite files (store, history, queue) share about opening and failing.
+
+- **An empty file is refused.** A missing file means a new store (or queue) and is created; a file
+  that exists but holds 0 bytes where one is expected was truncated (a crash, a failed copy, a full
+  disk during a restore) and is refused with a one-line message, instead of silently starting empty
+  over it (:func:`refuse_empty_file`).
+- **A rollback never hides the error that caused it.** When a statement fails with
+  ``SQLITE_FULL``, ``SQLITE_IOERR``, ``SQLITE_BUSY`` or ``SQLITE_NOMEM``, SQLite may already have
+  rolled the transaction back; a plain ``ROLLBACK`` then raises "cannot rollback - no transaction is
+  active", which would replace the real error. :func:`rollback` rolls back only what is still open,
+  and never raises over the caller's error.
+- **Disk full is named.** SQLite's "database or disk is full" becomes a
+  :class:`~memory_core.errors.StorageFullError` (transient: a queued turn is delivered again once
+  space returns) naming the file (:func:`disk_full_error`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+
+from memory_core.errors import ConflictError, StorageFullError
+
+__all__ = [
+    "disk_full_error",
+    "empty_file_message",
+    "is_disk_full",
+    "refuse_empty_file",
+    "rollback",
+    "truncate_wal",
+]
+
+logger = logging.getLogger(__name__)
+
+#: SQLite's primary result code for "database or disk is full".
+SQLITE_FULL = 13
+_FULL_TEXT = "database or disk is full"
+
+
+def empty_file_message(path: str, what: str) -> str:
+    """The one-line explanation for an empty file where a ``what`` (``store``, ``queue``) was expected."""
+    return (
+        f"{path} is empty (0 bytes) but should be a memory-core {what}: it was probably truncated by a crash "
+        f"or a failed copy; restore it from a backup, or delete it to start with an empty {what}"
+    )
+
+
+def refuse_empty_file(path: str, what: str) -> None:
+    """Refuse to open a file that exists but holds 0 bytes (call before connecting: SQLite itself
+    leaves a new file empty until its first write, so afterwards the two cannot be told apart).
+
+    Args:
+        path: The file (``":memory:"`` and ``file:`` URIs are not checked).
+        what: What it should be, for the message: ``store`` or ``queue``.
+
+    Raises:
+        ConflictError: The file exists and is empty.
+    """
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        size = os.stat(path).st_size
+    except OSError:  # missing (a new file) or unreadable (SQLite says why when it opens it)
+        return
+    if size == 0 and os.path.isfile(path):
+        raise ConflictError(empty_file_message(path, what))
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the connection's transaction if SQLite has not already done so; never raises.
+
+    Call it while handling the error that ended the transaction, then re-raise that error: a failed
+    ``ROLLBACK`` is logged, never raised over it.
+    """
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        logger.warning("rolling back after an error failed too: %s: %s", type(exc).__name__, exc)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database or disk is full" (``SQLITE_FULL``)."""
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == SQLITE_FULL:
+        return True
+    return _FULL_TEXT in str(exc)
+
+
+def disk_full_error(exc: BaseException, path: str) -> StorageFullError | None:
+    """The :class:`StorageFullError` to raise (``from exc``) for a disk-full ``exc``, else ``None``."""
+    return StorageFullError(path) if is_disk_full(exc) else None
+
+
+def truncate_wal(conn: sqlite3.Connection, path: str) -> bool:
+    """Copy ``conn``'s write-ahead log into the database file and truncate it (``wal_checkpoint(TRUNCATE)``),
+    so text deleted with ``secure_delete`` on leaves the disk. Call it holding the adapter's lock.
+
+    Returns:
+        ``False`` when another connection's open read kept part of the log (it leaves at the next
+        checkpoint); ``True`` otherwise, and always for an in-memory database.
+    """
+    if path == ":memory:":
+        return True
+    busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+    return busy == 0

@@ -1,0 +1,448 @@
+"""The decision history and turn journal in SQLite (the embedded mode's :class:`HistoryStore`).
+
+It also keeps named checkpoints (:class:`~memory_core.ports.CheckpointStore`: the scheduled
+forgetting run's cursor and next due time) in ``history_meta``.
+
+It lives in its own tables, normally in the same file as the memory store: ``history_entries`` (one
+row per decision, keyed deterministically by scope, turn, step and position so a replay stores
+nothing twice) and ``turns_journal`` (the candidates a turn's first attempt extracted, and when the
+turn was completed). WAL mode; every write is one transaction.
+
+``history_tombstones`` keeps, per purged user (``agent_id`` empty) or scope, when it was purged: ids
+and a time, no text; :meth:`SQLiteHistoryStore.purge` leaves them in place, so a replay of a purged
+turn is dropped. ``secure_delete`` is on (deleted rows are zeroed in the file), and
+:meth:`SQLiteHistoryStore.checkpoint_wal` truncates the write-ahead log after a purge.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
+from memory_core.domain.models import (
+    HistoryEntry,
+    MemoryCandidate,
+    MemoryEvent,
+    Scope,
+    ensure_utc,
+    validate_scope_id,
+)
+from memory_core.ports import TurnJournal
+
+__all__ = ["SQLiteHistoryStore", "history_entry_id"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS history_entries (
+    entry_id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    turn_id TEXT,
+    step INTEGER,
+    position INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    before_json TEXT,
+    after_json TEXT,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_entries_memory ON history_entries (user_id, agent_id, memory_id, seq);
+CREATE INDEX IF NOT EXISTS history_entries_turn ON history_entries (user_id, agent_id, turn_id, seq);
+CREATE TABLE IF NOT EXISTS history_steps (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id, turn_id, step)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS turns_journal (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    candidates_json TEXT NOT NULL,
+    extraction_path TEXT NOT NULL,
+    fallback_reason TEXT,
+    started_at TEXT NOT NULL,
+    processed_at TEXT,
+    PRIMARY KEY (user_id, agent_id, turn_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history_tombstones (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    purged_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+) WITHOUT ROWID;
+"""
+
+_NAMESPACE = uuid.UUID("0b5f2a1e-6c3d-5d0e-9a57-3c1f8e2d7b64")
+_CHECKPOINT_PREFIX = "checkpoint:"
+#: The ``agent_id`` of a tombstone that covers every agent of its user (no scope id is empty).
+_ALL_AGENTS = ""
+_COLUMNS = "memory_id, user_id, agent_id, event, before_json, after_json, reason, turn_id, at"
+
+
+def history_entry_id(scope: Scope, turn_id: str, step: int, position: int) -> str:
+    """The deterministic id of the ``position``-th entry of candidate ``step`` of a turn."""
+    return uuid.uuid5(
+        _NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}\x1f{position}"
+    ).hex
+
+
+def _dump(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _time(value: datetime) -> str:
+    return ensure_utc(value).isoformat()
+
+
+class SQLiteHistoryStore:
+    """History entries and turn journals in SQLite.
+
+    Args:
+        path: The database file (usually the memory store's file); ``":memory:"`` for a private one.
+        synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError("synchronous must be OFF, NORMAL, FULL or EXTRA")
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
+        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA busy_timeout = 10000")
+        self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
+        if self._path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _abort(self, exc: BaseException) -> None:
+        """End a failed write transaction: roll back what SQLite has not already rolled back (never
+        raising over ``exc``, which the caller re-raises); a full disk raises a ``StorageFullError``."""
+        rollback(self._conn)
+        full = disk_full_error(exc, self._path)
+        if full is not None:
+            raise full from exc
+
+    def _next_seq(self) -> int:
+        row = self._conn.execute("SELECT value FROM history_meta WHERE key = 'seq'").fetchone()
+        seq = (int(row[0]) if row else 0) + 1
+        self._put_meta("seq", str(seq))
+        return seq
+
+    def _put_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO history_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _insert(self, entry_id: str, entry: HistoryEntry, step: int | None, position: int, seq: int) -> None:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO history_entries (entry_id, user_id, agent_id, memory_id, turn_id, step, "
+            "position, seq, event, before_json, after_json, reason, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry_id,
+                validate_scope_id(entry.user_id, "user_id"),
+                validate_scope_id(entry.agent_id, "agent_id"),
+                entry.memory_id,
+                entry.turn_id,
+                step,
+                position,
+                seq,
+                MemoryEvent(entry.event).value,
+                _dump(entry.before),
+                _dump(entry.after),
+                entry.reason,
+                _time(entry.at),
+            ),
+        )
+
+    @staticmethod
+    def _entry(row: Sequence[Any]) -> HistoryEntry:
+        return HistoryEntry(
+            memory_id=row[0],
+            user_id=row[1],
+            agent_id=row[2],
+            event=MemoryEvent(row[3]),
+            before=None if row[4] is None else json.loads(row[4]),
+            after=None if row[5] is None else json.loads(row[5]),
+            reason=row[6],
+            turn_id=row[7],
+            at=datetime.fromisoformat(row[8]),
+        )
+
+    def _journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:
+        row = self._conn.execute(
+            "SELECT candidates_json, extraction_path, fallback_reason, started_at, processed_at "
+            "FROM turns_journal WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
+            (scope.user_id, scope.agent_id, turn_id),
+        ).fetchone()
+        if row is None:
+            return None
+        steps = self._conn.execute(
+            "SELECT step FROM history_steps WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
+            (scope.user_id, scope.agent_id, turn_id),
+        ).fetchall()
+        return TurnJournal(
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            turn_id=turn_id,
+            candidates=tuple(MemoryCandidate.model_validate(c) for c in json.loads(row[0])),
+            extraction_path=row[1],
+            fallback_reason=row[2],
+            started_at=datetime.fromisoformat(row[3]),
+            completed_steps=frozenset(int(s[0]) for s in steps),
+            processed_at=None if row[4] is None else datetime.fromisoformat(row[4]),
+        )
+
+    # -- the port -------------------------------------------------------------------------------
+    async def append(self, entries: Sequence[HistoryEntry]) -> None:
+        """Append entries outside any turn step, in one transaction."""
+        if not entries:
+            return
+        with self._lock:
+            self._begin()
+            try:
+                for position, entry in enumerate(entries):
+                    seq = self._next_seq()
+                    self._insert(uuid.uuid4().hex, entry, None, position, seq)
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+
+    async def begin_turn(
+        self,
+        scope: Scope,
+        turn_id: str,
+        *,
+        candidates: Sequence[MemoryCandidate],
+        extraction_path: str,
+        fallback_reason: str | None,
+        at: datetime,
+    ) -> TurnJournal:
+        """Record the turn's candidates unless an earlier attempt did; return what is recorded."""
+        payload = json.dumps([c.model_dump(mode="json") for c in candidates], ensure_ascii=False)
+        with self._lock:
+            self._begin()
+            try:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO turns_journal (user_id, agent_id, turn_id, candidates_json, "
+                    "extraction_path, fallback_reason, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        scope.user_id,
+                        scope.agent_id,
+                        turn_id,
+                        payload,
+                        extraction_path,
+                        fallback_reason,
+                        _time(at),
+                    ),
+                )
+                journal = self._journal(scope, turn_id)
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        assert journal is not None
+        return journal
+
+    async def journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:
+        with self._lock:
+            return self._journal(scope, turn_id)
+
+    async def record_step(
+        self, scope: Scope, turn_id: str, step: int, entries: Sequence[HistoryEntry]
+    ) -> bool:
+        """Store the entries of one candidate and mark the step done, atomically."""
+        with self._lock:
+            self._begin()
+            try:
+                cursor = self._conn.execute(
+                    "INSERT OR IGNORE INTO history_steps (user_id, agent_id, turn_id, step) VALUES (?, ?, ?, ?)",
+                    (scope.user_id, scope.agent_id, turn_id, step),
+                )
+                fresh = cursor.rowcount == 1
+                if fresh:
+                    for position, entry in enumerate(entries):
+                        seq = self._next_seq()
+                        self._insert(
+                            history_entry_id(scope, turn_id, step, position), entry, step, position, seq
+                        )
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return fresh
+
+    async def for_memory(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
+                "WHERE user_id = ? AND agent_id = ? AND memory_id = ? ORDER BY seq",
+                (scope.user_id, scope.agent_id, memory_id),
+            ).fetchall()
+        return [self._entry(r) for r in rows]
+
+    async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
+                "WHERE user_id = ? AND agent_id = ? AND turn_id = ? ORDER BY step, position, seq",
+                (scope.user_id, scope.agent_id, turn_id),
+            ).fetchall()
+        return [self._entry(r) for r in rows]
+
+    async def for_scope(self, scope: Scope) -> list[HistoryEntry]:
+        """Every entry of a scope, oldest first (export)."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
+                "WHERE user_id = ? AND agent_id = ? ORDER BY seq",
+                (scope.user_id, scope.agent_id),
+            ).fetchall()
+        return [self._entry(r) for r in rows]
+
+    async def turn_processed(self, scope: Scope, turn_id: str) -> bool:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT processed_at FROM turns_journal WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
+                (scope.user_id, scope.agent_id, turn_id),
+            ).fetchone()
+        return row is not None and row[0] is not None
+
+    async def mark_turn_processed(self, scope: Scope, turn_id: str, at: datetime) -> None:
+        """Mark a turn done; a turn that never began gets an empty journal."""
+        stamp = _time(at)
+        with self._lock:
+            self._begin()
+            try:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO turns_journal (user_id, agent_id, turn_id, candidates_json, "
+                    "extraction_path, fallback_reason, started_at) VALUES (?, ?, ?, '[]', 'none', NULL, ?)",
+                    (scope.user_id, scope.agent_id, turn_id, stamp),
+                )
+                self._conn.execute(
+                    "UPDATE turns_journal SET processed_at = ? "
+                    "WHERE user_id = ? AND agent_id = ? AND turn_id = ? AND processed_at IS NULL",
+                    (stamp, scope.user_id, scope.agent_id, turn_id),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+
+    async def purge(self, user_id: str, agent_id: str | None = None) -> int:
+        """Remove a user's (or one agent's) entries, steps and journals; returns the entries removed."""
+        validate_scope_id(user_id, "user_id")
+        where = "user_id = ?"
+        args: tuple[str, ...] = (user_id,)
+        if agent_id is not None:
+            validate_scope_id(agent_id, "agent_id")
+            where += " AND agent_id = ?"
+            args = (user_id, agent_id)
+        with self._lock:
+            self._begin()
+            try:
+                removed = self._conn.execute(f"DELETE FROM history_entries WHERE {where}", args).rowcount  # noqa: S608
+                self._conn.execute(f"DELETE FROM history_steps WHERE {where}", args)  # noqa: S608
+                self._conn.execute(f"DELETE FROM turns_journal WHERE {where}", args)  # noqa: S608
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return int(removed)
+
+    async def record_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> datetime:
+        """Record that a user (``agent_id`` ``None``) or a scope was purged at ``at`` (only moves forward)."""
+        validate_scope_id(user_id, "user_id")
+        agent = _ALL_AGENTS if agent_id is None else validate_scope_id(agent_id, "agent_id")
+        at = ensure_utc(at)
+        with self._lock:
+            self._begin()
+            try:
+                row = self._conn.execute(
+                    "SELECT purged_at FROM history_tombstones WHERE user_id = ? AND agent_id = ?",
+                    (user_id, agent),
+                ).fetchone()
+                kept = at if row is None else max(at, datetime.fromisoformat(row[0]))
+                self._conn.execute(
+                    "INSERT INTO history_tombstones (user_id, agent_id, purged_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (user_id, agent_id) DO UPDATE SET purged_at = excluded.purged_at",
+                    (user_id, agent, _time(kept)),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return kept
+
+    async def tombstone(self, scope: Scope) -> datetime | None:
+        """When ``scope`` was last purged (its own tombstone or its user's, the later), or ``None``."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT purged_at FROM history_tombstones WHERE user_id = ? AND agent_id IN (?, ?)",
+                (scope.user_id, _ALL_AGENTS, scope.agent_id),
+            ).fetchall()
+        return max((datetime.fromisoformat(r[0]) for r in rows), default=None)
+
+    async def checkpoint_wal(self) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so deleted text leaves the disk.
+
+        Returns:
+            ``False`` when another connection's read kept part of the log; ``True`` otherwise
+            (always for an in-memory history).
+        """
+        with self._lock:
+            return truncate_wal(self._conn, self._path)
+
+    # -- checkpoints (the forgetting job's bookmark) ----------------------------------------------
+    async def get_checkpoint(self, name: str) -> str | None:
+        """A saved position (for example the scheduled forgetting cursor), or ``None``."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value FROM history_meta WHERE key = ?", (_CHECKPOINT_PREFIX + name,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    async def set_checkpoint(self, name: str, value: str | None) -> None:
+        """Save a position; ``None`` removes it."""
+        key = _CHECKPOINT_PREFIX + name
+        with self._lock:
+            if value is None:
+                self._conn.execute("DELETE FROM history_meta WHERE key = ?", (key,))
+            else:
+                self._put_meta(key, value)
+
+    async def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    async def __aenter__(self) -> SQLiteHistoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

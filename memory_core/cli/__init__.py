@@ -1,0 +1,1 @@
+"""``memory-core``: the command line, one module per command group."""

@@ -1,0 +1,1 @@
+"""The HTTP contract: wire views, the route table and the OpenAPI document generated from them."""

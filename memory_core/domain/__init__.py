@@ -1,0 +1,1 @@
+"""The domain: records, messages, search options, policy, ranking, fusion and access, pure."""

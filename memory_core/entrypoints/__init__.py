@@ -1,0 +1,1 @@
+"""Entry points: the HTTP dispatcher, the embedded host, the Python API and the MCP server."""

@@ -1,0 +1,459 @@
+"""``memory-core serve``: the HTTP API, queue workers and the forgetting scheduler in one process.
+
+Wiring: the embedded store and history (``MEMORY_SQLITE_PATH``), the durable SQLite queue beside it
+(``<store file>.queue``), and a memory service that publishes turns *and* recall updates to that
+queue, so every write of a scope goes through one ordered path, exactly as in Azure.
+
+Stopping: the first SIGINT/SIGTERM stops accepting requests, lets each worker finish the message in
+hand (up to ``grace_seconds``), then releases whatever is still in flight (abandon: delivered again
+at the next start); a second signal releases at once. Killing the process (SIGKILL, power loss)
+loses nothing either: in-flight messages stay locked until their lock expires and are then
+delivered again; ingestion is idempotent, so the store ends up as if each message was processed
+once.
+
+Supervision: a queue error does not stop a worker (it backs off and retries, see
+:mod:`memory_core.runtime.worker`); a worker or scheduler task that dies anyway (a bug) is logged and
+restarted after a back-off that doubles with each crash in a row (``retry_initial_seconds`` up to
+``retry_max_seconds``), so a crash loop cannot spin. ``GET /api/health`` shows each worker's state,
+restarts and counts, and the queue's depth, oldest message age and dead letters; it answers 503
+(``"status": "unhealthy"``) when messages wait and no worker drains them: every worker stopped or
+backing off for at least ``stalled_after_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memory_core.adapters.sqlite.files import refuse_empty_file
+from memory_core.adapters.sqlite.schema import check_file
+from memory_core.bootstrap import build_local_queue, build_service, configure_telemetry, local_queue_path
+from memory_core.config import Settings
+from memory_core.contract.api import MemoryApi
+from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.runtime.lanes import DEFAULT_BATCH
+from memory_core.runtime.offload import StorageThread, offloaded
+from memory_core.runtime.recalls import CoalescingPublisher
+from memory_core.runtime.scheduler import ForgettingScheduler
+from memory_core.runtime.worker import QueueWorker, exponential_backoff
+from memory_core.service import MemoryService
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.adapters.sqlite.queue import SQLiteQueue
+
+__all__ = ["EmbeddedRuntime", "RuntimeOptions", "serve", "serve_async"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """How ``serve`` runs.
+
+    Attributes:
+        host: Interface the HTTP API binds (loopback by default).
+        port: Port of the HTTP API (0 picks a free one; the chosen one is printed).
+        workers: Queue workers: turns of as many scopes in flight at once, their passages embedded
+            in one call (:mod:`memory_core.runtime.batching`).
+        batch: Messages of one session a worker takes at once: their turns are prepared together
+            (extracted, their passages embedded in one call), then processed and settled one by one.
+        queue_path: The queue file (default ``<store file>.queue``).
+        lock_seconds: Peek-lock duration: a message held longer by a dead worker is delivered again.
+        max_deliveries: Deliveries before a message is dead-lettered.
+        scheduler: Run the nightly forgetting job (``MEMORY_FORGET_SCHEDULE``).
+        forget_page_size: Memories per forgetting page.
+        grace_seconds: How long a stop waits for in-flight messages before releasing them.
+        idle_seconds: Queue polling interval when idle.
+        http: Serve the HTTP API (off: workers and scheduler only).
+        token: The bearer token the API requires (``None``: ``MEMORY_API_TOKEN``; empty there too:
+            none, and only a loopback ``host`` is allowed).
+        retry_initial_seconds: First back-off of a worker after a queue error, and before restarting
+            a task that died; it doubles with each failure in a row.
+        retry_max_seconds: The longest such back-off.
+        stalled_after_seconds: ``GET /health`` answers 503 when messages wait and every worker has been
+            stopped or backing off at least this long.
+        request_concurrency: HTTP requests served at once (others wait their turn; health never
+            does), so the queue workers keep their share of the event loop under a crowd of
+            searches (``None``: no limit).
+        recall_window_seconds: How long a scope's recall updates are gathered into one before they
+            are queued (:mod:`memory_core.runtime.recalls`; 0: each is queued at once).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 7071
+    workers: int = 4
+    batch: int = DEFAULT_BATCH
+    queue_path: str | None = None
+    lock_seconds: float = 60.0
+    max_deliveries: int = 10
+    scheduler: bool = True
+    forget_page_size: int = 1000
+    grace_seconds: float = 30.0
+    idle_seconds: float = 0.2
+    http: bool = True
+    token: str | None = None
+    retry_initial_seconds: float = 0.2
+    retry_max_seconds: float = 30.0
+    stalled_after_seconds: float = 60.0
+    request_concurrency: int | None = 2
+    recall_window_seconds: float = 2.0
+
+
+class EmbeddedRuntime:
+    """The embedded runtime: build with settings and options, then ``await run(stop)``.
+
+    Args:
+        settings: memory-core settings (store file, embedder, policy, schedule).
+        options: Host, port, workers and queue behaviour.
+        out: Where the "listening on" line is printed (``None``: only logged).
+        clock: Monotonic seconds for the workers' state durations (tests inject theirs).
+
+    Attributes:
+        worker_class: The worker type :meth:`build_worker` makes (a subclass may change it).
+    """
+
+    worker_class: type[QueueWorker] = QueueWorker
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: RuntimeOptions | None = None,
+        *,
+        out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.options = options or RuntimeOptions()
+        opts = self.options
+        if opts.workers < 0:
+            raise ValueError("workers must not be negative")
+        if opts.batch < 1:
+            raise ValueError("batch must be at least 1")
+        if not 0 < opts.retry_initial_seconds <= opts.retry_max_seconds:
+            raise ValueError("retry_initial_seconds must be positive and at most retry_max_seconds")
+        if opts.stalled_after_seconds <= 0:
+            raise ValueError("stalled_after_seconds must be positive")
+        self.out = out
+        self.clock = clock
+        self.queue: SQLiteQueue | None = None
+        #: A second connection to the queue file, for health only (never waits behind the workers).
+        self.monitor: SQLiteQueue | None = None
+        #: The thread every queue operation of this process runs on (publishing, receiving, settling).
+        self.queue_thread: StorageThread | None = None
+        self.server: ApiServer | None = None
+        self.workers: list[QueueWorker] = []
+        self.service: MemoryService | None = None
+
+    @property
+    def queue_path(self) -> str:
+        return self.options.queue_path or local_queue_path(self.settings)
+
+    def build_queue(self) -> SQLiteQueue:
+        """Open the queue the runtime drains and publishes to."""
+
+        opts = self.options
+        return build_local_queue(
+            self.settings, path=self.queue_path, lock_seconds=opts.lock_seconds, max_deliveries=opts.max_deliveries
+        )
+
+    def build_worker(self, queue: SQLiteQueue, service: MemoryService, name: str) -> QueueWorker:
+        """One queue worker (a :attr:`worker_class`) with the runtime's polling and back-off."""
+        opts = self.options
+        return self.worker_class(
+            queue,
+            service,
+            name=name,
+            idle_seconds=opts.idle_seconds,
+            retry_delay=self._backoff,
+            clock=self.clock,
+            thread=self.queue_thread,
+            batch=opts.batch,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        return exponential_backoff(
+            attempt, initial=self.options.retry_initial_seconds, maximum=self.options.retry_max_seconds
+        )
+
+    # -- health ---------------------------------------------------------------------------------
+    def health_details(self) -> dict[str, Any]:
+        """What ``GET /health`` shows: ingestion verdict, the queue and every worker.
+
+        ``ingestion`` is ``ok``, ``stopped`` (messages wait and no worker drains them; ``problem`` says
+        why) or ``off`` (no workers in this process).
+        """
+        queue = self.monitor or self.queue
+        waiting: int | None = None
+        queue_facts: dict[str, Any]
+        if queue is None:
+            queue_facts = {"error": "the queue is not open"}
+        else:
+            try:
+                stats = queue.stats()
+                oldest = queue.oldest_age_seconds()
+            except Exception as exc:  # health must answer; an unreadable queue is itself the news
+                queue_facts = {"error": f"{type(exc).__name__}: {exc}"}
+            else:
+                waiting = stats.active
+                queue_facts = {
+                    **stats.as_dict(),
+                    "oldest_age_seconds": None if oldest is None else round(oldest, 3),
+                }
+        workers = [w.health() for w in self.workers]
+        details: dict[str, Any] = {"ingestion": "ok", "queue": queue_facts, "workers": workers}
+        threshold = self.options.stalled_after_seconds
+        stalled = bool(self.workers) and all(w.is_stalled(threshold) for w in self.workers)
+        if self.options.workers == 0:
+            details["ingestion"] = "off"
+        elif stalled and (waiting is None or waiting > 0):
+            details["ingestion"] = "stopped"
+            what = "messages may be waiting" if waiting is None else f"{waiting} message(s) wait"
+            details["problem"] = (
+                f"{what} and no worker is draining the queue (each is stopped or has been backing off "
+                f"for at least {threshold:g}s; last error: "
+                f"{next((w.last_error for w in self.workers if w.last_error), 'none')})"
+            )
+        return details
+
+    @staticmethod
+    def healthy(details: Mapping[str, Any]) -> bool:
+        """Whether :meth:`health_details` describe a working runtime (ingestion not stopped)."""
+        return details.get("ingestion") != "stopped"
+
+    async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
+        """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
+
+        opts = self.options
+        if self.settings.sqlite_path != ":memory:":
+            Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            if self.settings.store != "azure_search":
+                _refuse_unusable_store(self.settings.sqlite_path)  # before the queue file is made beside it
+        queue = self.build_queue()
+        self.queue = queue
+        self.queue_thread = StorageThread("memory-queue")
+        if self.queue_path != ":memory:":
+            try:
+                self.monitor = self.build_queue()
+            except Exception:
+                queue.close_sync()
+                raise
+        configure_telemetry(self.settings)
+        # Storage calls run on their own threads and searches and ingestion take turns at the
+        # embedder, so neither a slow call nor a crowd of searches stalls the rest.
+        service = build_service(
+            self.settings,
+            publisher=CoalescingPublisher(
+                offloaded(queue, self.queue_thread), window_seconds=opts.recall_window_seconds
+            ),
+            recall_via_queue=True,
+            share_fairly=True,
+        )
+        self.service = service
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[None]] = []
+        worker_stop = asyncio.Event()
+        try:
+            # The workers exist before the API answers, so health never sees a runtime without them.
+            self.workers = [self.build_worker(queue, service, f"worker-{i + 1}") for i in range(opts.workers)]
+            if opts.http:
+                api = MemoryApi(service, health_details=self.health_details, healthy=self.healthy)
+                token = opts.token or self.settings.api_token
+                self.server = ApiServer(
+                    api,
+                    loop,
+                    host=opts.host,
+                    port=opts.port,
+                    token=token or None,
+                    concurrency=opts.request_concurrency,
+                )
+                self.server.start()
+                self._say(
+                    f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"
+                )
+            tasks = [
+                asyncio.create_task(
+                    self._supervise(w.name, w.run, worker_stop, worker=w), name=f"{w.name} supervisor"
+                )
+                for w in self.workers
+            ]
+            if opts.scheduler:
+                scheduler = ForgettingScheduler(
+                    service, self.settings.forget_schedule, page_size=opts.forget_page_size
+                )
+                tasks.append(
+                    asyncio.create_task(
+                        self._supervise("scheduler", scheduler.run, worker_stop), name="scheduler supervisor"
+                    )
+                )
+                logger.info(
+                    "forgetting scheduled at %r (UTC); next run %s",
+                    self.settings.forget_schedule,
+                    await scheduler.next_due(),
+                )
+            self._say(f"memory-core serve: {opts.workers} worker(s) on {self.queue_path}")
+            await stop.wait()
+            self._say("memory-core serve: stopping")
+        finally:
+            if self.server is not None:
+                await asyncio.to_thread(self.server.stop)
+            worker_stop.set()
+            await self._finish(tasks, force)
+            await service.close()  # closes the queue (the publisher) and its thread
+            if self.monitor is not None:
+                self.monitor.close_sync()
+            self._say("memory-core serve: stopped")
+
+    async def _supervise(
+        self,
+        name: str,
+        run: Callable[[asyncio.Event], Awaitable[None]],
+        stop: asyncio.Event,
+        *,
+        worker: QueueWorker | None = None,
+    ) -> None:
+        """Run ``run(stop)`` until ``stop`` is set, restarting it whenever it dies.
+
+        A task that raises (or returns before ``stop``) is logged and restarted after a back-off that
+        doubles with each crash in a row and resets once a run lasted ``retry_max_seconds``: in a crash
+        loop the restarts slow down to one every ``retry_max_seconds``. Cancelling the supervisor
+        cancels the task.
+        """
+        crashes = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            error: BaseException
+            try:
+                await run(stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc
+            else:
+                if stop.is_set():
+                    return
+                error = RuntimeError("it returned before it was asked to stop")
+            if stop.is_set():
+                logger.error(
+                    "%s: the task died while stopping: %s: %s",
+                    name,
+                    type(error).__name__,
+                    error,
+                    exc_info=error,
+                )
+                return
+            if time.monotonic() - started >= self.options.retry_max_seconds:
+                crashes = 0  # it had been working: not a crash loop
+            crashes += 1
+            delay = self._backoff(crashes)
+            if worker is not None:
+                worker.note_crash(error)
+            logger.error(
+                "%s: the task died (crash %s in a row), restarting in %.1fs: %s: %s",
+                name,
+                crashes,
+                delay,
+                type(error).__name__,
+                error,
+                exc_info=error,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            if stop.is_set():
+                return
+            if worker is not None:
+                worker.restarts += 1
+            logger.warning("%s: restarted after %s crash(es) in a row", name, crashes)
+
+    async def _finish(self, tasks: list[asyncio.Task[None]], force: asyncio.Event | None) -> None:
+        if not tasks:
+            return
+        waiters: set[asyncio.Future[Any]] = {
+            asyncio.ensure_future(asyncio.gather(*tasks, return_exceptions=True))
+        }
+        if force is not None:
+            waiters.add(asyncio.ensure_future(force.wait()))
+        _done, pending = await asyncio.wait(
+            waiters, timeout=self.options.grace_seconds, return_when=asyncio.FIRST_COMPLETED
+        )
+        for waiter in pending:
+            waiter.cancel()
+        unfinished = [t for t in tasks if not t.done()]
+        if unfinished:
+            logger.warning("releasing %s task(s) still in flight", len(unfinished))
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
+
+    def _say(self, line: str) -> None:
+        logger.info("%s", line)
+        if self.out is not None:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+def _refuse_unusable_store(path: str) -> None:
+    """Refuse an empty, damaged or foreign store file before anything is created beside it."""
+    import sqlite3
+
+
+    refuse_empty_file(path, "store")
+    if not Path(path).is_file():
+        return  # a new store
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        check_file(conn, path)
+    finally:
+        conn.close()
+
+
+async def serve_async(
+    settings: Settings,
+    options: RuntimeOptions | None = None,
+    *,
+    out: TextIO | None = None,
+    install_signals: bool = True,
+    ready: Callable[[EmbeddedRuntime], None] | None = None,
+) -> int:
+    """Run the embedded runtime in the running loop until SIGINT/SIGTERM; returns the exit status.
+
+    ``ready`` (if given) is handed the runtime before it starts.
+    """
+    runtime = EmbeddedRuntime(settings, options, out=out if out is not None else sys.stdout)
+    stop, force = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            logger.warning("second signal %s: releasing in-flight work now", signum)
+            force.set()
+        else:
+            logger.info("signal %s: finishing in-flight work, then stopping", signum)
+            stop.set()
+
+    installed: list[signal.Signals] = []
+    if install_signals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, on_signal, signum)
+                installed.append(signum)
+    if ready is not None:
+        ready(runtime)  # before it starts, so the caller can watch it come up (``serve --json``)
+    try:
+        await runtime.run(stop, force=force)
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+    return 0
+
+
+def serve(settings: Settings, options: RuntimeOptions | None = None, *, out: TextIO | None = None) -> int:
+    """Run the embedded runtime until SIGINT/SIGTERM (in a new event loop); returns the exit status."""
+    return asyncio.run(serve_async(settings, options, out=out))

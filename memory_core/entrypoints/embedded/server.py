@@ -1,0 +1,348 @@
+"""The embedded HTTP server: :class:`~memory_core.contract.api.MemoryApi` at ``/api/...`` on 127.0.0.1.
+
+A stdlib :class:`http.server.ThreadingHTTPServer` reads each request on its own thread and hands it
+to the runtime's single asyncio loop (where the memory service lives) with
+:func:`asyncio.run_coroutine_threadsafe`, then writes the JSON response. It binds to the loopback
+interface by default; with a token (``MEMORY_API_TOKEN``) every route but ``/api/health`` needs
+``Authorization: Bearer <token>`` (401 otherwise, compared in constant time), and only with one may it
+bind another interface (:func:`check_binding`).
+
+Identity: the token (or, without one, the loopback binding) is the only credential this server knows,
+so whoever passes it acts as the token holder, an administrator of every scope (the API it serves has
+no authenticator; :class:`~memory_core.domain.access.Principal.token_holder`). The request headers are passed
+through, so an API built with an authenticator (per-user tokens, Microsoft Entra ID) decides per
+request instead.
+
+The memory inspector (:mod:`memory_core.web`) is served beside the API: ``GET /`` is its page and
+``GET /ui/<file>`` its scripts, styles and icon. They are static and hold no data, so they need no
+token (the page asks for it and sends it with its API calls); the ``Host`` and ``Origin`` rules below
+apply to them as to the API, and they carry the page's Content-Security-Policy.
+
+Transport rules (before the API sees a request): any other path outside ``/api`` is 404, a body needs a
+``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
+reading the body, and a request the loop does not answer within ``request_timeout`` is 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from memory_core import telemetry
+from memory_core.contract.api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
+from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
+from memory_core.errors import ConfigurationError
+from memory_core.web import StaticFile, static_file
+
+__all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api"
+#: The one route a token does not guard (process liveness; it shows no user data).
+OPEN_ROUTES = frozenset({API_PREFIX + "/health"})
+#: Cheap routes that never wait for a turn behind other requests (health, and queuing a turn, which
+#: only writes it to the queue: an agent's after_run must not wait behind a crowd of searches).
+UNQUEUED_ROUTES = OPEN_ROUTES | {API_PREFIX + "/turns"}
+#: The shortest token accepted (a guessable token guards nothing).
+MIN_TOKEN_CHARS = 16
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse what would open every user's memories to the network.
+
+    Raises:
+        ConfigurationError: A token shorter than :data:`MIN_TOKEN_CHARS`, or a non-loopback ``host``
+            without a token.
+    """
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigurationError(
+            f"MEMORY_API_TOKEN must be at least {MIN_TOKEN_CHARS} characters (for example the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    if not token and not is_loopback(host):
+        raise ConfigurationError(
+            f"refusing to serve on {host} without a token: anyone who can reach it could read, change and "
+            "erase every user's memories; set MEMORY_API_TOKEN (or --token), or bind 127.0.0.1"
+        )
+
+
+def _error_response(status: int, code: str, message: str, **headers: str) -> ApiResponse:
+    body = ErrorResponse(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
+    return ApiResponse(status, body, {"Content-Type": "application/json; charset=utf-8", **headers})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds a client may take to send its request
+    wbufsize = -1  # buffer the response: headers and body leave in one write
+    disable_nagle_algorithm = True
+    server_version = "memory-core"
+    sys_version = ""
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the HTTP layer finds before the API sees a request (a request line or headers too long,
+        a malformed request line) in the API's JSON error shape instead of the standard library's HTML."""
+        self.close_connection = True
+        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "Error"
+        text = message or explain or phrase
+        self._write(_error_response(code, phrase.lower().replace(" ", "_").replace("-", "_"), text[:300]))
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s %s", self.address_string(), format % args)
+
+    def _dispatch(self) -> None:
+        try:
+            response = self._respond()
+        except Exception:  # a transport bug must not kill the connection thread silently
+            logger.exception("%s %s failed in the HTTP layer", self.command, self.path)
+            response = _error_response(500, "internal_error", "the request failed unexpectedly")
+            self.close_connection = True
+        self._write(response)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = _dispatch
+
+    def do_HEAD(self) -> None:
+        self._write(_error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
+
+    def _respond(self) -> ApiResponse | StaticFile:
+        parts = urlsplit(self.path)
+        path = parts.path
+        if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
+            self._discard_body()
+            page = static_file(path[1:]) if path.startswith("/") else None
+            if page is None:
+                return _error_response(
+                    404, "no_route", f"no route for {path[:100]!r}; the API lives under /api, the inspector at /"
+                )
+            refused = self._cross_site()
+            if refused is not None:
+                return _error_response(403, "forbidden", refused)
+            if self.command != "GET":
+                return _error_response(
+                    405, "method_not_allowed", f"{self.command} is not allowed on {path[:100]}; use GET", Allow="GET"
+                )
+            return page
+        refused = self._cross_site()
+        if refused is not None:
+            self._discard_body()
+            return _error_response(403, "forbidden", refused)
+        token = self.server.token
+        if token and path.rstrip("/") not in OPEN_ROUTES and not bearer_matches(self.headers.get("Authorization"), token):
+            self._discard_body()
+            return _error_response(
+                401,
+                "unauthorized",
+                "this server needs Authorization: Bearer <MEMORY_API_TOKEN>",
+                **{"WWW-Authenticate": 'Bearer realm="memory-core"'},
+            )
+        length_header = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding") and length_header is None:
+            self.close_connection = True
+            return _error_response(411, "length_required", "send the body with a Content-Length")
+        try:
+            length = int(length_header) if length_header is not None else 0
+            if length < 0:
+                raise ValueError(length_header)
+        except ValueError:
+            self.close_connection = True
+            return _error_response(400, "bad_request", "Content-Length is not a valid length")
+        limit = self.server.api.max_body_bytes
+        if length > limit:
+            self.close_connection = True  # the unread body makes the connection unusable
+            return _error_response(
+                413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"
+            )
+        if length and not _is_json(self.headers.get("Content-Type")):
+            self.close_connection = True  # the unread body makes the connection unusable
+            return _error_response(
+                415, "unsupported_media_type", "send the body as Content-Type: application/json"
+            )
+        body = self.rfile.read(length) if length else b""
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = dict(pairs)
+        if len(query) != len(pairs):  # which one would count is a guess; say so instead of guessing
+            repeated = next(name for name in query if sum(1 for n, _ in pairs if n == name) > 1)
+            return _error_response(400, "bad_request", f"the query parameter {repeated!r} is repeated")
+        request = ApiRequest(
+            method=self.command,
+            path=path[len(API_PREFIX) :] or "/",
+            query=query,
+            body=body,
+            headers=Headers(self.headers.items()),
+        )
+        started = time.perf_counter()
+        admission = self.server.admission if path.rstrip("/") not in UNQUEUED_ROUTES else None
+        if admission is not None and not admission.acquire(timeout=self.server.request_timeout):
+            return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+        try:
+            future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
+            try:
+                response = future.result(timeout=self.server.request_timeout - (time.perf_counter() - started))
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+        finally:
+            if admission is not None:
+                admission.release()
+        if request.method == "POST" and request.path == "/memories/search" and response.status == 200:
+            _record_search(body, response, time.perf_counter() - started)
+        return response
+
+    def _cross_site(self) -> str | None:
+        """Why a request from a web page must be refused, or ``None`` (:func:`~memory_core.domain.network.cross_site_refusal`)."""
+        return cross_site_refusal(
+            self.headers.get("Host") or "", self.headers.get("Origin") or "", loopback=self.server.loopback
+        )
+
+    def _discard_body(self) -> None:
+        if self.headers.get("Transfer-Encoding"):
+            self.close_connection = True  # a chunked body is never read here: the connection cannot go on
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if 0 < length <= self.server.api.max_body_bytes:
+            self.rfile.read(length)
+        elif length != 0:
+            self.close_connection = True
+
+    def _write(self, response: ApiResponse | StaticFile, *, head: bool = False) -> None:
+        if isinstance(response, StaticFile):
+            self._send(200, response.headers, response.body, head=head)
+            return
+        try:
+            payload = response.json_bytes()
+        except (TypeError, ValueError):
+            logger.exception("%s %s: the response is not JSON-serializable", self.command, self.path)
+            response = _error_response(500, "internal_error", "the response could not be serialized")
+            payload = response.json_bytes()
+        self._send(response.status, response.headers, payload, head=head)
+
+    def _send(self, status: int, headers: Mapping[str, str], payload: bytes, *, head: bool = False) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in {"content-length", "connection"}:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if not head:
+            self.wfile.write(payload)
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` is JSON (``application/json``, any parameters)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64  # the listen backlog (the default 5 resets bursts of connections)
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        api: MemoryApi,
+        loop: asyncio.AbstractEventLoop,
+        request_timeout: float,
+        token: str | None,
+        concurrency: int | None,
+    ) -> None:
+        super().__init__(address, _Handler)
+        self.admission = threading.BoundedSemaphore(concurrency) if concurrency else None
+        self.api = api
+        self.loop = loop
+        self.request_timeout = request_timeout
+        self.token = token
+        self.loopback = is_loopback(address[0])
+
+
+class ApiServer:
+    """Serves a :class:`MemoryApi` over HTTP on a background thread.
+
+    Args:
+        api: The handlers.
+        loop: The running event loop the handlers run on.
+        host: Interface to bind (loopback by default).
+        port: Port to bind; 0 picks a free one (see :attr:`port`).
+        request_timeout: Seconds a request may take before it is answered with 503.
+        token: The bearer token every route but health requires (``None``: none, loopback only).
+        concurrency: Requests handed to the loop at once (``None``: no limit); the others wait on
+            their connection's thread, so a crowd of requests cannot crowd the queue workers out of
+            the loop. Health and ``POST /turns`` are never held back (:data:`UNQUEUED_ROUTES`).
+
+    Raises:
+        ConfigurationError: See :func:`check_binding`.
+    """
+
+    def __init__(
+        self,
+        api: MemoryApi,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 7071,
+        request_timeout: float = 120.0,
+        token: str | None = None,
+        concurrency: int | None = None,
+    ) -> None:
+        check_binding(host, token or None)
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._server = _Server((host, port), api, loop, request_timeout, token or None, concurrency)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The API's base URL (``http://127.0.0.1:7071/api``)."""
+        return f"http://{self.host}:{self.port}{API_PREFIX}"
+
+    def start(self) -> None:
+        """Start accepting requests on a background thread."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="memory-core-http",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.info("HTTP API listening on %s", self.url)
+
+    def stop(self) -> None:
+        """Stop accepting requests and close the socket (requests in progress finish)."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._server.server_close()
+
+
+def _record_search(body: bytes, response: ApiResponse, seconds: float) -> None:
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return
+    if isinstance(request, dict) and isinstance(response.body, dict):
+        telemetry.record_search_exchange(request, response.body, seconds)

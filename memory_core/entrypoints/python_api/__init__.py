@@ -1,0 +1,1 @@
+"""The Python API: :class:`Memory` and :class:`AsyncMemory`."""

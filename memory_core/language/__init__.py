@@ -1,0 +1,1 @@
+"""Language: text analysis, sanitising, dates and numbers, sentences and lexicons (ja + en)."""

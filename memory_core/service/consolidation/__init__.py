@@ -1,0 +1,1 @@
+"""Consolidation: how a new candidate changes what is already remembered."""
