@@ -5,17 +5,9 @@ Nothing here runs at import time beyond defining names; services are built in :m
 
 from typing import TYPE_CHECKING, Any
 
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    RankingProfile,
-    Scope,
-    SearchHit,
-    SearchMode,
-    SearchResult,
-)
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchHit, SearchMode, SearchResult
 from memory_core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover

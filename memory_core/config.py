@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from memory_core.domain.models import validate_scope_id
 from memory_core.domain.network import is_loopback
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.validation import validate_scope_id
 from memory_core.errors import ConfigurationError, ValidationError
 
 __all__ = ["EMBEDDERS", "LLM_PROVIDERS", "OPENAI_BASE_URL", "Settings"]

@@ -13,20 +13,10 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryCandidate,
-    MemoryKind,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    RecallUpdate,
-    Scope,
-    SearchResult,
-    Turn,
-)
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate, RecallUpdate, Turn
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
 from memory_core.errors import ValidationError
 
 __all__ = [
@@ -290,8 +280,8 @@ class TurnPublisher(Protocol):
     """Sends turns and recall updates onto the ordered, per-scope queue path.
 
     Implementations set the message id from the scope and ``turn_id`` / ``recall_id``
-    (:func:`memory_core.domain.models.message_id_for`, duplicate detection per scope) and the session id from
-    the scope (:func:`memory_core.domain.models.session_id_for`).
+    (:func:`memory_core.domain.records.message_id_for`, duplicate detection per scope) and the session id from
+    the scope (:func:`memory_core.domain.records.session_id_for`).
     """
 
     async def publish_turn(self, turn: Turn) -> bool | None:

@@ -39,15 +39,10 @@ from typing import Any
 import numpy as np
 
 from memory_core.config import Settings
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    utcnow,
-)
 from memory_core.domain.ranking import ScoringProfile, profile_for
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.validation import utcnow
 
 __all__ = ["ALTERNATIVES", "main"]
 

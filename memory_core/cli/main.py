@@ -38,16 +38,9 @@ from memory_core.contract.api import (
     purge_response,
     search_response,
 )
-from memory_core.domain.models import (
-    MemoryKind,
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    utcnow,
-)
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.validation import utcnow
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,
@@ -651,7 +644,7 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from memory_core.domain.models import Turn
+    from memory_core.domain.messages import Turn
     from memory_core.runtime.lanes import ingest_in_lanes
     from memory_core.service.ingest import IngestResult, format_decision, parse_turns
 

@@ -33,20 +33,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.bootstrap import build_local_queue, build_service, load_settings
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    RankingProfile,
-    RecallUpdate,
-    Scope,
-    SearchHit,
-    SearchMode,
-    SearchResult,
-    Turn,
-    parse_model,
-    session_id_for,
-)
+from memory_core.domain.messages import RecallUpdate, Turn, session_id_for
 from memory_core.domain.network import is_loopback
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchHit, SearchMode, SearchResult
+from memory_core.domain.validation import parse_model
 from memory_core.errors import (
     ConfigurationError,
     NotFoundError,

@@ -21,33 +21,28 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.json_schema import models_json_schema
 
 from memory_core.domain.access import Action, Authenticator, Principal, authorize
-from memory_core.domain.models import (
-    CATEGORY_PATTERN,
-    MEMORY_ID_PATTERN,
-    SCOPE_ID_PATTERN,
-    TURN_ID_PATTERN,
-    AgentId,
-    HistoryEntry,
-    MemoryKind,
-    MemoryRecord,
+from memory_core.domain.messages import TURN_ID_PATTERN, HistoryEntry, Turn, session_id_for
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
+from memory_core.domain.search import (
     MemorySearchOptions,
-    MemoryStatus,
     OrderBy,
-    Provenance,
     RankingProfile,
-    Scope,
     ScoreBreakdown,
     SearchMode,
     SearchResult,
-    Turn,
+)
+from memory_core.domain.validation import (
+    CATEGORY_PATTERN,
+    MEMORY_ID_PATTERN,
+    SCOPE_ID_PATTERN,
+    AgentId,
     UserId,
     parse_model,
-    session_id_for,
     validate_category,
     validate_memory_id,
     validate_scope_id,
 )
-from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.errors import (
     AuthenticationError,
     ConfigurationError,

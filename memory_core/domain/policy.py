@@ -15,7 +15,8 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_core.domain.models import MemoryRecord, MemoryStatus, ensure_utc
+from memory_core.domain.records import MemoryRecord, MemoryStatus
+from memory_core.domain.validation import ensure_utc
 from memory_core.errors import ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover

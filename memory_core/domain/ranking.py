@@ -20,7 +20,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from memory_core.domain.models import RankingProfile
+from memory_core.domain.search import RankingProfile
 
 __all__ = [
     "FUNCTION_AGGREGATIONS",

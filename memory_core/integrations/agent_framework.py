@@ -51,24 +51,27 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 from agent_framework import AgentSession, ContextProvider, Message, SessionContext
 
 from memory_core.client.memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
-from memory_core.domain.models import (
+from memory_core.domain.messages import (
     MAX_MESSAGE_CHARS,
     MAX_TURN_BYTES,
     MAX_TURN_MESSAGES,
-    MESSAGE_CONTROL_CHARACTERS,
-    SCOPE_ID_PATTERN,
-    MemoryKind,
+    Turn,
+    TurnMessage,
+    turn_json_bytes,
+)
+from memory_core.domain.records import MemoryKind, Scope
+from memory_core.domain.search import (
     MemorySearchOptions,
     OrderBy,
     RankingProfile,
-    Scope,
     SearchHit,
     SearchMode,
     SearchResult,
-    Turn,
-    TurnMessage,
+)
+from memory_core.domain.validation import (
+    MESSAGE_CONTROL_CHARACTERS,
+    SCOPE_ID_PATTERN,
     parse_model,
-    turn_json_bytes,
     validate_scope_id,
 )
 from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError

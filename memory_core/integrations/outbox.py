@@ -3,7 +3,7 @@
 One SQLite file (WAL) holds each undelivered turn once, keyed by ``turn_id``: putting the same turn
 twice keeps one row, and a row is removed only after a publish succeeded, so a turn leaves the outbox
 exactly once. Downstream, the scope and ``turn_id`` make the Service Bus message id
-(:func:`memory_core.domain.models.message_id_for`) and the pipeline's idempotency key, so even a publish whose
+(:func:`memory_core.domain.records.message_id_for`) and the pipeline's idempotency key, so even a publish whose
 acknowledgement was lost is applied once.
 
 Failed deliveries are retried with exponential backoff (``base_delay`` doubling up to ``max_delay``).
@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_core.domain.models import Turn, parse_model
+from memory_core.domain.messages import Turn
+from memory_core.domain.validation import parse_model
 
 __all__ = ["MAX_PERMANENT_FAILURES", "OutboxEntry", "TurnOutbox"]
 

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from memory_core.domain.models import Turn
+from memory_core.domain.messages import Turn
 from memory_core.service.ingest import IngestResult, PreparedTurn
 
 __all__ = ["DEFAULT_BATCH", "TurnIngestor", "ingest_in_lanes", "run_in_lanes"]

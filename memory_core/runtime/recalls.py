@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memory_core.domain.models import MAX_RECALL_IDS, RecallUpdate, Scope, Turn
+from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn
+from memory_core.domain.records import Scope
 from memory_core.ports import TurnPublisher
 
 __all__ = ["CoalescingPublisher"]

@@ -17,18 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryEvent,
-    MemoryRecord,
-    MemoryStatus,
-    Scope,
+from memory_core.domain.messages import HistoryEntry, MemoryEvent
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.validation import (
     parse_model,
     validate_caller_metadata,
     validate_memory_id,
     validate_scope_id,
 )
-from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.errors import ConflictError, NotFoundError, ValidationError
 from memory_core.ports import (
     BatchReader,

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from memory_core.domain.models import MemoryRecord, MemoryStatus, Scope, validate_positive_int
 from memory_core.domain.policy import ForgettingCounts, HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.validation import validate_positive_int
 from memory_core.errors import ValidationError
 from memory_core.ports import CheckpointStore, MemoryStore, ProgressCallback, RetentionPage, RetentionWrite
 

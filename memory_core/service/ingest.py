@@ -48,9 +48,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memory_core.domain.models import (
-    CONTROL_CHARACTERS,
-    MAX_MEMORY_CHARS,
+from memory_core.domain.messages import (
     RECALL_SCHEMA,
     TURN_SCHEMA,
     CandidateKind,
@@ -58,17 +56,12 @@ from memory_core.domain.models import (
     HistoryEntry,
     MemoryCandidate,
     MemoryEvent,
-    MemoryKind,
-    MemoryRecord,
-    MemoryStatus,
     MessageRole,
-    Provenance,
     RecallUpdate,
-    Scope,
     Turn,
-    parse_model,
-    status_note,
 )
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
+from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, parse_model
 from memory_core.errors import ValidationError
 from memory_core.language.text import has_japanese
 from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore

@@ -15,21 +15,11 @@ from typing import Any, Literal, cast
 
 import pydantic
 
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryKind,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    RecallUpdate,
-    Scope,
-    SearchResult,
-    Turn,
-    parse_model,
-    validate_scope_id,
-)
+from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.validation import parse_model, validate_scope_id
 from memory_core.errors import (
     ConfigurationError,
     NotFoundError,

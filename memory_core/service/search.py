@@ -6,18 +6,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory_core.domain.models import (
-    MemoryKind,
-    MemorySearchOptions,
-    MemoryStatus,
-    RecallUpdate,
-    Scope,
-    SearchHit,
-    SearchMode,
-    SearchResult,
-    parse_model,
-)
+from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode, SearchResult
+from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 

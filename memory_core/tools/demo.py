@@ -21,15 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_core.domain.models import (
-    MemorySearchOptions,
-    MessageRole,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    Turn,
-    TurnMessage,
-)
+from memory_core.domain.messages import MessageRole, Turn, TurnMessage
+from memory_core.domain.records import Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.service.ingest import format_decision
 

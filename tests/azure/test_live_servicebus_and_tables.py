@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memory_core.config import Settings
-from memory_core.domain.models import HistoryEntry, MemoryEvent, Scope, Turn, session_id_for
+from memory_core.domain.messages import HistoryEntry, MemoryEvent, Turn, session_id_for
+from memory_core.domain.records import Scope
 
 pytestmark = pytest.mark.azure
 

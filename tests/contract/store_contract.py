@@ -16,18 +16,9 @@ from typing import Any
 import pytest
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.domain.models import (
-    MemoryKind,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    Provenance,
-    RankingProfile,
-    Scope,
-    SearchMode,
-)
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting

@@ -15,7 +15,7 @@ from rest_contract import api_version, operation, validate
 from memory_core.adapters.azure.retry import RetrySettings
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, build_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore, to_document
-from memory_core.domain.models import MemoryRecord, MemoryStatus
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.ports import FixedClock
 
 __all__ = [

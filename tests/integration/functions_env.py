@@ -17,7 +17,7 @@ from memory_core.adapters.azure.retry import RetrySettings
 from memory_core.adapters.azure.table_history import AzureTableHistoryStore
 from memory_core.bootstrap import build_service
 from memory_core.config import Settings
-from memory_core.domain.models import RecallUpdate, Turn
+from memory_core.domain.messages import RecallUpdate, Turn
 from memory_core.ports import Embedder, FixedClock, TurnPublisher
 from memory_core.service import MemoryService
 

@@ -55,17 +55,11 @@ from memory_core.adapters.azure.search_store import (
 )
 from memory_core.config import Settings
 from memory_core.domain.fusion import FUSIONS, fusion_for
-from memory_core.domain.models import (
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    parse_model,
-)
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
+from memory_core.domain.records import MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.validation import parse_model
 from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
 from memory_core.ports import MemoryStore
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting

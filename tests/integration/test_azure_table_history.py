@@ -22,7 +22,8 @@ from functions_env import Recorder, history_store
 from memory_core.adapters.azure.table_history import AzureTableHistoryStore, partition_key
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.config import Settings
-from memory_core.domain.models import HistoryEntry, MemoryCandidate, MemoryEvent, Scope
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent
+from memory_core.domain.records import Scope
 from memory_core.errors import ConfigurationError, TransientError
 from memory_core.ports import DeadLetter
 

@@ -32,7 +32,7 @@ from memory_core.adapters.azure.table_history import (
     entity_bytes,
     request_bytes,
 )
-from memory_core.domain.models import MemoryCandidate, MemoryEvent
+from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
 from memory_core.ports import DeadLetter
 

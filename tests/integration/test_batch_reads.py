@@ -27,7 +27,8 @@ from rest_contract import validate
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, ensure_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore, to_document
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemoryStatus, Scope, validate_memory_id
+from memory_core.domain.records import MemoryStatus, Scope
+from memory_core.domain.validation import validate_memory_id
 from memory_core.errors import ValidationError
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
 from memory_core.runtime.offload import StorageThread, offloaded

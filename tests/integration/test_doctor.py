@@ -18,7 +18,8 @@ from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import Scope, Turn, TurnMessage
+from memory_core.domain.messages import Turn, TurnMessage
+from memory_core.domain.records import Scope
 from memory_core.ports import FixedClock
 from memory_core.tools import doctor
 from memory_core.tools.doctor import DoctorReport, diagnose

@@ -245,7 +245,7 @@ async def world(tmp_path: Path, authenticator: Any) -> AsyncIterator[World]:
 
 
 def _scope(user: str, agent: str) -> Any:
-    from memory_core.domain.models import Scope
+    from memory_core.domain.records import Scope
 
     return Scope.of(user, agent)
 
@@ -828,7 +828,7 @@ class MintingCredential:
 
 def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_path: Path) -> None:
     from memory_core.client.memory_client import RemoteMemoryClient
-    from memory_core.domain.models import MemorySearchOptions
+    from memory_core.domain.search import MemorySearchOptions
     from memory_core.entrypoints.embedded.server import ApiServer
     from memory_core.errors import PermanentError
 

@@ -22,15 +22,9 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryKind,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    RankingProfile,
-    Scope,
-)
+from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import FixedClock
 from memory_core.service import MemoryService

@@ -20,7 +20,8 @@ from unit.test_evaluation_metrics import _write_fixture  # type: ignore[import-n
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.cli.main import main
-from memory_core.domain.models import MemoryRecord, MemorySearchOptions, Scope, SearchMode
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions, SearchMode
 from memory_core.ports import FixedClock
 
 

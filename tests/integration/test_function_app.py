@@ -28,7 +28,8 @@ from functions_env import NOW, Env, functions_env, turn_body
 import function_app
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.config import Settings
-from memory_core.domain.models import MemoryKind, MemoryStatus, Scope, session_id_for
+from memory_core.domain.messages import session_id_for
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.errors import PermanentError, TransientError
 from memory_core.service.forgetting import FORGET_CHECKPOINT
 

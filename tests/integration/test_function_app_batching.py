@@ -24,7 +24,8 @@ from functions_env import NOW, turn_body
 import function_app
 from memory_core.adapters.models import hash_embedder
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.domain.models import Scope, session_id_for
+from memory_core.domain.messages import session_id_for
+from memory_core.domain.records import Scope
 
 USERS = [f"u{n}" for n in range(8)]  # as many sessions as host.json's maxConcurrentSessions
 TEXTS = ["I love green tea. I live in Kyoto.", "Actually I prefer coffee now. I have 2 cats."]

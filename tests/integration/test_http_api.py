@@ -12,7 +12,7 @@ import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
 from memory_core.contract.api import MAX_BODY_BYTES, ApiRequest, MemoryApi
-from memory_core.domain.models import MEMORY_ID_PATTERN
+from memory_core.domain.validation import MEMORY_ID_PATTERN
 from memory_core.errors import TransientError
 
 CONVERSATION = [
@@ -362,7 +362,7 @@ def test_purge_needs_confirmation_and_removes_memories_and_history(tmp_path: Pat
 
 
 def _scope(user: str, agent: str) -> Any:
-    from memory_core.domain.models import Scope
+    from memory_core.domain.records import Scope
 
     return Scope.of(user, agent)
 

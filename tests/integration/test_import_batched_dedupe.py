@@ -27,8 +27,8 @@ from fake_search_service import FakeSearchService
 from memory_core.adapters.azure.search_index import ensure_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.service.admin import (

@@ -20,7 +20,8 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.cli.main import main
-from memory_core.domain.models import HistoryEntry, MemoryEvent, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.messages import HistoryEntry, MemoryEvent
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import ChatModel, SchemaT
 from memory_core.service.consolidation.consolidator import MemoryConsolidator

@@ -18,7 +18,7 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.models.openai import OpenAIChatModel
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import MemoryStatus, Scope
+from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("u1", "travel")

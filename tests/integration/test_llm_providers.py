@@ -24,7 +24,7 @@ from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 from memory_core.adapters.models import openai as openai_models
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_chat_model, build_embedder, build_service, load_settings
-from memory_core.domain.models import Scope
+from memory_core.domain.records import Scope
 from memory_core.errors import ConfigurationError, PermanentError
 from memory_core.ports import FixedClock
 
@@ -350,7 +350,7 @@ def test_usage_counts_calls_requests_and_tokens(server: FakeOpenAIServer) -> Non
 
 def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, server: FakeOpenAIServer) -> None:
     from memory_core.client.memory_client import LocalMemoryClient
-    from memory_core.domain.models import Turn
+    from memory_core.domain.messages import Turn
 
     async def scenario() -> None:
         model = openai_models.OpenAIChatModel.openai_compatible(base_url=server.base_url, model="mine")

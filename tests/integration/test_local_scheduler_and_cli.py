@@ -15,7 +15,7 @@ import pytest
 from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import MemoryStatus, Scope
+from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.errors import ConfigurationError
 from memory_core.ports import FixedClock
 from memory_core.runtime.scheduler import CronSchedule, ForgettingScheduler

@@ -36,7 +36,7 @@ from readme_snippets import snippet
 
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import Scope
+from memory_core.domain.records import Scope
 from memory_core.entrypoints.mcp.server import TOOL_NAMES
 
 T = TypeVar("T")

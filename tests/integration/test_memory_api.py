@@ -23,7 +23,8 @@ from runtime_helpers import RunningRuntime
 
 import memory_core
 from memory_core import AsyncMemory, Memory
-from memory_core.domain.models import CandidateKind, MemoryEvent, MemoryStatus, MessageRole, Turn, TurnMessage
+from memory_core.domain.messages import CandidateKind, MemoryEvent, MessageRole, Turn, TurnMessage
+from memory_core.domain.records import MemoryStatus
 from memory_core.entrypoints.python_api.memory import AddResult, MemoryExport, turn_messages
 from memory_core.errors import (
     ConfigurationError,

@@ -15,7 +15,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from openai import AsyncOpenAI
 
 from memory_core.adapters.models.openai import AzureOpenAIEmbedder, OpenAIChatModel
-from memory_core.domain.models import MessageRole, Turn, TurnMessage
+from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError
 from memory_core.ports import ChatModel, Embedder
 from memory_core.service.extraction.extractor import MemoryExtractor
@@ -231,7 +231,7 @@ def test_close_leaves_a_client_passed_in_open(server: FakeOpenAIServer) -> None:
 
 
 def test_consolidation_answer_with_an_invented_id(server: FakeOpenAIServer) -> None:
-    from memory_core.domain.models import MemoryCandidate
+    from memory_core.domain.messages import MemoryCandidate
 
     ids = short_ids(["rec-coffee"])
     shown = [ShownMemory(short_id="m1", memory="コーヒーが好き", category="preference")]

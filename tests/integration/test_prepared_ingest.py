@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenarios"))
 from pipeline import SCOPE, START, Pipeline, make_turn
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.domain.models import Scope, Turn
+from memory_core.domain.messages import Turn
+from memory_core.domain.records import Scope
 from memory_core.errors import TransientError, ValidationError
 from memory_core.service.extraction.extractor import MemoryExtractor
 from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, prepare_turns

@@ -39,7 +39,8 @@ from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import Scope, message_id_for, session_id_for
+from memory_core.domain.messages import message_id_for, session_id_for
+from memory_core.domain.records import Scope
 
 pytestmark = [
     pytest.mark.fault,

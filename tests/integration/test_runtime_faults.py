@@ -28,7 +28,8 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import Scope, session_id_for
+from memory_core.domain.messages import session_id_for
+from memory_core.domain.records import Scope
 
 SEED = 20261129
 FOODS = ["green tea", "coffee", "sushi", "ramen", "chocolate"]

@@ -14,7 +14,8 @@ import pytest
 from runtime_helpers import running, turn_body
 
 from memory_core.adapters.sqlite.queue import SQLiteQueue
-from memory_core.domain.models import MAX_RECALL_IDS, RecallUpdate, Scope, session_id_for
+from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, session_id_for
+from memory_core.domain.records import Scope
 from memory_core.tools.bench.serve import measure
 
 AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)

@@ -34,7 +34,8 @@ from memory_core.adapters.azure.service_bus import (
 )
 from memory_core.bootstrap import build_publisher, build_service
 from memory_core.config import Settings
-from memory_core.domain.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
+from memory_core.domain.messages import RecallUpdate, Turn, message_id_for, session_id_for
+from memory_core.domain.records import Scope
 from memory_core.errors import ConfigurationError, PermanentError, TransientError
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -20,7 +20,8 @@ from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.adapters.sqlite.vector_index import ApproximateVectorIndex
 from memory_core.bootstrap import build_store, load_settings
-from memory_core.domain.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
+from memory_core.domain.records import Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConfigurationError
 from memory_core.ports import FixedClock
 

@@ -12,7 +12,8 @@ from contract.store_contract import make
 
 from memory_core.adapters.sqlite import ann as sqlite_ann
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemorySearchOptions, RankingProfile, Scope, SearchMode
+from memory_core.domain.records import Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 
 SCOPE = Scope.of("user-1", "agent-1")
 

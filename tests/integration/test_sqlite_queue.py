@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from memory_core.adapters.sqlite.queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
-from memory_core.domain.models import RecallUpdate, Scope, Turn, message_id_for, session_id_for
+from memory_core.domain.messages import RecallUpdate, Turn, message_id_for, session_id_for
+from memory_core.domain.records import Scope
 from memory_core.errors import TransientError, ValidationError
 from memory_core.runtime.worker import MessageProcessor, QueueWorker
 from memory_core.service import ProcessOutcome

@@ -16,14 +16,8 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.schema import APPLICATION_ID, COLUMNS, RECORD_COLUMNS, SCHEMA_VERSION
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    RankingProfile,
-    Scope,
-    SearchMode,
-)
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConflictError
 from memory_core.ports import FixedClock
 

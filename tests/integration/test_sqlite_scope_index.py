@@ -17,15 +17,9 @@ from contract.store_contract import NOW, make
 from memory_core.adapters.sqlite import store as sqlite_store
 from memory_core.adapters.sqlite.scope_index import ScopeIndex, SnapshotError
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import (
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    RankingProfile,
-    Scope,
-    SearchMode,
-)
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("user-big", "agent-1")

@@ -16,7 +16,8 @@ import pytest
 from contract.store_contract import NOW, U1A1, U2A1, make, vector
 
 from memory_core.adapters.sqlite.store import BM25_B, BM25_K1, SQLiteMemoryStore
-from memory_core.domain.models import MemoryRecord, MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.records import MemoryRecord
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.language.text import index_terms, query_terms
 from memory_core.ports import FixedClock
@@ -161,7 +162,7 @@ WRITER = """
 import asyncio, sys
 from datetime import UTC, datetime
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemoryRecord, Scope
+from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.ports import FixedClock
 now = datetime(2026, 11, 1, 12, tzinfo=UTC)
 async def main():

@@ -37,7 +37,9 @@ from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.models import HistoryEntry, MemoryEvent, MemoryRecord, Scope, Turn, parse_model
+from memory_core.domain.messages import HistoryEntry, MemoryEvent, Turn
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.validation import parse_model
 from memory_core.errors import ConflictError, StorageFullError, TransientError
 from memory_core.ports import FixedClock
 from memory_core.runtime.worker import QueueWorker
@@ -286,7 +288,7 @@ _FSIZE_SCRIPT = textwrap.dedent(
     import asyncio, json, resource, signal, sqlite3, sys
     from datetime import UTC, datetime
     from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-    from memory_core.domain.models import MemoryRecord
+    from memory_core.domain.records import MemoryRecord
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing us
     db = sys.argv[1]

@@ -29,7 +29,8 @@ from runtime_helpers import RunningRuntime, turn_body
 
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.queue import QueueMessage, SQLiteQueue, default_queue_path
-from memory_core.domain.models import Scope, message_id_for, session_id_for
+from memory_core.domain.messages import message_id_for, session_id_for
+from memory_core.domain.records import Scope
 from memory_core.entrypoints.embedded.host import EmbeddedRuntime
 from memory_core.runtime.worker import QueueWorker, exponential_backoff
 
@@ -282,7 +283,11 @@ def test_a_worker_task_that_dies_is_restarted_and_the_turns_are_processed(
         for turn in turns:
             assert rt.post_turn(turn) == 202
         rt.drain()
-        wait_for(lambda: all(w.restarts == 2 for w in rt.runtime.workers), "both restarts of each worker")
+        # A restarted worker is counted before its loop runs again: wait for both.
+        wait_for(
+            lambda: all(w.restarts == 2 and w.state == "running" for w in rt.runtime.workers),
+            "both restarts of each worker, running again",
+        )
         workers = rt.health()[1]["details"]["workers"]
         assert [w["restarts"] for w in workers] == [2, 2]
         assert all(w["state"] == "running" for w in workers)

@@ -10,7 +10,7 @@ from typing import Any
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.client.memory_client import LocalMemoryClient
-from memory_core.domain.models import MemoryStatus, Scope
+from memory_core.domain.records import MemoryStatus, Scope
 
 
 def body(user: str, text: str) -> dict[str, Any]:

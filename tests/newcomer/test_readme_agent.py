@@ -23,7 +23,8 @@ from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import Scope, session_id_for
+from memory_core.domain.messages import session_id_for
+from memory_core.domain.records import Scope
 from memory_core.language.sanitize import RECALL_START_PREFIX
 
 ANSWERS = ["Noted: vegetarian, in Kyoto.", "Try a shojin ryori place near Nanzen-ji."]

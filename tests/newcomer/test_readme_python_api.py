@@ -13,7 +13,7 @@ from pathlib import Path
 from snippet_runner import explain, newcomer_env, readme_snippet, run_python
 
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import Scope
+from memory_core.domain.records import Scope
 
 
 async def _count(store: Path, scope: Scope) -> int:

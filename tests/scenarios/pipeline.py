@@ -10,7 +10,8 @@ from typing import Any
 
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemoryStatus, Scope, Turn
+from memory_core.domain.messages import Turn
+from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.ports import Embedder, FixedClock
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
 from memory_core.service.extraction.extractor import MemoryExtractor

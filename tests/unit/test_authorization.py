@@ -169,7 +169,7 @@ def test_auth_is_pure_domain() -> None:
     tree = ast.parse((ROOT / "memory_core" / "domain" / "access.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memory_core"):
-            assert node.module in {"memory_core.errors", "memory_core.domain.models"}, node.module
+            assert node.module in {"memory_core.errors", "memory_core.domain.records"}, node.module
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
             assert all(

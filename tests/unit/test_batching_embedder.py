@@ -10,7 +10,8 @@ import pytest
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.domain.models import Scope, Turn
+from memory_core.domain.messages import Turn
+from memory_core.domain.records import Scope
 from memory_core.ports import EmbedderWrapper, FixedClock
 from memory_core.runtime.batching import BatchingEmbedder
 from memory_core.runtime.sharing import FairEmbedder, background_work

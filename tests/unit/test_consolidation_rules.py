@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.domain.models import CandidateKind, MemoryCandidate, MemoryEvent, MemoryRecord, Provenance
+from memory_core.domain.messages import CandidateKind, MemoryCandidate, MemoryEvent
+from memory_core.domain.records import MemoryRecord, Provenance
 from memory_core.service.consolidation.consolidator import (
     DEFAULT_THRESHOLDS,
     Neighbour,

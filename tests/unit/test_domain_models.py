@@ -6,14 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    Scope,
-    Turn,
-    parse_model,
-    validate_category,
-)
+from memory_core.domain.messages import Turn
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions
+from memory_core.domain.validation import parse_model, validate_category
 from memory_core.errors import ValidationError
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

@@ -8,15 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.domain.models import (
-    CONTROL_CHARACTERS,
-    MESSAGE_CONTROL_CHARACTERS,
-    CandidateKind,
-    MemoryCandidate,
-    MessageRole,
-    Turn,
-    TurnMessage,
-)
+from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage
+from memory_core.domain.validation import CONTROL_CHARACTERS, MESSAGE_CONTROL_CHARACTERS
 from memory_core.service.extraction.extractor import (
     annotate_dates,
     expiry_after,

@@ -10,14 +10,8 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from memory_core.domain.models import (
-    CandidateKind,
-    MemoryCandidate,
-    MessageRole,
-    Turn,
-    TurnMessage,
-    parse_model,
-)
+from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage
+from memory_core.domain.validation import parse_model
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.ports import ChatModel, FixedClock
 from memory_core.service.extraction.extractor import (

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.domain.models import MAX_RECALL_IDS, RecallUpdate, Turn
+from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.recalls import CoalescingPublisher
 from memory_core.runtime.sharing import FairEmbedder, FairGate, background_work, is_background

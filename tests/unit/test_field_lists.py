@@ -11,8 +11,9 @@ from memory_core.adapters.azure.search_store import from_document, to_document
 from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
 from memory_core.cli.main import SEARCH_FLAGS
 from memory_core.contract.api import ForgettingResponse, MemoryDetail, MemoryView, SearchRequest
-from memory_core.domain.models import IMMUTABLE_FIELDS, MemoryRecord, MemorySearchOptions
 from memory_core.domain.policy import COUNTERS
+from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord
+from memory_core.domain.search import MemorySearchOptions
 from memory_core.service.forgetting import ForgettingReport, ForgettingRun
 
 FIELDS = list(MemoryRecord.model_fields)

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.domain.models import MemoryRecord, MemoryStatus
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.errors import ValidationError
 from memory_core.ports import MemoryRef, MemoryStore, RetentionPage, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting, assess_page, run_forgetting

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from memory_core.domain.models import MemoryRecord, MemoryStatus
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.service.forgetting import ForgettingChange, retention_curves
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

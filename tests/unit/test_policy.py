@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.domain.models import MemoryRecord, MemoryStatus
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.errors import ValidationError
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

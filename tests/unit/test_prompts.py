@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory_core.domain.models import MemoryCandidate, MessageRole, Turn, TurnMessage, parse_model
+from memory_core.domain.messages import MemoryCandidate, MessageRole, Turn, TurnMessage
+from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.service.prompts import (
     CATEGORIES,

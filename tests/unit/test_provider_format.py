@@ -11,16 +11,9 @@ pytest.importorskip("agent_framework")
 from agent_framework import Message
 
 from memory_core.client.memory_client import MemoryClient, search_request_body
-from memory_core.domain.models import (
-    MemoryKind,
-    MemoryRecord,
-    MemorySearchOptions,
-    Scope,
-    ScoreBreakdown,
-    SearchHit,
-    SearchResult,
-    Turn,
-)
+from memory_core.domain.messages import Turn
+from memory_core.domain.records import MemoryKind, MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions, ScoreBreakdown, SearchHit, SearchResult
 from memory_core.errors import ValidationError
 from memory_core.integrations.agent_framework import (
     DEFAULT_SOURCE_ID,

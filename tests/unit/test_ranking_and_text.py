@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from memory_core.domain.models import RankingProfile
 from memory_core.domain.ranking import (
     MEMORY_PRIORITY,
     MEMORY_RECENCY,
@@ -17,6 +16,7 @@ from memory_core.domain.ranking import (
     apply_profile,
     profile_for,
 )
+from memory_core.domain.search import RankingProfile
 from memory_core.language.text import analyze, index_terms, query_terms
 
 DAY = 86400.0

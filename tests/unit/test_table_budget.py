@@ -21,7 +21,7 @@ from memory_core.adapters.azure.table_history import (
     entity_bytes,
     request_bytes,
 )
-from memory_core.domain.models import HistoryEntry, MemoryEvent
+from memory_core.domain.messages import HistoryEntry, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
 
 JAPANESE = "記憶は時間とともに薄れる"

@@ -20,7 +20,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from memory_core import telemetry
 from memory_core.bootstrap import configure_telemetry
 from memory_core.config import Settings
-from memory_core.domain.models import Decision, MemoryCandidate, MemoryEvent, MemoryRecord, Scope
+from memory_core.domain.messages import Decision, MemoryCandidate, MemoryEvent
+from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.service import ForgettingReport, IngestResult, StepResult
 
 SECRET_MEMORY = "My bank PIN is 4321 and I love green tea"

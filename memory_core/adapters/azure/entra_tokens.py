@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 import jwt
 
 from memory_core.domain.access import Principal, PrincipalKind, bearer_token
-from memory_core.domain.models import validate_scope_id
 from memory_core.domain.network import is_loopback
+from memory_core.domain.validation import validate_scope_id
 from memory_core.errors import AuthenticationError, TransientError, ValidationError
 
 __all__ = [

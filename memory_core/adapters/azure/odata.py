@@ -2,7 +2,7 @@
 
 No caller-supplied OData ever reaches the service: every expression is assembled here from a fixed
 set of field names and values that were validated first (scope ids, memory ids and categories by the
-rules in :mod:`memory_core.domain.models`, numbers as finite floats, times as aware datetimes). String
+rules in :mod:`memory_core.domain.records`, numbers as finite floats, times as aware datetimes). String
 literals are still quoted the OData way (a single quote is written twice), so even a value that got
 past validation could not end the literal and change the expression.
 """
@@ -13,17 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from memory_core.domain.models import (
-    MemoryKind,
-    MemorySearchOptions,
-    MemoryStatus,
-    OrderBy,
-    Scope,
-    ensure_utc,
-    validate_category,
-    validate_memory_id,
-    validate_scope_id,
-)
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy
+from memory_core.domain.validation import ensure_utc, validate_category, validate_memory_id, validate_scope_id
 from memory_core.errors import ValidationError
 
 __all__ = [

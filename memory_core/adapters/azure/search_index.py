@@ -49,8 +49,9 @@ from azure.search.documents.indexes.models import (
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
 from memory_core.adapters.azure.retry import RetrySettings, Sleep, call_with_retries
-from memory_core.domain.models import MemoryRecord, field_type
 from memory_core.domain.ranking import PROFILES, FunctionKind, ScoringProfile
+from memory_core.domain.records import MemoryRecord
+from memory_core.domain.validation import field_type
 from memory_core.errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The production memory store on Azure AI Search (``azure-search-documents`` 12.x, async client).
 
 One index document per memory (see :mod:`memory_core.adapters.azure.search_index`). Searches compile
-:class:`~memory_core.domain.models.MemorySearchOptions` and the scope into OData (never caller-supplied OData),
+:class:`~memory_core.domain.records.MemorySearchOptions` and the scope into OData (never caller-supplied OData),
 ask for every field but the vector and pick the scoring profile from :mod:`memory_core.domain.ranking`.
 
 Writes go out in batches of at most 1,000 actions (and a few megabytes). A ``207`` answer is read
@@ -45,29 +45,33 @@ from memory_core.adapters.azure.search_index import (
     document_field,
 )
 from memory_core.domain.fusion import fusion_for
-from memory_core.domain.models import (
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.ranking import profile_for
+from memory_core.domain.records import (
     IMMUTABLE_FIELDS,
     MemoryKind,
     MemoryRecord,
-    MemorySearchOptions,
     MemoryStatus,
-    OrderBy,
     Scope,
+    status_note,
+)
+from memory_core.domain.search import (
+    MemorySearchOptions,
+    OrderBy,
     ScoreBreakdown,
     SearchHit,
     SearchMode,
     SearchResult,
+)
+from memory_core.domain.validation import (
     ensure_utc,
     parse_model,
-    status_note,
     validate_category,
     validate_memory_id,
     validate_memory_ids,
     validate_positive_int,
     validate_scope_id,
 )
-from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.ranking import profile_for
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,

@@ -1,9 +1,9 @@
 """Publishes turns and recall updates to the Service Bus turns queue (``azure-servicebus``, async).
 
-Every message goes on the session of its scope (:func:`memory_core.domain.models.session_id_for`), so the
+Every message goes on the session of its scope (:func:`memory_core.domain.records.session_id_for`), so the
 queue trigger applies the writes of one scope in order, one at a time, while different scopes run in
 parallel. The message id is derived from the scope and the ``turn_id`` / ``recall_id``
-(:func:`memory_core.domain.models.message_id_for`): with duplicate detection on the queue (the Bicep enables
+(:func:`memory_core.domain.records.message_id_for`): with duplicate detection on the queue (the Bicep enables
 it) a turn published twice inside the detection window is stored once, a turn of another scope with
 the same id is not affected, and the pipeline's history makes any later duplicate a no-op.
 
@@ -39,7 +39,7 @@ from azure.servicebus.exceptions import (
     ServiceBusServerBusyError,
 )
 
-from memory_core.domain.models import RecallUpdate, Turn, message_id_for, session_id_for
+from memory_core.domain.messages import RecallUpdate, Turn, message_id_for, session_id_for
 from memory_core.errors import ConfigurationError, MemoryCoreError, PermanentError, TransientError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -54,15 +54,9 @@ from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
 from memory_core.adapters.azure.retry import RetrySettings, Sleep, call_with_retries
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryCandidate,
-    MemoryEvent,
-    Scope,
-    ensure_utc,
-    session_id_for,
-    validate_scope_id,
-)
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent, session_id_for
+from memory_core.domain.records import Scope
+from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,

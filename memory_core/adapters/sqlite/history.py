@@ -26,14 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
-from memory_core.domain.models import (
-    HistoryEntry,
-    MemoryCandidate,
-    MemoryEvent,
-    Scope,
-    ensure_utc,
-    validate_scope_id,
-)
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent
+from memory_core.domain.records import Scope
+from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.ports import TurnJournal
 
 __all__ = ["SQLiteHistoryStore", "history_entry_id"]

@@ -3,9 +3,9 @@
 What it keeps from a Service Bus queue with sessions and duplicate detection:
 
 - **Duplicate detection.** Every message has a ``message_id`` (derived from the scope and the turn or
-  recall id, :func:`memory_core.domain.models.message_id_for`); a message whose id was sent within the
+  recall id, :func:`memory_core.domain.records.message_id_for`); a message whose id was sent within the
   duplicate detection window is dropped.
-- **Sessions.** Every message has a ``session_id`` (the scope's, :func:`~memory_core.domain.models.session_id_for`).
+- **Sessions.** Every message has a ``session_id`` (the scope's, :func:`~memory_core.domain.records.session_id_for`).
   Only the oldest waiting message of a session can be received, and only while no other message of
   that session is locked, so one session is processed in order, one message at a time, while
   different sessions are processed in parallel. :meth:`SQLiteQueue.receive_batch` locks the oldest
@@ -46,16 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
-from memory_core.domain.models import (
-    MAX_RECALL_IDS,
-    RecallUpdate,
-    Scope,
-    Turn,
-    message_id_for,
-    parse_model,
-    session_id_for,
-    validate_scope_id,
-)
+from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn, message_id_for, session_id_for
+from memory_core.domain.records import Scope
+from memory_core.domain.validation import parse_model, validate_scope_id
 from memory_core.errors import ConflictError, PermanentError, TransientError, ValidationError
 from memory_core.ports import QueuedItem
 
@@ -649,7 +642,7 @@ class SQLiteQueue:
         """The waiting messages (locked or not, not dead-lettered) of one session, oldest first.
 
         Args:
-            session_id: The session (a scope's: :func:`~memory_core.domain.models.session_id_for`).
+            session_id: The session (a scope's: :func:`~memory_core.domain.records.session_id_for`).
             subject: Only messages with this subject (``turn``, ``recall``).
         """
         sql = f"SELECT {_COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'active' AND session_id = ?"  # noqa: S608

@@ -1,4 +1,4 @@
-"""The embedded store's file format: columns derived from :class:`~memory_core.domain.models.MemoryRecord`,
+"""The embedded store's file format: columns derived from :class:`~memory_core.domain.records.MemoryRecord`,
 the schema version, and the in-place migrations between versions.
 
 One list of columns, built from the model's fields, gives the table definition, the ``SELECT`` list,
@@ -39,7 +39,8 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from memory_core.domain.models import IMMUTABLE_FIELDS, MemoryRecord, field_type
+from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord
+from memory_core.domain.validation import field_type
 from memory_core.errors import ConflictError
 
 __all__ = [

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.adapters.sqlite.schema import AT, RECORD_COLUMNS, row_to_record
-from memory_core.domain.models import MemoryRecord, MemoryStatus
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.language.text import ANALYZER_VERSION
 
 __all__ = [

@@ -61,27 +61,25 @@ from memory_core.adapters.sqlite.schema import (
 )
 from memory_core.adapters.sqlite.scope_index import SEARCH_FIELDS, STATUS_CODES, ScopeIndex, SnapshotError
 from memory_core.domain.fusion import fusion_for
-from memory_core.domain.models import (
-    MemoryKind,
-    MemoryRecord,
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.ranking import apply_profile, profile_for
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope, status_note
+from memory_core.domain.search import (
     MemorySearchOptions,
-    MemoryStatus,
     OrderBy,
-    Scope,
     ScoreBreakdown,
     SearchHit,
     SearchMode,
     SearchResult,
+)
+from memory_core.domain.validation import (
     parse_model,
-    status_note,
     validate_category,
     validate_memory_id,
     validate_memory_ids,
     validate_positive_int,
     validate_scope_id,
 )
-from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.ranking import apply_profile, profile_for
 from memory_core.errors import ConflictError, NotFoundError, StorageFullError, ValidationError
 from memory_core.language.text import ANALYZER_VERSION, index_terms, query_terms
 from memory_core.ports import (

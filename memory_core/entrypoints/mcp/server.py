@@ -46,16 +46,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
 from pydantic import BaseModel, Field
 
 from memory_core.bootstrap import build_service
-from memory_core.domain.models import (
-    MAX_MESSAGE_CHARS,
-    MemoryEvent,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    Scope,
-    validate_memory_id,
-)
+from memory_core.domain.messages import MAX_MESSAGE_CHARS, MemoryEvent
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions
+from memory_core.domain.validation import validate_memory_id
 from memory_core.entrypoints.embedded.server import check_binding
 from memory_core.errors import ConfigurationError, MemoryCoreError, NotFoundError, ValidationError
 from memory_core.language.sanitize import quote_memory, sanitize_memory_text

@@ -48,21 +48,17 @@ from urllib.parse import quote
 from memory_core.bootstrap import build_service, existing_local_queue, load_settings
 from memory_core.client.memory_client import TURNS_ROUTE, RemoteMemoryClient
 from memory_core.config import Settings
-from memory_core.domain.models import (
+from memory_core.domain.messages import (
     CandidateKind,
     HistoryEntry,
     MemoryEvent,
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
     MessageRole,
-    OrderBy,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    SearchResult,
     Turn,
     TurnMessage,
+)
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
+from memory_core.domain.validation import (
     parse_model,
     utcnow,
     validate_memory_id,
@@ -203,7 +199,7 @@ def turn_messages(
       ``text`` key may stand for ``content``, and ``name`` says who spoke (two people in one
       conversation). Other keys (``tool_calls``, ``tool_call_id``, ``refusal``, ``audio``,
       ``function_call``, ``annotations``...) are ignored;
-    - :class:`~memory_core.domain.models.TurnMessage` objects.
+    - :class:`~memory_core.domain.records.TurnMessage` objects.
 
     Messages without text (an assistant's tool call with ``content`` ``None``, a tool result with an
     empty content, an image alone) and items of the Responses API that are not messages (a

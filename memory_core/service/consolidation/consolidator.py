@@ -61,24 +61,19 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memory_core.domain.models import (
+from memory_core.domain.messages import CandidateKind, Decision, MemoryCandidate, MemoryEvent
+from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import (
     MAX_PROVENANCE,
-    CandidateKind,
-    Decision,
-    MemoryCandidate,
-    MemoryEvent,
     MemoryKind,
     MemoryRecord,
-    MemorySearchOptions,
     MemoryStatus,
     Provenance,
-    RankingProfile,
     Scope,
-    SearchMode,
-    ensure_utc,
     status_note,
 )
-from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.language.text import JAPANESE_RUN, analyze, has_japanese, japanese_words, normalize
 from memory_core.ports import ChatModel, Embedder, MemoryStore

@@ -1,6 +1,6 @@
 """Memory extraction: from one conversation turn to memory candidates.
 
-Two paths produce the same :class:`~memory_core.domain.models.MemoryCandidate` objects:
+Two paths produce the same :class:`~memory_core.domain.records.MemoryCandidate` objects:
 
 * **LLM path** (a :class:`~memory_core.ports.ChatModel` is configured): the prompt of
   :mod:`memory_core.service.prompts.extraction`, answered as structured output and validated. An invalid
@@ -44,15 +44,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
-from memory_core.domain.models import (
-    CONTROL_CHARACTERS,
-    MAX_MEMORY_CHARS,
-    CandidateKind,
-    MemoryCandidate,
-    MessageRole,
-    Turn,
-    ensure_utc,
-)
+from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
+from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.ports import ChatModel, Clock, SystemClock
 from memory_core.service.prompts.extraction import (

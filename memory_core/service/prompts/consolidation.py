@@ -18,7 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memory_core.domain.models import MAX_MEMORY_CHARS, MemoryCandidate
+from memory_core.domain.messages import MemoryCandidate
+from memory_core.domain.validation import MAX_MEMORY_CHARS
 from memory_core.language.sanitize import strip_invisible
 
 __all__ = [

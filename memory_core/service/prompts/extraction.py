@@ -18,7 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory_core.domain.models import MAX_MEMORY_CHARS, MessageRole, Turn, TurnMessage, ensure_utc
+from memory_core.domain.messages import MessageRole, Turn, TurnMessage
+from memory_core.domain.validation import MAX_MEMORY_CHARS, ensure_utc
 from memory_core.language.sanitize import RECALL_END_PREFIX, RECALL_START, recall_end_marker
 
 __all__ = [

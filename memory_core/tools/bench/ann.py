@@ -486,7 +486,8 @@ async def measure_store(
     from datetime import UTC, datetime
 
     from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-    from memory_core.domain.models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, SearchMode
+    from memory_core.domain.records import MemoryRecord, Scope
+    from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 
     scope = Scope.of("bench-user", "bench-agent")
     written = datetime.now(UTC)

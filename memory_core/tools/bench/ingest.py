@@ -136,7 +136,7 @@ async def _measure(
 ) -> dict[str, Any]:
     from memory_core.adapters.models.local_embedder import E5LocalEmbedder
     from memory_core.bootstrap import build_service, load_settings
-    from memory_core.domain.models import Turn
+    from memory_core.domain.messages import Turn
     from memory_core.ports import FixedClock
     from memory_core.runtime.batching import BatchingEmbedder
     from memory_core.runtime.lanes import ingest_in_lanes

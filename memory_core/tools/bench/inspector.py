@@ -36,7 +36,7 @@ from urllib.parse import quote, urlencode
 import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import MemoryKind, MemoryRecord, MemoryStatus
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.tools.bench.search import _sentence
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import machine_context, publish

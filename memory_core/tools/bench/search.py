@@ -24,14 +24,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.models import (
-    MemoryRecord,
-    MemorySearchOptions,
-    MemoryStatus,
-    RankingProfile,
-    Scope,
-    SearchMode,
-)
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import machine_context, publish, publish_charts

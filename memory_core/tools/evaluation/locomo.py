@@ -32,7 +32,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from memory_core.domain.models import MemoryRecord, MemorySearchOptions, RankingProfile, Scope, SearchMode
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
 from memory_core.tools.progress import NO_PROGRESS, Progress

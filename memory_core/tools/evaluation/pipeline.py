@@ -38,16 +38,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from memory_core.domain.models import (
-    CandidateKind,
-    MemoryKind,
-    MemorySearchOptions,
-    MemoryStatus,
-    RankingProfile,
-    Scope,
-    SearchMode,
-    Turn,
-)
+from memory_core.domain.messages import CandidateKind, Turn
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.tools.evaluation.locomo import (

@@ -1,0 +1,239 @@
+"""Memory records: what is remembered, with its scope, status, kind and provenance.
+
+Pure data with validation; no I/O. Timestamps are timezone-aware UTC datetimes. Scope ids, memory ids
+and categories are validated against short, documented character sets before they reach any filter
+or SQL (see :func:`validate_scope_id`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memory_core.domain.validation import (
+    CATEGORY_PATTERN,
+    CONTROL_CHARACTERS,
+    MAX_MEMORY_CHARS,
+    MAX_STATUS_REASON,
+    MAX_SUMMARY_CHARS,
+    AgentId,
+    UserId,
+    UtcDateTime,
+    new_memory_id,
+    unit_interval,
+    validate_category,
+    validate_memory_id,
+    validate_scope_id,
+)
+
+__all__ = [
+    "IMMUTABLE_FIELDS",
+    "MAX_PROVENANCE",
+    "MemoryKind",
+    "MemoryRecord",
+    "MemoryStatus",
+    "Provenance",
+    "Scope",
+    "status_note",
+]
+
+
+class MemoryStatus(StrEnum):
+    """Lifecycle of a memory. ``deleted`` is a soft delete: never returned by search."""
+
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    DELETED = "deleted"
+
+
+class Scope(BaseModel):
+    """The ``(user_id, agent_id)`` pair every memory belongs to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: UserId
+    agent_id: AgentId
+
+    @classmethod
+    def of(cls, user_id: object, agent_id: object) -> Scope:
+        """Build a validated scope; raises :class:`ValidationError` naming the bad field."""
+        return cls.model_construct(
+            user_id=validate_scope_id(user_id, "user_id"),
+            agent_id=validate_scope_id(agent_id, "agent_id"),
+        )
+
+
+class MemoryKind(StrEnum):
+    """The two kinds of long-term memory (DESIGN section 7).
+
+    ``fact``: what extraction distils from what was said (a preference, a constraint, a plan...);
+    ``episode``: the user's own words from one turn, dated, with the speaker.
+    """
+
+    FACT = "fact"
+    EPISODE = "episode"
+
+
+#: Most provenance entries a memory keeps (the most recent; a restated fact gains one per restatement).
+MAX_PROVENANCE = 20
+#: A speaker's name: 1-64 characters, no control characters.
+SpeakerName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: one turn, the message in it, and the span of that message's text.
+
+    Attributes:
+        turn_id: The turn.
+        message: Index of the message in the turn.
+        start: Start of the span in the message's text (characters).
+        end: End of the span (exclusive); ``start == end == 0`` when the span is not known.
+        speaker: Who said it (the message's ``name``, else its role).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn_id: str = Field(min_length=1, max_length=128)
+    message: int = Field(default=0, ge=0)
+    start: int = Field(default=0, ge=0)
+    end: int = Field(default=0, ge=0)
+    speaker: SpeakerName | None = None
+
+
+class MemoryRecord(BaseModel):
+    """One long-term memory, as stored and as returned to callers.
+
+    ``importance``, ``retention_score``, ``access_count``, ``updated_at``, ``status`` and ``kind`` are
+    top-level so that filters and scoring profiles can use them directly. ``provenance`` lists the turns
+    (and spans) the memory came from, most recent last.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(default_factory=new_memory_id)
+    user_id: UserId
+    agent_id: AgentId
+    memory: str
+    summary: str = ""
+    category: str = "general"
+    importance: float = 0.5
+    confidence: float = 0.5
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    source: str = "manual"
+    kind: MemoryKind = MemoryKind.FACT
+    retention_score: float = 1.0
+    access_count: int = Field(default=0, ge=0)
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+    last_accessed_at: UtcDateTime | None = None
+    expires_at: UtcDateTime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    provenance: list[Provenance] = Field(default_factory=list, max_length=MAX_PROVENANCE)
+    embedding: list[float] | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_memory_id(value, "id")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ValueError("memory text must not be empty")
+        if len(text) > MAX_MEMORY_CHARS:
+            raise ValueError(f"memory text is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        if CONTROL_CHARACTERS.search(text):
+            raise ValueError("memory text must not contain control characters")
+        return text
+
+    @field_validator("summary")
+    @classmethod
+    def _summary(cls, value: str) -> str:
+        text = value.strip()
+        if len(text) > MAX_SUMMARY_CHARS:
+            raise ValueError(f"summary is {len(text)} characters; the maximum is {MAX_SUMMARY_CHARS}")
+        return text
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str) -> str:
+        return validate_category(value)
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        if not value or len(value) > 64 or not CATEGORY_PATTERN.fullmatch(value):
+            raise ValueError("source must be 1-64 letters, digits, _ - or .")
+        return value
+
+    @field_validator("importance")
+    @classmethod
+    def _importance(cls, value: float) -> float:
+        return unit_interval(value, "importance")
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        return unit_interval(value, "confidence")
+
+    @field_validator("retention_score")
+    @classmethod
+    def _retention(cls, value: float) -> float:
+        return unit_interval(value, "retention_score")
+
+    @field_validator("embedding")
+    @classmethod
+    def _embedding(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("embedding must not be empty (omit it to have it computed)")
+        if len(value) > 4096:
+            raise ValueError(f"embedding has {len(value)} dimensions; the maximum is 4096")
+        if not all(math.isfinite(x) for x in value):
+            raise ValueError("embedding must contain only finite numbers")
+        return value
+
+    @model_validator(mode="after")
+    def _times(self) -> MemoryRecord:
+        if self.updated_at < self.created_at:
+            raise ValueError("updated_at must not be earlier than created_at")
+        return self
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
+
+    def without_embedding(self) -> MemoryRecord:
+        return self.model_copy(update={"embedding": None})
+
+    def to_json_dict(self, *, include_embedding: bool = True) -> dict[str, Any]:
+        """Every field as JSON-ready values (ISO 8601 timestamps)."""
+        data = self.model_dump(mode="json")
+        if not include_embedding:
+            data.pop("embedding", None)
+        return data
+
+
+def status_note(metadata: Mapping[str, Any], reason: str, at: datetime) -> dict[str, Any]:
+    """``metadata`` with why and when a memory's status changed (``status_reason``, cut to
+    :data:`MAX_STATUS_REASON` characters, and ``status_changed_at``)."""
+    return {**metadata, "status_reason": reason[:MAX_STATUS_REASON], "status_changed_at": at.isoformat()}
+
+
+#: Fields a partial update never changes: identity, scope and birth.
+IMMUTABLE_FIELDS = frozenset({"id", "user_id", "agent_id", "created_at"})
+
+
+# --------------------------------------------------------------------------------------------
+# Turns, candidates and decisions (the ingestion pipeline)
+# --------------------------------------------------------------------------------------------
+
+

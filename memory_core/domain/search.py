@@ -1,0 +1,147 @@
+"""Search options, hits and results: what a search asks for and what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_core.domain.records import MemoryKind, MemoryRecord
+from memory_core.domain.validation import parse_model, unit_interval, validate_category
+
+__all__ = [
+    "MemorySearchOptions",
+    "OrderBy",
+    "RankingProfile",
+    "ScoreBreakdown",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+]
+
+
+class SearchMode(StrEnum):
+    """How candidates are found."""
+
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+    SEMANTIC = "semantic"
+
+
+class RankingProfile(StrEnum):
+    """How candidates are ranked; each maps to a scoring profile in :mod:`memory_core.domain.ranking`."""
+
+    IMPORTANT = "important"
+    RECENT = "recent"
+    NONE = "none"
+
+
+class OrderBy(StrEnum):
+    """Explicit sort orders (``$orderby`` in Azure AI Search); relevance breaks ties."""
+
+    UPDATED_AT_DESC = "updated_at desc"
+    UPDATED_AT_ASC = "updated_at asc"
+    CREATED_AT_DESC = "created_at desc"
+    CREATED_AT_ASC = "created_at asc"
+    IMPORTANCE_DESC = "importance desc"
+    IMPORTANCE_ASC = "importance asc"
+    RETENTION_SCORE_DESC = "retention_score desc"
+    RETENTION_SCORE_ASC = "retention_score asc"
+    ACCESS_COUNT_DESC = "access_count desc"
+    LAST_ACCESSED_AT_DESC = "last_accessed_at desc"
+
+    @property
+    def field(self) -> str:
+        return self.value.split(" ", 1)[0]
+
+    @property
+    def descending(self) -> bool:
+        return self.value.endswith(" desc")
+
+
+class MemorySearchOptions(BaseModel):
+    """What a search asks for. Filters are built from these fields, never from caller-supplied OData."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: SearchMode = SearchMode.HYBRID
+    ranking_profile: RankingProfile = RankingProfile.IMPORTANT
+    top: int = Field(default=5, ge=1, le=1000)
+    order_by: OrderBy | None = None
+    category: str | None = None
+    include_archived: bool = False
+    min_importance: float | None = None
+    min_retention_score: float | None = None
+    #: Only memories of this kind (``fact`` or ``episode``); both when ``None``.
+    kind: MemoryKind | None = None
+    #: Nearest neighbours taken by the vector leg (Azure's ``k``).
+    vector_k: int = Field(default=50, ge=1, le=1000)
+    #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1);
+    #: ``None``: the query language's default (:mod:`memory_core.domain.fusion`).
+    vector_weight: float | None = Field(default=None, gt=0.0, le=10.0)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return None if value is None else validate_category(value)
+
+    @field_validator("min_importance", "min_retention_score")
+    @classmethod
+    def _bounds(cls, value: float | None) -> float | None:
+        return None if value is None else unit_interval(value, "minimum")
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> MemorySearchOptions:
+        """The search options among ``values`` (other keys are ignored; ``None`` keeps the default).
+
+        The one converter every entry point uses (the HTTP request, the CLI's arguments, the agent
+        provider's configuration), so an option added here reaches the store from all of them.
+
+        Raises:
+            ValidationError: A value breaks a rule (names the option).
+        """
+        return parse_model(
+            MemorySearchOptions,
+            {name: value for name, value in values.items() if name in cls.model_fields and value is not None},
+        )
+
+
+class ScoreBreakdown(BaseModel):
+    """How a hit's score was made, leg by leg."""
+
+    model_config = ConfigDict(frozen=True)
+
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+    vector_score: float | None = None
+    vector_rank: int | None = None
+    relevance: float
+    profile: str | None = None
+    boost: float = 1.0
+    functions: dict[str, float] = Field(default_factory=dict)
+
+
+class SearchHit(BaseModel):
+    """One ranked memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: MemoryRecord
+    score: float
+    reranker_score: float | None = None
+    breakdown: ScoreBreakdown
+
+
+class SearchResult(BaseModel):
+    """Hits plus what the engine did (and could not do) to produce them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hits: list[SearchHit]
+    mode: SearchMode
+    ranking_profile: RankingProfile
+    semantic_ranker_available: bool = True
+    notes: list[str] = Field(default_factory=list)

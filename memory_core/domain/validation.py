@@ -1,0 +1,276 @@
+"""Validation of the values that reach a filter or SQL: scope ids, memory ids, categories, metadata, times.
+
+Each id is checked against a short, documented character set before it reaches any filter or SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import types
+import typing
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from memory_core.errors import ValidationError
+
+__all__ = [
+    "CONTROL_CHARACTERS",
+    "MAX_MEMORY_CHARS",
+    "MAX_STATUS_REASON",
+    "MESSAGE_CONTROL_CHARACTERS",
+    "RESERVED_METADATA_KEYS",
+    "AgentId",
+    "UserId",
+    "UtcDateTime",
+    "describe_value",
+    "ensure_utc",
+    "field_type",
+    "new_memory_id",
+    "parse_model",
+    "unit_interval",
+    "utcnow",
+    "validate_caller_metadata",
+    "validate_category",
+    "validate_memory_id",
+    "validate_memory_ids",
+    "validate_positive_int",
+    "validate_scope_id",
+]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+#: Scope ids (``user_id``, ``agent_id``): 1-128 characters, starting with a letter or digit, then
+#: letters, digits and ``_ - . @ :``. Nothing that can close a quote or start an expression.
+SCOPE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:\-]{0,127}")
+
+
+#: Memory ids follow Azure AI Search's key rules: 1-128 letters, digits, ``_`` and ``-``.
+MEMORY_ID_PATTERN = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+
+
+#: Categories: 1-64 word characters of any script (so ``食事`` works), digits, ``_ - .``.
+CATEGORY_PATTERN = re.compile(r"[\w.\-]{1,64}")
+
+
+MAX_MEMORY_CHARS = 4000
+
+
+MAX_SUMMARY_CHARS = 1000
+
+
+#: What memory text may not contain: the C0 control characters other than tab and line feed.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+#: Control characters a message may not carry (tab, line feed and carriage return are text).
+MESSAGE_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+#: Longest ``status_reason`` kept in a memory's metadata.
+MAX_STATUS_REASON = 500
+
+
+def describe_value(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate_scope_id(value: object, field: str) -> str:
+    """Return ``value`` if it is a valid scope id, else raise :class:`ValidationError` naming ``field``."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, "is required and must be a non-empty string")
+    if len(value) > 128:
+        raise ValidationError(field, f"is {len(value)} characters long; the maximum is 128")
+    if not SCOPE_ID_PATTERN.fullmatch(value):
+        raise ValidationError(
+            field,
+            f"{describe_value(value)} has characters outside the allowed set: it must start with a letter or "
+            "digit and contain only letters, digits and _ - . @ :",
+        )
+    return value
+
+
+def validate_memory_id(value: object, field: str = "id") -> str:
+    """Return ``value`` if it is a valid memory id, else raise :class:`ValidationError`."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(field, "is required and must be a non-empty string")
+    if not MEMORY_ID_PATTERN.fullmatch(value):
+        raise ValidationError(
+            field, f"{describe_value(value)} must be 1-128 characters of letters, digits, _ and -"
+        )
+    return value
+
+
+def validate_memory_ids(values: Iterable[object], field: str) -> list[str]:
+    """Return the valid memory ids of the sequence ``values``, each once, in order, else raise
+    :class:`ValidationError` naming ``field`` (also for one string, which is not a sequence of ids)."""
+    if isinstance(values, str):
+        raise ValidationError(field, "must be a sequence of memory ids, not one string")
+    return list(dict.fromkeys(validate_memory_id(value, field) for value in values))
+
+
+def validate_positive_int(value: object, field: str) -> int:
+    """Return ``value`` if it is a whole number of at least 1 (not a bool), else raise
+    :class:`ValidationError` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(field, "must be a positive integer")
+    return value
+
+
+def validate_caller_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
+    """Return ``value`` as a dict if it is caller metadata a memory may carry, else raise
+    :class:`ValidationError` naming ``field``: a JSON object whose keys are 1-128 characters without
+    control characters and none of :data:`RESERVED_METADATA_KEYS` (memory-core writes those itself)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, "must be a mapping of string keys to JSON values")
+    for key in value:
+        if not isinstance(key, str) or not METADATA_KEY_PATTERN.fullmatch(key):
+            raise ValidationError(
+                field,
+                f"key {describe_value(key)} must be a string of 1-{MAX_METADATA_KEY_CHARS} characters without "
+                "control characters",
+            )
+        if key in RESERVED_METADATA_KEYS:
+            raise ValidationError(
+                field,
+                f"key {key!r} is reserved: memory-core writes it itself (reserved keys: "
+                f"{', '.join(sorted(RESERVED_METADATA_KEYS))})",
+            )
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            field, f"must hold JSON values only (strings, numbers, booleans, null, lists, objects): {exc}"
+        ) from None
+    return dict(value)
+
+
+def validate_category(value: object, field: str = "category") -> str:
+    """Return the normalized (lower-cased, stripped) category or raise :class:`ValidationError`."""
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a string")
+    normalized = value.strip().lower()
+    if not CATEGORY_PATTERN.fullmatch(normalized):
+        raise ValidationError(
+            field,
+            f"{describe_value(value)} must be 1-64 letters (any script), digits, _ - or .",
+        )
+    return normalized
+
+
+#: A ``user_id`` field: validated by :func:`validate_scope_id`, errors name ``user_id``.
+UserId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "user_id"))]
+
+
+#: An ``agent_id`` field: validated by :func:`validate_scope_id`, errors name ``agent_id``.
+AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "agent_id"))]
+
+
+#: A timestamp field: naive values are taken as UTC, aware ones converted to UTC (:func:`ensure_utc`).
+UtcDateTime = Annotated[datetime, AfterValidator(lambda value: ensure_utc(value))]
+
+
+def field_type(model: type[BaseModel], name: str) -> tuple[Any, bool]:
+    """The value type of a model field (without ``| None`` and ``Annotated`` metadata), and whether
+    it may be ``None``. The adapters derive their storage types from it."""
+    annotation: Any = model.model_fields[name].annotation
+    nullable = typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(
+        annotation
+    )
+    if nullable:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            annotation = args[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation, nullable
+
+
+def new_memory_id() -> str:
+    """A fresh random memory id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def ensure_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the range of dates that can be stored") from None
+
+
+def parse_model(model: type[M], data: Any) -> M:
+    """Validate ``data`` into ``model``, turning pydantic's error into the project's error.
+
+    The raised :class:`ValidationError` names the first offending field (dotted path) and says what
+    is wrong with it.
+    """
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except PydanticValidationError as exc:
+        raise _from_pydantic(exc) from None
+
+
+def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
+    errors = exc.errors(include_url=False)
+    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": ("?",), "msg": str(exc)}
+    field = ".".join(str(part) for part in first.get("loc", ())) or exc.title
+    message = str(first.get("msg", "is invalid"))
+    ctx = first.get("ctx")
+    original = ctx.get("error") if isinstance(ctx, dict) else None
+    if isinstance(original, ValidationError):
+        return ValidationError(original.field if field in {"", "?"} else field, original.message)
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return ValidationError(field, message + more)
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+#: Metadata keys memory-core writes into a memory itself; a turn's caller metadata may not use them.
+RESERVED_METADATA_KEYS = frozenset(
+    {
+        "turn_id",
+        "evidence",
+        "updated_by_turn",
+        "deleted_by_turn",
+        "partly_forgotten_by_turn",
+        "redacted_by_turn",
+        "updated_on_request",
+        "status_reason",
+        "status_changed_at",
+    }
+)
+
+
+#: Longest metadata key a turn may carry.
+MAX_METADATA_KEY_CHARS = 128
+
+
+#: A caller's metadata key: 1-128 characters, no control characters.
+METADATA_KEY_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
+
+
+def unit_interval(value: float, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{field} must be a finite number between 0 and 1")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{field} must be between 0 and 1, got {value}")
+    return float(value)
