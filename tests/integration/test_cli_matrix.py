@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from memory_core.cli import main as cli
-from memory_core.cli.main import build_parser, main
+from memory_core.cli import memories, output
+from memory_core.cli.main import main
+from memory_core.cli.parser import build_parser, subparsers
 
 ROOT = Path(__file__).resolve().parents[2]
 USER, AGENT = "u1", "travel"
@@ -155,7 +156,7 @@ def test_a_missing_extra_names_the_pip_install(
     async def needs_it(args: object, out: object) -> int:
         raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
-    monkeypatch.setattr(cli, "cmd_list", needs_it)
+    monkeypatch.setattr(memories, "cmd_list", needs_it)
     assert run("list", *SCOPE) == (1, "")
     assert capsys.readouterr().err == (
         f"memory-core: error: this needs the optional package {module!r}, which is not installed: "
@@ -172,7 +173,7 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
     async def broken(args: object, out: object) -> int:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "cmd_list", broken)
+    monkeypatch.setattr(memories, "cmd_list", broken)
     assert run("list", *SCOPE) == (1, "")
     assert capsys.readouterr().err == (
         "memory-core: error: unexpected RuntimeError: boom (run with --debug for the traceback)\n"
@@ -263,14 +264,14 @@ def test_the_short_ids_ingest_prints_are_accepted_back(tmp_path: Path) -> None:
 
 # -- exit statuses ----------------------------------------------------------------------------------
 def test_each_exit_status(db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run("--db", db, "list", *SCOPE)[0] == cli.EXIT_OK == 0
-    assert run("--db", db, "list", "--user", USER)[0] == cli.EXIT_USAGE == 2  # a missing argument
+    assert run("--db", db, "list", *SCOPE)[0] == output.EXIT_OK == 0
+    assert run("--db", db, "list", "--user", USER)[0] == output.EXIT_USAGE == 2  # a missing argument
     assert "the following arguments are required: --agent" in capsys.readouterr().err
     assert run("--db", db, "search", "q", *SCOPE, "--top", "0")[0] == 2  # a bad value
-    assert run("--db", db, "get", "nope", *SCOPE)[0] == cli.EXIT_NOT_FOUND == 3
+    assert run("--db", db, "get", "nope", *SCOPE)[0] == output.EXIT_NOT_FOUND == 3
     assert run("--db", "absent.db", "list", *SCOPE)[0] == 3
     monkeypatch.setenv("MEMORY_EMBEDDER", "bogus")
-    assert run("--db", db, "list", *SCOPE)[0] == cli.EXIT_FAILURE == 1  # the configuration
+    assert run("--db", db, "list", *SCOPE)[0] == output.EXIT_FAILURE == 1  # the configuration
     assert "MEMORY_EMBEDDER must be one of" in capsys.readouterr().err
 
 
@@ -393,7 +394,7 @@ def test_importing_twice_stores_nothing_twice(db: str, tmp_path: Path) -> None:
 
 # -- help ------------------------------------------------------------------------------------------
 def commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield from cli._subparsers(build_parser())
+    yield from subparsers(build_parser())
 
 
 def has_subcommands(parser: argparse.ArgumentParser) -> bool:

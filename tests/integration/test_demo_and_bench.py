@@ -45,7 +45,7 @@ def test_bench_ingest_reports_throughput_and_embedding_share() -> None:
 def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path) -> None:
     import io
 
-    from memory_core.cli.main import build_parser
+    from memory_core.cli.parser import build_parser
 
     args = build_parser().parse_args(
         ["--json", "bench", "ingest", "--turns", "6", "--scopes", "3", "--concurrency", "1", "3", "--charts", str(tmp_path)]
@@ -61,7 +61,7 @@ def test_bench_ingest_sweeps_concurrency_with_the_floor_beside_it(tmp_path: Path
 
 
 def test_bench_ingest_runs_as_serve_ingests_by_default() -> None:
-    from memory_core.cli.main import build_parser
+    from memory_core.cli.parser import build_parser
     from memory_core.entrypoints.embedded.host import RuntimeOptions
     from memory_core.runtime.lanes import DEFAULT_BATCH
 

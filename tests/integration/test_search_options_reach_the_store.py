@@ -22,7 +22,8 @@ from runtime_helpers import Client
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.cli.main import SEARCH_FLAGS, main
+from memory_core.cli.main import main
+from memory_core.cli.memories import SEARCH_FLAGS
 from memory_core.contract.api import MemoryApi, SearchRequest
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from memory_core.adapters.azure.search_index import FIELD_ROLES, SELECT_FIELDS, build_index, document_field
 from memory_core.adapters.azure.search_store import from_document, to_document
 from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
-from memory_core.cli.main import SEARCH_FLAGS
+from memory_core.cli.memories import SEARCH_FLAGS
 from memory_core.contract.api import ForgettingResponse, MemoryDetail, MemoryView, SearchRequest
 from memory_core.domain.policy import COUNTERS
 from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord

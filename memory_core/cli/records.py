@@ -1,0 +1,111 @@
+"""``memory-core import`` and ``export``: memory records as JSON lines, in and out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from memory_core.cli.arguments import add_scope
+from memory_core.cli.context import progress_for, require_store, service_for, service_with_queue, settings_for
+from memory_core.cli.inputs import input_name, jsonl
+from memory_core.cli.output import EXIT_OK, print_json
+from memory_core.contract.api import export_response
+from memory_core.domain.validation import utcnow
+from memory_core.errors import InputError, ValidationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.cli.arguments import Commands
+
+__all__ = ["EXAMPLES", "add_arguments", "cmd_export", "cmd_import"]
+
+#: The examples ``--help`` shows, by the command's words after ``memory-core``.
+EXAMPLES = {
+    "import": "memory-core --db my.db import records.jsonl   # again: nothing is stored twice",
+    "export": "memory-core --db my.db export --user u1 > u1.jsonl",
+}
+
+
+def add_arguments(commands: Commands) -> None:
+    """Add ``import`` and ``export``."""
+    p = commands.add_parser(
+        "import",
+        help="memory records as JSON lines (a missing embedding is computed; nothing is stored twice)",
+    )
+    p.add_argument("file", help="JSON lines file, or - for standard input")
+    p.add_argument(
+        "--allow-duplicates",
+        action="store_true",
+        help="store every record again: a record without an id gets a new random one (by default it gets "
+        "an id derived from its user, agent, kind and text, and a record already stored is skipped)",
+    )
+    p.set_defaults(handler=cmd_import)
+
+    p = commands.add_parser(
+        "export",
+        help="a user's memory records as JSON lines, every field (--json: the API's export, with history)",
+    )
+    add_scope(p, agent_required=False)
+    p.add_argument("--history", metavar="FILE", help="also write the decision history, as JSON lines, to FILE")
+    p.set_defaults(handler=cmd_export)
+
+
+async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    """Import the file's records (every one checked first); say how many were stored."""
+    from memory_core.service.admin import prepare_record
+
+    lines: list[int] = []
+    rows = jsonl(args.file, lines)
+    settings = settings_for(args)
+    policy, now = settings.policy(), utcnow()
+    for number, row in zip(lines, rows, strict=True):  # every record checked before the store is touched
+        try:
+            prepare_record(row, policy, now)
+        except ValidationError as exc:
+            raise ValidationError(f"{input_name(args.file)}:{number}: {exc.field}", exc.message) from None
+    async with service_for(args, create=True) as service:
+        with progress_for(args).bar("importing", unit="records") as bar:
+            report = await service.import_records(rows, dedupe=not args.allow_duplicates, progress=bar.update)
+    if args.json:
+        print_json(
+            {
+                "imported": report.imported,
+                "updated": report.updated,
+                "skipped": report.skipped,
+                "embedded": report.embedded,
+            },
+            out,
+        )
+    else:
+        out.write(
+            f"imported {report.imported} memories, updated {report.updated}, skipped {report.skipped} "
+            f"(already stored or repeated); {report.embedded} embeddings computed\n"
+        )
+    return EXIT_OK
+
+
+async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    """Write the scope's records as JSON lines (``--json``: the API's export document)."""
+    from memory_core.bootstrap import existing_local_queue
+
+    settings = settings_for(args)
+    require_store(settings)
+    async with service_with_queue(settings, existing_local_queue(settings) if args.json else None) as service:
+        if args.json:  # exactly what GET /api/users/{user_id}/export answers
+            records = [record async for record in service.export(args.user, args.agent)]
+            history = await service.export_history(args.user, args.agent)
+            queued = await service.queued_messages(args.user, args.agent)
+            print_json(export_response(args.user, args.agent, records, history, queued).model_dump(mode="json"), out)
+            return EXIT_OK
+        async for record in service.export(args.user, args.agent):
+            out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
+        if args.history:
+            entries = await service.export_history(args.user, args.agent)
+            try:
+                with Path(args.history).open("w", encoding="utf-8") as handle:
+                    for entry in entries:
+                        handle.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            except OSError as exc:
+                raise InputError(f"cannot write {args.history}: {exc.strerror or exc}") from None
+    return EXIT_OK

@@ -1,0 +1,182 @@
+"""``memory-core serve`` and ``mcp``: the embedded runtime's HTTP API, and the Model Context Protocol server."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, TextIO, cast
+
+from memory_core.cli.arguments import non_negative_int, positive_int
+from memory_core.cli.context import check_new_store, settings_for
+from memory_core.errors import MemoryCoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.cli.arguments import Commands
+    from memory_core.config import Settings
+    from memory_core.entrypoints.embedded.host import EmbeddedRuntime
+
+__all__ = ["EXAMPLES", "add_arguments", "cmd_mcp", "cmd_serve"]
+
+#: The examples ``--help`` shows, by the command's words after ``memory-core``.
+EXAMPLES = {
+    "serve": "memory-core --db my.db serve --port 7071",
+    "mcp": "memory-core --db my.db mcp --user u1",
+}
+
+
+def add_arguments(commands: Commands) -> None:
+    """Add ``serve`` and ``mcp``."""
+    _add_serve(commands)
+    _add_mcp(commands)
+
+
+def _add_serve(commands: Commands) -> None:
+    p = commands.add_parser(
+        "serve",
+        help="the embedded runtime: HTTP API + queue workers + nightly forgetting "
+        "(--json: one JSON line with the URL once it listens)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7071, help="port (default 7071; 0 picks a free one)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="queue workers: turns of as many scopes in flight, their passages embedded together (default 4)",
+    )
+    p.add_argument(
+        "--batch",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="messages of one scope a worker takes at once: their turns extracted and their passages "
+        "embedded in one call, then processed and settled one by one, in order (default 8; 1: one at a time)",
+    )
+    p.add_argument("--lock-seconds", type=float, default=60.0, help="peek-lock duration (default 60)")
+    p.add_argument("--max-deliveries", type=int, default=10, help="deliveries before dead-lettering (default 10)")
+    p.add_argument("--no-scheduler", action="store_true", help="do not run the nightly forgetting job")
+    p.add_argument(
+        "--token",
+        help="bearer token every route but health requires (default MEMORY_API_TOKEN; prefer the variable: "
+        "arguments are visible to other users of the machine); required for a non-loopback --host",
+    )
+    p.add_argument(
+        "--request-concurrency",
+        type=non_negative_int,
+        default=2,
+        help="requests served at once, the others wait their turn so queue workers keep their share "
+        "(default 2; 0: no limit; health and POST /turns never wait)",
+    )
+    p.add_argument(
+        "--recall-window",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how long a scope's recall updates are gathered into one before they are queued (default 2; 0: none)",
+    )
+    p.set_defaults(handler=cmd_serve)
+
+
+def _add_mcp(commands: Commands) -> None:
+    p = commands.add_parser(
+        "mcp", help="a Model Context Protocol server over one user's memories (stdio, or HTTP on 127.0.0.1)"
+    )
+    p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="embedded store file (as the global --db)")
+    p.add_argument("--user", help="the one user whose memories are served (default MEMORY_MCP_USER_ID; required)")
+    p.add_argument("--agent", help="the agent id (default MEMORY_MCP_AGENT_ID, which defaults to 'default')")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or streamable HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP interface to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7072, help="HTTP port (default 7072; 0 picks a free one)")
+    p.add_argument(
+        "--token",
+        help="bearer token every HTTP request needs (default MEMORY_API_TOKEN; prefer the variable); "
+        "required for a non-loopback --host",
+    )
+    p.add_argument("--recall", action="store_true", help="count searches as recalls (default: searches are read-only)")
+    p.set_defaults(handler=cmd_mcp)
+
+
+class _ServeAnnouncer(io.TextIOBase):
+    """``serve --json``: the runtime's lines go to standard error; once it listens, one JSON line on
+    standard output says where (and nothing else is written there)."""
+
+    def __init__(self, out: TextIO, settings: Settings, workers: int) -> None:
+        super().__init__()
+        self._out = out
+        self._settings = settings
+        self._workers = workers
+        self.runtime: EmbeddedRuntime | None = None
+        self.announced = False
+
+    def write(self, text: str) -> int:
+        sys.stderr.write(text)
+        server = None if self.runtime is None else self.runtime.server
+        if not self.announced and self.runtime is not None and server is not None:
+            self.announced = True
+            facts = {
+                "status": "listening",
+                "url": server.url,
+                "store": self._settings.sqlite_path,
+                "queue": self.runtime.queue_path,
+                "workers": self._workers,
+                "pid": os.getpid(),
+            }
+            self._out.write(json.dumps(facts, ensure_ascii=False) + "\n")
+            self._out.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the embedded runtime until it is stopped."""
+    from memory_core.entrypoints.embedded.host import RuntimeOptions, serve_async
+
+    options = RuntimeOptions(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        batch=args.batch,
+        lock_seconds=args.lock_seconds,
+        max_deliveries=args.max_deliveries,
+        scheduler=not args.no_scheduler,
+        token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
+        request_concurrency=args.request_concurrency or None,
+        recall_window_seconds=args.recall_window,
+    )
+    settings = settings_for(args)
+    check_new_store(args, settings)
+    announcer: _ServeAnnouncer | None = None
+    if args.json:
+        announcer = _ServeAnnouncer(out, settings, args.workers)
+
+    def ready(runtime: EmbeddedRuntime) -> None:
+        if announcer is not None:
+            announcer.runtime = runtime
+
+    try:
+        return await serve_async(
+            settings, options, out=out if announcer is None else cast(TextIO, announcer), ready=ready
+        )
+    except OSError as exc:
+        raise MemoryCoreError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
+
+
+async def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the MCP server over one user's memories until it is stopped."""
+    from memory_core.entrypoints.mcp.server import McpOptions, run_mcp
+
+    options = McpOptions(
+        user_id=args.user,
+        agent_id=args.agent,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
+        recall=args.recall,
+    )
+    return await run_mcp(settings_for(args), options, out=out)
