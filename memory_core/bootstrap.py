@@ -83,7 +83,7 @@ def _model_embedder(settings: Settings) -> Embedder:
 
         return HashingEmbedder()
     if settings.embedder == "azure_openai":
-        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}")
+        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder: Embedder = openai_models.OpenAIEmbedder.azure(
             endpoint=settings.azure_openai_endpoint,
             deployment=settings.azure_openai_embedding_deployment,
@@ -95,7 +95,7 @@ def _model_embedder(settings: Settings) -> Embedder:
         )
         return embedder
     if settings.embedder in {"openai", "compatible"}:
-        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}")
+        openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder = openai_models.OpenAIEmbedder.openai_compatible(
             base_url=settings.llm_api_root,
             model=settings.embedding_model,
@@ -169,10 +169,11 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
     return SQLiteHistoryStore(settings.sqlite_path)
 
 
-def _openai_models(what: str) -> ModuleType:
-    """The ``openai`` adapters, or a message naming the extra that brings the ``openai`` package."""
+def _openai_models(what: str, module: str) -> ModuleType:
+    """The ``openai`` adapter ``module`` (``openai_chat``, ``openai_embedder``), or a message naming the
+    extra that brings the ``openai`` package."""
     try:
-        openai_models = importlib.import_module("memory_core.adapters.models.openai")
+        openai_models = importlib.import_module(f"memory_core.adapters.models.{module}")
     except ModuleNotFoundError as exc:
         raise ConfigurationError(
             f"{what} needs the openai package: pip install 'memory-core[llm]' (or [azure]); {exc}"
@@ -202,12 +203,12 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     ``openai`` and ``compatible``: the ``openai`` client on ``MEMORY_LLM_BASE_URL`` with
     ``MEMORY_LLM_API_KEY`` (optional for ``compatible``). Sampling parameters are never sent unless asked
     for, and structured output falls back to JSON mode where a server lacks it
-    (:class:`~memory_core.adapters.models.openai.OpenAIChatModel`).
+    (:class:`~memory_core.adapters.models.openai_chat.OpenAIChatModel`).
     """
     provider = settings.chat_provider
     if provider == "none":
         return None
-    OpenAIChatModel = _openai_models(f"MEMORY_LLM_PROVIDER={provider}").OpenAIChatModel
+    OpenAIChatModel = _openai_models(f"MEMORY_LLM_PROVIDER={provider}", "openai_chat").OpenAIChatModel
 
     model: ChatModel
     if provider == "azure":

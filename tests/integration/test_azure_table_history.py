@@ -19,7 +19,8 @@ from azure.core.exceptions import ServiceRequestError
 from fake_table_service import FakeTableService, TableFault
 from functions_env import Recorder, history_store
 
-from memory_core.adapters.azure.table_history import AzureTableHistoryStore, partition_key
+from memory_core.adapters.azure.table_history import AzureTableHistoryStore
+from memory_core.adapters.azure.table_keys import partition_key
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.config import Settings
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent

@@ -24,14 +24,14 @@ from azurite import Azurite, running_azurite
 from test_azure_table_history import S1, S1B, S2, T0, entry
 
 from memory_core.adapters.azure.retry import RetrySettings
-from memory_core.adapters.azure.table_history import (
-    DEFAULT_TABLE,
+from memory_core.adapters.azure.table_entities import (
     MAX_TRANSACTION_BYTES,
-    AzureTableHistoryStore,
     check_entity,
     entity_bytes,
     request_bytes,
 )
+from memory_core.adapters.azure.table_history import DEFAULT_TABLE, AzureTableHistoryStore
+from memory_core.adapters.azure.table_records import entry_entity
 from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
 from memory_core.ports import DeadLetter
@@ -210,7 +210,7 @@ def test_an_entity_at_the_budget_is_accepted_and_one_character_more_is_refused(
     text = {"ascii": "memory ", "japanese": JAPANESE, "emoji": EMOJI}[alphabet]
 
     def make(n: int) -> dict[str, Any]:
-        return AzureTableHistoryStore._entry_entity("u1|a1", 1, entry("m1", text=repeat(text, n)), "t1", 0, 0)
+        return entry_entity("u1|a1", 1, entry("m1", text=repeat(text, n)), "t1", 0, 0)
 
     n = largest_fitting(make, 600_000)
     assert n > {"ascii": 500_000, "japanese": 150_000, "emoji": 70_000}[alphabet]
@@ -241,7 +241,7 @@ def test_the_service_agrees_an_oversized_entity_is_too_large(azurite: Azurite) -
     table = TableClient.from_connection_string(azurite.connection_string, f"t{uuid.uuid4().hex[:24]}")
     table.create_table()
     try:
-        entity = AzureTableHistoryStore._entry_entity("u1|a1", 1, entry("m1"), None, None, 0)
+        entity = entry_entity("u1|a1", 1, entry("m1"), None, None, 0)
         entity.update({f"after_{i}": JAPANESE * 640 for i in range(40)})  # 16,000 characters each
         entity["after_n"] = 40
         with pytest.raises(ValidationError):
@@ -276,7 +276,7 @@ async def test_appends_are_split_into_transactions_within_4_mib(store: AzureTabl
     # 14 entries of about 300 KB of JSON each (Japanese escapes to 6 bytes a character): over 4 MiB together.
     entries = [entry(f"m{i}", text=repeat(JAPANESE, 50_000), minutes=i) for i in range(14)]
     total = sum(
-        request_bytes(AzureTableHistoryStore._entry_entity("u1|a1", 1, e, None, None, 0)) for e in entries
+        request_bytes(entry_entity("u1|a1", 1, e, None, None, 0)) for e in entries
     )
     assert total > MAX_TRANSACTION_BYTES
     await store.append(entries)

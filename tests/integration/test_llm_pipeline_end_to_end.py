@@ -15,7 +15,7 @@ from typing import Any
 from fake_openai_server import FakeOpenAIServer, Reply
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.adapters.models.openai import OpenAIChatModel
+from memory_core.adapters.models.openai_chat import OpenAIChatModel
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.domain.records import MemoryStatus, Scope

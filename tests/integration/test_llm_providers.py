@@ -21,7 +21,7 @@ import pydantic
 import pytest
 from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 
-from memory_core.adapters.models import openai as openai_models
+from memory_core.adapters.models import openai_chat, openai_clients
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_chat_model, build_embedder, build_service, load_settings
 from memory_core.domain.records import Scope
@@ -48,7 +48,7 @@ def entra(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     FakeCredential.closed = False
     monkeypatch.setattr(
-        openai_models, "azure_token_provider", lambda client_id=None: (provider, FakeCredential())
+        openai_clients, "azure_token_provider", lambda client_id=None: (provider, FakeCredential())
     )
     yield
 
@@ -328,7 +328,7 @@ def test_usage_counts_calls_requests_and_tokens(server: FakeOpenAIServer) -> Non
                 }
             )
         )
-        assert isinstance(model, openai_models.OpenAIChatModel)
+        assert isinstance(model, openai_chat.OpenAIChatModel)
         try:
             from memory_core.service.prompts.extraction import ExtractionOutput
 
@@ -353,7 +353,7 @@ def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, serv
     from memory_core.domain.messages import Turn
 
     async def scenario() -> None:
-        model = openai_models.OpenAIChatModel.openai_compatible(base_url=server.base_url, model="mine")
+        model = openai_chat.OpenAIChatModel.openai_compatible(base_url=server.base_url, model="mine")
         client = LocalMemoryClient.open(
             sqlite_path=tmp_path / "m.db", embedder=HashingEmbedder(), chat_model=model, episodes=False
         )
@@ -397,7 +397,7 @@ def test_a_short_serve_token_is_refused_when_settings_load() -> None:
 def test_a_missing_openai_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "memory_core.adapters.models.openai", None)
+    monkeypatch.setitem(sys.modules, "memory_core.adapters.models.openai_chat", None)
     settings = load_settings(
         {
             "MEMORY_LLM_PROVIDER": "compatible",

@@ -14,7 +14,8 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, Reply
 from openai import AsyncOpenAI
 
-from memory_core.adapters.models.openai import AzureOpenAIEmbedder, OpenAIChatModel
+from memory_core.adapters.models.openai_chat import OpenAIChatModel
+from memory_core.adapters.models.openai_embedder import AzureOpenAIEmbedder
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError
 from memory_core.ports import ChatModel, Embedder

@@ -10,17 +10,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.adapters.azure.table_history import (
+from memory_core.adapters.azure.table_entities import (
     CHUNK_CHARS,
     ENTITY_BUDGET,
     MAX_ENTITY_BYTES,
     REQUEST_BUDGET,
-    AzureTableHistoryStore,
-    _put_text,
     check_entity,
     entity_bytes,
+    put_text,
     request_bytes,
 )
+from memory_core.adapters.azure.table_records import entry_entity
 from memory_core.domain.messages import HistoryEntry, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
 
@@ -43,7 +43,7 @@ def history_entry(text: str, before: str | None = None) -> HistoryEntry:
 
 
 def build(text: str, before: str | None = None) -> dict[str, object]:
-    return AzureTableHistoryStore._entry_entity("u1|a1", 1, history_entry(text, before), "t1", 0, 0)
+    return entry_entity("u1|a1", 1, history_entry(text, before), "t1", 0, 0)
 
 
 def test_the_size_counts_two_bytes_a_utf16_code_unit_and_the_overheads() -> None:
@@ -65,10 +65,10 @@ def test_the_size_counts_two_bytes_a_utf16_code_unit_and_the_overheads() -> None
 
 def test_chunks_fit_a_property_even_when_every_character_is_an_emoji() -> None:
     entity: dict[str, object] = {}
-    _put_text(entity, "body", "🍵" * (CHUNK_CHARS + 5))
+    put_text(entity, "body", "🍵" * (CHUNK_CHARS + 5))
     assert entity["body_n"] == 2
     assert all(len(str(entity[f"body_{i}"]).encode("utf-16-le")) <= 64 * 1024 for i in range(2))
-    _put_text(entity, "none", None)
+    put_text(entity, "none", None)
     assert entity["none_n"] == -1
 
 

@@ -49,7 +49,7 @@ from azure.search.documents.indexes.models import (
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
 from memory_core.adapters.azure.retry import RetrySettings, Sleep, call_with_retries
-from memory_core.domain.ranking import PROFILES, FunctionKind, ScoringProfile
+from memory_core.domain.ranking import PROFILES, FunctionKind, ScoringFunction, ScoringProfile
 from memory_core.domain.records import MemoryRecord
 from memory_core.domain.validation import field_type
 from memory_core.errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
@@ -261,35 +261,28 @@ def _fields(dimensions: int) -> list[SearchField]:
 
 def render_scoring_profile(profile: ScoringProfile) -> AzureScoringProfile:
     """The Azure scoring profile for one of :mod:`memory_core.domain.ranking`'s profiles."""
-    functions: list[MagnitudeScoringFunction | FreshnessScoringFunction] = []
-    for function in profile.functions:
-        if function.kind == FunctionKind.MAGNITUDE:
-            functions.append(
-                MagnitudeScoringFunction(
-                    field_name=function.field,
-                    boost=function.boost,
-                    interpolation=function.interpolation.value,
-                    parameters=MagnitudeScoringParameters(
-                        boosting_range_start=function.range_start,
-                        boosting_range_end=function.range_end,
-                        should_boost_beyond_range_by_constant=function.constant_boost_beyond_range,
-                    ),
-                )
-            )
-        else:
-            functions.append(
-                FreshnessScoringFunction(
-                    field_name=function.field,
-                    boost=function.boost,
-                    interpolation=function.interpolation.value,
-                    parameters=FreshnessScoringParameters(
-                        boosting_duration=timedelta(days=function.boosting_duration_days)
-                    ),
-                )
-            )
     return AzureScoringProfile(
-        name=profile.name, functions=list(functions), function_aggregation=profile.aggregation
+        name=profile.name,
+        functions=[_scoring_function(function) for function in profile.functions],
+        function_aggregation=profile.aggregation,
     )
+
+
+def _scoring_function(function: ScoringFunction) -> MagnitudeScoringFunction | FreshnessScoringFunction:
+    common: dict[str, Any] = {
+        "field_name": function.field,
+        "boost": function.boost,
+        "interpolation": function.interpolation.value,
+    }
+    if function.kind == FunctionKind.MAGNITUDE:
+        magnitude = MagnitudeScoringParameters(
+            boosting_range_start=function.range_start,
+            boosting_range_end=function.range_end,
+            should_boost_beyond_range_by_constant=function.constant_boost_beyond_range,
+        )
+        return MagnitudeScoringFunction(**common, parameters=magnitude)
+    freshness = FreshnessScoringParameters(boosting_duration=timedelta(days=function.boosting_duration_days))
+    return FreshnessScoringFunction(**common, parameters=freshness)
 
 
 def build_index(

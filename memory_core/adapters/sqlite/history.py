@@ -16,7 +16,6 @@ turn is dropped. ``secure_delete`` is on (deleted rows are zeroed in the file), 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import uuid
@@ -25,8 +24,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory_core.adapters.history_codec import (
+    JOURNAL_FIELDS,
+    candidates_json,
+    entry_fields,
+    entry_from_fields,
+    iso_time,
+    journal_from_fields,
+)
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
-from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.ports import TurnJournal
@@ -83,6 +90,8 @@ _CHECKPOINT_PREFIX = "checkpoint:"
 #: The ``agent_id`` of a tombstone that covers every agent of its user (no scope id is empty).
 _ALL_AGENTS = ""
 _COLUMNS = "memory_id, user_id, agent_id, event, before_json, after_json, reason, turn_id, at"
+#: The fields of :data:`_COLUMNS` as :func:`~memory_core.adapters.history_codec.entry_from_fields` reads them.
+_ENTRY_ROW = ("memory_id", "user_id", "agent_id", "event", "before", "after", "reason", "turn_id", "at")
 
 
 def history_entry_id(scope: Scope, turn_id: str, step: int, position: int) -> str:
@@ -90,14 +99,6 @@ def history_entry_id(scope: Scope, turn_id: str, step: int, position: int) -> st
     return uuid.uuid5(
         _NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}\x1f{position}"
     ).hex
-
-
-def _dump(value: dict[str, Any] | None) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _time(value: datetime) -> str:
-    return ensure_utc(value).isoformat()
 
 
 class SQLiteHistoryStore:
@@ -154,40 +155,25 @@ class SQLiteHistoryStore:
         )
 
     def _insert(self, entry_id: str, entry: HistoryEntry, step: int | None, position: int, seq: int) -> None:
+        fields = entry_fields(entry)
         self._conn.execute(
             "INSERT OR IGNORE INTO history_entries (entry_id, user_id, agent_id, memory_id, turn_id, step, "
             "position, seq, event, before_json, after_json, reason, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                entry_id,
-                validate_scope_id(entry.user_id, "user_id"),
-                validate_scope_id(entry.agent_id, "agent_id"),
-                entry.memory_id,
-                entry.turn_id,
-                step,
-                position,
-                seq,
-                MemoryEvent(entry.event).value,
-                _dump(entry.before),
-                _dump(entry.after),
-                entry.reason,
-                _time(entry.at),
-            ),
+            "VALUES (:entry_id, :user_id, :agent_id, :memory_id, :turn_id, :step, "
+            ":position, :seq, :event, :before, :after, :reason, :at)",
+            {
+                **fields,
+                "entry_id": entry_id,
+                "turn_id": entry.turn_id,
+                "step": step,
+                "position": position,
+                "seq": seq,
+            },
         )
 
     @staticmethod
     def _entry(row: Sequence[Any]) -> HistoryEntry:
-        return HistoryEntry(
-            memory_id=row[0],
-            user_id=row[1],
-            agent_id=row[2],
-            event=MemoryEvent(row[3]),
-            before=None if row[4] is None else json.loads(row[4]),
-            after=None if row[5] is None else json.loads(row[5]),
-            reason=row[6],
-            turn_id=row[7],
-            at=datetime.fromisoformat(row[8]),
-        )
+        return entry_from_fields(dict(zip(_ENTRY_ROW, row, strict=True)))
 
     def _journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:
         row = self._conn.execute(
@@ -201,17 +187,8 @@ class SQLiteHistoryStore:
             "SELECT step FROM history_steps WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
             (scope.user_id, scope.agent_id, turn_id),
         ).fetchall()
-        return TurnJournal(
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            turn_id=turn_id,
-            candidates=tuple(MemoryCandidate.model_validate(c) for c in json.loads(row[0])),
-            extraction_path=row[1],
-            fallback_reason=row[2],
-            started_at=datetime.fromisoformat(row[3]),
-            completed_steps=frozenset(int(s[0]) for s in steps),
-            processed_at=None if row[4] is None else datetime.fromisoformat(row[4]),
-        )
+        fields = dict(zip(JOURNAL_FIELDS, row, strict=True))
+        return journal_from_fields(scope, turn_id, fields, (int(s[0]) for s in steps))
 
     # -- the port -------------------------------------------------------------------------------
     async def append(self, entries: Sequence[HistoryEntry]) -> None:
@@ -240,7 +217,7 @@ class SQLiteHistoryStore:
         at: datetime,
     ) -> TurnJournal:
         """Record the turn's candidates unless an earlier attempt did; return what is recorded."""
-        payload = json.dumps([c.model_dump(mode="json") for c in candidates], ensure_ascii=False)
+        payload = candidates_json(candidates)
         with self._lock:
             self._begin()
             try:
@@ -254,7 +231,7 @@ class SQLiteHistoryStore:
                         payload,
                         extraction_path,
                         fallback_reason,
-                        _time(at),
+                        iso_time(at),
                     ),
                 )
                 journal = self._journal(scope, turn_id)
@@ -331,7 +308,7 @@ class SQLiteHistoryStore:
 
     async def mark_turn_processed(self, scope: Scope, turn_id: str, at: datetime) -> None:
         """Mark a turn done; a turn that never began gets an empty journal."""
-        stamp = _time(at)
+        stamp = iso_time(at)
         with self._lock:
             self._begin()
             try:
@@ -387,7 +364,7 @@ class SQLiteHistoryStore:
                 self._conn.execute(
                     "INSERT INTO history_tombstones (user_id, agent_id, purged_at) VALUES (?, ?, ?) "
                     "ON CONFLICT (user_id, agent_id) DO UPDATE SET purged_at = excluded.purged_at",
-                    (user_id, agent, _time(kept)),
+                    (user_id, agent, iso_time(kept)),
                 )
                 self._conn.execute("COMMIT")
             except BaseException as exc:

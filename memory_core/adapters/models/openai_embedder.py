@@ -1,0 +1,182 @@
+"""The embedder on the ``openai`` SDK: :class:`OpenAIEmbedder` (formerly ``AzureOpenAIEmbedder``, still
+importable) implements :class:`~memory_core.ports.Embedder` on an Azure OpenAI deployment, OpenAI or an
+OpenAI-compatible server (float32 unit vectors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import openai
+from openai import AsyncOpenAI
+
+from memory_core.adapters.models.openai_clients import (
+    ClientOwner,
+    TokenProvider,
+    azure_client,
+    compatible_client,
+)
+from memory_core.adapters.models.openai_errors import translate_error
+from memory_core.errors import ConfigurationError, PermanentError
+
+__all__ = ["AzureOpenAIEmbedder", "OpenAIEmbedder"]
+
+
+class OpenAIEmbedder(ClientOwner):
+    """:class:`~memory_core.ports.Embedder` on an Azure OpenAI, OpenAI or OpenAI-compatible embeddings model.
+
+    Queries and passages are embedded the same way. Vectors are re-normalized to unit length.
+
+    Args:
+        client: An ``AsyncOpenAI`` or ``AsyncAzureOpenAI`` client.
+        model: Model name, or the embeddings deployment on Azure.
+        dimensions: Vector size. Sent as ``dimensions`` when ``send_dimensions`` (text-embedding-3
+            models can shorten vectors); otherwise only checked against what the model returns.
+        owns_client: Close ``client`` in :meth:`close`.
+        credential: An async credential to close in :meth:`close`.
+        batch_size: Texts per request.
+        send_dimensions: Ask the model for ``dimensions`` (many compatible servers reject the parameter).
+        provider: The first part of :attr:`name` (``azure-openai``, ``openai``, ``compatible``).
+    """
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        model: str,
+        dimensions: int,
+        owns_client: bool = False,
+        credential: Any = None,
+        batch_size: int = 64,
+        send_dimensions: bool = True,
+        provider: str = "azure-openai",
+    ) -> None:
+        if dimensions < 1:
+            raise ConfigurationError("embedding dimensions must be positive")
+        if not model:
+            raise ConfigurationError("an embedding model or deployment name is required")
+        super().__init__(client, owns_client=owns_client, credential=credential)
+        self._model = model
+        self._dimensions = dimensions
+        self._batch_size = max(1, batch_size)
+        self._send_dimensions = send_dimensions
+        self._provider = provider
+
+    @classmethod
+    def azure(
+        cls,
+        *,
+        endpoint: str,
+        deployment: str,
+        api_version: str,
+        dimensions: int = 1536,
+        token_provider: TokenProvider | None = None,
+        client_id: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        headers: Mapping[str, str] | None = None,
+    ) -> OpenAIEmbedder:
+        """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens (either
+        endpoint, as for :meth:`OpenAIChatModel.azure`)."""
+        if not endpoint or not deployment:
+            raise ConfigurationError("Azure OpenAI embeddings need an endpoint and a deployment")
+        client, credential = azure_client(
+            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries, headers
+        )
+        return cls(client, model=deployment, dimensions=dimensions, owns_client=True, credential=credential)
+
+    @classmethod
+    def openai_compatible(
+        cls,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: str | None = None,
+        send_dimensions: bool = False,
+        provider: str = "compatible",
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        headers: Mapping[str, str] | None = None,
+    ) -> OpenAIEmbedder:
+        """An embedder on OpenAI or an OpenAI-compatible endpoint (``.../v1/embeddings``).
+
+        Args:
+            base_url: The API root.
+            model: Model name.
+            dimensions: The model's vector size (or the size to ask for, with ``send_dimensions``).
+            api_key: Bearer key if the endpoint wants one.
+            send_dimensions: Send ``dimensions`` (OpenAI's text-embedding-3 models take it).
+            provider: The first part of :attr:`name`.
+            timeout: Seconds per HTTP attempt.
+            max_retries: Transport retries after the first attempt.
+            headers: Extra HTTP headers on every request.
+        """
+        if not base_url:
+            raise ConfigurationError("an OpenAI-compatible embedder needs a base URL")
+        client = compatible_client(base_url, api_key, timeout, max_retries, headers)
+        return cls(
+            client,
+            model=model,
+            dimensions=dimensions,
+            owns_client=True,
+            send_dimensions=send_dimensions,
+            provider=provider,
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self._provider}-{self._model}-{self._dimensions}"
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        """One unit vector for a query."""
+        vectors = await self.embed_passages([text])
+        vector: np.ndarray = vectors[0]
+        return vector
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts`` (``(len(texts), dimensions)``, float32)."""
+        if not texts:
+            return np.zeros((0, self._dimensions), dtype=np.float32)
+        rows: list[np.ndarray] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = [t if t.strip() else " " for t in texts[start : start + self._batch_size]]
+            rows.extend(self._unit_vector(embedding) for embedding in await self._embed(batch))
+        matrix: np.ndarray = np.stack(rows).astype(np.float32, copy=False)
+        return matrix
+
+    async def _embed(self, batch: list[str]) -> list[list[float]]:
+        """One request's embeddings, in the order of ``batch``."""
+        try:
+            if self._send_dimensions:
+                response = await self._client.embeddings.create(
+                    model=self._model, input=batch, dimensions=self._dimensions
+                )
+            else:
+                response = await self._client.embeddings.create(model=self._model, input=batch)
+        except openai.OpenAIError as exc:
+            raise translate_error(exc, "embedding") from exc
+        items = sorted(response.data, key=lambda item: item.index)
+        if len(items) != len(batch):
+            raise PermanentError(f"embedding returned {len(items)} vectors for {len(batch)} texts")
+        return [item.embedding for item in items]
+
+    def _unit_vector(self, embedding: list[float]) -> np.ndarray:
+        vector = np.asarray(embedding, dtype=np.float32)
+        if vector.shape != (self._dimensions,):
+            raise PermanentError(
+                f"embedding model {self._model!r} returned {vector.shape[0]} dimensions; "
+                f"expected {self._dimensions} (MEMORY_EMBEDDING_DIMENSIONS)"
+            )
+        norm = float(np.linalg.norm(vector))
+        result: np.ndarray = vector / norm if norm > 0 else vector
+        return result
+
+
+#: The former name of :class:`OpenAIEmbedder` (it always took any OpenAI-compatible client).
+AzureOpenAIEmbedder = OpenAIEmbedder
