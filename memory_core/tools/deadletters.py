@@ -515,7 +515,7 @@ def open_dead_letters(
 
 # -- the command line (``memory-core deadletters``) -----------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``deadletters list|replay`` arguments (``memory_core.cli.main`` adds the parser)."""
+    """The ``deadletters list|replay`` arguments (``memory_core.cli.maintenance`` adds the parser)."""
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
