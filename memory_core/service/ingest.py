@@ -64,7 +64,7 @@ from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, P
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, parse_model
 from memory_core.errors import ValidationError
 from memory_core.language.text import has_japanese
-from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
+from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore, TurnJournal
 from memory_core.service.consolidation.consolidator import (
     Consolidation,
     MemoryConsolidator,
@@ -135,6 +135,13 @@ def episode_id_for(scope: Scope, turn_id: str, message: int) -> str:
 def memory_id_for(scope: Scope, turn_id: str, step: int) -> str:
     """The id a memory added by candidate ``step`` of a turn gets (deterministic, 32 hex digits)."""
     return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}").hex
+
+
+def step_memory_id(scope: Scope, turn_id: str, step: int, candidate: MemoryCandidate) -> str:
+    """The id a memory added by a step gets: an episode's names its message, a fact's its step."""
+    if candidate.kind is CandidateKind.EPISODE:
+        return episode_id_for(scope, turn_id, candidate.message)
+    return memory_id_for(scope, turn_id, step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,52 +346,75 @@ async def prepare_turns(
     Returns:
         One entry per turn, in order: its preparation, or ``None``.
     """
-    extracted: list[tuple[Turn, _Extraction, list[MemoryCandidate]] | None] = []
-    failed = False
+    extracted = await _extract_ahead(turns, history, extractor, episodes)
+    vectors = await _embed_ahead(embedder, [c.memory for item in extracted if item is not None for c in item[2]], len(turns))
+    return [
+        None
+        if item is None
+        else PreparedTurn(item[0], item[1], {c.memory: vectors[c.memory] for c in item[2] if c.memory in vectors})
+        for item in extracted
+    ]
+
+
+#: A turn extracted ahead: the turn, what the extractor made of it, and its candidates (facts, then episodes).
+_Extracted = tuple[Turn, _Extraction, list[MemoryCandidate]]
+
+
+async def _extract_ahead(
+    turns: Sequence[Turn], history: HistoryStore, extractor: CandidateExtractor, episodes: EpisodePolicy | None
+) -> list[_Extracted | None]:
+    """Each turn extracted, in order; ``None`` for one begun or purged, and for every turn from the first
+    whose extraction failed on."""
+    extracted: list[_Extracted | None] = []
     for turn in turns:
-        if failed:
-            extracted.append(None)
-            continue
-        scope = turn.scope
         try:
-            if (
-                purged_before(turn.occurred_at, await history.tombstone(scope))
-                or await history.turn_processed(scope, turn.turn_id)
-                or await history.journal(scope, turn.turn_id)
-            ):
+            if await _begun_or_purged(history, turn):
                 extracted.append(None)
                 continue
             extraction = await extractor.extract(turn)
-            facts = list(extraction.candidates)
-            kept = episode_candidates(turn, facts, episodes) if episodes is not None else []
+            candidates = turn_candidates(turn, extraction, episodes)
         except Exception as exc:  # ingesting the turn raises it again, where it is handled
             logger.info("turn %s not prepared ahead: %s: %s", turn.turn_id, type(exc).__name__, exc)
-            failed = True
-            extracted.append(None)
-            continue
-        extracted.append((turn, extraction, facts + kept))
-    texts = list(dict.fromkeys(c.memory for item in extracted if item is not None for c in item[2]))
-    vectors: dict[str, np.ndarray] = {}
-    if texts:
-        try:
-            matrix = await embedder.embed_passages(texts)
-            if len(matrix) != len(texts):
-                raise ValueError(f"{len(matrix)} vectors for {len(texts)} passages")
-            vectors = {text: np.array(matrix[i]) for i, text in enumerate(texts)}
-        except Exception as exc:  # each turn embeds its own candidates when it is ingested
-            logger.info("candidates of %s turns not embedded ahead: %s: %s", len(turns), type(exc).__name__, exc)
-    prepared: list[PreparedTurn | None] = []
-    for item in extracted:
-        if item is None:
-            prepared.append(None)
-            continue
-        turn, extraction, candidates = item
-        own = {c.memory: vectors[c.memory] for c in candidates if c.memory in vectors}
-        prepared.append(PreparedTurn(turn, extraction, own))
-    return prepared
+            break
+        extracted.append((turn, extraction, candidates))
+    return extracted + [None] * (len(turns) - len(extracted))
 
 
-def _entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str | None = None) -> HistoryEntry:
+async def _begun_or_purged(history: HistoryStore, turn: Turn) -> bool:
+    """Whether a turn is not to be prepared: its scope's purge drops it, or its ingestion has begun
+    (its candidates are in its journal) or is done."""
+    scope = turn.scope
+    return (
+        purged_before(turn.occurred_at, await history.tombstone(scope))
+        or await history.turn_processed(scope, turn.turn_id)
+        or await history.journal(scope, turn.turn_id) is not None
+    )
+
+
+async def _embed_ahead(embedder: Embedder, texts: Sequence[str], turns: int) -> dict[str, np.ndarray]:
+    """The vectors of ``texts`` by text, from one call; none when it fails (each turn embeds its own
+    candidates when it is ingested)."""
+    distinct = list(dict.fromkeys(texts))
+    if not distinct:
+        return {}
+    try:
+        matrix = await embedder.embed_passages(distinct)
+        if len(matrix) != len(distinct):
+            raise ValueError(f"{len(matrix)} vectors for {len(distinct)} passages")
+    except Exception as exc:  # each turn embeds its own candidates when it is ingested
+        logger.info("candidates of %s turns not embedded ahead: %s: %s", turns, type(exc).__name__, exc)
+        return {}
+    return {text: np.array(matrix[i]) for i, text in enumerate(distinct)}
+
+
+def turn_candidates(turn: Turn, extraction: _Extraction, episodes: EpisodePolicy | None) -> list[MemoryCandidate]:
+    """A turn's candidates, as its journal records them: the extracted facts, then its episodes (when
+    they are kept)."""
+    facts = list(extraction.candidates)
+    return facts + (episode_candidates(turn, facts, episodes) if episodes is not None else [])
+
+
+def step_entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str | None = None) -> HistoryEntry:
     """The history entry of one step; a decision not made by the rules says how (``[llm gpt-4.1-mini]``)."""
     how = f"{path} {model}" if model else path
     reason = decision.reason if path in ("rules", "recorded") else f"[{how}] {decision.reason}"
@@ -400,7 +430,7 @@ def _entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str |
     )
 
 
-def _decision_from_entry(entry: HistoryEntry, candidate: MemoryCandidate) -> Decision:
+def decision_from_entry(entry: HistoryEntry, candidate: MemoryCandidate) -> Decision:
     return Decision(
         event=entry.event,
         candidate=candidate,
@@ -420,43 +450,47 @@ async def _write(store: MemoryStore, decision: Decision) -> None:
     await store.upsert([after])
 
 
-async def _reapply(
+async def reapply(
     store: MemoryStore,
     embedder: Embedder,
     scope: Scope,
     entries: Sequence[HistoryEntry],
-    history: HistoryStore | None = None,
-    turn: Turn | None = None,
+    history: HistoryStore,
+    turn: Turn,
 ) -> None:
     """Bring the store to the recorded after-states of a turn's decided steps (idempotent)."""
-    last: dict[str, dict[str, Any]] = {}
+    first, last = _recorded_states(entries)
+    for memory_id, state in last.items():
+        wanted = MemoryRecord.model_validate(state)
+        await catch_up_redactions(store, history, embedder, wanted, first.get(memory_id), turn)
+        await _restore(store, embedder, scope, memory_id, wanted)
+
+
+def _recorded_states(entries: Sequence[HistoryEntry]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The first recorded before-state and the last recorded after-state of each memory ``entries`` change."""
     first: dict[str, dict[str, Any]] = {}
+    last: dict[str, dict[str, Any]] = {}
     for entry in entries:
         if entry.after is not None and entry.memory_id:
             last[entry.memory_id] = entry.after
             if entry.before is not None:
                 first.setdefault(entry.memory_id, entry.before)
-    for memory_id, state in last.items():
-        wanted = MemoryRecord.model_validate(state)
-        if wanted.status is MemoryStatus.DELETED and wanted.kind is MemoryKind.FACT and turn is not None:
-            # A forgotten fact's episodes are redacted after its write; a crash in between is caught up
-            # here (redacting twice changes nothing).
-            await forget_in_episodes(store, history, embedder, wanted, turn)
-        elif turn is not None and wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and memory_id in first:
-            # the same for the part of a compound memory a forget request named
-            before = MemoryRecord.model_validate(first[memory_id])
-            await forget_in_episodes(store, history, embedder, wanted, turn, forgotten_parts(before, wanted))
-        current = await store.get(scope, memory_id)
-        if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
-            include_embedding=False
-        ):
-            continue
-        if current is not None and current.memory == wanted.memory and current.embedding is not None:
-            embedding = current.embedding
-        else:
-            embedding = [float(x) for x in (await embedder.embed_passages([wanted.memory]))[0]]
-        logger.info("re-applying recorded state of memory %s (turn redelivered)", memory_id)
-        await store.upsert([wanted.model_copy(update={"embedding": embedding})])
+    return first, last
+
+
+async def _restore(store: MemoryStore, embedder: Embedder, scope: Scope, memory_id: str, wanted: MemoryRecord) -> None:
+    """Write ``wanted`` unless the store holds it already (keeping the stored vector of the same text)."""
+    current = await store.get(scope, memory_id)
+    if current is not None and current.to_json_dict(include_embedding=False) == wanted.to_json_dict(
+        include_embedding=False
+    ):
+        return
+    if current is not None and current.memory == wanted.memory and current.embedding is not None:
+        embedding = current.embedding
+    else:
+        embedding = [float(x) for x in (await embedder.embed_passages([wanted.memory]))[0]]
+    logger.info("re-applying recorded state of memory %s (turn redelivered)", memory_id)
+    await store.upsert([wanted.model_copy(update={"embedding": embedding})])
 
 
 def _with_turn_metadata(decision: Decision, candidate: MemoryCandidate, turn: Turn) -> Decision:
@@ -562,6 +596,45 @@ async def forget_in_episodes(
     return changed
 
 
+async def redact_episodes(
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    candidate: MemoryCandidate,
+    decision: Decision,
+    turn: Turn,
+) -> None:
+    """Forget in the episodes what one step's decision forgot: a deleted fact, or the part of a
+    compound memory a forget request took out of it (the episodes lose that part only)."""
+    if decision.event is MemoryEvent.DELETE and decision.after is not None:
+        await forget_in_episodes(store, history, embedder, decision.after, turn)
+    elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
+        gone = forgotten_parts(decision.before, decision.after)
+        await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
+
+
+async def catch_up_redactions(
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    wanted: MemoryRecord,
+    before: Mapping[str, Any] | None,
+    turn: Turn,
+) -> None:
+    """:func:`redact_episodes` again for a recorded step of a redelivered turn (the redaction follows
+    the step's write; a crash in between is caught up here, and redacting twice changes nothing).
+
+    Args:
+        wanted: The recorded after-state of a memory the turn changed.
+        before: Its first recorded before-state in the turn (``None``: the turn added it).
+    """
+    if wanted.status is MemoryStatus.DELETED and wanted.kind is MemoryKind.FACT:
+        await forget_in_episodes(store, history, embedder, wanted, turn)
+    elif wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and before is not None:
+        parts = forgotten_parts(MemoryRecord.model_validate(before), wanted)
+        await forget_in_episodes(store, history, embedder, wanted, turn, parts)
+
+
 def purged_before(moment: datetime, tombstone: datetime | None) -> bool:
     """Whether something dated ``moment`` (a turn's ``occurred_at``, a recall update's ``at``) is
     covered by a purge at ``tombstone``: at or before it. ``None``: never purged."""
@@ -622,127 +695,189 @@ async def ingest_turn(
     """
     started = time.perf_counter()
     turn = parse_model(Turn, turn)
-    scope = turn.scope
-    tombstone = await history.tombstone(scope)
-    if purged_before(turn.occurred_at, tombstone):
-        logger.info(
-            "turn %s occurred at %s, not after its scope's purge at %s: dropped",
-            turn.turn_id,
-            turn.occurred_at.isoformat(),
-            tombstone.isoformat() if tombstone else None,
-        )
+    tombstone = await history.tombstone(turn.scope)
+    if _purged_on_arrival(turn, tombstone):
         return _dropped(turn, started)
-    timed = TimedEmbedder(embedder)
-    if await history.turn_processed(scope, turn.turn_id):
-        journal = await history.journal(scope, turn.turn_id)
-        recorded = await history.for_turn(scope, turn.turn_id)
-        candidates = list(journal.candidates) if journal else []
-        steps = [
-            StepResult(
-                i,
-                _decision_from_entry(e, candidates[i] if i < len(candidates) else _placeholder(e)),
-                "recorded",
-            )
-            for i, e in enumerate(recorded)
-        ]
-        logger.info("turn %s was already ingested; nothing to do", turn.turn_id)
-        return IngestResult(
-            turn_id=turn.turn_id,
-            scope=scope,
-            status="duplicate",
-            extraction_path=journal.extraction_path if journal else "none",
-            fallback_reason=journal.fallback_reason if journal else None,
-            steps=steps,
-            seconds=time.perf_counter() - started,
-        )
-
-    journal = await history.journal(scope, turn.turn_id)
-    status = "ingested"
-    if prepared is not None and not prepared.is_for(turn):
-        prepared = None
-    if journal is None:
-        extraction = prepared.extraction if prepared is not None else await extractor.extract(turn)
-        facts = list(extraction.candidates)
-        kept = episode_candidates(turn, facts, episodes) if episodes is not None else []
-        journal = await history.begin_turn(
-            scope,
-            turn.turn_id,
-            candidates=facts + kept,
-            extraction_path=str(extraction.path),
-            fallback_reason=extraction.fallback_reason,
-            at=clock.now(),
-        )
+    if await history.turn_processed(turn.scope, turn.turn_id):
+        return await _already_ingested(history, turn, started)
+    prepared = prepared if prepared is not None and prepared.is_for(turn) else None
+    journal = await _begin(history, turn, extractor, clock, episodes, prepared)
+    run = _Run(turn, store, history, TimedEmbedder(embedder))
     result = IngestResult(
         turn_id=turn.turn_id,
-        scope=scope,
-        status=status,
+        scope=turn.scope,
+        status="resumed" if journal.completed_steps else "ingested",
         extraction_path=journal.extraction_path,
         fallback_reason=journal.fallback_reason,
     )
     if journal.completed_steps:
-        result.status = "resumed"
-        recorded = await history.for_turn(scope, turn.turn_id)
-        await _reapply(store, timed, scope, recorded, history, turn)
-        for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False):
-            result.steps.append(
-                StepResult(step, _decision_from_entry(entry, journal.candidates[step]), "recorded")
-            )
-
-    pending = [step for step in range(len(journal.candidates)) if step not in journal.completed_steps]
-    vectors: dict[int, np.ndarray] = {}
-    if pending:  # one batch for the turn: a candidate's vector does not depend on the store
-        known = prepared.vectors if prepared is not None else {}
-        missing = list(dict.fromkeys(t for t in (journal.candidates[s].memory for s in pending) if t not in known))
-        fresh = await timed.embed_passages(missing) if missing else None
-        by_text = {**known, **{text: fresh[i] for i, text in enumerate(missing)}} if fresh is not None else known
-        vectors = {step: by_text[journal.candidates[step].memory] for step in pending}
-    for step in pending:
-        candidate = journal.candidates[step]
-        outcome: Consolidation = await consolidator.consolidate(
-            candidate,
-            scope=scope,
-            store=store,
-            embedder=timed,
-            now=turn.occurred_at,
-            new_memory_id=(
-                episode_id_for(scope, turn.turn_id, candidate.message)
-                if candidate.kind is CandidateKind.EPISODE
-                else memory_id_for(scope, turn.turn_id, step)
-            ),
-            turn_id=turn.turn_id,
-            vector=vectors[step],
-            provenance=provenance_of(turn, candidate),
-        )
-        decision = _with_turn_metadata(outcome.decision, candidate, turn)
-        await history.record_step(scope, turn.turn_id, step, [_entry(decision, scope, turn, outcome.path, outcome.model)])
-        await _write(store, decision)
-        if decision.event is MemoryEvent.DELETE and decision.after is not None:
-            await forget_in_episodes(store, history, timed, decision.after, turn)
-        elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
-            # part of a compound memory forgotten: the episodes lose that part only
-            gone = forgotten_parts(decision.before, decision.after)
-            await forget_in_episodes(store, history, timed, decision.after, turn, gone)
-        result.steps.append(StepResult(step, decision, outcome.path, outcome.fallback_reason))
-        logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
-
-    later = await history.tombstone(scope)
-    if later != tombstone and purged_before(turn.occurred_at, later):
-        # Purged while this turn was being ingested: what it wrote may have landed after the purge
-        # deleted the scope. Only this turn of the scope can be in flight (one at a time, in order),
-        # so purging the scope again removes exactly what the purge meant to remove.
-        await store.purge(scope.user_id, scope.agent_id)
-        await history.purge(scope.user_id, scope.agent_id)
-        logger.warning("turn %s: its scope was purged while it was being ingested; its writes were removed", turn.turn_id)
+        result.steps.extend(await _resume(run, journal))
+    result.steps.extend(await _decide_pending(run, journal, consolidator, prepared))
+    if await _purged_meanwhile(run, tombstone):
         return _dropped(turn, started)
-    await history.mark_turn_processed(scope, turn.turn_id, clock.now())
+    await history.mark_turn_processed(turn.scope, turn.turn_id, clock.now())
     result.seconds = time.perf_counter() - started
-    result.embed_seconds = timed.seconds
+    result.embed_seconds = run.embedder.seconds
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One ingestion of a turn: the turn and what its phases read and write."""
+
+    turn: Turn
+    store: MemoryStore
+    history: HistoryStore
+    embedder: TimedEmbedder
+
+    @property
+    def scope(self) -> Scope:
+        return self.turn.scope
+
+
+def _purged_on_arrival(turn: Turn, tombstone: datetime | None) -> bool:
+    """Whether the turn is dated at or before its scope's purge (it is dropped then)."""
+    if not purged_before(turn.occurred_at, tombstone):
+        return False
+    logger.info(
+        "turn %s occurred at %s, not after its scope's purge at %s: dropped",
+        turn.turn_id,
+        turn.occurred_at.isoformat(),
+        tombstone.isoformat() if tombstone else None,
+    )
+    return True
+
+
+async def _already_ingested(history: HistoryStore, turn: Turn, started: float) -> IngestResult:
+    """The result of a turn ingested before: its recorded decisions, and nothing done."""
+    journal = await history.journal(turn.scope, turn.turn_id)
+    recorded = await history.for_turn(turn.scope, turn.turn_id)
+    candidates = list(journal.candidates) if journal else []
+    steps = [
+        StepResult(i, decision_from_entry(e, candidates[i] if i < len(candidates) else _placeholder(e)), "recorded")
+        for i, e in enumerate(recorded)
+    ]
+    logger.info("turn %s was already ingested; nothing to do", turn.turn_id)
+    return IngestResult(
+        turn_id=turn.turn_id,
+        scope=turn.scope,
+        status="duplicate",
+        extraction_path=journal.extraction_path if journal else "none",
+        fallback_reason=journal.fallback_reason if journal else None,
+        steps=steps,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _placeholder(entry: HistoryEntry) -> MemoryCandidate:
     text = (entry.after or entry.before or {}).get("memory") or "?"
     return MemoryCandidate(memory=str(text))
+
+
+async def _begin(
+    history: HistoryStore,
+    turn: Turn,
+    extractor: CandidateExtractor,
+    clock: Clock,
+    episodes: EpisodePolicy | None,
+    prepared: PreparedTurn | None,
+) -> TurnJournal:
+    """The turn's journal: the one an earlier attempt began, or a new one recording the candidates
+    extracted now (or ahead, ``prepared``)."""
+    journal = await history.journal(turn.scope, turn.turn_id)
+    if journal is not None:
+        return journal
+    extraction = prepared.extraction if prepared is not None else await extractor.extract(turn)
+    return await history.begin_turn(
+        turn.scope,
+        turn.turn_id,
+        candidates=turn_candidates(turn, extraction, episodes),
+        extraction_path=str(extraction.path),
+        fallback_reason=extraction.fallback_reason,
+        at=clock.now(),
+    )
+
+
+async def _resume(run: _Run, journal: TurnJournal) -> list[StepResult]:
+    """Re-apply the steps an earlier attempt decided (their writes may not have happened); their
+    recorded decisions."""
+    recorded = await run.history.for_turn(run.scope, run.turn.turn_id)
+    await reapply(run.store, run.embedder, run.scope, recorded, run.history, run.turn)
+    return [
+        StepResult(step, decision_from_entry(entry, journal.candidates[step]), "recorded")
+        for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False)
+    ]
+
+
+async def _decide_pending(
+    run: _Run, journal: TurnJournal, consolidator: MemoryConsolidator, prepared: PreparedTurn | None
+) -> list[StepResult]:
+    """Decide, record and write each step not decided yet, in order."""
+    pending = [step for step in range(len(journal.candidates)) if step not in journal.completed_steps]
+    if not pending:
+        return []
+    # one batch for the turn: a candidate's vector does not depend on the store
+    known = prepared.vectors if prepared is not None else {}
+    vectors = await _vectors(run.embedder, [journal.candidates[step].memory for step in pending], known)
+    steps = []
+    for step in pending:
+        candidate = journal.candidates[step]
+        steps.append(await _decide(run, consolidator, step, candidate, vectors[candidate.memory]))
+    return steps
+
+
+async def _vectors(
+    embedder: Embedder, texts: Sequence[str], known: Mapping[str, np.ndarray]
+) -> Mapping[str, np.ndarray]:
+    """The vectors of ``texts`` by text: those ``known``, and the others embedded in one call."""
+    missing = list(dict.fromkeys(text for text in texts if text not in known))
+    if not missing:
+        return known
+    fresh = await embedder.embed_passages(missing)
+    return {**known, **{text: fresh[i] for i, text in enumerate(missing)}}
+
+
+async def _decide(
+    run: _Run, consolidator: MemoryConsolidator, step: int, candidate: MemoryCandidate, vector: np.ndarray
+) -> StepResult:
+    """One step: consolidate the candidate, record the decision (with the step's done mark), write
+    it, and forget in the episodes what it forgot."""
+    turn, scope = run.turn, run.scope
+    outcome: Consolidation = await consolidator.consolidate(
+        candidate,
+        scope=scope,
+        store=run.store,
+        embedder=run.embedder,
+        now=turn.occurred_at,
+        new_memory_id=step_memory_id(scope, turn.turn_id, step, candidate),
+        turn_id=turn.turn_id,
+        vector=vector,
+        provenance=provenance_of(turn, candidate),
+    )
+    decision = _with_turn_metadata(outcome.decision, candidate, turn)
+    await run.history.record_step(scope, turn.turn_id, step, [step_entry(decision, scope, turn, outcome.path, outcome.model)])
+    await _write(run.store, decision)
+    await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
+    logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
+    return StepResult(step, decision, outcome.path, outcome.fallback_reason)
+
+
+async def _purged_meanwhile(run: _Run, tombstone: datetime | None) -> bool:
+    """Whether the scope was purged while this turn was being ingested; what the turn wrote is removed then.
+
+    What it wrote may have landed after the purge deleted the scope. Only this turn of the scope can
+    be in flight (one at a time, in order), so purging the scope again removes exactly what the purge
+    meant to remove.
+    """
+    later = await run.history.tombstone(run.scope)
+    if later == tombstone or not purged_before(run.turn.occurred_at, later):
+        return False
+    await run.store.purge(run.scope.user_id, run.scope.agent_id)
+    await run.history.purge(run.scope.user_id, run.scope.agent_id)
+    logger.warning(
+        "turn %s: its scope was purged while it was being ingested; its writes were removed", run.turn.turn_id
+    )
+    return True
 
 
 # --------------------------------------------------------------------------------------------
