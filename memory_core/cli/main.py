@@ -461,7 +461,7 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
 
 # -- commands -------------------------------------------------------------------------------------
 async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
-    from memory_core.service.admin import prepare_record
+    from memory_core.service.import_export import prepare_record
 
     lines: list[int] = []
     rows = _jsonl(args.file, lines)
@@ -646,7 +646,8 @@ async def cmd_purge(args: argparse.Namespace, out: TextIO) -> int:
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     from memory_core.domain.messages import Turn
     from memory_core.runtime.lanes import ingest_in_lanes
-    from memory_core.service.ingest import IngestResult, format_decision, parse_turns
+    from memory_core.service.messages import parse_turns
+    from memory_core.service.results import IngestResult, format_decision
 
     try:  # every line is validated before anything is ingested (or the store created)
         turns = parse_turns(_read_lines(args.file))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.service.journal import purged_before
 
 __all__ = [
     "ARCHIVED_CUE",
@@ -20,9 +22,12 @@ __all__ = [
     "apply_recall",
     "discount_archived",
     "facts_first",
+    "recall_purged",
     "recall_update",
     "search",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Longest query text accepted.
 MAX_QUERY_CHARS = 4000
@@ -135,3 +140,17 @@ async def apply_recall(
     touched = await store.recall(scope, update.memory_ids, policy)
     await history.mark_turn_processed(scope, update.recall_id, now)
     return len(touched)
+
+
+async def recall_purged(history: HistoryStore, update: RecallUpdate) -> bool:
+    """Whether a recall update is dated at or before its scope's last purge (it is dropped then)."""
+    tombstone = await history.tombstone(update.scope)
+    if not purged_before(update.at, tombstone):
+        return False
+    logger.info(
+        "recall update %s made at %s, not after its scope's purge at %s: dropped",
+        update.recall_id,
+        update.at.isoformat(),
+        tombstone.isoformat() if tombstone else None,
+    )
+    return True
