@@ -18,7 +18,7 @@ from memory_core.domain.validation import parse_model
 from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore, TurnJournal
 from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
 from memory_core.service.episodes import EpisodePolicy, provenance_of, redact_episodes
-from memory_core.service.journal import purged_before, step_entry, step_memory_id
+from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
 from memory_core.service.results import IngestResult, StepResult
@@ -90,7 +90,7 @@ async def ingest_turn(
     started = time.perf_counter()
     turn = parse_model(Turn, turn)
     tombstone = await history.tombstone(turn.scope)
-    if _purged_on_arrival(turn, tombstone):
+    if dropped_by_purge(f"turn {turn.turn_id} occurred", turn.occurred_at, tombstone):
         return _dropped(turn, started)
     if await history.turn_processed(turn.scope, turn.turn_id):
         return await already_ingested(history, turn, started)
@@ -127,19 +127,6 @@ class _Run:
     @property
     def scope(self) -> Scope:
         return self.turn.scope
-
-
-def _purged_on_arrival(turn: Turn, tombstone: datetime | None) -> bool:
-    """Whether the turn is dated at or before its scope's purge (it is dropped then)."""
-    if not purged_before(turn.occurred_at, tombstone):
-        return False
-    logger.info(
-        "turn %s occurred at %s, not after its scope's purge at %s: dropped",
-        turn.turn_id,
-        turn.occurred_at.isoformat(),
-        tombstone.isoformat() if tombstone else None,
-    )
-    return True
 
 
 def _dropped(turn: Turn, started: float) -> IngestResult:

@@ -3,6 +3,7 @@ entry of a step and the decision it holds, and whether a purge covers something 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import datetime
 
@@ -11,12 +12,15 @@ from memory_core.domain.records import MemoryRecord, Scope
 
 __all__ = [
     "decision_from_entry",
+    "dropped_by_purge",
     "episode_id_for",
     "memory_id_for",
     "purged_before",
     "step_entry",
     "step_memory_id",
 ]
+
+logger = logging.getLogger(__name__)
 
 _NAMESPACE = uuid.UUID("6f1d3c2a-9b8e-5f47-a0d1-2c3b4e5f6a7b")
 
@@ -71,3 +75,21 @@ def purged_before(moment: datetime, tombstone: datetime | None) -> bool:
     """Whether something dated ``moment`` (a turn's ``occurred_at``, a recall update's ``at``) is
     covered by a purge at ``tombstone``: at or before it. ``None``: never purged."""
     return tombstone is not None and moment <= tombstone
+
+
+def dropped_by_purge(what: str, moment: datetime, tombstone: datetime | None) -> bool:
+    """Whether something arriving, dated ``moment``, is dropped by its scope's purge at ``tombstone``
+    (:func:`purged_before`); logs it when it is.
+
+    Args:
+        what: What arrives and how it is dated (``turn t1 occurred``, ``recall update r1 made``).
+    """
+    if not purged_before(moment, tombstone):
+        return False
+    logger.info(
+        "%s at %s, not after its scope's purge at %s: dropped",
+        what,
+        moment.isoformat(),
+        tombstone.isoformat() if tombstone else None,
+    )
+    return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -14,7 +13,7 @@ from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
-from memory_core.service.journal import purged_before
+from memory_core.service.journal import dropped_by_purge
 
 __all__ = [
     "ARCHIVED_CUE",
@@ -26,8 +25,6 @@ __all__ = [
     "recall_update",
     "search",
 ]
-
-logger = logging.getLogger(__name__)
 
 #: Longest query text accepted.
 MAX_QUERY_CHARS = 4000
@@ -145,12 +142,4 @@ async def apply_recall(
 async def recall_purged(history: HistoryStore, update: RecallUpdate) -> bool:
     """Whether a recall update is dated at or before its scope's last purge (it is dropped then)."""
     tombstone = await history.tombstone(update.scope)
-    if not purged_before(update.at, tombstone):
-        return False
-    logger.info(
-        "recall update %s made at %s, not after its scope's purge at %s: dropped",
-        update.recall_id,
-        update.at.isoformat(),
-        tombstone.isoformat() if tombstone else None,
-    )
-    return True
+    return dropped_by_purge(f"recall update {update.recall_id} made", update.at, tombstone)
