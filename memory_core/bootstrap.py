@@ -30,7 +30,7 @@ from memory_core.ports import (
     TurnPublisher,
 )
 from memory_core.service import MemoryService
-from memory_core.service.ingest import EpisodePolicy
+from memory_core.service.episodes import EpisodePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.azure.entra_tokens import EntraTokenValidator

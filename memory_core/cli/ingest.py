@@ -14,7 +14,7 @@ from memory_core.errors import ValidationError
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.cli.arguments import Commands
     from memory_core.domain.messages import Turn
-    from memory_core.service.ingest import IngestResult
+    from memory_core.service.results import IngestResult
 
 __all__ = ["EXAMPLES", "add_arguments", "cmd_ingest"]
 
@@ -47,7 +47,7 @@ def add_arguments(commands: Commands) -> None:
 
 def _write_result(turn: Turn, result: IngestResult, out: TextIO) -> None:
     """One turn's result, for people."""
-    from memory_core.service.ingest import format_decision
+    from memory_core.service.results import format_decision
 
     header = f"turn {turn.turn_id} ({turn.user_id}/{turn.agent_id})"
     if result.status == "duplicate":
@@ -64,7 +64,7 @@ def _write_result(turn: Turn, result: IngestResult, out: TextIO) -> None:
 async def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     """Ingest every turn of the file, showing each one's decisions in the file's order."""
     from memory_core.runtime.lanes import ingest_in_lanes
-    from memory_core.service.ingest import parse_turns
+    from memory_core.service.messages import parse_turns
 
     try:  # every line is validated before anything is ingested (or the store created)
         turns = parse_turns(read_lines(args.file))

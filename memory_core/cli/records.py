@@ -53,7 +53,7 @@ def add_arguments(commands: Commands) -> None:
 
 async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """Import the file's records (every one checked first); say how many were stored."""
-    from memory_core.service.admin import prepare_record
+    from memory_core.service.import_export import prepare_record
 
     lines: list[int] = []
     rows = jsonl(args.file, lines)

@@ -30,7 +30,8 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from memory_core.domain.messages import Turn
-from memory_core.service.ingest import IngestResult, PreparedTurn
+from memory_core.service.preparation import PreparedTurn
+from memory_core.service.results import IngestResult
 
 __all__ = ["DEFAULT_BATCH", "TurnIngestor", "ingest_in_lanes", "run_in_lanes"]
 

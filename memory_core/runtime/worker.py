@@ -44,7 +44,7 @@ from memory_core.adapters.sqlite.queue import LockLostError, QueueMessage, SQLit
 from memory_core.errors import PermanentError, StorageFullError, TransientError
 from memory_core.runtime.offload import StorageThread
 from memory_core.runtime.sharing import background_work
-from memory_core.service.ingest import ProcessOutcome
+from memory_core.service.messages import ProcessOutcome
 
 __all__ = [
     "MessageProcessor",

@@ -1,32 +1,20 @@
-"""The one object every entry point holds: :class:`MemoryService`.
-
-It is built once, by :mod:`memory_core.bootstrap`, from the ports it needs; the Functions app, the
-HTTP contract, the embedded runtime, the CLI and the agent integrations call its methods and never
-reach into its store, history or clock. Each method is a thin call to a use case in this package
-(:mod:`.search`, :mod:`.ingest`, :mod:`.forgetting`, :mod:`.admin`).
-"""
+"""The one object every entry point holds, built by :mod:`memory_core.bootstrap` from the ports it needs:
+each method is a thin call to a use case of this package (entry points never reach into its ports)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, cast
-
-import pydantic
+from typing import Any, cast
 
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
-from memory_core.domain.validation import parse_model, validate_scope_id
-from memory_core.errors import (
-    ConfigurationError,
-    NotFoundError,
-    PermanentError,
-    UnsupportedError,
-    ValidationError,
-)
+from memory_core.domain.validation import validate_scope_id
+from memory_core.errors import ConfigurationError, PermanentError
 from memory_core.ports import (
     CheckpointStore,
     Clock,
@@ -39,43 +27,29 @@ from memory_core.ports import (
     Page,
     ProgressCallback,
     QueuedItem,
-    QueuedLister,
     ScopePurger,
     SortedPage,
     StatusCounts,
     TurnPublisher,
-    UserDirectory,
     supports,
 )
-from memory_core.service import admin, forgetting
+from memory_core.service import admin, forgetting, import_export, inspection, messages
 from memory_core.service import search as search_use_case
-from memory_core.service.admin import ImportReport, PurgeReport
+from memory_core.service.admin import PurgeReport
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
+from memory_core.service.episodes import EpisodePolicy
 from memory_core.service.forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
-from memory_core.service.ingest import (
-    CandidateExtractor,
-    EpisodePolicy,
-    IngestResult,
-    PreparedTurn,
-    ProcessOutcome,
-    decode_message,
-    ingest_turn,
-    prepare_turns,
-    purged_before,
-)
+from memory_core.service.import_export import ImportReport
+from memory_core.service.ingest import ingest_turn
+from memory_core.service.messages import ProcessOutcome, TurnStatus, valid_turn
+from memory_core.service.preparation import CandidateExtractor, PreparedTurn, prepare_ahead
+from memory_core.service.results import IngestResult
 
-__all__ = ["MAX_CLOCK_SKEW_SECONDS", "MemoryService", "TurnStatus"]
+__all__ = ["MemoryService"]
 
 logger = logging.getLogger(__name__)
 
 _List = list  # ``list`` is also a method name of the service
-
-#: How far in the future (by this service's clock) a turn may be dated: a little clock skew.
-MAX_CLOCK_SKEW_SECONDS = 300.0
-
-#: What happened to a posted turn: sent to the ordered queue, ingested at once (no queue), a repeat,
-#: or dropped because it is dated at or before its scope's last purge.
-TurnStatus = Literal["queued", "ingested", "duplicate", "purged"]
 
 
 class MemoryService:
@@ -140,11 +114,6 @@ class MemoryService:
         """The embedder's name (recorded with stored vectors)."""
         return self._embedder.name
 
-    @property
-    def queued(self) -> bool:
-        """Whether turns go to a queue (``True``) or are ingested at once."""
-        return self._publisher is not None
-
     async def warm_up(self) -> None:
         """Load an in-process embedding model now (it loads on first use), so the first search does not
         wait for it; nothing for an embedder without a ``warm_up`` (a remote one)."""
@@ -165,11 +134,7 @@ class MemoryService:
 
     # -- search and recall ------------------------------------------------------------------------
     async def search(
-        self,
-        scope: Scope,
-        query: str,
-        options: MemorySearchOptions | Mapping[str, Any] | None = None,
-        *,
+        self, scope: Scope, query: str, options: MemorySearchOptions | Mapping[str, Any] | None = None, *,
         recall: bool = True,
     ) -> SearchResult:
         """Ranked memories for ``query``; the returned memories count as recalled unless ``recall`` is off.
@@ -199,31 +164,11 @@ class MemoryService:
     async def _apply_recall(self, update: RecallUpdate) -> int | None:
         """:meth:`apply_recall`, with ``None`` for an update the scope's purge drops."""
         history = self._need_history()
-        tombstone = await history.tombstone(update.scope)
-        if purged_before(update.at, tombstone):
-            logger.info(
-                "recall update %s made at %s, not after its scope's purge at %s: dropped",
-                update.recall_id,
-                update.at.isoformat(),
-                tombstone.isoformat() if tombstone else None,
-            )
+        if await search_use_case.recall_purged(history, update):
             return None
         return await search_use_case.apply_recall(self._store, history, self._policy, update, self.now())
 
     # -- ingestion ---------------------------------------------------------------------------------
-    def _valid_turn(self, turn: Turn | Mapping[str, Any]) -> Turn:
-        """The turn, validated. One from the future (beyond a small clock skew) is refused: its time
-        would become the memories' ``updated_at`` and stop their decay for good."""
-        turn = parse_model(Turn, dict(turn) if isinstance(turn, Mapping) else turn)
-        ahead = (turn.occurred_at - self.now()).total_seconds()
-        if ahead > MAX_CLOCK_SKEW_SECONDS:
-            raise ValidationError(
-                "occurred_at",
-                f"{turn.occurred_at.isoformat()} is {ahead:.0f} s in the future; at most "
-                f"{MAX_CLOCK_SKEW_SECONDS:.0f} s of clock skew is accepted",
-            )
-        return turn
-
     async def ingest(self, turn: Turn | Mapping[str, Any], *, prepared: PreparedTurn | None = None) -> IngestResult:
         """Extract, consolidate and apply one turn now (idempotent per ``turn_id``).
 
@@ -234,141 +179,61 @@ class MemoryService:
         Raises:
             ValidationError: The turn is malformed, or dated in the future.
         """
-        return await self._ingest(self._valid_turn(turn), prepared)
+        return await self._ingest(valid_turn(turn, self.now()), prepared)
 
     async def _ingest(self, turn: Turn, prepared: PreparedTurn | None = None) -> IngestResult:
         if self._extractor is None or self._consolidator is None:
             raise ConfigurationError("this service was built without an extractor and a consolidator")
         return await ingest_turn(
-            turn,
-            store=self._store,
-            history=self._need_history(),
-            extractor=self._extractor,
-            consolidator=self._consolidator,
-            embedder=self._embedder,
-            clock=self._clock,
-            episodes=self._episodes,
+            turn, store=self._store, history=self._need_history(), extractor=self._extractor,
+            consolidator=self._consolidator, embedder=self._embedder, clock=self._clock, episodes=self._episodes,
             prepared=prepared,
         )
 
     async def prepare(self, turns: Sequence[Turn]) -> list[PreparedTurn | None]:
-        """Extract several turns and embed all their candidates in one call, ahead of ingesting them
-        one at a time (:func:`~memory_core.service.ingest.prepare_turns`; best effort, never raises).
-
-        With a chat model extracting, nothing is prepared ahead: each extraction is a model call that a
-        failure or a stop before its turn would waste (and repeat on every redelivery), its answer may
-        depend on when it is asked, and the embedding it would batch is small beside it.
-
-        Args:
-            turns: Validated turns, in the order they will be ingested.
+        """Extract several validated turns and embed all their candidates in one call, ahead of
+        ingesting them in order (best effort, never raises; nothing is prepared for a chat model's
+        extraction: :func:`~memory_core.service.preparation.prepare_ahead`).
 
         Returns:
             One entry per turn: what to pass to :meth:`ingest` (or :meth:`process_message`) as
             ``prepared``, or ``None`` for a turn that is ingested the usual way.
         """
-        if (
-            self._extractor is None
-            or self._history is None
-            or not turns
-            or getattr(self._extractor, "uses_llm", False)  # see above
-        ):
-            return [None] * len(turns)
-        return await prepare_turns(
+        return await prepare_ahead(
             turns, history=self._history, extractor=self._extractor, embedder=self._embedder, episodes=self._episodes
         )
 
     async def prepare_messages(self, bodies: Sequence[bytes | str | Mapping[str, Any]]) -> list[PreparedTurn | None]:
         """:meth:`prepare` for queue message bodies: the turns among them (a body that does not decode,
         a recall update or a turn dated in the future gets ``None``; processing it says why)."""
-        turns: list[Turn | None] = []
-        for body in bodies:
-            try:
-                message = decode_message(body)
-                turns.append(self._valid_turn(message) if isinstance(message, Turn) else None)
-            except Exception:  # processing the message says what is wrong with it
-                turns.append(None)
+        turns = messages.valid_turns(bodies, self._clock)
         ready = [t for t in turns if t is not None]
         prepared = iter(await self.prepare(ready))
         return [next(prepared) if t is not None else None for t in turns]
 
     async def publish_turn(self, turn: Turn | Mapping[str, Any]) -> TurnStatus:
-        """Queue a turn for ingestion, or ingest it now when there is no queue.
+        """Queue a turn for ingestion, or ingest it now when there is no queue; ``queued``, ``ingested``,
+        ``duplicate`` or ``purged`` (see :func:`~memory_core.service.messages.publish_turn`).
 
-        Returns:
-            ``queued``; ``ingested`` (no queue); ``duplicate``: the scope already ingested this turn id,
-            or the queue dropped it as a repeat within its duplicate detection window (the embedded
-            queue says so; Service Bus drops a repeat silently, so there a turn still waiting on the
-            queue is answered ``queued`` and the repeat is dropped all the same); or ``purged``: the
-            turn is dated at or before the last purge of its scope (or user) and is dropped, not
-            queued. Turn ids are unique per scope: another user's turn with the same id is a
-            different turn.
+        Raises:
+            ValidationError: The turn is malformed, or dated in the future.
         """
-        parsed = self._valid_turn(turn)
-        if self._publisher is None:
-            result = await self._ingest(parsed)  # recognises a turn it already ingested, or purged
-            if result.status == "duplicate":
-                return "duplicate"
-            return "purged" if result.status == "purged" else "ingested"
-        if self._history is not None:
-            tombstone = await self._history.tombstone(parsed.scope)
-            if purged_before(parsed.occurred_at, tombstone):  # never queued: purged text stays off the disk
-                logger.info("turn %s is dated at or before its scope's purge: dropped", parsed.turn_id)
-                return "purged"
-            if await self._history.turn_processed(parsed.scope, parsed.turn_id):
-                return "duplicate"
-        sent = await self._publisher.publish_turn(parsed)
-        return "duplicate" if sent is False else "queued"
+        return await messages.publish_turn(
+            valid_turn(turn, self.now()), publisher=self._publisher, history=self._history, ingest=self._ingest
+        )
 
     async def process_message(
         self, body: bytes | str | Mapping[str, Any], *, prepared: PreparedTurn | None = None
     ) -> ProcessOutcome:
-        """Handle one queue message (a turn or a recall update).
-
-        Args:
-            body: The message body.
-            prepared: The turn's extraction and vectors worked out ahead (:meth:`prepare_messages`).
-
-        Raises:
-            PermanentError: The message can never be processed (dead-letter it at once): it does not
-                decode, or what it says cannot make a valid memory (a model refused it).
-            TransientError: A dependency is unavailable (let the queue redeliver it).
-        """
-        try:
-            return await self._process_message(body, prepared)
-        except pydantic.ValidationError as exc:  # the same message fails the same way on every delivery
-            raise PermanentError(f"the message cannot make a valid record: {exc.errors()[0]['msg']}") from exc
-
-    async def _process_message(
-        self, body: bytes | str | Mapping[str, Any], prepared: PreparedTurn | None = None
-    ) -> ProcessOutcome:
-        message = decode_message(body)
-        if isinstance(message, Turn):
-            result = await self.ingest(message, prepared=prepared)
-            logger.info(
-                "turn %s: %s via %s, %s decision(s)",
-                message.turn_id,
-                result.status,
-                result.extraction_path,
-                len(result.steps),
-            )
-            return ProcessOutcome("turn", message.turn_id, result.status, ingest=result)
-        touched = await self._apply_recall(message)
-        if touched is None:
-            return ProcessOutcome("recall", message.recall_id, "purged")
-        return ProcessOutcome(
-            "recall", message.recall_id, "applied" if touched else "duplicate", recalled=touched
+        """Handle one queue message, a turn (``prepared`` ahead by :meth:`prepare_messages`, if at all) or a
+        recall update; raises what :func:`~memory_core.service.messages.process_message` says."""
+        return await messages.process_message(
+            body, ingest=functools.partial(self.ingest, prepared=prepared), apply_recall=self._apply_recall
         )
 
     async def set_aside(
-        self,
-        *,
-        message_id: str,
-        reason: str,
-        description: str,
-        body: bytes,
-        session_id: str | None = None,
-        delivery_count: int | None = None,
-        enqueued_time: datetime | None = None,
+        self, *, message_id: str, reason: str, description: str, body: bytes, session_id: str | None = None,
+        delivery_count: int | None = None, enqueued_time: datetime | None = None,
     ) -> bool:
         """Keep a message that can never be processed, with its reason.
 
@@ -380,29 +245,16 @@ class MemoryService:
             return False
         await self._dead_letters.record_dead_letter(
             DeadLetter(
-                message_id=message_id,
-                reason=reason,
-                description=description,
-                body=body,
-                at=self.now(),
-                session_id=session_id,
-                delivery_count=delivery_count,
-                enqueued_time=enqueued_time,
+                message_id=message_id, reason=reason, description=description, body=body, at=self.now(),
+                session_id=session_id, delivery_count=delivery_count, enqueued_time=enqueued_time,
             )
         )
         return True
 
     # -- inspection ---------------------------------------------------------------------------------
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        """One memory of any status (with its embedding).
-
-        Raises:
-            NotFoundError: No such memory in ``scope``.
-        """
-        record = await self._store.get(Scope.of(scope.user_id, scope.agent_id), memory_id)
-        if record is None:
-            raise NotFoundError(f"memory {memory_id!r} not found for this user and agent")
-        return record
+        """One memory of any status (with its embedding); :class:`NotFoundError` when ``scope`` has none."""
+        return await inspection.get_memory(self._store, scope, memory_id)
 
     async def history_of(self, scope: Scope, memory_id: str) -> _List[HistoryEntry]:
         """Every recorded change to one memory, oldest first (empty without a history)."""
@@ -411,58 +263,31 @@ class MemoryService:
         return await self._history.for_memory(Scope.of(scope.user_id, scope.agent_id), memory_id)
 
     async def list(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        cursor: str | None = None,
+        self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, cursor: str | None = None,
         limit: int = 100,
     ) -> Page:
         """One page of a scope's memories, by id."""
-        return await self._store.scan(
-            Scope.of(scope.user_id, scope.agent_id), statuses=statuses, after=cursor, limit=limit
-        )
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        return await self._store.scan(scope, statuses=statuses, after=cursor, limit=limit)
 
     async def agents(self, user_id: str) -> _List[str]:
         """The agents that hold memories of ``user_id``."""
         return await self._store.agents(validate_scope_id(user_id, "user_id"))
 
     async def browse(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        category: str | None = None,
-        kind: MemoryKind | None = None,
-        order_by: OrderBy | None = None,
-        offset: int = 0,
-        limit: int = 100,
+        self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, category: str | None = None,
+        kind: MemoryKind | None = None, order_by: OrderBy | None = None, offset: int = 0, limit: int = 100,
     ) -> SortedPage:
         """One page of a scope's memories, filtered and sorted (the inspector's table), with the count."""
         return await self._store.browse(
-            Scope.of(scope.user_id, scope.agent_id),
-            statuses=statuses,
-            category=category,
-            kind=kind,
-            order_by=order_by,
-            offset=offset,
-            limit=limit,
+            Scope.of(scope.user_id, scope.agent_id), statuses=statuses, category=category, kind=kind,
+            order_by=order_by, offset=offset, limit=limit,
         )
 
     async def users(self, *, after: str | None = None, limit: int = 100) -> tuple[_List[StatusCounts], str | None]:
-        """Users holding memories, by id after ``after``, with counts by status; and the next cursor.
-
-        Raises:
-            UnsupportedError: The store cannot list its users (Azure AI Search).
-        """
-        if not supports(self._store, UserDirectory):
-            raise UnsupportedError(
-                "this store cannot list its users (the Azure AI Search index does not facet user_id); "
-                "open a user by id instead"
-            )
-        directory = cast(UserDirectory, self._store)
-        found = await directory.count_users(after=after, limit=limit + 1)
-        return found[:limit], found[limit - 1].id if len(found) > limit else None
+        """Users holding memories, by id after ``after``, with counts by status; and the next cursor
+        (:class:`UnsupportedError` for a store that cannot list them, as Azure AI Search)."""
+        return await inspection.list_users(self._store, after=after, limit=limit)
 
     async def agent_counts(self, user_id: str) -> _List[StatusCounts]:
         """The agents of ``user_id`` with their counts by status."""
@@ -478,12 +303,7 @@ class MemoryService:
         )
 
     async def update(
-        self,
-        scope: Scope,
-        memory_id: str,
-        text: str,
-        *,
-        metadata: Mapping[str, Any] | None = None,
+        self, scope: Scope, memory_id: str, text: str, *, metadata: Mapping[str, Any] | None = None,
         reason: str = "updated on request",
     ) -> MemoryRecord:
         """Replace a memory's text (re-embedded; ``metadata`` merged), recorded in its history as an
@@ -495,21 +315,9 @@ class MemoryService:
             ValidationError: ``text`` or ``metadata`` breaks a rule (names it).
         """
         return await admin.update_memory(
-            self._store,
-            self._embedder,
-            self._history,
-            self._policy,
-            scope,
-            memory_id,
-            text,
-            metadata=metadata,
-            reason=reason,
-            now=self.now(),
+            self._store, self._embedder, self._history, self._policy, scope, memory_id, text, metadata=metadata,
+            reason=reason, now=self.now(),
         )
-
-    def prepare_record(self, data: Mapping[str, Any]) -> MemoryRecord:
-        """Validate one record for import (fills timestamps and, if absent, retention and status)."""
-        return admin.prepare_record(data, self._policy, self.now())
 
     async def import_records(
         self, rows: Iterable[Mapping[str, Any]], *, dedupe: bool = False, progress: ProgressCallback | None = None
@@ -517,38 +325,29 @@ class MemoryService:
         """Validate every row first (errors name the row), then write in batches, embedding as needed.
 
         ``dedupe`` makes the import idempotent on content; ``progress`` is told ``(written, to write)``
-        after every batch (see :func:`memory_core.service.admin.import_records`).
+        after every batch (see :func:`memory_core.service.import_export.import_records`).
         """
-        return await admin.import_records(
+        return await import_export.import_records(
             self._store, self._embedder, self._policy, self.now(), rows, dedupe=dedupe, progress=progress
         )
 
     async def resolve_id(self, scope: Scope, text: str) -> str:
-        """The id of the memory of ``scope`` that ``text`` names: its id, or the start of exactly one id.
-
-        Raises:
-            ValidationError: ``text`` starts several ids (the error names them).
-            NotFoundError: No memory of ``scope`` has that id or one starting with it.
-        """
-        return await admin.resolve_memory_id(self._store, scope, text)
+        """The id of the memory of ``scope`` that ``text`` names: its id, or the start of exactly one id
+        (see :func:`memory_core.service.inspection.resolve_memory_id`)."""
+        return await inspection.resolve_memory_id(self._store, scope, text)
 
     def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
         """Every record of a user (one agent, or all), every field (provenance included), every status."""
-        return admin.export_records(self._store, user_id, agent_id)
+        return import_export.export_records(self._store, user_id, agent_id)
 
     async def export_history(self, user_id: str, agent_id: str | None = None) -> _List[HistoryEntry]:
         """Every recorded decision of a user's scopes (one agent's, or all; empty without a history)."""
-        return await admin.export_history(self._store, self._history, user_id, agent_id)
+        return await import_export.export_history(self._store, self._history, user_id, agent_id)
 
     async def queued_messages(self, user_id: str, agent_id: str | None = None) -> _List[QueuedItem]:
         """A user's messages still on the local queue, by ids and time (empty where the queue cannot
         list them, as Service Bus)."""
-        if not supports(self._publisher, QueuedLister):
-            return []
-        user_id = validate_scope_id(user_id, "user_id")
-        if agent_id is not None:
-            agent_id = validate_scope_id(agent_id, "agent_id")
-        return await cast(QueuedLister, self._publisher).queued_for(user_id, agent_id)
+        return await inspection.queued_messages(self._publisher, user_id, agent_id)
 
     async def purge(
         self, user_id: str, agent_id: str | None = None, *, queue: ScopePurger | None = None
@@ -563,40 +362,23 @@ class MemoryService:
         """
         if queue is None and supports(self._publisher, ScopePurger):
             queue = cast(ScopePurger, self._publisher)
+        files = [self._store, self._history, self._publisher, queue]
         return await admin.purge_user(
-            self._store,
-            self._history,
-            user_id,
-            agent_id,
-            now=self.now(),
-            queue=queue,
-            files=[self._store, self._history, self._publisher, queue],
+            self._store, self._history, user_id, agent_id, now=self.now(), queue=queue, files=files
         )
 
     # -- forgetting ---------------------------------------------------------------------------------
     async def apply_forgetting(
-        self,
-        *,
-        dry_run: bool = True,
-        limit: int | None = None,
-        cursor: str | None = None,
-        page_size: int = FORGET_PAGE_SIZE,
-        progress: ProgressCallback | None = None,
+        self, *, dry_run: bool = True, limit: int | None = None, cursor: str | None = None,
+        page_size: int = FORGET_PAGE_SIZE, progress: ProgressCallback | None = None,
     ) -> ForgettingReport:
         """Bring retention and status up to date (a dry run by default), writing only what changed.
 
         ``progress`` is told ``(memories scanned, limit)`` after every page.
         """
         report = await forgetting.apply_forgetting(
-            self._store,
-            self._policy,
-            self.now(),
-            dry_run=dry_run,
-            limit=limit,
-            cursor=cursor,
-            tolerance=self._forget_tolerance,
-            page_size=page_size,
-            progress=progress,
+            self._store, self._policy, self.now(), dry_run=dry_run, limit=limit, cursor=cursor,
+            tolerance=self._forget_tolerance, page_size=page_size, progress=progress,
         )
         logger.info("forgetting (dry_run=%s): %s", dry_run, report.summary())
         return report
@@ -605,14 +387,9 @@ class MemoryService:
         self, scope: Scope, *, limit: int = 10_000, cursor: str | None = None
     ) -> ForgettingReport:
         """What forgetting would do to one scope now (nothing is written); lists rescores too."""
+        scope = Scope.of(scope.user_id, scope.agent_id)
         return await forgetting.preview_forgetting(
-            self._store,
-            self._policy,
-            self.now(),
-            Scope.of(scope.user_id, scope.agent_id),
-            limit=limit,
-            cursor=cursor,
-            tolerance=self._forget_tolerance,
+            self._store, self._policy, self.now(), scope, limit=limit, cursor=cursor, tolerance=self._forget_tolerance
         )
 
     async def retention_curves(self, scope: Scope, memory_ids: Sequence[str], *, days: int) -> _List[RetentionCurve]:
@@ -634,10 +411,7 @@ class MemoryService:
     ) -> ForgettingRun:
         """The scheduled run: pages from the saved cursor until done or ``should_stop()`` says so."""
         return await forgetting.run_forgetting(
-            self.apply_forgetting,
-            self._checkpoints,
-            page_size=page_size,
-            should_stop=should_stop or (lambda: False),
+            self.apply_forgetting, self._checkpoints, page_size=page_size, should_stop=should_stop or (lambda: False)
         )
 
     async def get_checkpoint(self, name: str) -> str | None:

@@ -13,6 +13,7 @@ from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.service.journal import dropped_by_purge
 
 __all__ = [
     "ARCHIVED_CUE",
@@ -20,6 +21,7 @@ __all__ = [
     "apply_recall",
     "discount_archived",
     "facts_first",
+    "recall_purged",
     "recall_update",
     "search",
 ]
@@ -135,3 +137,9 @@ async def apply_recall(
     touched = await store.recall(scope, update.memory_ids, policy)
     await history.mark_turn_processed(scope, update.recall_id, now)
     return len(touched)
+
+
+async def recall_purged(history: HistoryStore, update: RecallUpdate) -> bool:
+    """Whether a recall update is dated at or before its scope's last purge (it is dropped then)."""
+    tombstone = await history.tombstone(update.scope)
+    return dropped_by_purge(f"recall update {update.recall_id} made", update.at, tombstone)

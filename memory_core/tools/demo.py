@@ -25,7 +25,7 @@ from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
-from memory_core.service.ingest import format_decision
+from memory_core.service.results import format_decision
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_CONVERSATION_EN", "DEMO_LANGUAGES", "DEMO_SCOPE", "DemoScript", "run_demo"]
 

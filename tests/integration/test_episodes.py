@@ -28,7 +28,7 @@ from memory_core.domain.search import MemorySearchOptions, RankingProfile
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import FixedClock
 from memory_core.service import MemoryService
-from memory_core.service.ingest import episode_id_for
+from memory_core.service.journal import episode_id_for
 from memory_core.service.search import ARCHIVED_CUE
 
 SCOPE = Scope.of("u1", "travel")

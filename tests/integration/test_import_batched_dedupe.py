@@ -2,7 +2,7 @@
 
 ``import_records(..., dedupe=True)`` (what ``memory-core import`` does by default) looks every row's id
 up in the store. A store that offers :class:`~memory_core.ports.BatchReader` (both adapters) is asked
-for up to :data:`~memory_core.service.admin.DEDUPE_LOOKUP` ids of a scope per call; another store once
+for up to :data:`~memory_core.service.import_export.DEDUPE_LOOKUP` ids of a scope per call; another store once
 per row. Here the same imports run on a store and on the same store with ``get_many`` hidden (a
 subclass of the real adapter), on SQLite and on the Azure adapter over the simulated search service:
 identical reports, identical stored memories, and far fewer lookups.
@@ -31,7 +31,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
 from memory_core.runtime.offload import StorageThread, offloaded
-from memory_core.service.admin import (
+from memory_core.service.import_export import (
     DEDUPE_LOOKUP,
     ImportReport,
     content_memory_id,

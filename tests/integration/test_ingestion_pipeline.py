@@ -25,7 +25,7 @@ from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import ChatModel, SchemaT
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
-from memory_core.service.ingest import memory_id_for
+from memory_core.service.journal import memory_id_for
 from memory_core.service.prompts.consolidation import ConsolidationDecision
 
 CONVERSATION: list[Any] = [

@@ -22,8 +22,10 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import Scope
 from memory_core.errors import TransientError, ValidationError
+from memory_core.service.episodes import EpisodePolicy
 from memory_core.service.extraction.extractor import MemoryExtractor
-from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, prepare_turns
+from memory_core.service.preparation import PreparedTurn, prepare_turns
+from memory_core.service.results import IngestResult
 
 OTHER = Scope.of("user-2", "travel-agent")
 CONVERSATION = [

@@ -14,8 +14,11 @@ from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.ports import Embedder, FixedClock
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
+from memory_core.service.episodes import EpisodePolicy
 from memory_core.service.extraction.extractor import MemoryExtractor
-from memory_core.service.ingest import EpisodePolicy, IngestResult, PreparedTurn, ingest_turn
+from memory_core.service.ingest import ingest_turn
+from memory_core.service.preparation import PreparedTurn
+from memory_core.service.results import IngestResult
 
 START = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SCOPE = Scope.of("user-1", "travel-agent")

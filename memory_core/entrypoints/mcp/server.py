@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from memory_core.config import Settings
     from memory_core.service import MemoryService
-    from memory_core.service.ingest import StepResult
+    from memory_core.service.results import StepResult
 
 __all__ = [
     "DEFAULT_HOST",

@@ -140,7 +140,7 @@ async def _measure(
     from memory_core.ports import FixedClock
     from memory_core.runtime.batching import BatchingEmbedder
     from memory_core.runtime.lanes import ingest_in_lanes
-    from memory_core.service.ingest import IngestResult
+    from memory_core.service.results import IngestResult
 
     data = [Turn.model_validate(t) for t in synthetic_turns(turns, scopes=scopes, seed=seed)]
     model = E5LocalEmbedder(threads=threads)

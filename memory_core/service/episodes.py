@@ -1,0 +1,247 @@
+"""Episodes: each user message kept in the user's own words, where a fact came from in its turn, and
+forgetting inside episodes (a forgotten fact, or part of one, leaves the episodes that state it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory_core.domain.messages import (
+    CandidateKind,
+    Decision,
+    HistoryEntry,
+    MemoryCandidate,
+    MemoryEvent,
+    MessageRole,
+    Turn,
+)
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
+from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
+from memory_core.language.text import has_japanese
+from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.service.consolidation.consolidator import (
+    join_clauses,
+    normalized_statement,
+    speaker_of,
+    split_speaker,
+    statement_clauses,
+)
+from memory_core.service.extraction.extractor import split_sentences
+from memory_core.service.journal import episode_id_for
+from memory_core.service.prompts import strip_recalled_memories
+
+__all__ = [
+    "EpisodePolicy",
+    "catch_up_redactions",
+    "episode_candidates",
+    "forget_in_episodes",
+    "forgotten_parts",
+    "provenance_of",
+    "redact_episodes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodePolicy:
+    """Whether each user message is also kept as an episode, and how important episodes start out.
+
+    Attributes:
+        enabled: Keep episodes (``MEMORY_EPISODES``).
+        importance: Their importance (``MEMORY_EPISODE_IMPORTANCE``); below a fact's, so a fact
+            outranks the episode it came from and episodes fade sooner under the same policy.
+    """
+
+    enabled: bool = True
+    importance: float = 0.3
+
+
+def episode_candidates(
+    turn: Turn, facts: Sequence[MemoryCandidate], policy: EpisodePolicy
+) -> list[MemoryCandidate]:
+    """The episodes of a turn: each user message, in the user's own words, with its speaker.
+
+    Recalled-memory blocks are left out (they are not the user's words), and so is a message that asked
+    to forget something (keeping its words would keep what was to be forgotten).
+    """
+    if not policy.enabled:
+        return []
+    forgetting = {c.message for c in facts if c.kind is CandidateKind.FORGET}
+    episodes = []
+    for index, message in enumerate(turn.messages):
+        if message.role is not MessageRole.USER or index in forgetting:
+            continue
+        # The user's words as stored memory text: control characters (other than line breaks and tabs)
+        # cannot be stored, so they are dropped rather than losing the episode.
+        text = CONTROL_CHARACTERS.sub("", strip_recalled_memories(message.text)).strip()
+        if not text:
+            continue
+        memory = f"{message.name}: {text}" if message.name else text
+        episodes.append(
+            MemoryCandidate(
+                kind=CandidateKind.EPISODE,
+                memory=memory[:MAX_MEMORY_CHARS],
+                category="episode",
+                importance=policy.importance,
+                confidence=1.0,
+                source="episode",
+                evidence=text,
+                message=index,
+                speaker=message.name,
+            )
+        )
+    return episodes
+
+
+def provenance_of(turn: Turn, candidate: MemoryCandidate) -> Provenance:
+    """Where in ``turn`` a candidate came from: its message and the span of its evidence there."""
+    index = candidate.message
+    if candidate.evidence and not (
+        index < len(turn.messages) and candidate.evidence in turn.messages[index].text
+    ):  # a model's candidate: find the message that says it
+        found = turn.user_message_with(candidate.evidence)
+        index = index if found is None else found
+    message = turn.messages[index] if index < len(turn.messages) else None
+    start = end = 0
+    if message is not None and candidate.evidence:
+        found = message.text.find(candidate.evidence)
+        if found >= 0:
+            start, end = found, found + len(candidate.evidence)
+    speaker = None if message is None else (message.name or message.role.value)
+    return Provenance(turn_id=turn.turn_id, message=index if message else 0, start=start, end=end, speaker=speaker)
+
+
+def _partly_forgotten(candidate: MemoryCandidate, decision: Decision) -> bool:
+    return candidate.kind is CandidateKind.FORGET and decision.event is MemoryEvent.UPDATE
+
+
+def forgotten_parts(before: MemoryRecord, after: MemoryRecord) -> list[str]:
+    """The statements of a compound memory that a partial forget took out (those of ``before`` that
+    ``after`` no longer says)."""
+    speaker = speaker_of(before)
+    left = {normalized_statement(c) for c in statement_clauses(split_speaker(after.memory, speaker)[1])}
+    return [c for c in statement_clauses(split_speaker(before.memory, speaker)[1]) if normalized_statement(c) not in left]
+
+
+def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
+    """``text`` without what states one of ``forgotten``; and whether anything was removed.
+
+    A sentence that says a forgotten statement goes; when it joins that statement with others ("I'm
+    vegetarian and I live in Berlin"), only the forgotten statement goes and the rest of it stays.
+    """
+    wanted = [w for w in map(normalized_statement, forgotten) if w]
+
+    def says(statement: str) -> bool:
+        said = normalized_statement(statement)
+        return bool(said) and any(w in said or said in w for w in wanted)
+
+    kept, removed = [], False
+    for sentence in split_sentences(text):
+        if not says(sentence):
+            kept.append(sentence)
+            continue
+        removed = True
+        clauses = statement_clauses(sentence)
+        rest = [c for c in clauses if not says(c)]
+        if len(clauses) > 1 and rest:
+            japanese = has_japanese(sentence)
+            kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
+
+
+async def forget_in_episodes(
+    store: MemoryStore,
+    history: HistoryStore | None,
+    embedder: Embedder,
+    fact: MemoryRecord,
+    turn: Turn,
+    forgotten: Sequence[str] | None = None,
+) -> int:
+    """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
+    fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
+    The rest of what the user said stays. Returns how many episodes changed.
+
+    Each change is recorded in the history before it is written, so a crash between the two leaves
+    the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
+    unrecorded."""
+    scope = fact.scope
+    if forgotten is None:  # the whole fact was forgotten: its text and the sentence it came from
+        forgotten = [split_speaker(fact.memory, speaker_of(fact))[1], str(fact.metadata.get("evidence") or "")]
+        reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
+    else:  # part of a compound memory: the reason does not quote what was to be forgotten
+        reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
+    changed = 0
+    for source in fact.provenance:
+        episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
+        if episode is None or episode.kind is not MemoryKind.EPISODE or episode.status is MemoryStatus.DELETED:
+            continue
+        prefix = f"{source.speaker}: " if source.speaker and episode.memory.startswith(f"{source.speaker}: ") else ""
+        remaining, removed = _redact(episode.memory[len(prefix) :], forgotten)
+        if not removed:
+            continue
+        metadata = {**episode.metadata, "redacted_by_turn": turn.turn_id}
+        if remaining:
+            text = prefix + remaining
+            vector = (await embedder.embed_passages([text]))[0]
+            after = episode.model_copy(
+                update={"memory": text, "metadata": metadata, "embedding": [float(x) for x in vector]}
+            )
+            event = MemoryEvent.UPDATE
+        else:
+            metadata = status_note(metadata, reason, turn.occurred_at)
+            after = episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+            event = MemoryEvent.DELETE
+        if history is not None:
+            # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
+            entry = HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)
+            if not await _recorded(history, entry):
+                await history.append([entry])
+        await store.upsert([after])
+        changed += 1
+    return changed
+
+
+async def redact_episodes(
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    candidate: MemoryCandidate,
+    decision: Decision,
+    turn: Turn,
+) -> None:
+    """Forget in the episodes what one step's decision forgot: a deleted fact, or the part of a
+    compound memory a forget request took out of it (the episodes lose that part only)."""
+    if decision.event is MemoryEvent.DELETE and decision.after is not None:
+        await forget_in_episodes(store, history, embedder, decision.after, turn)
+    elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
+        gone = forgotten_parts(decision.before, decision.after)
+        await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
+
+
+async def catch_up_redactions(
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    wanted: MemoryRecord,
+    before: Mapping[str, Any] | None,
+    turn: Turn,
+) -> None:
+    """:func:`redact_episodes` again for a recorded step of a redelivered turn (the redaction follows
+    the step's write; a crash in between is caught up here, and redacting twice changes nothing).
+
+    Args:
+        wanted: The recorded after-state of a memory the turn changed.
+        before: Its first recorded before-state in the turn (``None``: the turn added it).
+    """
+    if wanted.status is MemoryStatus.DELETED and wanted.kind is MemoryKind.FACT:
+        await forget_in_episodes(store, history, embedder, wanted, turn)
+    elif wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and before is not None:
+        parts = forgotten_parts(MemoryRecord.model_validate(before), wanted)
+        await forget_in_episodes(store, history, embedder, wanted, turn, parts)
+
+
+async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:
+    """Whether ``entry`` is already its memory's last recorded change (recorded, then a crash before
+    the write)."""
+    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
+    return bool(entries) and entries[-1].event is entry.event and entries[-1].after == entry.after

@@ -1,0 +1,95 @@
+"""What ingestion records and reads back: the deterministic ids of what a turn writes, the history
+entry of a step and the decision it holds, and whether a purge covers something dated."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+
+from memory_core.domain.messages import CandidateKind, Decision, HistoryEntry, MemoryCandidate, Turn
+from memory_core.domain.records import MemoryRecord, Scope
+
+__all__ = [
+    "decision_from_entry",
+    "dropped_by_purge",
+    "episode_id_for",
+    "memory_id_for",
+    "purged_before",
+    "step_entry",
+    "step_memory_id",
+]
+
+logger = logging.getLogger(__name__)
+
+_NAMESPACE = uuid.UUID("6f1d3c2a-9b8e-5f47-a0d1-2c3b4e5f6a7b")
+
+
+def episode_id_for(scope: Scope, turn_id: str, message: int) -> str:
+    """The id of the episode of message ``message`` of a turn (deterministic, 32 hex digits): a fact's
+    provenance (turn and message) names the episode that states it."""
+    return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1fepisode\x1f{message}").hex
+
+
+def memory_id_for(scope: Scope, turn_id: str, step: int) -> str:
+    """The id a memory added by candidate ``step`` of a turn gets (deterministic, 32 hex digits)."""
+    return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}").hex
+
+
+def step_memory_id(scope: Scope, turn_id: str, step: int, candidate: MemoryCandidate) -> str:
+    """The id a memory added by a step gets: an episode's names its message, a fact's its step."""
+    if candidate.kind is CandidateKind.EPISODE:
+        return episode_id_for(scope, turn_id, candidate.message)
+    return memory_id_for(scope, turn_id, step)
+
+
+def step_entry(decision: Decision, scope: Scope, turn: Turn, path: str, model: str | None = None) -> HistoryEntry:
+    """The history entry of one step; a decision not made by the rules says how (``[llm gpt-4.1-mini]``)."""
+    how = f"{path} {model}" if model else path
+    reason = decision.reason if path in ("rules", "recorded") else f"[{how}] {decision.reason}"
+    return HistoryEntry.of_change(
+        decision.event,
+        scope,
+        decision.memory_id or "",
+        decision.before,
+        decision.after,
+        reason=reason,
+        at=turn.occurred_at,
+        turn_id=turn.turn_id,
+    )
+
+
+def decision_from_entry(entry: HistoryEntry, candidate: MemoryCandidate) -> Decision:
+    """The decision a step's history entry records, for ``candidate`` (a replay reads it back)."""
+    return Decision(
+        event=entry.event,
+        candidate=candidate,
+        memory_id=entry.memory_id or None,
+        before=None if entry.before is None else MemoryRecord.model_validate(entry.before),
+        after=None if entry.after is None else MemoryRecord.model_validate(entry.after),
+        reason=entry.reason,
+    )
+
+
+def purged_before(moment: datetime, tombstone: datetime | None) -> bool:
+    """Whether something dated ``moment`` (a turn's ``occurred_at``, a recall update's ``at``) is
+    covered by a purge at ``tombstone``: at or before it. ``None``: never purged."""
+    return tombstone is not None and moment <= tombstone
+
+
+def dropped_by_purge(what: str, moment: datetime, tombstone: datetime | None) -> bool:
+    """Whether something arriving, dated ``moment``, is dropped by its scope's purge at ``tombstone``
+    (:func:`purged_before`); logs it when it is.
+
+    Args:
+        what: What arrives and how it is dated (``turn t1 occurred``, ``recall update r1 made``).
+    """
+    if not purged_before(moment, tombstone):
+        return False
+    logger.info(
+        "%s at %s, not after its scope's purge at %s: dropped",
+        what,
+        moment.isoformat(),
+        tombstone.isoformat() if tombstone else None,
+    )
+    return True
