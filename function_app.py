@@ -62,8 +62,8 @@ from memory_core.errors import ConfigurationError, MemoryCoreError, PermanentErr
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.config import Settings
-    from memory_core.contract.api import MemoryApi
     from memory_core.domain.access import Authenticator
+    from memory_core.entrypoints.http.dispatcher import MemoryApi
     from memory_core.service import MemoryService
 
 __all__ = [
@@ -151,7 +151,7 @@ class _Runtime:
                 validator can be built: serving them would open every route to everyone.
         """
         from memory_core import bootstrap
-        from memory_core.contract.api import MemoryApi
+        from memory_core.entrypoints.http.dispatcher import MemoryApi
 
         authenticator = self._authenticator
         if authenticator is None:
@@ -348,7 +348,7 @@ def _error_response(status: int, code: str, message: str, **headers: str) -> fun
 
 async def _serve(req: func.HttpRequest, path: str) -> func.HttpResponse:
     """Forward one request to :meth:`MemoryApi.handle` and write its response."""
-    from memory_core.contract.api import ApiRequest
+    from memory_core.entrypoints.http.kit import ApiRequest
 
     try:
         api = await runtime.api()

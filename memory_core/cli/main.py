@@ -29,15 +29,8 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from memory_core.contract.api import (
-    export_response,
-    forgetting_response,
-    memory_detail,
-    memory_list_response,
-    memory_view,
-    purge_response,
-    search_response,
-)
+from memory_core.contract.admin_views import export_response, forgetting_response, purge_response
+from memory_core.contract.views import memory_detail, memory_list_response, memory_view, search_response
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.domain.validation import utcnow

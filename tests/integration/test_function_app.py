@@ -151,9 +151,9 @@ def test_http_bindings_cover_the_contract_without_clashes() -> None:
             assert key not in seen, f"{method} {route} is bound twice"
             seen.add(key)
     # The contract of memory_core.contract.api (method + path template) is served exactly.
-    from memory_core.contract.api import _ROUTES
+    from memory_core.contract.routes import ROUTES
 
-    contract = {(r.method, r.path.lstrip("/")) for r in _ROUTES}
+    contract = {(r.method, r.path.lstrip("/")) for r in ROUTES}
     assert seen - {("GET", "inspector/{*path}")} == contract
 
 

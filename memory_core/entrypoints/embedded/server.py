@@ -38,8 +38,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from memory_core import telemetry
-from memory_core.contract.api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
+from memory_core.contract.views import ErrorDetail, ErrorResponse
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers
 from memory_core.errors import ConfigurationError
 from memory_core.web import StaticFile, static_file
 
