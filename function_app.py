@@ -123,10 +123,10 @@ def _forwarding(function: HttpFunction) -> HttpBody:
     """The body of an HTTP function of the contract: the request, forwarded to the HTTP API."""
 
     async def body(req: func.HttpRequest) -> func.HttpResponse:
-        from memory_core.entrypoints.functions.http import respond
+        from memory_core.entrypoints.functions.http import HttpCall, respond
 
-        payload = req.get_body() or b""
-        return _response(await respond(runtime, function, req.method, req.route_params, req.params, payload, req.headers))
+        call = HttpCall(req.method, req.route_params, req.params, req.get_body() or b"", req.headers)
+        return _response(await respond(runtime, function, call))
 
     body.__name__ = body.__qualname__ = function.name
     body.__doc__ = " ".join(f"``{r.method} {API_PREFIX}{r.path}``: {r.summary}." for r in function.routes)

@@ -25,7 +25,7 @@ from memory_core.web import static_file
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.entrypoints.functions.runtime import FunctionsRuntime
 
-__all__ = ["HttpReply", "inspector_file", "respond"]
+__all__ = ["HttpCall", "HttpReply", "inspector_file", "respond"]
 
 logger = logging.getLogger("memory_core.functions")
 
@@ -67,44 +67,39 @@ _RECORDERS: dict[str, Callable[[bytes, HttpReply, float], None]] = {
 }
 
 
-async def respond(
-    runtime: FunctionsRuntime,
-    function: HttpFunction,
-    method: str,
-    route_params: Mapping[str, str],
-    params: Mapping[str, str],
-    body: bytes,
-    headers: Mapping[str, str],
-) -> HttpReply:
+@dataclass(frozen=True)
+class HttpCall:
+    """One request to an HTTP function, as the trigger hands it over."""
+
+    method: str
+    route_params: Mapping[str, str]
+    params: Mapping[str, str]
+    body: bytes
+    headers: Mapping[str, str]
+
+
+async def respond(runtime: FunctionsRuntime, function: HttpFunction, call: HttpCall) -> HttpReply:
     """Answer one request to ``function`` through the HTTP API (recorded when its route says so)."""
-    route = function.serving(method)
+    route = function.serving(call.method)
     operation = route.telemetry if route is not None else None
     if operation is None:
-        return await _forward(runtime, function, method, route_params, params, body, headers)
+        return await _forward(runtime, function, call)
     with telemetry.operation(operation) as op:
-        reply = await _forward(runtime, function, method, route_params, params, body, headers)
+        reply = await _forward(runtime, function, call)
         if reply.status == 200:
-            _RECORDERS[operation](body, reply, op.elapsed)
+            _RECORDERS[operation](call.body, reply, op.elapsed)
     return reply
 
 
-async def _forward(
-    runtime: FunctionsRuntime,
-    function: HttpFunction,
-    method: str,
-    route_params: Mapping[str, str],
-    params: Mapping[str, str],
-    body: bytes,
-    headers: Mapping[str, str],
-) -> HttpReply:
+async def _forward(runtime: FunctionsRuntime, function: HttpFunction, call: HttpCall) -> HttpReply:
     try:
         api = await runtime.api()
     except MemoryCoreError as exc:  # settings missing or wrong: say so instead of a bare 500
         logger.error("memory-core is not configured: %s", exc)
         return _error(503, "unavailable", f"memory-core is not configured: {exc}", **{"Retry-After": "30"})
     template = function.routes[0]
-    path = template.path_for({name: route_params.get(name, "") for name in template.parameters})
-    request = ApiRequest(method, path, dict(params), body, headers=dict(headers))
+    path = template.path_for({name: call.route_params.get(name, "") for name in template.parameters})
+    request = ApiRequest(call.method, path, dict(call.params), call.body, headers=dict(call.headers))
     response = await api.handle(request)
     answer = dict(response.headers)
     answer.setdefault("Content-Type", JSON_HEADERS["Content-Type"])
