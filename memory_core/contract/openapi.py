@@ -15,7 +15,7 @@ from memory_core.contract.views import SCOPE_SCHEMA
 from memory_core.domain.messages import TURN_ID_PATTERN, Turn
 from memory_core.version import __version__
 
-__all__ = ["build_openapi"]
+__all__ = ["MODELS", "build_openapi"]
 
 #: The models the routes name (request bodies and answers), by name.
 MODELS: dict[str, type[BaseModel]] = {
