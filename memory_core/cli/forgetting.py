@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from memory_core.cli.arguments import add_scope
 from memory_core.cli.context import progress_for, require_store, service_for, service_with_queue, settings_for
 from memory_core.cli.output import EXIT_OK, print_json
-from memory_core.contract.api import forgetting_response, purge_response
+from memory_core.contract.admin_views import forgetting_response, purge_response
 from memory_core.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from memory_core.cli.arguments import add_scope
 from memory_core.cli.context import service_for
 from memory_core.cli.output import EXIT_OK, print_json, short
-from memory_core.contract.api import memory_detail, memory_list_response, memory_view, search_response
+from memory_core.contract.views import memory_detail, memory_list_response, memory_view, search_response
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 

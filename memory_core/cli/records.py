@@ -11,7 +11,7 @@ from memory_core.cli.arguments import add_scope
 from memory_core.cli.context import progress_for, require_store, service_for, service_with_queue, settings_for
 from memory_core.cli.inputs import input_name, jsonl
 from memory_core.cli.output import EXIT_OK, print_json
-from memory_core.contract.api import export_response
+from memory_core.contract.admin_views import export_response
 from memory_core.domain.validation import utcnow
 from memory_core.errors import InputError, ValidationError
 

@@ -1,1 +1,1 @@
-"""Entry points: the HTTP dispatcher, the embedded host, the Python API and the MCP server."""
+"""Entry points: the HTTP API, the Azure Functions bodies, the embedded host, the Python API and the MCP server."""

@@ -32,10 +32,11 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.client.memory_client import LocalMemoryClient, MemoryClient
-from memory_core.contract.api import ApiRequest, MemoryApi
 from memory_core.domain.messages import RecallUpdate, Turn, message_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest
 from memory_core.errors import PermanentError, TransientError
 from memory_core.integrations.agent_framework import (
     DEFAULT_SOURCE_ID,

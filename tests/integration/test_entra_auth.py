@@ -44,8 +44,9 @@ import function_app
 from memory_core.adapters.azure.entra_tokens import MIN_REFRESH_SECONDS, EntraTokenValidator
 from memory_core.bootstrap import build_authenticator, build_service
 from memory_core.config import Settings
-from memory_core.contract.api import ApiRequest, ApiResponse, MemoryApi
 from memory_core.domain.access import ADMIN_SCOPE, ROLE_ADMIN, ROLE_AGENT, ROLE_USER, USER_SCOPE
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse
 from memory_core.errors import AuthenticationError, TransientError
 from memory_core.service import MemoryService
 
@@ -381,7 +382,7 @@ def test_health_is_open_to_every_caller(idp: IdentityProvider, tmp_path: Path, c
 
 
 def test_the_matrix_covers_every_guarded_route() -> None:
-    from memory_core.contract.api import _ROUTES
+    from memory_core.contract.routes import ROUTES as _ROUTES
 
     assert set(ROUTES) == {r.operation for r in _ROUTES if not r.anonymous}
     assert len(MATRIX) == 117

@@ -15,6 +15,7 @@ import json
 import logging
 import subprocess
 import sys
+import typing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from functions_env import NOW, Env, functions_env, turn_body
 import function_app
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.config import Settings
+from memory_core.contract.routes import INSPECTOR, http_functions
 from memory_core.domain.messages import session_id_for
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.errors import PermanentError, TransientError
@@ -151,10 +153,39 @@ def test_http_bindings_cover_the_contract_without_clashes() -> None:
             assert key not in seen, f"{method} {route} is bound twice"
             seen.add(key)
     # The contract of memory_core.contract.api (method + path template) is served exactly.
-    from memory_core.contract.api import _ROUTES
+    from memory_core.contract.routes import ROUTES
 
-    contract = {(r.method, r.path.lstrip("/")) for r in _ROUTES}
+    contract = {(r.method, r.path.lstrip("/")) for r in ROUTES}
     assert seen - {("GET", "inspector/{*path}")} == contract
+
+
+def test_the_http_functions_are_the_route_tables() -> None:
+    bound = {
+        fn.get_function_name(): json.loads(fn.get_function_json())["bindings"][0]
+        for fn in indexed()
+        if fn.get_function_name() not in {"ingest_turns", "nightly_forgetting"}
+    }
+    expected = [*http_functions(), INSPECTOR]
+    assert set(bound) == {f.name for f in expected}
+    for function in expected:
+        trigger = bound[function.name]
+        assert trigger["route"] == function.route
+        assert trigger["methods"] == list(function.methods)
+        assert trigger["authLevel"] == ("ANONYMOUS" if function.anonymous else function_app.HTTP_AUTH_LEVEL.name)
+        assert callable(getattr(function_app, function.name))
+
+
+def test_every_user_function_is_indexable_as_the_worker_indexes_it() -> None:
+    for fn in indexed():
+        user = fn.get_user_function()
+        hints = typing.get_type_hints(user)
+        params = list(inspect.signature(user).parameters)
+        assert Path(inspect.getfile(user)) == ROOT / "function_app.py"
+        assert user.__name__ == fn.get_function_name()
+        (trigger,) = [b for b in json.loads(fn.get_function_json())["bindings"] if b["direction"] == "IN"]
+        assert params == [trigger["name"]]
+        if trigger["type"] == "httpTrigger":
+            assert hints == {"req": func.HttpRequest, "return": func.HttpResponse}
 
 
 def test_every_percent_setting_and_connection_is_a_setting_memory_core_documents() -> None:
@@ -186,6 +217,13 @@ def test_import_builds_nothing() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_indexing_imports_neither_the_http_api_nor_the_service() -> None:
+    heavy = ("memory_core.service", "memory_core.ports", "memory_core.entrypoints.http", "memory_core.contract.views")
+    code = f"import function_app, sys; print(sorted(m for m in sys.modules if m.startswith({heavy!r})))"
+    out = subprocess.check_output([sys.executable, "-c", code], cwd=ROOT, text=True, timeout=60, env={"PATH": ""})
+    assert out.strip() == "[]"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ from urllib.parse import quote
 import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
-from memory_core.contract.api import MAX_BODY_BYTES, ApiRequest, MemoryApi
+from memory_core.contract.parameters import MAX_BODY_BYTES
 from memory_core.domain.validation import MEMORY_ID_PATTERN
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest
 from memory_core.errors import TransientError
 
 CONVERSATION = [

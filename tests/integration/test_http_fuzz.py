@@ -21,7 +21,7 @@ from runtime_helpers import RunningRuntime, running, turn_body  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance  # noqa: E402
 
-from memory_core.contract.api import build_openapi  # noqa: E402
+from memory_core.contract.openapi import build_openapi  # noqa: E402
 
 POSITIVE_EXAMPLES = 30
 NEGATIVE_EXAMPLES = 20

@@ -21,8 +21,9 @@ import pytest
 from runtime_helpers import RunningRuntime, running
 
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.contract.api import ApiRequest, MemoryApi
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest
 
 TOKEN = "inspector-api-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -24,10 +24,11 @@ from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
 from memory_core.cli.memories import SEARCH_FLAGS
-from memory_core.contract.api import MemoryApi, SearchRequest
+from memory_core.contract.views import SearchRequest
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
 from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.service import MemoryService
 
 SCOPE = Scope.of("u1", "a1")

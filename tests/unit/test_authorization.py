@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.config import Settings
-from memory_core.contract.api import _ROUTES, ApiRequest, Headers
+from memory_core.contract.routes import ROUTES
 from memory_core.domain.access import (
     ADMIN_ACTIONS,
     ADMIN_SCOPE,
@@ -25,6 +25,7 @@ from memory_core.domain.access import (
     authorize,
     bearer_token,
 )
+from memory_core.entrypoints.http.kit import ApiRequest, Headers
 from memory_core.errors import AuthenticationError, ConfigurationError, ForbiddenError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,14 +143,14 @@ def test_messages_say_what_is_missing() -> None:
 
 
 def test_every_route_but_health_and_openapi_is_authorised_as_an_action() -> None:
-    unguarded = {r.operation for r in _ROUTES if r.action is None}
+    unguarded = {r.operation for r in ROUTES if r.action is None}
     assert unguarded == {"health", "openapi"}
-    assert {r.operation for r in _ROUTES if r.anonymous} == {"health"}
-    assert {r.action for r in _ROUTES if r.action is not None} == set(Action)
+    assert {r.operation for r in ROUTES if r.anonymous} == {"health"}
+    assert {r.action for r in ROUTES if r.action is not None} == set(Action)
 
 
 def test_an_anonymous_route_cannot_carry_an_action() -> None:
-    route = _ROUTES[0]
+    route = ROUTES[0]
     with pytest.raises(ValueError, match="anonymous"):
         type(route)(
             route.method, route.segments, route.operation, route.summary, route.action, route.target, True
@@ -162,7 +163,7 @@ def test_authorize_is_called_from_one_place_only() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "authorize":
                 callers.append(path.relative_to(ROOT).as_posix())
-    assert callers == ["memory_core/contract/api.py"]
+    assert callers == ["memory_core/entrypoints/http/dispatcher.py"]
 
 
 def test_auth_is_pure_domain() -> None:

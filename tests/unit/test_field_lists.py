@@ -10,7 +10,8 @@ from memory_core.adapters.azure.search_index import FIELD_ROLES, SELECT_FIELDS, 
 from memory_core.adapters.azure.search_store import from_document, to_document
 from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
 from memory_core.cli.memories import SEARCH_FLAGS
-from memory_core.contract.api import ForgettingResponse, MemoryDetail, MemoryView, SearchRequest
+from memory_core.contract.admin_views import ForgettingResponse
+from memory_core.contract.views import MemoryDetail, MemoryView, SearchRequest
 from memory_core.domain.policy import COUNTERS
 from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord
 from memory_core.domain.search import MemorySearchOptions

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from memory_core.contract.api import ApiRequest, HealthResponse, MemoryApi, build_openapi
+from memory_core.contract.openapi import build_openapi
+from memory_core.contract.views import HealthResponse
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest
 
 
 def test_health_documents_the_503_unhealthy_answer_with_the_health_schema() -> None:

@@ -123,7 +123,7 @@ def test_the_query_is_the_new_user_input() -> None:
 
 
 def test_search_request_body_matches_the_api_contract() -> None:
-    from memory_core.contract.api import SearchRequest
+    from memory_core.contract.views import SearchRequest
 
     options = MemorySearchOptions(
         mode="keyword", ranking_profile="recent", top=3, category="food", min_importance=0.4

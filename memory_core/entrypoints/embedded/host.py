@@ -37,8 +37,8 @@ from memory_core.adapters.sqlite.files import refuse_empty_file
 from memory_core.adapters.sqlite.schema import check_file
 from memory_core.bootstrap import build_local_queue, build_service, configure_telemetry, local_queue_path
 from memory_core.config import Settings
-from memory_core.contract.api import MemoryApi
 from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.recalls import CoalescingPublisher

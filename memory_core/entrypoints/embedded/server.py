@@ -1,4 +1,4 @@
-"""The embedded HTTP server: :class:`~memory_core.contract.api.MemoryApi` at ``/api/...`` on 127.0.0.1.
+"""The embedded HTTP server: :class:`~memory_core.entrypoints.http.dispatcher.MemoryApi` at ``/api/...`` on 127.0.0.1.
 
 A stdlib :class:`http.server.ThreadingHTTPServer` reads each request on its own thread and hands it
 to the runtime's single asyncio loop (where the memory service lives) with
@@ -38,21 +38,23 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from memory_core import telemetry
-from memory_core.contract.api import ApiRequest, ApiResponse, ErrorDetail, ErrorResponse, Headers, MemoryApi
+from memory_core.contract.routes import API_PREFIX, ROUTES, api_path, route
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers, error_response
 from memory_core.errors import ConfigurationError
 from memory_core.web import StaticFile, static_file
 
-__all__ = ["API_PREFIX", "MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
+__all__ = ["MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
 
 logger = logging.getLogger(__name__)
 
-API_PREFIX = "/api"
-#: The one route a token does not guard (process liveness; it shows no user data).
-OPEN_ROUTES = frozenset({API_PREFIX + "/health"})
+#: The routes a token does not guard (the anonymous ones: process liveness, which shows no user data).
+OPEN_ROUTES = frozenset(API_PREFIX + r.path for r in ROUTES if r.anonymous)
 #: Cheap routes that never wait for a turn behind other requests (health, and queuing a turn, which
 #: only writes it to the queue: an agent's after_run must not wait behind a crowd of searches).
-UNQUEUED_ROUTES = OPEN_ROUTES | {API_PREFIX + "/turns"}
+UNQUEUED_ROUTES = OPEN_ROUTES | {api_path("post_turn")}
+_SEARCH = route("search")
 #: The shortest token accepted (a guessable token guards nothing).
 MIN_TOKEN_CHARS = 16
 
@@ -76,9 +78,26 @@ def check_binding(host: str, token: str | None) -> None:
         )
 
 
-def _error_response(status: int, code: str, message: str, **headers: str) -> ApiResponse:
-    body = ErrorResponse(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
-    return ApiResponse(status, body, {"Content-Type": "application/json; charset=utf-8", **headers})
+class _Refused(Exception):
+    """A request answered before the API sees it."""
+
+    def __init__(self, response: ApiResponse) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+def _timed_out() -> ApiResponse:
+    return error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+
+
+def _single_values(text: str) -> dict[str, str]:
+    """The query parameters, each named once (which of repeated ones would count is a guess: 400)."""
+    pairs = parse_qsl(text, keep_blank_values=True)
+    query = dict(pairs)
+    if len(query) != len(pairs):
+        repeated = next(name for name in query if sum(1 for n, _ in pairs if n == name) > 1)
+        raise _Refused(error_response(400, "bad_request", f"the query parameter {repeated!r} is repeated"))
+    return query
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -96,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "Error"
         text = message or explain or phrase
-        self._write(_error_response(code, phrase.lower().replace(" ", "_").replace("-", "_"), text[:300]))
+        self._write(error_response(code, phrase.lower().replace(" ", "_").replace("-", "_"), text[:300]))
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
@@ -106,74 +125,90 @@ class _Handler(BaseHTTPRequestHandler):
             response = self._respond()
         except Exception:  # a transport bug must not kill the connection thread silently
             logger.exception("%s %s failed in the HTTP layer", self.command, self.path)
-            response = _error_response(500, "internal_error", "the request failed unexpectedly")
+            response = error_response(500, "internal_error", "the request failed unexpectedly")
             self.close_connection = True
         self._write(response)
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = _dispatch
 
     def do_HEAD(self) -> None:
-        self._write(_error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
+        self._write(error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
 
     def _respond(self) -> ApiResponse | StaticFile:
         parts = urlsplit(self.path)
-        path = parts.path
-        if path != API_PREFIX and not path.startswith(API_PREFIX + "/"):
-            self._discard_body()
-            page = static_file(path[1:]) if path.startswith("/") else None
-            if page is None:
-                return _error_response(
-                    404, "no_route", f"no route for {path[:100]!r}; the API lives under /api, the inspector at /"
-                )
-            refused = self._cross_site()
-            if refused is not None:
-                return _error_response(403, "forbidden", refused)
-            if self.command != "GET":
-                return _error_response(
-                    405, "method_not_allowed", f"{self.command} is not allowed on {path[:100]}; use GET", Allow="GET"
-                )
-            return page
+        if parts.path != API_PREFIX and not parts.path.startswith(API_PREFIX + "/"):
+            return self._static(parts.path)
+        try:
+            self._check_caller(parts.path)
+            body = self._read_body()
+            query = _single_values(parts.query)
+        except _Refused as refused:
+            return refused.response
+        return self._call_api(parts.path, query, body)
+
+    def _static(self, path: str) -> ApiResponse | StaticFile:
+        """A file of the inspector (outside the API), or why not."""
+        self._discard_body()
+        page = static_file(path[1:]) if path.startswith("/") else None
+        if page is None:
+            return error_response(
+                404, "no_route", f"no route for {path[:100]!r}; the API lives under {API_PREFIX}, the inspector at /"
+            )
+        refused = self._cross_site()
+        if refused is not None:
+            return error_response(403, "forbidden", refused)
+        if self.command != "GET":
+            return error_response(
+                405, "method_not_allowed", f"{self.command} is not allowed on {path[:100]}; use GET", Allow="GET"
+            )
+        return page
+
+    def _check_caller(self, path: str) -> None:
+        """Refuse a request from another site's page (403) or without the token (401), its body unread."""
         refused = self._cross_site()
         if refused is not None:
             self._discard_body()
-            return _error_response(403, "forbidden", refused)
+            raise _Refused(error_response(403, "forbidden", refused))
         token = self.server.token
         if token and path.rstrip("/") not in OPEN_ROUTES and not bearer_matches(self.headers.get("Authorization"), token):
             self._discard_body()
-            return _error_response(
-                401,
-                "unauthorized",
-                "this server needs Authorization: Bearer <MEMORY_API_TOKEN>",
-                **{"WWW-Authenticate": 'Bearer realm="memory-core"'},
+            raise _Refused(
+                error_response(
+                    401,
+                    "unauthorized",
+                    "this server needs Authorization: Bearer <MEMORY_API_TOKEN>",
+                    **{"WWW-Authenticate": 'Bearer realm="memory-core"'},
+                )
             )
+
+    def _read_body(self) -> bytes:
+        """The request body, of a valid length within the API's limit and JSON (411, 400, 413, 415)."""
+        length = self._content_length()
+        if length and not _is_json(self.headers.get("Content-Type")):
+            self.close_connection = True  # the unread body makes the connection unusable
+            raise _Refused(error_response(415, "unsupported_media_type", "send the body as Content-Type: application/json"))
+        return self.rfile.read(length) if length else b""
+
+    def _content_length(self) -> int:
         length_header = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding") and length_header is None:
             self.close_connection = True
-            return _error_response(411, "length_required", "send the body with a Content-Length")
+            raise _Refused(error_response(411, "length_required", "send the body with a Content-Length"))
         try:
             length = int(length_header) if length_header is not None else 0
             if length < 0:
                 raise ValueError(length_header)
         except ValueError:
             self.close_connection = True
-            return _error_response(400, "bad_request", "Content-Length is not a valid length")
+            raise _Refused(error_response(400, "bad_request", "Content-Length is not a valid length")) from None
         limit = self.server.api.max_body_bytes
         if length > limit:
             self.close_connection = True  # the unread body makes the connection unusable
-            return _error_response(
-                413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"
-            )
-        if length and not _is_json(self.headers.get("Content-Type")):
-            self.close_connection = True  # the unread body makes the connection unusable
-            return _error_response(
-                415, "unsupported_media_type", "send the body as Content-Type: application/json"
-            )
-        body = self.rfile.read(length) if length else b""
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        query = dict(pairs)
-        if len(query) != len(pairs):  # which one would count is a guess; say so instead of guessing
-            repeated = next(name for name in query if sum(1 for n, _ in pairs if n == name) > 1)
-            return _error_response(400, "bad_request", f"the query parameter {repeated!r} is repeated")
+            raise _Refused(error_response(413, "payload_too_large", f"the body is {length} bytes; the maximum is {limit}"))
+        return length
+
+    def _call_api(self, path: str, query: dict[str, str], body: bytes) -> ApiResponse:
+        """The API's answer, handed to the runtime's loop (after admission, within the timeout)."""
         request = ApiRequest(
             method=self.command,
             path=path[len(API_PREFIX) :] or "/",
@@ -184,18 +219,18 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         admission = self.server.admission if path.rstrip("/") not in UNQUEUED_ROUTES else None
         if admission is not None and not admission.acquire(timeout=self.server.request_timeout):
-            return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+            return _timed_out()
         try:
             future = asyncio.run_coroutine_threadsafe(self.server.api.handle(request), self.server.loop)
             try:
                 response = future.result(timeout=self.server.request_timeout - (time.perf_counter() - started))
             except concurrent.futures.TimeoutError:
                 future.cancel()
-                return _error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
+                return _timed_out()
         finally:
             if admission is not None:
                 admission.release()
-        if request.method == "POST" and request.path == "/memories/search" and response.status == 200:
+        if request.method == _SEARCH.method and request.path == _SEARCH.path and response.status == 200:
             _record_search(body, response, time.perf_counter() - started)
         return response
 
@@ -226,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = response.json_bytes()
         except (TypeError, ValueError):
             logger.exception("%s %s: the response is not JSON-serializable", self.command, self.path)
-            response = _error_response(500, "internal_error", "the response could not be serialized")
+            response = error_response(500, "internal_error", "the response could not be serialized")
             payload = response.json_bytes()
         self._send(response.status, response.headers, payload, head=head)
 

@@ -36,6 +36,7 @@ from urllib.parse import quote, urlencode
 import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.contract.routes import API_PREFIX, api_path
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.tools.bench.search import _sentence
 from memory_core.tools.progress import NO_PROGRESS, Progress
@@ -50,11 +51,12 @@ _LISTENING = re.compile(r"listening on http://([0-9.]+):(\d+)")
 _CATEGORIES = ["preference", "constraint", "profile", "plan", "routine", "general"]
 _SCOPE = urlencode({"user_id": USER, "agent_id": AGENT})
 _STATIC = ["/", "/ui/app.css", "/ui/app.js", "/ui/charts.js", "/ui/icon.svg"]
+_MEMORIES, _CURVES = api_path("list"), api_path("retention_curves")
 #: The API calls of the first view: the Scopes view, then the scope's Memories table.
 FIRST_VIEW = [
-    "/api/users?limit=50",
-    f"/api/users/{USER}/agents",
-    f"/api/memories?{_SCOPE}&order=updated_at%20desc&offset=0&limit=50",
+    f"{api_path('users')}?limit=50",
+    api_path("user_agents", user_id=USER),
+    f"{_MEMORIES}?{_SCOPE}&order=updated_at%20desc&offset=0&limit=50",
 ]
 
 
@@ -172,7 +174,7 @@ class _Server:
         body = response.read()
         if response.status != 200:
             raise RuntimeError(f"GET {path}: HTTP {response.status}: {body[:300]!r}")
-        if path.startswith("/api/"):
+        if path.startswith(API_PREFIX + "/"):
             json.loads(body)
         return (time.perf_counter() - started) * 1000
 
@@ -190,20 +192,20 @@ def _views(ids: str) -> dict[str, list[str]]:
     """Each view's API calls (beyond the first view), as the page makes them."""
     return {
         "memories, last page by retention": [
-            f"/api/memories?{_SCOPE}&order=retention_score%20asc&offset=9950&limit=50"
+            f"{_MEMORIES}?{_SCOPE}&order=retention_score%20asc&offset=9950&limit=50"
         ],
         "memories, one category of active facts": [
-            f"/api/memories?{_SCOPE}&status=active&kind=fact&category=plan&order=importance%20desc&limit=50"
+            f"{_MEMORIES}?{_SCOPE}&status=active&kind=fact&category=plan&order=importance%20desc&limit=50"
         ],
         "a memory (detail and its curve)": [
-            f"/api/memories/{USER}-000000?{_SCOPE}",
-            f"/api/forgetting/curves?{_SCOPE}&ids={USER}-000000&days=180",
+            f"{api_path('get', memory_id=f'{USER}-000000')}?{_SCOPE}",
+            f"{_CURVES}?{_SCOPE}&ids={USER}-000000&days=180",
         ],
         "forgetting (8 curves)": [
-            f"/api/memories?{_SCOPE}&status=active&order=retention_score%20asc&limit=8",
-            f"/api/forgetting/curves?{_SCOPE}&ids={quote(ids)}&days=180",
+            f"{_MEMORIES}?{_SCOPE}&status=active&order=retention_score%20asc&limit=8",
+            f"{_CURVES}?{_SCOPE}&ids={quote(ids)}&days=180",
         ],
-        "forgetting dry run of the scope": [f"/api/forgetting/preview?{_SCOPE}"],
+        "forgetting dry run of the scope": [f"{api_path('forgetting_preview')}?{_SCOPE}"],
     }
 
 
@@ -211,7 +213,7 @@ def _measure(server: _Server, runs: int, progress: Progress) -> dict[str, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
     try:
         weakest = json.loads(
-            _fetch(conn, server, f"/api/memories?{_SCOPE}&status=active&order=retention_score%20asc&limit=8")
+            _fetch(conn, server, f"{_MEMORIES}?{_SCOPE}&status=active&order=retention_score%20asc&limit=8")
         )
         ids = ",".join(m["id"] for m in weakest["memories"])
         views = _views(ids)

@@ -41,12 +41,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from memory_core.contract.routes import api_path
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import machine_context, publish
 
 __all__ = ["LoadFigures", "main", "measure"]
 
 _LISTENING = re.compile(r"listening on http://([0-9.]+):(\d+)")
+_SEARCH, _TURNS = api_path("search"), api_path("post_turn")
 _PREFERENCES = [
     ("I like {x}", ["green tea", "jazz", "hiking", "spicy ramen", "old films", "board games", "cycling"]),
     ("I am allergic to {x}", ["peanuts", "shellfish", "cats", "pollen", "penicillin"]),
@@ -292,10 +294,10 @@ def _post_turns(
     for turn in turns:
         started = time.perf_counter()
         try:
-            status, body = conn.call("POST", "/api/turns", turn)
+            status, body = conn.call("POST", _TURNS, turn)
         except (OSError, http.client.HTTPException) as exc:
             with lock:
-                figures.errors.append(f"POST /api/turns: {type(exc).__name__}: {exc}")
+                figures.errors.append(f"POST {_TURNS}: {type(exc).__name__}: {exc}")
             continue
         elapsed = (time.perf_counter() - started) * 1000
         with lock:
@@ -306,7 +308,7 @@ def _post_turns(
                 if isinstance(body, dict) and body.get("status") == "duplicate":
                     figures.turns_duplicate += 1
             else:
-                figures.errors.append(f"POST /api/turns: {status} {str(body)[:200]}")
+                figures.errors.append(f"POST {_TURNS}: {status} {str(body)[:200]}")
 
 
 def _search_loop(
@@ -324,7 +326,7 @@ def _search_loop(
         request = {"user_id": rng.choice(users), "agent_id": "assistant", "query": rng.choice(_QUESTIONS)}
         started = time.perf_counter()
         try:
-            status, body = conn.call("POST", "/api/memories/search", request)
+            status, body = conn.call("POST", _SEARCH, request)
         except (OSError, http.client.HTTPException) as exc:
             errors.append(f"search: {type(exc).__name__}: {exc}")
             continue

@@ -1,0 +1,299 @@
+"""Wire views of memories, searches, listings, turns, health and errors, and their builders from domain objects."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance
+from memory_core.domain.search import (
+    MemorySearchOptions,
+    RankingProfile,
+    ScoreBreakdown,
+    SearchMode,
+    SearchResult,
+)
+from memory_core.domain.validation import CATEGORY_PATTERN, SCOPE_ID_PATTERN, AgentId, UserId
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.ports import Page, SortedPage, StatusCounts
+
+__all__ = [
+    "CATEGORY_SCHEMA",
+    "SCOPE_SCHEMA",
+    "AgentListResponse",
+    "AgentSummary",
+    "ErrorDetail",
+    "ErrorResponse",
+    "HealthResponse",
+    "MemoryDetail",
+    "MemoryListResponse",
+    "MemoryView",
+    "SearchHitView",
+    "SearchRequest",
+    "SearchResponse",
+    "StatusCountsView",
+    "TurnAccepted",
+    "UserListResponse",
+    "UserSummary",
+    "agent_list_response",
+    "memory_detail",
+    "memory_list_response",
+    "memory_view",
+    "search_response",
+    "sorted_list_response",
+    "user_list_response",
+]
+
+#: A category in the OpenAPI document: the model's rule, letters of any script, digits, ``_ . -``
+#: (``\w`` is Unicode here, as in Python; an ECMA-262 validator reads it as ASCII, hence the description).
+CATEGORY_SCHEMA: dict[str, JsonValue] = {
+    "pattern": f"^{CATEGORY_PATTERN.pattern}$",
+    "description": "1-64 letters (any script, e.g. 食事), digits, `_`, `.` or `-`; compared lower-cased",
+}
+#: A user or agent id in the OpenAPI document.
+SCOPE_SCHEMA: dict[str, JsonValue] = {
+    "pattern": f"^{SCOPE_ID_PATTERN.pattern}$",
+    "minLength": 1,
+    "maxLength": 128,
+}
+
+
+class MemoryView(BaseModel):
+    """A memory as returned over the API: every field but the embedding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    user_id: str
+    agent_id: str
+    memory: str
+    summary: str
+    category: str
+    importance: float
+    confidence: float
+    status: MemoryStatus
+    source: str
+    kind: MemoryKind
+    retention_score: float
+    access_count: int
+    created_at: str
+    updated_at: str
+    last_accessed_at: str | None
+    expires_at: str | None
+    metadata: dict[str, Any]
+    provenance: list[Provenance]
+
+
+class SearchHitView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory: MemoryView
+    score: float
+    reranker_score: float | None
+    breakdown: ScoreBreakdown
+
+
+class SearchRequest(MemorySearchOptions):
+    """Body of ``POST /api/memories/search``: the scope, the query, and every search option.
+
+    The options are :class:`MemorySearchOptions`' own fields (inherited, so a new option is part of
+    the request at once), with the HTTP contract's tighter bounds where it has them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: UserId = Field(json_schema_extra=SCOPE_SCHEMA)
+    agent_id: AgentId = Field(json_schema_extra=SCOPE_SCHEMA)
+    query: str = Field(max_length=4000)
+    top: int = Field(default=5, ge=1, le=100)
+    category: str | None = Field(default=None, json_schema_extra=CATEGORY_SCHEMA)
+    min_importance: float | None = Field(default=None, ge=0, le=1)
+    min_retention_score: float | None = Field(default=None, ge=0, le=1)
+    recall: bool = True
+
+    def options(self) -> MemorySearchOptions:
+        """The search options of this request (through :meth:`MemorySearchOptions.from_values`)."""
+        return MemorySearchOptions.from_values(self.model_dump())
+
+
+class SearchResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hits: list[SearchHitView]
+    mode: SearchMode
+    ranking_profile: RankingProfile
+    semantic_ranker_available: bool
+    notes: list[str]
+
+
+class MemoryListResponse(BaseModel):
+    """``GET /api/memories``: one page, by id (``next_cursor``) or of a filtered, sorted listing
+    (``total`` and ``next_offset``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[MemoryView]
+    next_cursor: str | None
+    total: int | None = Field(
+        default=None, description="Memories matching the filters in all (filtered or sorted listings only)"
+    )
+    next_offset: int | None = Field(
+        default=None, description="`offset` of the next page, `null` on the last (filtered or sorted listings only)"
+    )
+
+
+class StatusCountsView(BaseModel):
+    """How many memories, by status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    active: int
+    archived: int
+    deleted: int
+    total: int
+
+
+class UserSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    counts: StatusCountsView
+
+
+class UserListResponse(BaseModel):
+    """``GET /api/users``: users holding memories, by id, with counts by status (every agent's added up)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    users: list[UserSummary]
+    next_cursor: str | None
+
+
+class AgentSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str
+    counts: StatusCountsView
+
+
+class AgentListResponse(BaseModel):
+    """``GET /api/users/{user_id}/agents``: the agents holding memories of the user, by id, with counts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    agents: list[AgentSummary]
+
+
+class MemoryDetail(MemoryView):
+    """``GET /api/memories/{memory_id}``: the memory and every recorded change to it, oldest first."""
+
+    history: list[HistoryEntry]
+
+
+class TurnAccepted(BaseModel):
+    """``POST /api/turns``: the turn was queued (or, without a queue, ingested at once), or it was a duplicate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    session_id: str
+    status: str = Field(
+        description="`queued` (sent to the ordered queue), `ingested` (no queue configured), `duplicate` "
+        "(this scope already ingested this turn id, or the embedded queue already holds it; nothing was "
+        "queued) or `purged` (the turn's `occurred_at` is at or before the last purge of its scope or user; "
+        "it was dropped)"
+    )
+
+
+class HealthResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["ok", "unhealthy"] = Field(
+        description="`ok` (HTTP 200), or `unhealthy` (HTTP 503): ingestion has stopped (`details.problem` says why)"
+    )
+    version: str
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Facts of the deployment: locally `ingestion` (`ok`, `stopped`, `off`), `queue` and `workers`",
+    )
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every error the API returns: ``{"error": {"code", "message", "field"}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
+
+
+def memory_view(record: MemoryRecord) -> MemoryView:
+    data = record.to_json_dict(include_embedding=False)
+    return MemoryView.model_validate(data)
+
+
+def search_response(result: SearchResult) -> SearchResponse:
+    return SearchResponse(
+        hits=[
+            SearchHitView(
+                memory=memory_view(hit.record),
+                score=hit.score,
+                reranker_score=hit.reranker_score,
+                breakdown=hit.breakdown,
+            )
+            for hit in result.hits
+        ],
+        mode=result.mode,
+        ranking_profile=result.ranking_profile,
+        semantic_ranker_available=result.semantic_ranker_available,
+        notes=list(result.notes),
+    )
+
+
+def memory_list_response(page: Page) -> MemoryListResponse:
+    return MemoryListResponse(memories=[memory_view(r) for r in page.records], next_cursor=page.next_cursor)
+
+
+def sorted_list_response(page: SortedPage, offset: int) -> MemoryListResponse:
+    """``GET /api/memories`` with filters or a sort: the page, the count and the next offset."""
+    following = offset + len(page.records)
+    return MemoryListResponse(
+        memories=[memory_view(r) for r in page.records],
+        next_cursor=None,
+        total=page.total,
+        next_offset=following if page.records and following < page.total else None,
+    )
+
+
+def _counts_view(counts: StatusCounts) -> StatusCountsView:
+    return StatusCountsView(
+        active=counts.active, archived=counts.archived, deleted=counts.deleted, total=counts.total
+    )
+
+
+def user_list_response(users: list[StatusCounts], next_cursor: str | None) -> UserListResponse:
+    return UserListResponse(
+        users=[UserSummary(user_id=u.id, counts=_counts_view(u)) for u in users], next_cursor=next_cursor
+    )
+
+
+def agent_list_response(user_id: str, agents: list[StatusCounts]) -> AgentListResponse:
+    return AgentListResponse(
+        user_id=user_id, agents=[AgentSummary(agent_id=a.id, counts=_counts_view(a)) for a in agents]
+    )
+
+
+def memory_detail(record: MemoryRecord, history: list[HistoryEntry]) -> MemoryDetail:
+    """``GET /api/memories/{memory_id}``: the memory and its history."""
+    return MemoryDetail(**memory_view(record).model_dump(), history=history)

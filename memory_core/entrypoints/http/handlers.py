@@ -1,0 +1,251 @@
+"""The handler of each route: read the rest of the request, call the memory service, build the view.
+
+A handler is registered under its route's operation (:func:`handles`); the dispatcher finds it there
+by the operation the route table names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memory_core.contract.admin_views import (
+    ForgettingPreviewResponse,
+    export_response,
+    forgetting_response,
+    purge_response,
+    retention_curves_response,
+)
+from memory_core.contract.parameters import (
+    DEFAULT_CURVE_DAYS,
+    DEFAULT_FORGET_LIMIT,
+    DEFAULT_LIST_LIMIT,
+    MAX_CURVE_DAYS,
+    MAX_CURVE_IDS,
+    MAX_FORGET_LIMIT,
+    MAX_LIST_LIMIT,
+    MAX_PREVIEW_LIMIT,
+)
+from memory_core.contract.views import (
+    HealthResponse,
+    SearchRequest,
+    TurnAccepted,
+    agent_list_response,
+    memory_detail,
+    memory_list_response,
+    memory_view,
+    search_response,
+    sorted_list_response,
+    user_list_response,
+)
+from memory_core.domain.messages import Turn, session_id_for
+from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.search import OrderBy
+from memory_core.domain.validation import validate_category, validate_memory_id
+from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Query
+from memory_core.entrypoints.http.targets import Subject
+from memory_core.errors import ValidationError
+from memory_core.ports import MAX_BROWSE_LIMIT, MAX_BROWSE_OFFSET
+from memory_core.version import __version__
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.service import MemoryService
+
+__all__ = ["HANDLERS", "Context", "Handler", "handles"]
+
+
+class Context(Protocol):
+    """What a handler may use of the API it runs in."""
+
+    service: MemoryService
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """Whether the deployment is healthy, and its facts."""
+        ...
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document."""
+        ...
+
+
+Handler = Callable[[Context, ApiRequest, Subject], Awaitable[ApiResponse]]
+#: Every handler, by the operation of its route.
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(operation: str) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of ``operation``."""
+
+    def register(handler: Handler) -> Handler:
+        if operation in HANDLERS:
+            raise ValueError(f"{operation} has a handler already")
+        HANDLERS[operation] = handler
+        return handler
+
+    return register
+
+
+def _ok(view: Any, status: int = 200) -> ApiResponse:
+    return ApiResponse(status, view.model_dump(mode="json"))
+
+
+def _memory_cursor(query: Query) -> str | None:
+    cursor = query.text("cursor", max_length=128)
+    if cursor is not None:
+        validate_memory_id(cursor, "cursor")
+    return cursor
+
+
+@handles("search")
+async def search(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    body: SearchRequest = subject.body
+    result = await api.service.search(
+        Scope.of(body.user_id, body.agent_id), body.query, body.options(), recall=body.recall
+    )
+    return _ok(search_response(result))
+
+
+@handles("list")
+async def list_memories(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    status = query.choice("status", MemoryStatus)
+    statuses = None if status is None else [status]
+    cursor = _memory_cursor(query)
+    limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
+    assert limit is not None
+    category = query.text("category", max_length=64)
+    if category is not None:
+        category = validate_category(category)
+    kind = query.choice("kind", MemoryKind)
+    order = query.choice("order", OrderBy)
+    offset = query.integer("offset", default=None, low=0, high=MAX_BROWSE_OFFSET)
+    if category is None and kind is None and order is None and offset is None:
+        page = await api.service.list(subject.scope, statuses=statuses, cursor=cursor, limit=limit)
+        return _ok(memory_list_response(page))
+    if cursor is not None:
+        raise ValidationError(
+            "cursor",
+            "pages the listing by id; a filtered or sorted listing (category, kind, order, offset) "
+            "pages with offset instead",
+        )
+    sorted_page = await api.service.browse(
+        subject.scope,
+        statuses=statuses,
+        category=category,
+        kind=kind,
+        order_by=order,
+        offset=offset or 0,
+        limit=min(limit, MAX_BROWSE_LIMIT),
+    )
+    return _ok(sorted_list_response(sorted_page, offset or 0))
+
+
+@handles("users")
+async def users(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    cursor = query.scope_id("cursor", required=False)
+    limit = query.integer("limit", default=DEFAULT_LIST_LIMIT, low=1, high=MAX_LIST_LIMIT)
+    assert limit is not None
+    found, next_cursor = await api.service.users(after=cursor, limit=limit)
+    return _ok(user_list_response(found, next_cursor))
+
+
+@handles("user_agents")
+async def user_agents(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    user_id = str(subject.user_id)
+    agents = await api.service.agent_counts(user_id)
+    return _ok(agent_list_response(user_id, agents))
+
+
+@handles("forgetting_preview")
+async def forgetting_preview(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    limit = query.integer("limit", default=MAX_PREVIEW_LIMIT, low=1, high=MAX_PREVIEW_LIMIT)
+    assert limit is not None
+    cursor = _memory_cursor(query)
+    scope = subject.scope
+    at = api.service.now()
+    report = await api.service.preview_forgetting(scope, limit=limit, cursor=cursor)
+    return _ok(
+        ForgettingPreviewResponse.model_validate(
+            {**report.as_dict(), "user_id": scope.user_id, "agent_id": scope.agent_id, "at": at}
+        )
+    )
+
+
+@handles("retention_curves")
+async def retention_curves(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    raw = query.text("ids", required=True, max_length=MAX_CURVE_IDS * 129)
+    ids = list(dict.fromkeys(validate_memory_id(i, "ids") for i in str(raw).split(",")))
+    if len(ids) > MAX_CURVE_IDS:
+        raise ValidationError("ids", f"names {len(ids)} memories; at most {MAX_CURVE_IDS} at once")
+    days = query.integer("days", default=DEFAULT_CURVE_DAYS, low=1, high=MAX_CURVE_DAYS)
+    assert days is not None
+    scope = subject.scope
+    at = api.service.now()
+    curves = await api.service.retention_curves(scope, ids, days=days)
+    return _ok(retention_curves_response(scope, at, days, api.service.policy, curves))
+
+
+@handles("get")
+async def get(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    scope, memory_id = subject.scope, str(subject.memory_id)
+    record = await api.service.get(scope, memory_id)
+    history = await api.service.history_of(scope, memory_id)
+    return _ok(memory_detail(record, history))
+
+
+@handles("delete")
+async def delete(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    after = await api.service.delete(subject.scope, str(subject.memory_id), reason="deleted through the API")
+    return _ok(memory_view(after))
+
+
+@handles("export")
+async def export(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    user_id, agent_id = str(subject.user_id), subject.agent_id
+    records = [r async for r in api.service.export(user_id, agent_id)]
+    history = await api.service.export_history(user_id, agent_id)
+    queued = await api.service.queued_messages(user_id, agent_id)
+    return _ok(export_response(user_id, agent_id, records, history, queued))
+
+
+@handles("purge")
+async def purge(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    if not Query(request.query).boolean("confirm", default=False):
+        raise ValidationError(
+            "confirm",
+            "purge removes memories and history physically and cannot be undone; add confirm=true",
+        )
+    report = await api.service.purge(str(subject.user_id), subject.agent_id)
+    return _ok(purge_response(report))
+
+
+@handles("post_turn")
+async def post_turn(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    turn: Turn = subject.body
+    status = await api.service.publish_turn(turn)
+    return _ok(TurnAccepted(turn_id=turn.turn_id, session_id=session_id_for(turn.scope), status=status), 202)
+
+
+@handles("forgetting")
+async def forgetting(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    dry_run = query.boolean("dry_run", default=True)
+    limit = query.integer("limit", default=DEFAULT_FORGET_LIMIT, low=1, high=MAX_FORGET_LIMIT)
+    cursor = query.text("cursor", max_length=64)
+    report = await api.service.apply_forgetting(dry_run=dry_run, limit=limit, cursor=cursor)
+    return _ok(forgetting_response(report))
+
+
+@handles("health")
+async def health(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    ok, details = api.health()
+    view = HealthResponse(status="ok" if ok else "unhealthy", version=__version__, details=details)
+    return ApiResponse(200 if ok else 503, view.model_dump())
+
+
+@handles("openapi")
+async def openapi(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    return ApiResponse(200, api.openapi())
