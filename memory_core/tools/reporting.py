@@ -25,6 +25,7 @@ __all__ = [
     "cached_embeddings",
     "default_embedder",
     "file_sha256",
+    "grouped_bars",
     "machine_context",
     "markdown_table",
     "percentile",
@@ -74,6 +75,19 @@ def save_chart(plt: Any, fig: Any, directory: str | Path, name: str) -> str:
     fig.savefig(target, dpi=120)
     plt.close(fig)
     return str(target)
+
+
+def grouped_bars(ax: Any, series: Sequence[tuple[str, Sequence[float] | None]], positions: int) -> None:
+    """Bars of several series side by side at each of ``positions`` x positions, one label per series.
+
+    A series whose values are None keeps its place (the others do not move) but draws nothing.
+    """
+    width = 0.8 / max(len(series), 1)
+    for j, (label, values) in enumerate(series):
+        if values is None:
+            continue
+        xs = [i + (j - (len(series) - 1) / 2) * width for i in range(positions)]
+        ax.bar(xs, values, width=width, label=label)
 
 
 def pyplot() -> Any | None:

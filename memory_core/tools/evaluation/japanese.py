@@ -25,7 +25,6 @@ import argparse
 import json
 import re
 import tempfile
-import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,18 +37,21 @@ import numpy as np
 
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.service.extraction.extractor import strip_date_annotations
-from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
-from memory_core.tools.progress import NO_PROGRESS, Progress
+from memory_core.tools.evaluation.metrics import DEFAULT_KS
+from memory_core.tools.evaluation.retrieval import Question, group_table, results_table, search_configurations
+from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import (
     DEFAULT_CACHE_DIR,
     cached_embeddings,
     default_embedder,
+    grouped_bars,
     markdown_table,
-    percentile,
     publish_report,
+    pyplot,
+    save_chart,
 )
 
 __all__ = [
@@ -164,21 +166,10 @@ def _scope(user: JapaneseUser) -> Scope:
     return Scope.of(user.user_id, AGENT_ID)
 
 
-async def evaluate_retrieval(
-    data: JapaneseSet,
-    *,
-    embedder: Any,
-    modes: Sequence[SearchMode] = _MODES,
-    profiles: Sequence[RankingProfile] = _PROFILES,
-    distractors: Sequence[str] = (),
-    distractors_per_user: int = 0,
-    seed: int = 7,
-    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-    progress: Progress = NO_PROGRESS,
-) -> dict[str, Any]:
-    """Retrieval metrics per mode x profile (see the module docstring); progress to ``progress``."""
-    from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-
+def _memories(
+    data: JapaneseSet, distractors: Sequence[str], distractors_per_user: int, seed: int
+) -> tuple[list[str], list[tuple[int, str, datetime]]]:
+    """Every memory's text and (user index, memory id, time): each user's turns, then its distractors."""
     rng = np.random.default_rng(seed)
     texts: list[str] = []
     owners: list[tuple[int, str, datetime]] = []
@@ -197,11 +188,28 @@ async def evaluate_retrieval(
                 owners.append(
                     (u_at, f"{user.user_id}-d{d_at}", first + timedelta(seconds=float(rng.uniform(0, span))))
                 )
+    return texts, owners
+
+
+async def evaluate_retrieval(
+    data: JapaneseSet,
+    *,
+    embedder: Any,
+    modes: Sequence[SearchMode] = _MODES,
+    profiles: Sequence[RankingProfile] = _PROFILES,
+    distractors: Sequence[str] = (),
+    distractors_per_user: int = 0,
+    seed: int = 7,
+    cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+    progress: Progress = NO_PROGRESS,
+) -> dict[str, Any]:
+    """Retrieval metrics per mode x profile (see the module docstring); progress to ``progress``."""
+    texts, owners = _memories(data, distractors, distractors_per_user, seed)
     key = f"ja-{data.version}"
     passages = cached_embeddings(
         embedder, texts, kind="passage", cache_dir=cache_dir, key=key, progress=progress
     )
-    all_questions = [(u_at, q) for u_at, user in enumerate(data.users) for q in user.questions]
+    all_questions = [(user, q) for user in data.users for q in user.questions]
     query_vectors = cached_embeddings(
         embedder,
         [q.question for _, q in all_questions],
@@ -210,54 +218,37 @@ async def evaluate_retrieval(
         key=key,
         progress=progress,
     )
-    clock = FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
-    store = SQLiteMemoryStore(":memory:", clock=clock)
-    results = []
-    configs = [(m, p) for m in modes for p in profiles]
-    bar = progress.bar("searching", len(configs) * len(all_questions), unit="questions")
-    try:
-        records = [
-            MemoryRecord(
-                id=memory_id,
-                user_id=data.users[u_at].user_id,
-                agent_id=AGENT_ID,
-                memory=text,
-                category="dialogue",
-                created_at=when,
-                updated_at=when,
-                embedding=vector.tolist(),
-            )
-            for (u_at, memory_id, when), text, vector in zip(owners, texts, passages, strict=True)
-        ]
-        for start in range(0, len(records), 2000):
-            await store.upsert(records[start : start + 2000])
-        for mode, profile in configs:
-            options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
-            metrics = MetricAccumulator()
-            latency: list[float] = []
-            for (u_at, q), vector in zip(all_questions, query_vectors, strict=True):
-                user = data.users[u_at]
-                clock.set(user.turns[-1][0] + timedelta(days=1))
-                t0 = time.perf_counter()
-                result = await store.search(
-                    _scope(user), q.question, None if mode == SearchMode.KEYWORD else vector.tolist(), options
-                )
-                latency.append((time.perf_counter() - t0) * 1000.0)
-                relevant = {f"{user.user_id}-t{e}" for e in q.evidence}
-                metrics.add([h.record.id for h in result.hits], relevant, [q.kind])
-                bar.advance()
-            results.append(
-                {
-                    "mode": mode.value,
-                    "profile": profile.value,
-                    "metrics": metrics.result(),
-                    "latency_ms": {"p50": percentile(latency, 50), "p95": percentile(latency, 95)},
-                }
-            )
-        bar.finish()
-    finally:
-        bar.close()
-        await store.close()
+    records = [
+        MemoryRecord(
+            id=memory_id,
+            user_id=data.users[u_at].user_id,
+            agent_id=AGENT_ID,
+            memory=text,
+            category="dialogue",
+            created_at=when,
+            updated_at=when,
+            embedding=vector.tolist(),
+        )
+        for (u_at, memory_id, when), text, vector in zip(owners, texts, passages, strict=True)
+    ]
+    questions = [
+        Question(
+            scope=_scope(user),
+            text=q.question,
+            vector=vector,
+            relevant=frozenset(f"{user.user_id}-t{e}" for e in q.evidence),
+            groups=(q.kind,),
+            asked_at=user.turns[-1][0] + timedelta(days=1),
+        )
+        for (user, q), vector in zip(all_questions, query_vectors, strict=True)
+    ]
+    results = await search_configurations(
+        records,
+        questions,
+        [(m, p) for m in modes for p in profiles],
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        progress=progress,
+    )
     return {
         "users": len(data.users),
         "questions": len(all_questions),
@@ -268,14 +259,63 @@ async def evaluate_retrieval(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _UserScore:
+    """How one user's active facts compare with the expected memories."""
+
+    user: JapaneseUser
+    active: list[str]
+    hits: list[str]
+    good: list[str]
+
+    @property
+    def exact(self) -> bool:
+        return len(self.hits) == len(self.user.expected_active) and len(self.good) == len(self.active)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "user": self.user.user_id,
+            "exact": self.exact,
+            "missing": [e for e in self.user.expected_active if e not in self.hits],
+            "unexpected": [a for a in self.active if a not in self.good],
+        }
+
+
+async def _consolidate_user(service: Any, clock: FixedClock, user: JapaneseUser, bar: Bar) -> _UserScore:
+    """Ingest one user's turns in order; score the facts left active."""
+    scope = _scope(user)
+    for t_at, (when, text) in enumerate(user.turns):
+        clock.set(when)
+        turn = Turn.model_validate(
+            {
+                "turn_id": f"{user.user_id}-t{t_at}",
+                "user_id": scope.user_id,
+                "agent_id": scope.agent_id,
+                "occurred_at": when,
+                "messages": [{"role": "user", "text": text}],
+            }
+        )
+        await service.ingest(turn)
+        bar.advance()
+    page = await service.list(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
+    # The facts the rule path kept (episodes are the user's words, kept whatever the rules do).
+    active = [r.memory for r in page.records if r.kind is MemoryKind.FACT]
+    hits = [e for e in user.expected_active if any(matches(e, a) for a in active)]
+    good = [a for a in active if any(matches(e, a) for e in user.expected_active)]
+    return _UserScore(user, active, hits, good)
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
 async def consolidation_accuracy(
     data: JapaneseSet, *, embedder: Any, progress: Progress = NO_PROGRESS
 ) -> dict[str, Any]:
     """Run every user's turns through the rule path; compare the final active memories with the expected."""
     from memory_core.bootstrap import build_service, load_settings
 
-    found = expected_total = matched_active = active_total = exact = 0
-    per_user = []
+    scores: list[_UserScore] = []
     bar = progress.bar("consolidating", sum(len(u.turns) for u in data.users), unit="turns")
     with bar, tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "consolidation.db"
@@ -284,94 +324,36 @@ async def consolidation_accuracy(
         service = build_service(load_settings(environ={}, sqlite_path=str(path)), clock=clock, embedder=embedder)
         try:
             for user in data.users:
-                scope = _scope(user)
-                for t_at, (when, text) in enumerate(user.turns):
-                    clock.set(when)
-                    turn = Turn.model_validate(
-                        {
-                            "turn_id": f"{user.user_id}-t{t_at}",
-                            "user_id": scope.user_id,
-                            "agent_id": scope.agent_id,
-                            "occurred_at": when,
-                            "messages": [{"role": "user", "text": text}],
-                        }
-                    )
-                    await service.ingest(turn)
-                    bar.advance()
-                page = await service.list(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
-                # The facts the rule path kept (episodes are the user's words, kept whatever the rules do).
-                active = [r.memory for r in page.records if r.kind is MemoryKind.FACT]
-                hits = [e for e in user.expected_active if any(matches(e, a) for a in active)]
-                good = [a for a in active if any(matches(e, a) for e in user.expected_active)]
-                found += len(hits)
-                expected_total += len(user.expected_active)
-                matched_active += len(good)
-                active_total += len(active)
-                is_exact = len(hits) == len(user.expected_active) and len(good) == len(active)
-                exact += int(is_exact)
-                per_user.append(
-                    {
-                        "user": user.user_id,
-                        "exact": is_exact,
-                        "missing": [e for e in user.expected_active if e not in hits],
-                        "unexpected": [a for a in active if a not in good],
-                    }
-                )
+                scores.append(await _consolidate_user(service, clock, user, bar))
         finally:
             await service.close()
+    expected_total = sum(len(s.user.expected_active) for s in scores)
+    active_total = sum(len(s.active) for s in scores)
+    exact = sum(int(s.exact) for s in scores)
     return {
         "users": len(data.users),
         "expected_memories": expected_total,
         "active_memories": active_total,
-        "recall": found / expected_total if expected_total else 0.0,
-        "precision": matched_active / active_total if active_total else 0.0,
+        "recall": _ratio(sum(len(s.hits) for s in scores), expected_total),
+        "precision": _ratio(sum(len(s.good) for s in scores), active_total),
         "users_exact": exact,
-        "users_exact_rate": exact / len(data.users) if data.users else 0.0,
-        "per_user": per_user,
+        "users_exact_rate": _ratio(exact, len(data.users)),
+        "per_user": [s.as_dict() for s in scores],
     }
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Retrieval table per configuration, per-kind table for the best, then consolidation accuracy."""
-    ks = DEFAULT_KS
     text = ""
     retrieval = report.get("retrieval")
     if retrieval:
-        rows = []
-        for r in retrieval["results"]:
-            m = r["metrics"]["overall"]
-            rows.append(
-                [
-                    r["mode"],
-                    r["profile"],
-                    *[m[f"any@{k}"] for k in ks],
-                    *[m[f"all@{k}"] for k in ks],
-                    m["mrr"],
-                    r["latency_ms"]["p50"],
-                    r["latency_ms"]["p95"],
-                ]
-            )
-        text += markdown_table(
-            [
-                "mode",
-                "profile",
-                *[f"any@{k}" for k in ks],
-                *[f"all@{k}" for k in ks],
-                "MRR",
-                "p50 ms",
-                "p95 ms",
-            ],
-            rows,
-        )
+        text += results_table(retrieval["results"])
         best = max(
             retrieval["results"],
             key=lambda r: (r["metrics"]["overall"]["any@1"], r["metrics"]["overall"]["mrr"]),
         )
         text += f"\nper question kind, {best['mode']} + {best['profile']}:\n\n"
-        text += markdown_table(
-            ["kind", "n", "any@1", "any@5", "MRR"],
-            [[g, int(m["n"]), m["any@1"], m["any@5"], m["mrr"]] for g, m in best["metrics"].items()],
-        )
+        text += group_table(best["metrics"], "kind", ("any@1", "any@5", "mrr"))
     consolidation = report.get("consolidation")
     if consolidation:
         text += "\nconsolidation (rule path):\n\n" + markdown_table(
@@ -392,8 +374,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     """``japanese_recall.png``: any@k by mode and profile."""
-    from memory_core.tools.reporting import pyplot, save_chart
-
     plt = pyplot()
     retrieval = report.get("retrieval")
     if plt is None or not retrieval:
@@ -401,10 +381,8 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     results = retrieval["results"]
     labels = [f"{r['mode']}\n{r['profile']}" for r in results]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(results)), 3.6))
-    width = 0.8 / len(DEFAULT_KS)
-    for j, k in enumerate(DEFAULT_KS):
-        xs = [i + (j - (len(DEFAULT_KS) - 1) / 2) * width for i in range(len(results))]
-        ax.bar(xs, [r["metrics"]["overall"][f"any@{k}"] for r in results], width=width, label=f"any@{k}")
+    series = [(f"any@{k}", [r["metrics"]["overall"][f"any@{k}"] for r in results]) for k in DEFAULT_KS]
+    grouped_bars(ax, series, len(results))
     ax.set_xticks(range(len(results)), labels, fontsize=7)
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction of questions")

@@ -22,7 +22,6 @@ import argparse
 import json
 import logging
 import re
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,17 +32,17 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.ports import FixedClock
-from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
+from memory_core.tools.evaluation.metrics import DEFAULT_KS, METRICS, metric_label
+from memory_core.tools.evaluation.retrieval import Question, group_table, results_table, search_configurations
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import (
     DEFAULT_CACHE_DIR,
     cached_embeddings,
     default_embedder,
     file_sha256,
-    markdown_table,
-    percentile,
+    grouped_bars,
     publish_report,
     pyplot,
     save_chart,
@@ -193,6 +192,71 @@ def apply_audit(questions: list[LocomoQuestion], audit: Sequence[Mapping[str, An
     return corrected
 
 
+def _sessions(conversation: Mapping[str, Any]) -> list[int]:
+    """The numbers of a conversation's sessions, in order."""
+    return sorted(
+        int(k.split("_")[1])
+        for k in conversation
+        if re.fullmatch(r"session_\d+", k) and isinstance(conversation[k], list)
+    )
+
+
+def _turns(c: int, conversation: Mapping[str, Any], stats: Counter[str]) -> list[LocomoTurn]:
+    """Conversation ``c``'s turns, session by session (a turn without an id is counted and dropped)."""
+    turns: list[LocomoTurn] = []
+    for s in _sessions(conversation):
+        date = parse_session_date(conversation[f"session_{s}_date_time"])
+        for t in conversation[f"session_{s}"]:
+            dia = normalize_evidence([t["dia_id"]])
+            if not dia:
+                stats["turns_without_id"] += 1
+                continue
+            turns.append(
+                LocomoTurn(
+                    conversation=c,
+                    dia_id=dia[0],
+                    speaker=str(t.get("speaker", "")),
+                    text=str(t.get("text", "")),
+                    caption=t.get("blip_caption"),
+                    session=s,
+                    date=date,
+                )
+            )
+    return turns
+
+
+def _questions(c: int, sample: Mapping[str, Any], stats: Counter[str]) -> list[LocomoQuestion]:
+    """Conversation ``c``'s questions with their evidence normalised (malformed evidence is counted)."""
+    questions: list[LocomoQuestion] = []
+    for qi, qa in enumerate(sample.get("qa", [])):
+        raw_evidence = [str(e) for e in qa.get("evidence", [])]
+        if any(normalize_evidence([e]) != [e] for e in raw_evidence):
+            stats["malformed_evidence_questions"] += 1
+        questions.append(
+            LocomoQuestion(
+                question_id=f"locomo_{c}_qa{qi}",
+                conversation=c,
+                question=str(qa.get("question", "")),
+                category=int(qa.get("category", 0)),
+                evidence=tuple(normalize_evidence(raw_evidence)),
+            )
+        )
+    return questions
+
+
+def _known_evidence(
+    questions: list[LocomoQuestion], turns: list[LocomoTurn], stats: Counter[str]
+) -> list[LocomoQuestion]:
+    """The questions with the evidence ids that name no turn of their conversation dropped (and counted)."""
+    known_ids = {(t.conversation, t.dia_id) for t in turns}
+    cleaned: list[LocomoQuestion] = []
+    for q in questions:
+        kept = tuple(e for e in q.evidence if (q.conversation, e) in known_ids)
+        stats["unknown_evidence_ids"] += len(q.evidence) - len(kept)
+        cleaned.append(replace(q, evidence=kept))
+    return cleaned
+
+
 def load_locomo(path: str | Path, audit_path: str | Path | None = None) -> LocomoData:
     """Read ``locomo10.json`` (and, if given, the audit file) into turns and questions.
 
@@ -205,81 +269,31 @@ def load_locomo(path: str | Path, audit_path: str | Path | None = None) -> Locom
     questions: list[LocomoQuestion] = []
     stats: Counter[str] = Counter()
     for c, sample in enumerate(raw):
-        conv = sample["conversation"]
-        known: set[str] = set()
-        sessions = sorted(
-            int(k.split("_")[1])
-            for k in conv
-            if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list)
-        )
-        for s in sessions:
-            date = parse_session_date(conv[f"session_{s}_date_time"])
-            for t in conv[f"session_{s}"]:
-                dia = normalize_evidence([t["dia_id"]])
-                if not dia:
-                    stats["turns_without_id"] += 1
-                    continue
-                known.add(dia[0])
-                turns.append(
-                    LocomoTurn(
-                        conversation=c,
-                        dia_id=dia[0],
-                        speaker=str(t.get("speaker", "")),
-                        text=str(t.get("text", "")),
-                        caption=t.get("blip_caption"),
-                        session=s,
-                        date=date,
-                    )
-                )
-        for qi, qa in enumerate(sample.get("qa", [])):
-            raw_evidence = [str(e) for e in qa.get("evidence", [])]
-            evidence = normalize_evidence(raw_evidence)
-            if any(normalize_evidence([e]) != [e] for e in raw_evidence):
-                stats["malformed_evidence_questions"] += 1
-            questions.append(
-                LocomoQuestion(
-                    question_id=f"locomo_{c}_qa{qi}",
-                    conversation=c,
-                    question=str(qa.get("question", "")),
-                    category=int(qa.get("category", 0)),
-                    evidence=tuple(evidence),
-                )
-            )
-        stats["_known_" + str(c)] = len(known)
+        turns.extend(_turns(c, sample["conversation"], stats))
+        questions.extend(_questions(c, sample, stats))
     if audit_path is not None:
         audit = json.loads(Path(audit_path).read_text(encoding="utf-8"))
         stats["audit_corrections"] = apply_audit(questions, audit)
-    known_ids = {(t.conversation, t.dia_id) for t in turns}
-    cleaned: list[LocomoQuestion] = []
-    for q in questions:
-        kept = tuple(e for e in q.evidence if (q.conversation, e) in known_ids)
-        stats["unknown_evidence_ids"] += len(q.evidence) - len(kept)
-        cleaned.append(
-            LocomoQuestion(q.question_id, q.conversation, q.question, q.category, kept, q.corrected)
-        )
-    for key in [k for k in stats if k.startswith("_known_")]:
-        del stats[key]
+    cleaned = _known_evidence(questions, turns, stats)
     return LocomoData(turns=turns, questions=cleaned, sha256=file_sha256(path), stats=dict(stats))
 
 
-def _memory_id(turn: LocomoTurn) -> str:
-    return f"c{turn.conversation}-{turn.dia_id.replace(':', '-')}"
+def _memory_id(conversation: int, dia_id: str) -> str:
+    return f"c{conversation}-{dia_id.replace(':', '-')}"
 
 
 def _scope(conversation: int) -> Scope:
     return Scope.of(f"conv{conversation}", AGENT_ID)
 
 
-async def _build_store(data: LocomoData, vectors: np.ndarray, text_format: str, clock: FixedClock) -> Any:
-    from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-
-    store = SQLiteMemoryStore(":memory:", clock=clock)
+def _records(data: LocomoData, vectors: np.ndarray, text_format: str) -> list[MemoryRecord]:
+    """Every turn as a memory of its conversation's scope, dated by its session."""
     records = []
     for turn, vector in zip(data.turns, vectors, strict=True):
         scope = _scope(turn.conversation)
         records.append(
             MemoryRecord(
-                id=_memory_id(turn),
+                id=_memory_id(turn.conversation, turn.dia_id),
                 user_id=scope.user_id,
                 agent_id=scope.agent_id,
                 memory=turn_text(turn, text_format),
@@ -294,9 +308,28 @@ async def _build_store(data: LocomoData, vectors: np.ndarray, text_format: str, 
                 embedding=vector.tolist(),
             )
         )
-    for start in range(0, len(records), 2000):
-        await store.upsert(records[start : start + 2000])
-    return store
+    return records
+
+
+def _asked(data: LocomoData, questions: list[LocomoQuestion], vectors: np.ndarray) -> list[Question]:
+    """The questions as the store is asked them: conversation by conversation, on the day after its last session."""
+    last_date: dict[int, datetime] = {}
+    for t in data.turns:
+        last_date[t.conversation] = max(last_date.get(t.conversation, t.date), t.date)
+    asked = []
+    for i in sorted(range(len(questions)), key=lambda i: questions[i].conversation):
+        q = questions[i]
+        asked.append(
+            Question(
+                scope=_scope(q.conversation),
+                text=q.question,
+                vector=vectors[i],
+                relevant=frozenset(_memory_id(q.conversation, e) for e in q.evidence),
+                groups=(f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}",),
+                asked_at=last_date[q.conversation] + timedelta(days=1),
+            )
+        )
+    return asked
 
 
 async def evaluate(
@@ -344,49 +377,15 @@ async def evaluate(
     query_vectors = cached_embeddings(
         embedder, [q.question for q in questions], kind="query", cache_dir=cache_dir, key=key, progress=progress
     )
-    last_date: dict[int, datetime] = {}
-    for t in data.turns:
-        last_date[t.conversation] = max(last_date.get(t.conversation, t.date), t.date)
-    clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
-    store = await _build_store(data, passages, text_format, clock)
-    results: list[dict[str, Any]] = []
-    configs = [(m, p) for m in modes for p in profiles]
-    bar = progress.bar("searching", len(configs) * len(questions), unit="questions")
-    try:
-        order = sorted(range(len(questions)), key=lambda i: questions[i].conversation)
-        for mode, profile in configs:
-            options = MemorySearchOptions(
-                mode=mode,
-                ranking_profile=profile,
-                top=max(DEFAULT_KS),
-                vector_k=vector_k,
-                vector_weight=vector_weight,
-            )
-            metrics = MetricAccumulator()
-            latency: list[float] = []
-            for i in order:
-                q = questions[i]
-                clock.set(last_date[q.conversation] + timedelta(days=1))
-                vector = None if mode == SearchMode.KEYWORD else query_vectors[i].tolist()
-                t0 = time.perf_counter()
-                result = await store.search(_scope(q.conversation), q.question, vector, options)
-                latency.append((time.perf_counter() - t0) * 1000.0)
-                ranked = [h.record.id for h in result.hits]
-                relevant = {f"c{q.conversation}-{e.replace(':', '-')}" for e in q.evidence}
-                metrics.add(ranked, relevant, [f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}"])
-                bar.advance()
-            results.append(
-                {
-                    "mode": mode.value,
-                    "profile": profile.value,
-                    "metrics": metrics.result(),
-                    "latency_ms": {"p50": percentile(latency, 50), "p95": percentile(latency, 95)},
-                }
-            )
-        bar.finish()
-    finally:
-        bar.close()
-        await store.close()
+    results = await search_configurations(
+        _records(data, passages, text_format),
+        _asked(data, questions, query_vectors),
+        [(m, p) for m in modes for p in profiles],
+        clock=FixedClock(datetime(2000, 1, 1, tzinfo=UTC)),
+        progress=progress,
+        vector_k=vector_k,
+        vector_weight=vector_weight,
+    )
     return {
         "benchmark": "locomo",
         "data": {
@@ -413,48 +412,16 @@ async def evaluate(
 
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The report's tables: every configuration overall, then per category for the best one."""
-    ks = DEFAULT_KS
-    headers = [
-        "mode",
-        "profile",
-        *[f"any@{k}" for k in ks],
-        *[f"all@{k}" for k in ks],
-        "MRR",
-        "p50 ms",
-        "p95 ms",
-    ]
-    rows = []
-    for r in report["results"]:
-        m = r["metrics"]["overall"]
-        rows.append(
-            [
-                r["mode"],
-                r["profile"],
-                *[m[f"any@{k}"] for k in ks],
-                *[m[f"all@{k}"] for k in ks],
-                m["mrr"],
-                r["latency_ms"]["p50"],
-                r["latency_ms"]["p95"],
-            ]
-        )
     config = report["configuration"]
     text = (
         f"memory text: {config['text_format']}; embedded text: {config.get('embed_format', config['text_format'])}; "
         f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight') or 'by language'}; embedder: {config['embedder']}; "
         f"{report['data']['questions_evaluated']} questions\n\n"
     )
-    text += markdown_table(headers, rows)
+    text += results_table(report["results"])
     best = max(report["results"], key=lambda r: r["metrics"]["overall"]["any@5"])
     text += f"\nper category, {best['mode']} + {best['profile']}:\n\n"
-    cat_rows = []
-    for group, m in best["metrics"].items():
-        cat_rows.append(
-            [group, int(m["n"]), *[m[f"any@{k}"] for k in ks], *[m[f"all@{k}"] for k in ks], m["mrr"]]
-        )
-    text += markdown_table(
-        ["questions", "n", *[f"any@{k}" for k in ks], *[f"all@{k}" for k in ks], "MRR"], cat_rows
-    )
-    return text
+    return text + group_table(best["metrics"], "questions")
 
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
@@ -465,19 +432,17 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     results = report["results"]
     profiles = list(dict.fromkeys(r["profile"] for r in results))
     modes = list(dict.fromkeys(r["mode"] for r in results))
+    overall: dict[tuple[str, str], Mapping[str, float]] = {}
+    for r in results:
+        overall.setdefault((r["mode"], r["profile"]), r["metrics"]["overall"])
     fig, axes = plt.subplots(1, len(profiles), figsize=(4.2 * len(profiles), 3.6), sharey=True, squeeze=False)
-    labels = [f"any@{k}" for k in DEFAULT_KS] + [f"all@{k}" for k in DEFAULT_KS] + ["MRR"]
-    keys = [f"any@{k}" for k in DEFAULT_KS] + [f"all@{k}" for k in DEFAULT_KS] + ["mrr"]
-    width = 0.8 / max(len(modes), 1)
     for ax, profile in zip(axes[0], profiles, strict=True):
-        for j, mode in enumerate(modes):
-            found = [r for r in results if r["mode"] == mode and r["profile"] == profile]
-            if not found:
-                continue
-            values = [found[0]["metrics"]["overall"][k] for k in keys]
-            xs = [i + (j - (len(modes) - 1) / 2) * width for i in range(len(keys))]
-            ax.bar(xs, values, width=width, label=mode)
-        ax.set_xticks(range(len(keys)), labels, rotation=45, fontsize=8)
+        series = [
+            (mode, None if (mode, profile) not in overall else [overall[mode, profile][k] for k in METRICS])
+            for mode in modes
+        ]
+        grouped_bars(ax, series, len(METRICS))
+        ax.set_xticks(range(len(METRICS)), [metric_label(k) for k in METRICS], rotation=45, fontsize=8)
         ax.set_title(f"profile: {profile}", fontsize=9)
         ax.set_ylim(0, 1)
         ax.grid(axis="y", alpha=0.3)

@@ -32,6 +32,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -50,10 +51,12 @@ from memory_core.tools.evaluation.locomo import (
     add_audit_arguments,
     audit_path,
     load_locomo,
+    turn_text,
 )
 from memory_core.tools.evaluation.locomo import evaluate as evaluate_raw
-from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
-from memory_core.tools.progress import NO_PROGRESS, Progress
+from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator, metric_label
+from memory_core.tools.evaluation.retrieval import Configuration, group_table
+from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import (
     DEFAULT_CACHE_DIR,
     default_embedder,
@@ -135,6 +138,7 @@ class PipelineCase:
 
 
 def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[PipelineCase], LocomoData]:
+    """The LoCoMo conversations as cases (a turn's ``occurred_at`` its session's date plus its position)."""
     data = load_locomo(path, audit).first(limit)
     cases = []
     for c in data.conversations():
@@ -144,9 +148,7 @@ def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[
         for t in (t for t in data.turns if t.conversation == c):
             offsets[t.date] = offsets.get(t.date, -1) + 1
             at = t.date + timedelta(seconds=offsets[t.date])
-            text = t.text.strip()
-            if t.caption:
-                text = f"{text} [image: {t.caption.strip()}]".strip()
+            text = turn_text(t, "plain")
             if not text:
                 continue
             turns.append(
@@ -170,6 +172,7 @@ def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[
 
 
 def japanese_cases(path: str | None = None) -> list[PipelineCase]:
+    """The Japanese set's users as cases."""
     from memory_core.tools.evaluation.japanese import load_japanese_set
 
     data = load_japanese_set(path)
@@ -201,7 +204,7 @@ def _covered(record: Any, evidence: set[str]) -> str | None:
 
 
 async def _ask(
-    service: Any, case: PipelineCase, config: tuple[SearchMode, RankingProfile], into: MetricAccumulator
+    service: Any, case: PipelineCase, config: Configuration, into: MetricAccumulator
 ) -> None:
     mode, profile = config
     options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
@@ -209,6 +212,115 @@ async def _ask(
         result = await service.search(case.scope, question, options, recall=False)
         ranked = [_covered(h.record, evidence) or f"m:{h.record.id}" for h in result.hits]
         into.add(ranked, evidence, [group])
+
+
+@dataclass
+class _Tally:
+    """What ingesting a set's cases added up to."""
+
+    turns: int = 0
+    turns_with_a_fact: int = 0
+    facts_active: int = 0
+    episodes_active: int = 0
+    store_bytes: int = 0
+    ingest_seconds: float = 0.0
+    evidence_turns: set[tuple[str, str]] = field(default_factory=set)
+    remembered_turns: set[tuple[str, str]] = field(default_factory=set)
+
+    def figures(self) -> dict[str, Any]:
+        """The report's ``ingest`` block."""
+        turns = max(self.turns, 1)
+        remembered = self.evidence_turns & self.remembered_turns
+        return {
+            "turns": self.turns,
+            "turns_with_a_fact": self.turns_with_a_fact / turns,
+            "evidence_turns_remembered": len(remembered) / max(len(self.evidence_turns), 1),
+            "facts_per_100_turns": 100 * self.facts_active / turns,
+            "episodes_per_100_turns": 100 * self.episodes_active / turns,
+            "store_bytes_per_turn": self.store_bytes / turns,
+            "turns_per_second": self.turns / self.ingest_seconds if self.ingest_seconds else 0.0,
+        }
+
+
+async def _ingest(service: Any, clock: FixedClock, case: PipelineCase, tally: _Tally, bar: Bar) -> None:
+    """A case's turns through the service in order, as serve's workers take them: a session's next
+    turns prepared together, then ingested one by one."""
+    started = time.perf_counter()
+    for first in range(0, len(case.turns), DEFAULT_BATCH):
+        batch = [Turn.model_validate(body) for body in case.turns[first : first + DEFAULT_BATCH]]
+        prepared = await service.prepare(batch)
+        for turn, ahead in zip(batch, prepared, strict=True):
+            clock.set(turn.occurred_at)
+            result = await service.ingest(turn, prepared=ahead)
+            tally.turns += 1
+            if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
+                tally.turns_with_a_fact += 1
+            bar.advance()
+    tally.ingest_seconds += time.perf_counter() - started
+
+
+async def _census(service: Any, case: PipelineCase, tally: _Tally) -> None:
+    """Count a case's active memories and the turns they (or any memory not deleted) came from."""
+    records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
+    active = [r for r in records if r.status is MemoryStatus.ACTIVE]
+    tally.facts_active += sum(r.kind is MemoryKind.FACT for r in active)
+    tally.episodes_active += sum(r.kind is MemoryKind.EPISODE for r in active)
+    for r in records:
+        if r.status is not MemoryStatus.DELETED:
+            tally.remembered_turns.update((case.name, s.turn_id) for s in r.provenance)
+    for _, evidence, _ in case.questions:
+        tally.evidence_turns.update((case.name, e) for e in evidence)
+
+
+async def _run_case(
+    case: PipelineCase,
+    folder: Path,
+    *,
+    embedder: Embedder,
+    chat_model: ChatModel | None,
+    before: Mapping[Configuration, MetricAccumulator],
+    after: MetricAccumulator,
+    tally: _Tally,
+    bar: Bar,
+) -> None:
+    """Ingest one case into its own store, count what it kept, ask its questions before and after forgetting."""
+    from memory_core.bootstrap import build_service, load_settings
+
+    clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
+    service = build_service(
+        load_settings(environ={}, sqlite_path=str(folder / f"{case.name}.db")),
+        clock=clock,
+        embedder=embedder,
+        chat_model=chat_model,
+    )
+    try:
+        await _ingest(service, clock, case, tally, bar)
+        clock.set(case.asked_at)
+        await _census(service, case, tally)
+        for config, acc in before.items():
+            await _ask(service, case, config, acc)
+        await service.apply_forgetting(dry_run=False)
+        await _ask(service, case, DEFAULT, after)
+    finally:
+        await service.close()
+    tally.store_bytes += sum(p.stat().st_size for p in folder.glob(f"{case.name}.db*"))
+
+
+def _llm_figures(
+    chat_model: ChatModel | None, usage_before: Mapping[str, float], tally: _Tally
+) -> dict[str, Any] | None:
+    """This set's share of the model's counters (one model object serves every set), in all and per turn."""
+    if chat_model is None:
+        return None
+    usage = getattr(chat_model, "usage", None)
+    turns = max(tally.turns, 1)
+    totals = {k: v - usage_before[k] for k, v in usage.as_dict().items()} if usage is not None else {}
+    return {
+        "model": chat_model.name,
+        **totals,
+        "per_turn": {name: value / turns for name, value in totals.items()},
+        "ingest_seconds_per_turn": tally.ingest_seconds / turns,
+    }
 
 
 async def evaluate_cases(
@@ -229,87 +341,32 @@ async def evaluate_cases(
         chat_model: The LLM of extraction and consolidation (None: the rules); its ``usage`` (if it
             counts one) is reported under ``llm``.
     """
-    from memory_core.bootstrap import build_service, load_settings
-
     configs = [(mode, RankingProfile.IMPORTANT) for mode in modes]
     if DEFAULT not in configs:
         configs.insert(0, DEFAULT)
     before = {c: MetricAccumulator() for c in configs}
     after = MetricAccumulator()
-    turns_total = sum(len(c.turns) for c in cases)
     usage = getattr(chat_model, "usage", None)
     usage_before: dict[str, float] = usage.as_dict() if usage is not None else {}
-    stats = {"turns": 0, "turns_with_a_fact": 0, "facts_active": 0, "episodes_active": 0, "store_bytes": 0}
-    evidence_turns: set[tuple[str, str]] = set()
-    remembered_turns: set[tuple[str, str]] = set()
-    ingest_seconds = 0.0
-    bar = progress.bar("ingesting", turns_total, unit="turns")
+    tally = _Tally()
+    bar = progress.bar("ingesting", sum(len(c.turns) for c in cases), unit="turns")
     with bar, tempfile.TemporaryDirectory(prefix="memory-core-eval-") as tmp:
         for case in cases:
-            path = Path(tmp) / f"{case.name}.db"
-            clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
-            service = build_service(
-                load_settings(environ={}, sqlite_path=str(path)),
-                clock=clock,
+            await _run_case(
+                case,
+                Path(tmp),
                 embedder=embedder,
                 chat_model=chat_model,
+                before=before,
+                after=after,
+                tally=tally,
+                bar=bar,
             )
-            try:
-                started = time.perf_counter()
-                # as serve's workers do: a session's next turns prepared together, then ingested in order
-                for first in range(0, len(case.turns), DEFAULT_BATCH):
-                    batch = [Turn.model_validate(body) for body in case.turns[first : first + DEFAULT_BATCH]]
-                    prepared = await service.prepare(batch)
-                    for turn, ahead in zip(batch, prepared, strict=True):
-                        clock.set(turn.occurred_at)
-                        result = await service.ingest(turn, prepared=ahead)
-                        stats["turns"] += 1
-                        if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
-                            stats["turns_with_a_fact"] += 1
-                        bar.advance()
-                ingest_seconds += time.perf_counter() - started
-                clock.set(case.asked_at)
-                records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
-                active = [r for r in records if r.status is MemoryStatus.ACTIVE]
-                stats["facts_active"] += sum(r.kind is MemoryKind.FACT for r in active)
-                stats["episodes_active"] += sum(r.kind is MemoryKind.EPISODE for r in active)
-                for r in records:
-                    if r.status is not MemoryStatus.DELETED:
-                        remembered_turns.update((case.name, s.turn_id) for s in r.provenance)
-                for _, evidence, _ in case.questions:
-                    evidence_turns.update((case.name, e) for e in evidence)
-
-                for config, acc in before.items():
-                    await _ask(service, case, config, acc)
-                await service.apply_forgetting(dry_run=False)
-                await _ask(service, case, DEFAULT, after)
-            finally:
-                await service.close()
-            stats["store_bytes"] += sum(p.stat().st_size for p in Path(tmp).glob(f"{case.name}.db*"))
-    turns = max(stats["turns"], 1)
-    llm: dict[str, Any] | None = None
-    if chat_model is not None:
-        # this set's share of the model's counters (one model object serves every set)
-        totals = {k: v - usage_before[k] for k, v in usage.as_dict().items()} if usage is not None else {}
-        llm = {
-            "model": chat_model.name,
-            **totals,
-            "per_turn": {name: value / turns for name, value in totals.items()},
-            "ingest_seconds_per_turn": ingest_seconds / turns,
-        }
     return {
-        "llm": llm,
+        "llm": _llm_figures(chat_model, usage_before, tally),
         "cases": len(cases),
         "questions": sum(len(c.questions) for c in cases),
-        "ingest": {
-            "turns": stats["turns"],
-            "turns_with_a_fact": stats["turns_with_a_fact"] / turns,
-            "evidence_turns_remembered": len(evidence_turns & remembered_turns) / max(len(evidence_turns), 1),
-            "facts_per_100_turns": 100 * stats["facts_active"] / turns,
-            "episodes_per_100_turns": 100 * stats["episodes_active"] / turns,
-            "store_bytes_per_turn": stats["store_bytes"] / turns,
-            "turns_per_second": stats["turns"] / ingest_seconds if ingest_seconds else 0.0,
-        },
+        "ingest": tally.figures(),
         "results": [
             {"mode": mode.value, "profile": profile.value, "forgetting": False, "metrics": acc.result()}
             for (mode, profile), acc in before.items()
@@ -325,71 +382,80 @@ async def evaluate_cases(
     }
 
 
+def _cost_line(llm: Mapping[str, Any] | None) -> str:
+    """What the chat model cost, in all and per turn (nothing without one)."""
+    if not llm:
+        return ""
+    per = llm.get("per_turn", {})
+    return (
+        f"LLM `{llm['model']}`: {llm.get('calls', 0)} calls, {llm.get('requests', 0)} requests, "
+        f"{llm.get('prompt_tokens', 0)} prompt + {llm.get('completion_tokens', 0)} completion tokens "
+        f"({per.get('prompt_tokens', 0):.0f} + {per.get('completion_tokens', 0):.0f} per turn), "
+        f"{per.get('seconds', 0):.2f} s of LLM time and {llm['ingest_seconds_per_turn']:.2f} s of "
+        "ingest per turn\n\n"
+    )
+
+
+def _ingest_table(ingest: Mapping[str, Any]) -> str:
+    return markdown_table(
+        [
+            "evidence turns remembered",
+            "turns with a fact",
+            "facts / 100 turns",
+            "episodes / 100 turns",
+            "store bytes / turn",
+            "ingest turns/s",
+        ],
+        [
+            [
+                ingest["evidence_turns_remembered"],
+                ingest["turns_with_a_fact"],
+                ingest["facts_per_100_turns"],
+                ingest["episodes_per_100_turns"],
+                round(ingest["store_bytes_per_turn"]),
+                ingest["turns_per_second"],
+            ]
+        ],
+    )
+
+
+#: The metrics of the search table, after the search's name.
+_SEARCH_METRICS = (*(f"any@{k}" for k in DEFAULT_KS), "all@5", "mrr")
+
+
+def _search_table(section: Mapping[str, Any]) -> str:
+    """One row per search: through the product, after forgetting, and over the raw turns."""
+    rows = []
+    for r in section["results"]:
+        label = f"{r['mode']} + {r['profile']}" + (", after forgetting" if r["forgetting"] else "")
+        rows.append([label, *(r["metrics"]["overall"][n] for n in _SEARCH_METRICS)])
+    for r in section.get("raw_turns", []):
+        label = f"raw turns: {r['mode']} + {r['profile']}"
+        rows.append([label, *(r["metrics"]["overall"][n] for n in _SEARCH_METRICS)])
+    return markdown_table(["search", *(metric_label(n) for n in _SEARCH_METRICS)], rows)
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
+    """Per set: what ingest kept (and cost), the searches, and the default search per question group."""
     parts = []
     for name, section in report["sets"].items():
         ingest = section["ingest"]
-        llm = section.get("llm")
-        cost = ""
-        if llm:
-            per = llm.get("per_turn", {})
-            cost = (
-                f"LLM `{llm['model']}`: {llm.get('calls', 0)} calls, {llm.get('requests', 0)} requests, "
-                f"{llm.get('prompt_tokens', 0)} prompt + {llm.get('completion_tokens', 0)} completion tokens "
-                f"({per.get('prompt_tokens', 0):.0f} + {per.get('completion_tokens', 0):.0f} per turn), "
-                f"{per.get('seconds', 0):.2f} s of LLM time and {llm['ingest_seconds_per_turn']:.2f} s of "
-                "ingest per turn\n\n"
-            )
         parts.append(
             f"### {name}: {section['cases']} conversations, {ingest['turns']} turns, {section['questions']} questions\n\n"
-            + cost
-            + markdown_table(
-                [
-                    "evidence turns remembered",
-                    "turns with a fact",
-                    "facts / 100 turns",
-                    "episodes / 100 turns",
-                    "store bytes / turn",
-                    "ingest turns/s",
-                ],
-                [
-                    [
-                        ingest["evidence_turns_remembered"],
-                        ingest["turns_with_a_fact"],
-                        ingest["facts_per_100_turns"],
-                        ingest["episodes_per_100_turns"],
-                        round(ingest["store_bytes_per_turn"]),
-                        ingest["turns_per_second"],
-                    ]
-                ],
-            )
+            + _cost_line(section.get("llm"))
+            + _ingest_table(ingest)
         )
-        rows = []
-        for r in section["results"]:
-            m = r["metrics"]["overall"]
-            label = f"{r['mode']} + {r['profile']}" + (", after forgetting" if r["forgetting"] else "")
-            rows.append([label, *[m[f"any@{k}"] for k in DEFAULT_KS], m["all@5"], m["mrr"]])
-        for r in section.get("raw_turns", []):
-            m = r["metrics"]["overall"]
-            rows.append(
-                [
-                    f"raw turns: {r['mode']} + {r['profile']}",
-                    *[m[f"any@{k}"] for k in DEFAULT_KS],
-                    m["all@5"],
-                    m["mrr"],
-                ]
-            )
-        parts.append(markdown_table(["search", *[f"any@{k}" for k in DEFAULT_KS], "all@5", "MRR"], rows))
-        default = section["results"][0]["metrics"]
-        cats = [[g, int(v["n"]), v["any@1"], v["any@5"], v["any@10"], v["mrr"]] for g, v in default.items()]
+        parts.append(_search_table(section))
+        default = section["results"][0]
         parts.append(
-            f"per question group, {section['results'][0]['mode']} + {section['results'][0]['profile']}:\n\n"
-            + markdown_table(["group", "n", "any@1", "any@5", "any@10", "MRR"], cats)
+            f"per question group, {default['mode']} + {default['profile']}:\n\n"
+            + group_table(default["metrics"], "group", ("any@1", "any@5", "any@10", "mrr"))
         )
     return "\n".join(parts)
 
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
+    """``pipeline_<set>.png``: end-to-end any@5 of every search of a set (raw turns in grey)."""
     plt = pyplot()
     if plt is None:
         return []
