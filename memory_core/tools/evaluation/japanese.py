@@ -22,14 +22,12 @@ Two measurements:
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import tempfile
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from importlib import resources
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,13 +38,31 @@ from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, S
 from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.service.extraction.extractor import strip_date_annotations
-from memory_core.tools.evaluation.metrics import DEFAULT_KS
-from memory_core.tools.evaluation.retrieval import Question, group_table, results_table, search_configurations
-from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
-from memory_core.tools.reporting import (
+from memory_core.tools.evaluation.embeddings import (
     DEFAULT_CACHE_DIR,
+    add_cache_arguments,
     cached_embeddings,
     default_embedder,
+)
+from memory_core.tools.evaluation.japanese_data import (
+    JapaneseSet,
+    JapaneseUser,
+    load_japanese_set,
+    load_jdd_utterances,
+)
+from memory_core.tools.evaluation.metrics import DEFAULT_KS
+from memory_core.tools.evaluation.retrieval import (
+    DEFAULT_MODES,
+    DEFAULT_PROFILES,
+    Question,
+    add_configuration_arguments,
+    group_table,
+    results_table,
+    search_configurations,
+)
+from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
+from memory_core.tools.reporting import (
+    add_report_arguments,
     grouped_bars,
     markdown_table,
     publish_report,
@@ -55,100 +71,15 @@ from memory_core.tools.reporting import (
 )
 
 __all__ = [
-    "JapaneseQuestion",
-    "JapaneseSet",
-    "JapaneseUser",
+    "add_arguments",
     "consolidation_accuracy",
     "evaluate_retrieval",
-    "load_japanese_set",
-    "load_jdd_utterances",
     "main",
     "matches",
 ]
 
 AGENT_ID = "ja-eval"
-_MODES = (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID)
-_PROFILES = (RankingProfile.NONE, RankingProfile.IMPORTANT, RankingProfile.RECENT)
 _PUNCT = re.compile(r"[\s、。，．,.!?！？「」『』（）()・…ー~〜]+")
-
-
-@dataclass(frozen=True, slots=True)
-class JapaneseQuestion:
-    """A question, the turn indexes that answer it, and its kind (paraphrase, update, ...)."""
-
-    question: str
-    evidence: tuple[int, ...]
-    kind: str
-
-
-@dataclass(frozen=True, slots=True)
-class JapaneseUser:
-    """One user's dated turns, expected final memories and questions."""
-
-    user_id: str
-    turns: tuple[tuple[datetime, str], ...]
-    expected_active: tuple[str, ...]
-    questions: tuple[JapaneseQuestion, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class JapaneseSet:
-    """The whole set."""
-
-    name: str
-    version: int
-    users: tuple[JapaneseUser, ...]
-
-    @property
-    def questions(self) -> int:
-        return sum(len(u.questions) for u in self.users)
-
-
-def load_japanese_set(path: str | Path | None = None) -> JapaneseSet:
-    """Load the set (default: the copy shipped in the package) and check its references.
-
-    Raises:
-        ValueError: A question's evidence names a turn the user does not have, or a user has none.
-    """
-    if path is None:
-        text = (
-            resources.files("memory_core.tools.evaluation").joinpath("data/japanese_eval.json").read_text("utf-8")
-        )
-    else:
-        text = Path(path).read_text(encoding="utf-8")
-    raw = json.loads(text)
-    start = date.fromisoformat(raw["start"])
-    users = []
-    for u in raw["users"]:
-        turns = tuple(
-            (
-                datetime(start.year, start.month, start.day, 9, tzinfo=UTC)
-                + timedelta(days=int(t["day"]), minutes=i),
-                str(t["text"]),
-            )
-            for i, t in enumerate(u["turns"])
-        )
-        if not turns:
-            raise ValueError(f"user {u['id']} has no turns")
-        questions = []
-        for q in u["questions"]:
-            evidence = tuple(int(e) for e in q["evidence"])
-            if not evidence or any(not 0 <= e < len(turns) for e in evidence):
-                raise ValueError(f"user {u['id']}: question {q['q']!r} names a turn that does not exist")
-            questions.append(JapaneseQuestion(str(q["q"]), evidence, str(q.get("kind", "paraphrase"))))
-        users.append(JapaneseUser(str(u["id"]), turns, tuple(u["expected_active"]), tuple(questions)))
-    return JapaneseSet(str(raw.get("name", "")), int(raw.get("version", 1)), tuple(users))
-
-
-def load_jdd_utterances(path: str | Path) -> list[str]:
-    """Every utterance of a Japanese Daily Dialogue topic file, verbatim, in file order."""
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    dialogues = raw if isinstance(raw, list) else raw.get("dialogues", list(raw.values()))
-    texts: list[str] = []
-    for dialogue in dialogues:
-        utterances = dialogue.get("utterances", []) if isinstance(dialogue, Mapping) else []
-        texts.extend(str(u["utterance"]) for u in utterances if str(u.get("utterance", "")).strip())
-    return texts
 
 
 def _norm(text: str) -> str:
@@ -195,8 +126,8 @@ async def evaluate_retrieval(
     data: JapaneseSet,
     *,
     embedder: Any,
-    modes: Sequence[SearchMode] = _MODES,
-    profiles: Sequence[RankingProfile] = _PROFILES,
+    modes: Sequence[SearchMode] = DEFAULT_MODES,
+    profiles: Sequence[RankingProfile] = DEFAULT_PROFILES,
     distractors: Sequence[str] = (),
     distractors_per_user: int = 0,
     seed: int = 7,
@@ -424,23 +355,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", metavar="PATH", help="the evaluation set JSON (default: the packaged one)")
     parser.add_argument("--distractors", metavar="PATH", help="a Japanese Daily Dialogue topic JSON file")
     parser.add_argument("--distractors-per-user", type=int, default=200, help="distractor memories per user")
-    parser.add_argument(
-        "--modes",
-        nargs="+",
-        default=[m.value for m in _MODES],
-        choices=[m.value for m in SearchMode],
-        help="search modes to run (default: keyword vector hybrid)",
-    )
-    parser.add_argument(
-        "--profiles",
-        nargs="+",
-        default=[p.value for p in _PROFILES],
-        choices=[p.value for p in RankingProfile],
-    )
+    add_configuration_arguments(parser)
     parser.add_argument("--skip-retrieval", action="store_true")
     parser.add_argument("--skip-consolidation", action="store_true")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--output", metavar="JSON", help="also write the report to this file")
-    parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    add_cache_arguments(parser)
+    add_report_arguments(parser)

@@ -27,173 +27,46 @@ position in seconds. Japanese set turns are one user message each, dated by thei
 from __future__ import annotations
 
 import argparse
-import hashlib
-import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from memory_core.domain.messages import CandidateKind, Turn
-from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.records import MemoryKind, MemoryStatus
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
-from memory_core.ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
+from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.runtime.lanes import DEFAULT_BATCH
+from memory_core.tools.evaluation.cases import PipelineCase, japanese_cases, locomo_cases
+from memory_core.tools.evaluation.embeddings import CachingEmbedder, add_cache_arguments, default_embedder
 from memory_core.tools.evaluation.locomo import (
-    CATEGORY_NAMES,
-    EVALUATED_CATEGORIES,
-    LocomoData,
     add_audit_arguments,
     audit_path,
-    load_locomo,
-    turn_text,
 )
 from memory_core.tools.evaluation.locomo import evaluate as evaluate_raw
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator, metric_label
 from memory_core.tools.evaluation.retrieval import Configuration, group_table
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import (
-    DEFAULT_CACHE_DIR,
-    default_embedder,
+    add_report_arguments,
     markdown_table,
     publish_report,
     pyplot,
     save_chart,
 )
 
-__all__ = ["CachingEmbedder", "PipelineCase", "add_arguments", "evaluate_cases", "main"]
+__all__ = [
+    "add_arguments",
+    "evaluate_cases",
+    "main",
+]
 
-logger = logging.getLogger(__name__)
 
 _MODES = (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)
 DEFAULT = (SearchMode.HYBRID, RankingProfile.IMPORTANT)
-
-
-class CachingEmbedder(EmbedderWrapper):
-    """An embedder that remembers passage vectors by text in a file (evaluation reruns are fast).
-
-    Queries are not cached. Vectors are the wrapped embedder's, byte for byte.
-    """
-
-    def __init__(self, inner: Embedder, path: Path | None) -> None:
-        super().__init__(inner)
-        self.path = path
-        self._vectors: dict[str, np.ndarray] = {}
-        if path is not None and path.exists():
-            data = np.load(path, allow_pickle=False)
-            self._vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
-        self._dirty = False
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        missing = [i for i, k in enumerate(keys) if k not in self._vectors]
-        if missing:
-            fresh = await self.inner.embed_passages([texts[i] for i in missing])
-            for i, vector in zip(missing, fresh, strict=True):
-                self._vectors[keys[i]] = np.asarray(vector, dtype=np.float32)
-            self._dirty = True
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.stack([self._vectors[k] for k in keys])
-
-    def save(self) -> None:
-        if self.path is None or not self._dirty:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        keys = list(self._vectors)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._vectors[k] for k in keys]))
-        tmp.replace(self.path)
-        self._dirty = False
-
-    async def close(self) -> None:
-        self.save()
-
-
-class PipelineCase:
-    """One conversation: its turns (in order) and its questions with their evidence turn ids."""
-
-    def __init__(
-        self,
-        name: str,
-        scope: Scope,
-        turns: list[dict[str, Any]],
-        questions: list[tuple[str, set[str], str]],
-        asked_at: datetime,
-    ) -> None:
-        self.name = name
-        self.scope = scope
-        self.turns = turns
-        self.questions = questions
-        self.asked_at = asked_at
-
-
-def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[PipelineCase], LocomoData]:
-    """The LoCoMo conversations as cases (a turn's ``occurred_at`` its session's date plus its position)."""
-    data = load_locomo(path, audit).first(limit)
-    cases = []
-    for c in data.conversations():
-        scope = Scope.of(f"conv{c}", "locomo")
-        turns, last = [], None
-        offsets: dict[datetime, int] = {}
-        for t in (t for t in data.turns if t.conversation == c):
-            offsets[t.date] = offsets.get(t.date, -1) + 1
-            at = t.date + timedelta(seconds=offsets[t.date])
-            text = turn_text(t, "plain")
-            if not text:
-                continue
-            turns.append(
-                {
-                    "turn_id": t.dia_id,
-                    "user_id": scope.user_id,
-                    "agent_id": scope.agent_id,
-                    "occurred_at": at.isoformat(),
-                    "messages": [{"role": "user", "text": text[:32000], "name": t.speaker[:64] or None}],
-                }
-            )
-            last = at if last is None or at > last else last
-        questions = [
-            (q.question, set(q.evidence), f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}")
-            for q in data.questions
-            if q.conversation == c and q.category in EVALUATED_CATEGORIES and q.evidence
-        ]
-        assert last is not None
-        cases.append(PipelineCase(f"locomo-{c}", scope, turns, questions, last + timedelta(days=1)))
-    return cases, data
-
-
-def japanese_cases(path: str | None = None) -> list[PipelineCase]:
-    """The Japanese set's users as cases."""
-    from memory_core.tools.evaluation.japanese import load_japanese_set
-
-    data = load_japanese_set(path)
-    cases = []
-    for user in data.users:
-        scope = Scope.of(user.user_id, "ja")
-        turns = [
-            {
-                "turn_id": f"t{i}",
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-                "occurred_at": when.isoformat(),
-                "messages": [{"role": "user", "text": text}],
-            }
-            for i, (when, text) in enumerate(user.turns)
-        ]
-        questions = [(q.question, {f"t{e}" for e in q.evidence}, q.kind) for q in user.questions]
-        cases.append(
-            PipelineCase(f"ja-{user.user_id}", scope, turns, questions, user.turns[-1][0] + timedelta(days=1))
-        )
-    return cases
 
 
 def _covered(record: Any, evidence: set[str]) -> str | None:
@@ -552,7 +425,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit-conversations", type=int, metavar="N", help="only the first N LoCoMo conversations"
     )
-    parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--output", metavar="JSON", help="also write the report to this file")
-    parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    add_cache_arguments(parser)
+    add_report_arguments(parser)

@@ -7,6 +7,7 @@ their questions through :func:`search_configurations`; ``eval pipeline`` prints 
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,10 +23,22 @@ from memory_core.tools.evaluation.metrics import DEFAULT_KS, METRICS, MetricAccu
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import markdown_table, percentile
 
-__all__ = ["Configuration", "Question", "group_table", "results_table", "search_configurations"]
+__all__ = [
+    "DEFAULT_MODES",
+    "DEFAULT_PROFILES",
+    "Configuration",
+    "Question",
+    "add_configuration_arguments",
+    "group_table",
+    "results_table",
+    "search_configurations",
+]
 
 #: A search mode and the ranking profile it is run with.
 Configuration = tuple[SearchMode, RankingProfile]
+#: The modes and profiles run unless ``--modes`` and ``--profiles`` say otherwise.
+DEFAULT_MODES = (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID)
+DEFAULT_PROFILES = (RankingProfile.NONE, RankingProfile.IMPORTANT, RankingProfile.RECENT)
 #: Records written to the store per upsert.
 _UPSERT_BATCH = 2000
 
@@ -154,4 +167,22 @@ def results_table(results: Sequence[Mapping[str, Any]]) -> str:
             ]
             for r in results
         ],
+    )
+
+
+def add_configuration_arguments(parser: argparse.ArgumentParser, *, profiles_help: str | None = None) -> None:
+    """``--modes`` and ``--profiles`` (default: :data:`DEFAULT_MODES` and :data:`DEFAULT_PROFILES`)."""
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=[m.value for m in DEFAULT_MODES],
+        choices=[m.value for m in SearchMode],
+        help="search modes to run (default: keyword vector hybrid)",
+    )
+    parser.add_argument(
+        "--profiles",
+        nargs="+",
+        default=[p.value for p in DEFAULT_PROFILES],
+        choices=[p.value for p in RankingProfile],
+        help=profiles_help,
     )
