@@ -452,7 +452,8 @@ def _read_file(kind: str, path: str, first: Check, *, full: bool, contents: _Con
     except sqlite3.Error as exc:
         return [*checks, Check(f"{kind}.integrity", "fail", f"cannot open {path} read-only: {exc}")]
     try:
-        integrity = _guarded(f"{kind}.integrity", lambda: _integrity(f"{kind}.integrity", conn, path, full=full))
+        name = f"{kind}.integrity"
+        integrity = _guarded(name, lambda: _integrity(name, conn, path, full=full))
         checks.append(integrity)
         if "error" in integrity.facts:  # not even readable: nothing more to learn
             return checks

@@ -1,4 +1,5 @@
-"""The conversations ``eval pipeline`` ingests, as cases: LoCoMo's conversations and the Japanese set's users."""
+"""The conversations ``eval pipeline`` ingests, as cases: LoCoMo's conversations and the Japanese
+set's users."""
 
 from __future__ import annotations
 

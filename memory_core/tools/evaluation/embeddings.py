@@ -13,7 +13,13 @@ import numpy as np
 from memory_core.ports import Embedder, EmbedderWrapper
 from memory_core.tools.progress import NO_PROGRESS, Progress
 
-__all__ = ["DEFAULT_CACHE_DIR", "CachingEmbedder", "add_cache_arguments", "cached_embeddings", "default_embedder"]
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "CachingEmbedder",
+    "add_cache_arguments",
+    "cached_embeddings",
+    "default_embedder",
+]
 
 #: Where the evaluations keep their embedding caches (``--cache``).
 DEFAULT_CACHE_DIR = ".memory-core/cache"

@@ -92,7 +92,8 @@ def _records(data: LocomoData, vectors: np.ndarray, text_format: str) -> list[Me
 
 
 def _asked(data: LocomoData, questions: list[LocomoQuestion], vectors: np.ndarray) -> list[Question]:
-    """The questions as the store is asked them: conversation by conversation, on the day after its last session."""
+    """The questions as the store is asked them: conversation by conversation, each on the day after
+    its conversation's last session."""
     last_date: dict[int, datetime] = {}
     for t in data.turns:
         last_date[t.conversation] = max(last_date.get(t.conversation, t.date), t.date)

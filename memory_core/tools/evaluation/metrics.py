@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_KS", "METRICS", "MetricAccumulator", "all_at_k", "any_at_k", "metric_label", "reciprocal_rank"]
+__all__ = [
+    "DEFAULT_KS",
+    "METRICS",
+    "MetricAccumulator",
+    "all_at_k",
+    "any_at_k",
+    "metric_label",
+    "reciprocal_rank",
+]
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10)
 #: The metrics :class:`MetricAccumulator` reports for :data:`DEFAULT_KS`, in the order tables show them.

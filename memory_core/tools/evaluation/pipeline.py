@@ -156,7 +156,8 @@ async def _run_case(
     tally: _Tally,
     bar: Bar,
 ) -> None:
-    """Ingest one case into its own store, count what it kept, ask its questions before and after forgetting."""
+    """Ingest one case into its own store, count what it kept, and ask its questions before and after
+    a forgetting run."""
     from memory_core.bootstrap import build_service, load_settings
 
     clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))

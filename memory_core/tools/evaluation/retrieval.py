@@ -145,7 +145,9 @@ async def search_configurations(
     return results
 
 
-def group_table(metrics: Mapping[str, Mapping[str, float]], heading: str, names: Sequence[str] = METRICS) -> str:
+def group_table(
+    metrics: Mapping[str, Mapping[str, float]], heading: str, names: Sequence[str] = METRICS
+) -> str:
     """One row per group (``overall`` first): its question count and the metrics ``names``."""
     return markdown_table(
         [heading, "n", *(metric_label(n) for n in names)],
