@@ -10,6 +10,9 @@ import argparse
 import hashlib
 import json
 import logging
+import os
+import platform
+import sqlite3
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -118,7 +121,7 @@ def publish_report(
     args: Any,
     out: TextIO,
     render: Callable[[Mapping[str, Any]], str],
-    draw: Callable[[Mapping[str, Any], str], list[str]],
+    draw: Callable[[dict[str, Any], str], list[str]],
 ) -> None:
     """Finish an evaluation: add the machine, print the result, write ``--output`` and ``--charts``.
 
@@ -126,25 +129,18 @@ def publish_report(
     ``out`` holds nothing else: the charts line goes to standard error).
     """
     report["machine"] = machine_context()
-    publish(report, args, out, "\n" + render(report))
-    if args.charts:
-        publish_charts(draw(report, args.charts), args, out)
+    publish(report, args, out, "\n" + render(report), draw=draw)
 
 
 def machine_context() -> dict[str, Any]:
     """What the figures were measured on (so they are read with their context)."""
-    import os
-    import platform
-
-    import numpy as np
-
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
         "numpy": np.__version__,
-        "sqlite": __import__("sqlite3").sqlite_version,
+        "sqlite": sqlite3.sqlite_version,
     }
 
 
@@ -160,13 +156,24 @@ def print_json(data: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def publish(report: dict[str, Any], args: argparse.Namespace, out: TextIO, table: str) -> None:
-    """Print a benchmark's result, its ``table`` or with ``--json`` its ``report``, and write ``--output``."""
+def publish(
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    out: TextIO,
+    table: str,
+    *,
+    draw: Callable[[dict[str, Any], str], list[str]] | None = None,
+) -> None:
+    """Print a benchmark's result, its ``table`` or with ``--json`` its ``report``, write ``--output``,
+    and with ``--charts`` the charts ``draw`` makes of the report."""
     if getattr(args, "json", False):
         print_json(report, out)
     else:
         out.write(table)
     write_json(getattr(args, "output", None), report)
+    charts = getattr(args, "charts", None)
+    if draw is not None and charts:
+        publish_charts(draw(report, charts), args, out)
 
 
 def publish_charts(written: list[str], args: argparse.Namespace, out: TextIO) -> None:

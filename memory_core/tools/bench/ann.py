@@ -42,6 +42,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -644,13 +645,66 @@ def _table(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """The index parameters a sweep tries."""
+
+    connectivities: tuple[int, ...]
+    expansion_adds: tuple[int, ...]
+    expansions: tuple[int, ...]
+    dtypes: tuple[str, ...]
+
+
+#: The sweep's grids: a set of at most :data:`_SMALL_SET` vectors gets the wider one.
+_SMALL_SET = 20_000
+_SWEEP_GRIDS = {
+    True: _Grid((8, 16, 32), (128, 256), (64, 128, 192, 256, 384, 512), ("f32", "f16")),
+    False: _Grid((16, 32), (128,), (128, 256, 512, 1024), ("f32",)),
+}
+
+
+def _measure_sets(
+    args: argparse.Namespace, params: dict[str, Any], report: dict[str, Any], progress: Progress
+) -> None:
+    """Each vector set: its builds and searches, and with ``--sweep`` / ``--filters`` those figures too."""
+    from memory_core.adapters.sqlite.vector_index import ApproximateVectorIndex
+
+    k_filter = max(args.k)
+    for name, matrix, queries in _sets(args, progress):
+        report["sets"].append(
+            measure_set(
+                name,
+                matrix,
+                queries,
+                ks=args.k,
+                threads=args.threads,
+                params=params,
+                determinism=not args.no_determinism,
+                progress=progress,
+            )
+        )
+        if args.sweep:
+            grid = _SWEEP_GRIDS[matrix.shape[0] <= _SMALL_SET]
+            report["sweeps"][name] = sweep(
+                matrix,
+                queries,
+                k=k_filter,
+                connectivities=grid.connectivities,
+                expansion_adds=grid.expansion_adds,
+                expansions=grid.expansions,
+                dtypes=grid.dtypes,
+            )
+        if args.filters:
+            index = ApproximateVectorIndex.build(matrix, threads=1, **params)
+            report["filters"][name] = oversampling(index, matrix, queries, k=k_filter)
+
+
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core bench ann``: the approximate index against exact search (see the module)."""
     from memory_core.adapters.sqlite.vector_index import (
         DEFAULT_CONNECTIVITY,
         DEFAULT_EXPANSION_ADD,
         DEFAULT_EXPANSION_SEARCH,
-        ApproximateVectorIndex,
     )
 
     params: dict[str, Any] = {
@@ -676,33 +730,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
     if args.filters:
         report["filter_k"] = k_filter
         report["filters"] = {}
-    for name, matrix, queries in _sets(args, progress):
-        report["sets"].append(
-            measure_set(
-                name,
-                matrix,
-                queries,
-                ks=args.k,
-                threads=args.threads,
-                params=params,
-                determinism=not args.no_determinism,
-                progress=progress,
-            )
-        )
-        if args.sweep:
-            small = matrix.shape[0] <= 20_000
-            report["sweeps"][name] = sweep(
-                matrix,
-                queries,
-                k=k_filter,
-                connectivities=(8, 16, 32) if small else (16, 32),
-                expansion_adds=(128, 256) if small else (128,),
-                expansions=(64, 128, 192, 256, 384, 512) if small else (128, 256, 512, 1024),
-                dtypes=("f32", "f16") if small else ("f32",),
-            )
-        if args.filters:
-            index = ApproximateVectorIndex.build(matrix, threads=1, **params)
-            report["filters"][name] = oversampling(index, matrix, queries, k=k_filter)
+    _measure_sets(args, params, report, progress)
     if getattr(args, "store", 0):
         if not (args.locomo or args.jdd):
             raise ValueError("--store needs the real vectors (--locomo and/or --jdd) to derive its memories from")
