@@ -19,13 +19,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
-from memory_core.ports import ChatModel, FixedClock
+from memory_core.ports import FixedClock
 from memory_core.service.ingest import format_decision
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.ports import ChatModel
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_CONVERSATION_EN", "DEMO_LANGUAGES", "DEMO_SCOPE", "DemoScript", "run_demo"]
 
