@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.service.results import format_decision
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.ports import ChatModel
 
 __all__ = ["DEMO_CONVERSATION", "DEMO_CONVERSATION_EN", "DEMO_LANGUAGES", "DEMO_SCOPE", "DemoScript", "run_demo"]
 
@@ -108,6 +111,131 @@ def _turns(conversation: list[tuple[int, list[tuple[str, str]]]]) -> list[Turn]:
     ]
 
 
+class _Printer:
+    """Where the demo's output goes: lines of text, or with ``json_output`` one JSON object per event."""
+
+    def __init__(self, out: Callable[..., Any], json_output: bool) -> None:
+        self._out = out
+        self.json_output = json_output
+
+    def event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """One event, as a JSON object (nothing in text mode)."""
+        if self.json_output:
+            self._out(json.dumps({"type": kind, **data}, ensure_ascii=False, default=str))
+
+    def lines(self, *lines: str) -> None:
+        """Lines of text (nothing in JSON mode)."""
+        if not self.json_output:
+            for line in lines:
+                self._out(line)
+
+
+def _header(printer: _Printer, service: Any, chat_model: ChatModel | None, path: str) -> None:
+    if chat_model is None:
+        how = f"embedder {service.embedder_name}, rule extraction and consolidation (no LLM)"
+    else:
+        how = (
+            f"embedder {service.embedder_name}, extraction and consolidation by {chat_model.name} "
+            "(the rules where it fails)"
+        )
+    printer.lines(f"memory-core demo: {DEMO_SCOPE.user_id}/{DEMO_SCOPE.agent_id}, store {path}", how, "")
+
+
+def _turn_lines(turn: Turn, result: Any) -> list[str]:
+    """What the user said, then each decision with its reasons."""
+    said = [m.text.replace("\n", " ⏎ ") for m in turn.messages if m.role.value == "user"]
+    lines = [f"[{turn.turn_id} {turn.occurred_at:%m-%d %H:%M}] user: {' / '.join(said)}"]
+    if result.status == "duplicate":
+        lines.append("  already ingested (same turn_id): nothing changes")
+    elif not result.steps:
+        lines.append("  (nothing to remember)")
+    lines.extend("  " + format_decision(step).replace("\n", "\n  ") for step in result.steps)
+    return lines
+
+
+async def _converse(service: Any, clock: FixedClock, script: DemoScript, printer: _Printer) -> None:
+    """Ingest the conversation turn by turn, the clock at each turn's time."""
+    for turn in _turns(script.conversation):
+        clock.set(turn.occurred_at)
+        result = await service.ingest(turn)
+        printer.event("turn", result.as_dict())
+        printer.lines(*_turn_lines(turn, result))
+
+
+def _hit(rank: int, hit: Any) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "score": round(hit.score, 6),
+        "boost": round(hit.breakdown.boost, 3),
+        "id": hit.record.id,
+        "memory": hit.record.memory,
+        "category": hit.record.category,
+        "importance": hit.record.importance,
+        "retention_score": round(hit.record.retention_score, 3),
+        "updated_at": hit.record.updated_at.isoformat(),
+    }
+
+
+def _hit_line(h: Mapping[str, Any]) -> str:
+    return (
+        f"  {h['rank']}. {h['score']:.5f} (×{h['boost']:.2f})  {h['memory']}  "
+        f"[{h['category']}, importance {h['importance']:.2f}, retention "
+        f"{h['retention_score']:.2f}, updated {h['updated_at'][:16]}]"
+    )
+
+
+async def _searches(service: Any, script: DemoScript, printer: _Printer) -> None:
+    """Search with the IMPORTANT profile (its top 2 recalled) and then the RECENT one."""
+    for profile in (RankingProfile.IMPORTANT, RankingProfile.RECENT):
+        options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=profile, top=5)
+        found = await service.search(DEMO_SCOPE, script.query, options, recall=False)
+        hits = [_hit(rank, hit) for rank, hit in enumerate(found.hits, start=1)]
+        printer.event("search", {"query": script.query, "profile": profile.value, "hits": hits})
+        lines = ["", f"search {script.query!r} (hybrid, profile {profile.value.upper()}):"]
+        if profile is RankingProfile.IMPORTANT:
+            await service.record_recall(DEMO_SCOPE, [hit.record.id for hit in found.hits[:2]])
+            lines.append("  (the top 2 are returned to the agent: a recall, which rehearses them)")
+        printer.lines(*lines, *(_hit_line(h) for h in hits))
+
+
+async def _forgetting(service: Any, clock: FixedClock, printer: _Printer) -> None:
+    """A forgetting dry run with the clock 90 days after the start."""
+    later = DEMO_START + timedelta(days=90)
+    clock.set(later)
+    report = await service.apply_forgetting(dry_run=True)
+    printer.event("forgetting", {"at": later.isoformat(), **report.as_dict()})
+    if printer.json_output:
+        return
+    printer.lines(
+        "",
+        f"forgetting dry run with the clock at {later:%Y-%m-%d} (90 days later; nothing written):",
+        f"  scanned {report.scanned}, would archive {report.archived}, expired {report.expired}, "
+        f"rescore {report.rescored}, unchanged {report.unchanged}",
+    )
+    for change in report.changes:
+        text = (await service.get(DEMO_SCOPE, change.id)).memory
+        why = "expired" if change.expired else "retention fell"
+        printer.lines(
+            f"  {change.old_status.value} → {change.new_status.value}: {text} "
+            f"(retention {change.old_retention:.2f} → {change.new_retention:.2f}, {why})"
+        )
+
+
+def _usage(chat_model: ChatModel | None, printer: _Printer) -> None:
+    """What the chat model was asked, if it counts that."""
+    usage = getattr(chat_model, "usage", None)
+    if usage is None:
+        return
+    name = chat_model.name if chat_model else None
+    printer.event("llm_usage", {"model": name, **usage.as_dict()})
+    printer.lines(
+        "",
+        f"LLM {name or ''}: {usage.calls} calls, {usage.requests} "
+        f"requests, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+        f"tokens, {usage.seconds:.1f} s",
+    )
+
+
 async def run_demo(
     *,
     db_path: str | None,
@@ -135,7 +263,7 @@ async def run_demo(
     if lang not in DEMO_LANGUAGES:
         raise ValueError(f"lang must be one of {', '.join(DEMO_LANGUAGES)}, not {lang!r}")
     script = DEMO_LANGUAGES[lang]
-
+    printer = _Printer(out, json_output)
     chat_model = require_chat_model(load_settings(), "demo --llm") if llm else None
     with tempfile.TemporaryDirectory(prefix="memory-core-demo-") as tmp:
         path = db_path or str(Path(tmp) / "demo.db")
@@ -149,100 +277,13 @@ async def run_demo(
             if chat_model is not None:
                 await chat_model.close()
             raise
-
-        def emit(kind: str, data: Any, text: str | None = None) -> None:
-            if json_output:
-                out(json.dumps({"type": kind, **data}, ensure_ascii=False, default=str))
-            elif text is not None:
-                out(text)
-
         try:
-            if not json_output:
-                out(f"memory-core demo: {DEMO_SCOPE.user_id}/{DEMO_SCOPE.agent_id}, store {path}")
-                if chat_model is None:
-                    out(f"embedder {service.embedder_name}, rule extraction and consolidation (no LLM)")
-                else:
-                    out(
-                        f"embedder {service.embedder_name}, extraction and consolidation by {chat_model.name} "
-                        "(the rules where it fails)"
-                    )
-                out("")
-            for turn in _turns(script.conversation):
-                clock.set(turn.occurred_at)
-                result = await service.ingest(turn)
-                said = [m.text.replace("\n", " ⏎ ") for m in turn.messages if m.role.value == "user"]
-                emit("turn", result.as_dict())
-                if not json_output:
-                    out(f"[{turn.turn_id} {turn.occurred_at:%m-%d %H:%M}] user: {' / '.join(said)}")
-                    if result.status == "duplicate":
-                        out("  already ingested (same turn_id): nothing changes")
-                    elif not result.steps:
-                        out("  (nothing to remember)")
-                    for step in result.steps:
-                        out("  " + format_decision(step).replace("\n", "\n  "))
+            _header(printer, service, chat_model, path)
+            await _converse(service, clock, script, printer)
             clock.set(DEMO_START + timedelta(days=4, hours=1))
-            for profile in (RankingProfile.IMPORTANT, RankingProfile.RECENT):
-                options = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=profile, top=5)
-                found = await service.search(DEMO_SCOPE, script.query, options, recall=False)
-                hits: list[dict[str, Any]] = [
-                    {
-                        "rank": rank,
-                        "score": round(hit.score, 6),
-                        "boost": round(hit.breakdown.boost, 3),
-                        "id": hit.record.id,
-                        "memory": hit.record.memory,
-                        "category": hit.record.category,
-                        "importance": hit.record.importance,
-                        "retention_score": round(hit.record.retention_score, 3),
-                        "updated_at": hit.record.updated_at.isoformat(),
-                    }
-                    for rank, hit in enumerate(found.hits, start=1)
-                ]
-                emit("search", {"query": script.query, "profile": profile.value, "hits": hits})
-                if profile is RankingProfile.IMPORTANT:
-                    recalled = [hit.record.id for hit in found.hits[:2]]
-                    await service.record_recall(DEMO_SCOPE, recalled)
-                if not json_output:
-                    out("")
-                    out(f"search {script.query!r} (hybrid, profile {profile.value.upper()}):")
-                    if profile is RankingProfile.IMPORTANT:
-                        out("  (the top 2 are returned to the agent: a recall, which rehearses them)")
-                    for h in hits:
-                        out(
-                            f"  {h['rank']}. {h['score']:.5f} (×{h['boost']:.2f})  {h['memory']}  "
-                            f"[{h['category']}, importance {h['importance']:.2f}, retention "
-                            f"{h['retention_score']:.2f}, updated {h['updated_at'][:16]}]"
-                        )
-            later = DEMO_START + timedelta(days=90)
-            clock.set(later)
-            report = await service.apply_forgetting(dry_run=True)
-            emit("forgetting", {"at": later.isoformat(), **report.as_dict()})
-            if not json_output:
-                out("")
-                out(
-                    f"forgetting dry run with the clock at {later:%Y-%m-%d} (90 days later; nothing written):"
-                )
-                out(
-                    f"  scanned {report.scanned}, would archive {report.archived}, expired {report.expired}, "
-                    f"rescore {report.rescored}, unchanged {report.unchanged}"
-                )
-                for change in report.changes:
-                    text = (await service.get(DEMO_SCOPE, change.id)).memory
-                    why = "expired" if change.expired else "retention fell"
-                    out(
-                        f"  {change.old_status.value} → {change.new_status.value}: {text} "
-                        f"(retention {change.old_retention:.2f} → {change.new_retention:.2f}, {why})"
-                    )
-            usage = getattr(chat_model, "usage", None)
-            if usage is not None:
-                emit("llm_usage", {"model": chat_model.name if chat_model else None, **usage.as_dict()})
-                if not json_output:
-                    out("")
-                    out(
-                        f"LLM {chat_model.name if chat_model else ''}: {usage.calls} calls, {usage.requests} "
-                        f"requests, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
-                        f"tokens, {usage.seconds:.1f} s"
-                    )
+            await _searches(service, script, printer)
+            await _forgetting(service, clock, printer)
+            _usage(chat_model, printer)
         finally:
             await service.close()
             if chat_model is not None:

@@ -323,10 +323,8 @@ def _store_analyzer(conn: sqlite3.Connection) -> Check:
     )
 
 
-def _store_embedder(conn: sqlite3.Connection, embedder: EmbedderIdentity | None) -> Check:
-    name = "store.embedder"
-    recorded = _meta(conn, "embedder")
-    recorded_dims = _meta(conn, "embedding_dimensions")
+def _vector_sizes(conn: sqlite3.Connection) -> tuple[dict[int, int], int]:
+    """How many stored vectors have each size (in dimensions), and how many memories have none."""
     sizes: dict[int, int] = {}
     without = 0
     if "memories" in _tables(conn):
@@ -337,6 +335,48 @@ def _store_embedder(conn: sqlite3.Connection, embedder: EmbedderIdentity | None)
                 without += int(count)
             else:
                 sizes[int(length) // 4] = int(count)  # float32
+    return sizes, without
+
+
+def _stored_problems(recorded_dims: str | None, sizes: Mapping[int, int]) -> list[str]:
+    """What is wrong with the stored vectors themselves."""
+    problems: list[str] = []
+    if len(sizes) > 1:
+        listed = ", ".join(f"{n} of {d}" for d, n in sorted(sizes.items()))
+        problems.append(f"vectors of several sizes ({listed}): search compares only one size")
+    if recorded_dims is not None and sizes and set(sizes) != {int(recorded_dims)}:
+        problems.append(f"the store records {recorded_dims} dimensions but holds vectors of {sorted(sizes)}")
+    return problems
+
+
+def _configured_problems(
+    recorded: str | None, recorded_dims: str | None, sizes: Mapping[int, int], embedder: EmbedderIdentity
+) -> list[str]:
+    """Why the settings' embedder does not fit the store (or cannot be built)."""
+    if embedder.error is not None:
+        return [f"the settings' embedder (MEMORY_EMBEDDER={embedder.setting}) cannot be built: {embedder.error}"]
+    problems: list[str] = []
+    if recorded is not None and recorded != embedder.name:
+        problems.append(
+            f"the store was built with the embedder {recorded!r}, the settings build {embedder.name!r} "
+            f"(MEMORY_EMBEDDER={embedder.setting}): serve and the CLI refuse it; use the same embedder"
+        )
+    if recorded_dims is not None:
+        stored: int | None = int(recorded_dims)
+    else:
+        stored = next(iter(sizes)) if len(sizes) == 1 else None
+    if stored is not None and embedder.dimensions != stored:
+        problems.append(
+            f"stored vectors have {stored} dimensions, the settings' embedder makes {embedder.dimensions}"
+        )
+    return problems
+
+
+def _store_embedder(conn: sqlite3.Connection, embedder: EmbedderIdentity | None) -> Check:
+    name = "store.embedder"
+    recorded = _meta(conn, "embedder")
+    recorded_dims = _meta(conn, "embedding_dimensions")
+    sizes, without = _vector_sizes(conn)
     facts: dict[str, Any] = {
         "recorded": recorded,
         "recorded_dimensions": None if recorded_dims is None else int(recorded_dims),
@@ -347,31 +387,9 @@ def _store_embedder(conn: sqlite3.Connection, embedder: EmbedderIdentity | None)
         facts.update(
             setting=embedder.setting, configured=embedder.name, configured_dimensions=embedder.dimensions
         )
-    problems: list[str] = []
-    if len(sizes) > 1:
-        listed = ", ".join(f"{n} of {d}" for d, n in sorted(sizes.items()))
-        problems.append(f"vectors of several sizes ({listed}): search compares only one size")
-    if recorded_dims is not None and sizes and set(sizes) != {int(recorded_dims)}:
-        problems.append(f"the store records {recorded_dims} dimensions but holds vectors of {sorted(sizes)}")
-    if embedder is not None and embedder.error is not None:
-        problems.append(
-            f"the settings' embedder (MEMORY_EMBEDDER={embedder.setting}) cannot be built: {embedder.error}"
-        )
-    elif embedder is not None:
-        if recorded is not None and recorded != embedder.name:
-            problems.append(
-                f"the store was built with the embedder {recorded!r}, the settings build {embedder.name!r} "
-                f"(MEMORY_EMBEDDER={embedder.setting}): serve and the CLI refuse it; use the same embedder"
-            )
-        stored = (
-            int(recorded_dims)
-            if recorded_dims is not None
-            else (next(iter(sizes)) if len(sizes) == 1 else None)
-        )
-        if stored is not None and embedder.dimensions != stored:
-            problems.append(
-                f"stored vectors have {stored} dimensions, the settings' embedder makes {embedder.dimensions}"
-            )
+    problems = _stored_problems(recorded_dims, sizes)
+    if embedder is not None:
+        problems.extend(_configured_problems(recorded, recorded_dims, sizes, embedder))
     if problems:
         return Check(name, "fail", "; ".join(problems), facts)
     stored_text = (
@@ -420,6 +438,46 @@ def _store_history(conn: sqlite3.Connection) -> Check:
     return Check("store.history", "ok", f"{entries} history entries, {turns} journaled turn(s){note}", facts)
 
 
+#: Checks of a file's contents: they append to the list and say whether the checks after them (the
+#: write-ahead log's) are made.
+_Contents = Callable[[sqlite3.Connection, list[Check]], bool]
+
+
+def _read_file(kind: str, path: str, first: Check, *, full: bool, contents: _Contents) -> list[Check]:
+    """``first`` (the file's check), then, when the file opens read-only: its integrity, the checks of
+    its ``contents`` and of its write-ahead log (``kind`` is ``store`` or ``queue``)."""
+    checks = [first]
+    try:
+        conn = _open_read_only(path)
+    except sqlite3.Error as exc:
+        return [*checks, Check(f"{kind}.integrity", "fail", f"cannot open {path} read-only: {exc}")]
+    try:
+        name = f"{kind}.integrity"
+        integrity = _guarded(name, lambda: _integrity(name, conn, path, full=full))
+        checks.append(integrity)
+        if "error" in integrity.facts:  # not even readable: nothing more to learn
+            return checks
+        if not contents(conn, checks):
+            return checks
+    finally:
+        conn.close()
+    checks.append(_wal_check(f"{kind}.wal", path))
+    return checks
+
+
+def _store_contents(
+    conn: sqlite3.Connection, checks: list[Check], path: str, embedder: EmbedderIdentity | None
+) -> bool:
+    checks.append(_guarded("store.format", lambda: _store_format(conn, path)))
+    if "error" in checks[-1].facts:  # not ours, or a newer version's: its tables mean something else
+        return False
+    checks.append(_guarded("store.analyzer", lambda: _store_analyzer(conn)))
+    checks.append(_guarded("store.embedder", lambda: _store_embedder(conn, embedder)))
+    checks.append(_guarded("store.memories", lambda: _store_memories(conn)))
+    checks.append(_guarded("store.history", lambda: _store_history(conn)))
+    return True
+
+
 def check_store(path: str, *, full: bool = False, embedder: EmbedderIdentity | None = None) -> list[Check]:
     """Check a store file (and the history in it), read-only.
 
@@ -440,27 +498,13 @@ def check_store(path: str, *, full: bool = False, embedder: EmbedderIdentity | N
     first = _file_check("store.file", path, "store", missing=missing)
     if first.status == "fail":
         return [first]
-    checks = [first]
-    try:
-        conn = _open_read_only(path)
-    except sqlite3.Error as exc:
-        return [*checks, Check("store.integrity", "fail", f"cannot open {path} read-only: {exc}")]
-    try:
-        integrity = _guarded("store.integrity", lambda: _integrity("store.integrity", conn, path, full=full))
-        checks.append(integrity)
-        if "error" in integrity.facts:  # not even readable: nothing more to learn
-            return checks
-        checks.append(_guarded("store.format", lambda: _store_format(conn, path)))
-        if "error" in checks[-1].facts:  # not ours, or a newer version's: its tables mean something else
-            return checks
-        checks.append(_guarded("store.analyzer", lambda: _store_analyzer(conn)))
-        checks.append(_guarded("store.embedder", lambda: _store_embedder(conn, embedder)))
-        checks.append(_guarded("store.memories", lambda: _store_memories(conn)))
-        checks.append(_guarded("store.history", lambda: _store_history(conn)))
-    finally:
-        conn.close()
-    checks.append(_wal_check("store.wal", path))
-    return checks
+    return _read_file(
+        "store",
+        path,
+        first,
+        full=full,
+        contents=lambda conn, checks: _store_contents(conn, checks, path, embedder),
+    )
 
 
 # -- the queue ------------------------------------------------------------------------------------
@@ -503,6 +547,23 @@ def _queue_messages(conn: sqlite3.Connection, queue: str, now: float) -> Check:
     return Check(name, "ok", text, facts)
 
 
+def _queue_contents(
+    conn: sqlite3.Connection, checks: list[Check], path: str, queue: str, now: float | None
+) -> bool:
+    tables = _tables(conn)
+    if "queue_messages" not in tables:
+        if tables:
+            listed = ", ".join(sorted(tables)[:5])
+            checks.append(Check("queue.format", "fail", f"{path} is not a memory-core queue (it holds {listed})"))
+        else:
+            checks.append(Check("queue.format", "warn", "no queue tables yet (made when it is next opened)"))
+        return False
+    checks.append(Check("queue.format", "ok", "a memory-core queue"))
+    stamp = time.time() if now is None else now
+    checks.append(_guarded("queue.messages", lambda: _queue_messages(conn, queue, stamp)))
+    return True
+
+
 def check_queue(path: str, *, queue: str, full: bool = False, now: float | None = None) -> list[Check]:
     """Check a queue file, read-only.
 
@@ -524,35 +585,13 @@ def check_queue(path: str, *, queue: str, full: bool = False, now: float | None 
     first = _file_check("queue.file", path, "queue", missing=missing)
     if first.status == "fail" or first is missing:
         return [first]
-    checks = [first]
-    try:
-        conn = _open_read_only(path)
-    except sqlite3.Error as exc:
-        return [*checks, Check("queue.integrity", "fail", f"cannot open {path} read-only: {exc}")]
-    try:
-        integrity = _guarded("queue.integrity", lambda: _integrity("queue.integrity", conn, path, full=full))
-        checks.append(integrity)
-        if "error" in integrity.facts:
-            return checks
-        tables = _tables(conn)
-        if "queue_messages" not in tables:
-            if tables:
-                listed = ", ".join(sorted(tables)[:5])
-                checks.append(
-                    Check("queue.format", "fail", f"{path} is not a memory-core queue (it holds {listed})")
-                )
-            else:
-                checks.append(
-                    Check("queue.format", "warn", "no queue tables yet (made when it is next opened)")
-                )
-            return checks
-        checks.append(Check("queue.format", "ok", "a memory-core queue"))
-        stamp = time.time() if now is None else now
-        checks.append(_guarded("queue.messages", lambda: _queue_messages(conn, queue, stamp)))
-    finally:
-        conn.close()
-    checks.append(_wal_check("queue.wal", path))
-    return checks
+    return _read_file(
+        "queue",
+        path,
+        first,
+        full=full,
+        contents=lambda conn, checks: _queue_contents(conn, checks, path, queue, now),
+    )
 
 
 def check_disk(path: str) -> Check:

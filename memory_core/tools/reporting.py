@@ -1,4 +1,4 @@
-"""Helpers shared by the evaluations and the benchmarks: tables, charts, reports, caches.
+"""Helpers shared by the evaluations and the benchmarks: tables, percentiles, charts and reports.
 
 Charts need matplotlib, which is an optional extra (``pip install 'memory-core[bench]'``); it is
 imported only when a chart is drawn, with the Agg backend, so nothing needs a display.
@@ -10,6 +10,9 @@ import argparse
 import hashlib
 import json
 import logging
+import os
+import platform
+import sqlite3
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -17,14 +20,11 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from memory_core.tools.progress import NO_PROGRESS, Progress
-
 __all__ = [
-    "DEFAULT_CACHE_DIR",
     "MATPLOTLIB_HINT",
-    "cached_embeddings",
-    "default_embedder",
+    "add_report_arguments",
     "file_sha256",
+    "grouped_bars",
     "machine_context",
     "markdown_table",
     "percentile",
@@ -39,11 +39,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CACHE_DIR = ".memory-core/cache"
 MATPLOTLIB_HINT = (
     "charts need matplotlib: pip install 'memory-core[bench]' (or pip install matplotlib); "
     "the tables and JSON were written without them"
 )
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--output JSON`` and ``--charts DIR`` (what :func:`publish_report` reads)."""
+    parser.add_argument("--output", metavar="JSON", help="also write the report to this file")
+    parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -76,6 +81,19 @@ def save_chart(plt: Any, fig: Any, directory: str | Path, name: str) -> str:
     return str(target)
 
 
+def grouped_bars(ax: Any, series: Sequence[tuple[str, Sequence[float] | None]], positions: int) -> None:
+    """Bars of several series side by side at each of ``positions`` x positions, one label per series.
+
+    A series whose values are None keeps its place (the others do not move) but draws nothing.
+    """
+    width = 0.8 / max(len(series), 1)
+    for j, (label, values) in enumerate(series):
+        if values is None:
+            continue
+        xs = [i + (j - (len(series) - 1) / 2) * width for i in range(positions)]
+        ax.bar(xs, values, width=width, label=label)
+
+
 def pyplot() -> Any | None:
     """``matplotlib.pyplot`` on the Agg backend, or None (with a warning) if matplotlib is missing."""
     try:
@@ -103,7 +121,7 @@ def publish_report(
     args: Any,
     out: TextIO,
     render: Callable[[Mapping[str, Any]], str],
-    draw: Callable[[Mapping[str, Any], str], list[str]],
+    draw: Callable[[dict[str, Any], str], list[str]],
 ) -> None:
     """Finish an evaluation: add the machine, print the result, write ``--output`` and ``--charts``.
 
@@ -111,101 +129,18 @@ def publish_report(
     ``out`` holds nothing else: the charts line goes to standard error).
     """
     report["machine"] = machine_context()
-    publish(report, args, out, "\n" + render(report))
-    if args.charts:
-        publish_charts(draw(report, args.charts), args, out)
-
-
-def default_embedder() -> Any:
-    """The embedder ``MEMORY_EMBEDDER`` names (default: the local e5 model), as the service would build it,
-    without the query cache (evaluations call the model's synchronous batch methods themselves)."""
-    from memory_core.bootstrap import build_embedder, load_settings
-
-    return build_embedder(load_settings(query_cache_size=0))
-
-
-def _queries(embedder: Any, texts: list[str]) -> np.ndarray:
-    """Query embeddings of a batch: one engine call when the e5 engine is reachable, else one by one."""
-    load = getattr(embedder, "_load", None)
-    lock = getattr(embedder, "_lock", None)
-    if callable(load) and lock is not None:
-        model = load()
-        with lock:
-            matrix = model.query(list(texts))
-        return np.asarray(matrix, dtype=np.float32).reshape(len(texts), -1)
-    return np.stack([np.asarray(embedder.query_sync(t), dtype=np.float32) for t in texts])
-
-
-def cached_embeddings(
-    embedder: Any,
-    texts: Sequence[str],
-    *,
-    kind: str,
-    cache_dir: str | Path | None,
-    key: str,
-    progress: Progress = NO_PROGRESS,
-    batch: int = 64,
-) -> np.ndarray:
-    """Embeddings of ``texts`` (``kind`` is ``"passage"`` or ``"query"``), computed once and cached.
-
-    The cache file is named by ``key`` (e.g. the data file's hash), the embedder's name and a hash of
-    the texts themselves, so a changed text or model never reuses stale vectors.
-
-    Args:
-        embedder: An object with ``passages_sync``/``query_sync`` (the e5 embedder), or ``embed_sync``
-            (the hashing embedder).
-        texts: The texts, in order.
-        kind: ``"passage"`` or ``"query"``.
-        cache_dir: Folder for ``.npy`` files; None disables the cache.
-        key: A stable prefix for the file name.
-        progress: Where the embedding's progress is reported.
-        batch: Passages per call.
-    """
-    if kind not in {"passage", "query"}:
-        raise ValueError("kind must be 'passage' or 'query'")
-    digest = hashlib.sha256("\x1e".join(texts).encode("utf-8")).hexdigest()[:16]
-    name = f"{key}-{embedder.name}-{kind}-{digest}.npy".replace("/", "_")
-    path = Path(cache_dir) / name if cache_dir else None
-    if path is not None and path.exists():
-        cached: np.ndarray = np.load(path)
-        if cached.shape[0] == len(texts):
-            return cached
-    parts: list[np.ndarray] = []
-    plural = "passages" if kind == "passage" else "queries"
-    with progress.bar(f"embedding {plural}", len(texts), unit=plural) as bar:
-        for start in range(0, len(texts), batch):
-            chunk = list(texts[start : start + batch])
-            if hasattr(embedder, "passages_sync"):
-                if kind == "passage":
-                    parts.append(np.asarray(embedder.passages_sync(chunk), dtype=np.float32))
-                else:
-                    parts.append(_queries(embedder, chunk))
-            else:
-                parts.append(np.stack([np.asarray(embedder.embed_sync(t), dtype=np.float32) for t in chunk]))
-            bar.update(start + len(chunk))
-    matrix = np.concatenate(parts) if parts else np.zeros((0, embedder.dimensions), dtype=np.float32)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, matrix)
-        tmp.replace(path)
-    return matrix
+    publish(report, args, out, "\n" + render(report), draw=draw)
 
 
 def machine_context() -> dict[str, Any]:
     """What the figures were measured on (so they are read with their context)."""
-    import os
-    import platform
-
-    import numpy as np
-
     return {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
         "numpy": np.__version__,
-        "sqlite": __import__("sqlite3").sqlite_version,
+        "sqlite": sqlite3.sqlite_version,
     }
 
 
@@ -221,13 +156,24 @@ def print_json(data: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def publish(report: dict[str, Any], args: argparse.Namespace, out: TextIO, table: str) -> None:
-    """Print a benchmark's result, its ``table`` or with ``--json`` its ``report``, and write ``--output``."""
+def publish(
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    out: TextIO,
+    table: str,
+    *,
+    draw: Callable[[dict[str, Any], str], list[str]] | None = None,
+) -> None:
+    """Print a benchmark's result, its ``table`` or with ``--json`` its ``report``, write ``--output``,
+    and with ``--charts`` the charts ``draw`` makes of the report."""
     if getattr(args, "json", False):
         print_json(report, out)
     else:
         out.write(table)
     write_json(getattr(args, "output", None), report)
+    charts = getattr(args, "charts", None)
+    if draw is not None and charts:
+        publish_charts(draw(report, charts), args, out)
 
 
 def publish_charts(written: list[str], args: argparse.Namespace, out: TextIO) -> None:

@@ -21,9 +21,8 @@ from memory_core.cli.main import main
 from memory_core.config import Settings
 from memory_core.errors import ConfigurationError, PermanentError, TransientError
 from memory_core.ports import DeadLetter
+from memory_core.tools.deadletter_sources import AzureDeadLetters, LocalDeadLetters
 from memory_core.tools.deadletters import (
-    AzureDeadLetters,
-    LocalDeadLetters,
     list_dead_letters,
     open_dead_letters,
     replay_dead_letters,

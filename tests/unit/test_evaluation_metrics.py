@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from memory_core.language.text import query_terms, stem_english
-from memory_core.tools.evaluation.japanese import load_japanese_set, load_jdd_utterances, matches
-from memory_core.tools.evaluation.locomo import (
+from memory_core.tools.evaluation.japanese import matches
+from memory_core.tools.evaluation.japanese_data import load_japanese_set, load_jdd_utterances
+from memory_core.tools.evaluation.locomo_data import (
     LocomoQuestion,
     apply_audit,
     load_locomo,

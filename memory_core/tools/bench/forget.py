@@ -36,7 +36,6 @@ from memory_core.tools.reporting import (
     machine_context,
     markdown_table,
     publish,
-    publish_charts,
     pyplot,
     save_chart,
 )
@@ -283,9 +282,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         + (f"; built in {build_seconds:.1f}s" if built else "")
         + "\n"
     )
-    publish(report, args, out, table)
-    if args.charts:
-        publish_charts(draw_chart(report, args.charts), args, out)
+    publish(report, args, out, table, draw=draw_chart)
     return 0
 
 

@@ -39,7 +39,14 @@ from memory_core.ports import Embedder
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.service.ingest import TimedEmbedder
 from memory_core.tools.progress import NO_PROGRESS, Progress
-from memory_core.tools.reporting import machine_context, publish, publish_charts
+from memory_core.tools.reporting import (
+    machine_context,
+    markdown_table,
+    publish,
+    publish_charts,
+    pyplot,
+    save_chart,
+)
 
 __all__ = ["DEFAULT_CONCURRENCY", "draw_ingest_chart", "main", "run", "synthetic_turns"]
 
@@ -316,8 +323,6 @@ def _shown(ms: dict[str, float] | None) -> str:
 
 
 def _sweep_table(runs: list[dict[str, Any]]) -> str:
-    from memory_core.tools.reporting import markdown_table
-
     rows = [
         [
             r["concurrency"],
@@ -355,8 +360,6 @@ def _sweep_table(runs: list[dict[str, Any]]) -> str:
 
 def draw_ingest_chart(runs: list[dict[str, Any]], directory: str | Path) -> list[str]:
     """``ingest.png``: turns per second at each concurrency, with the model-only floor beside it."""
-    from memory_core.tools.reporting import pyplot, save_chart
-
     plt = pyplot()
     if plt is None:
         return []

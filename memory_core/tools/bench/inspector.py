@@ -18,15 +18,8 @@ import argparse
 import asyncio
 import http.client
 import json
-import os
-import re
-import secrets
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,7 +31,8 @@ import numpy as np
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.contract.routes import API_PREFIX, api_path
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
-from memory_core.tools.bench.search import _sentence
+from memory_core.tools.bench.server import ServeProcess
+from memory_core.tools.bench.synthetic import random_sentence
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import machine_context, publish
 
@@ -47,7 +41,6 @@ __all__ = ["FIRST_VIEW", "build_store", "main"]
 USER, AGENT = "inspector-user", "assistant"
 #: The bar for the first view's API calls, in milliseconds (issue 18).
 BAR_MS = 300.0
-_LISTENING = re.compile(r"listening on http://([0-9.]+):(\d+)")
 _CATEGORIES = ["preference", "constraint", "profile", "plan", "routine", "general"]
 _SCOPE = urlencode({"user_id": USER, "agent_id": AGENT})
 _STATIC = ["/", "/ui/app.css", "/ui/app.js", "/ui/charts.js", "/ui/icon.svg"]
@@ -89,7 +82,7 @@ async def build_store(path: str, *, memories: int, other_users: int, seed: int) 
                         id=f"{user}-{i:06d}",
                         user_id=user,
                         agent_id=AGENT,
-                        memory=_sentence(rng),
+                        memory=random_sentence(rng),
                         summary="",
                         category=str(rng.choice(_CATEGORIES)),
                         importance=float(rng.random()),
@@ -117,54 +110,11 @@ async def build_store(path: str, *, memories: int, other_users: int, seed: int) 
         await store.close()
 
 
-class _Server:
-    """``memory-core serve`` in a child process on a free loopback port, with a random token."""
+class _Server(ServeProcess):
+    """The server the views are timed against: the hash embedder, one worker, no scheduler."""
 
     def __init__(self, db: Path, log: Path) -> None:
-        self.token = secrets.token_urlsafe(24)
-        env = {
-            **os.environ,
-            "MEMORY_API_TOKEN": self.token,
-            "MEMORY_EMBEDDER": "hash",
-            "MEMORY_LLM_PROVIDER": "none",
-        }
-        command = [
-            sys.executable,
-            "-c",
-            "import sys; from memory_core.cli.main import main; sys.exit(main())",
-            "--db",
-            str(db),
-            "serve",
-            "--port",
-            "0",
-            "--workers",
-            "1",
-            "--no-scheduler",
-        ]
-        self._log = log.open("w+", encoding="utf-8")
-        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            command, env=env, stdout=subprocess.PIPE, stderr=self._log, text=True
-        )
-        self.port = self._wait_listening()
-
-    def _wait_listening(self, timeout: float = 120.0) -> int:
-        found: list[int] = []
-
-        def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
-                match = _LISTENING.search(line)
-                if match and not found:
-                    found.append(int(match.group(2)))
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not found:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self._log.seek(0)
-                raise RuntimeError(f"memory-core serve did not start: {self._log.read()[-2000:]}")
-            time.sleep(0.05)
-        return found[0]
+        super().__init__(db, log, options=["--workers", "1", "--no-scheduler"], env={"MEMORY_EMBEDDER": "hash"})
 
     def get(self, conn: http.client.HTTPConnection, path: str) -> float:
         """Milliseconds from sending ``GET path`` to having its whole answer (decoded if JSON)."""
@@ -177,15 +127,6 @@ class _Server:
         if path.startswith(API_PREFIX + "/"):
             json.loads(body)
         return (time.perf_counter() - started) * 1000
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
 
 
 def _views(ids: str) -> dict[str, list[str]]:
@@ -256,7 +197,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         try:
             figures = await asyncio.to_thread(_measure, server, args.runs, progress)
         finally:
-            server.stop()
+            server.stop(timeout=30)
     first = figures["first_view_api_ms"]
     report = {
         "benchmark": "inspector",

@@ -24,14 +24,8 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import random
-import re
-import secrets
-import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -42,12 +36,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memory_core.contract.routes import api_path
+from memory_core.tools.bench.server import ServeProcess
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import machine_context, publish
 
 __all__ = ["LoadFigures", "main", "measure"]
 
-_LISTENING = re.compile(r"listening on http://([0-9.]+):(\d+)")
 _SEARCH, _TURNS = api_path("search"), api_path("post_turn")
 _PREFERENCES = [
     ("I like {x}", ["green tea", "jazz", "hiking", "spicy ramen", "old films", "board games", "cycling"]),
@@ -145,93 +139,6 @@ class LoadFigures:
         if figures["processed_during_load_share"] < 0.5:
             missed.append(f"only {figures['processed_during_load_share']:.0%} processed during the load")
         return missed
-
-
-class _Server:
-    """A ``memory-core serve`` child process on 127.0.0.1 with a random port and token."""
-
-    def __init__(
-        self,
-        folder: Path,
-        *,
-        embedder: str,
-        workers: int,
-        threads: int,
-        request_concurrency: int = 2,
-        query_cache_size: int = 1024,
-        batch: int = 8,
-    ) -> None:
-        self.db = folder / "store.db"
-        self.token = secrets.token_urlsafe(32)
-        env = {
-            **os.environ,
-            "MEMORY_EMBEDDER": embedder,
-            "MEMORY_EMBEDDER_THREADS": str(threads),
-            "MEMORY_API_TOKEN": self.token,
-            "MEMORY_LLM_PROVIDER": "none",
-            "MEMORY_QUERY_CACHE_SIZE": str(query_cache_size),
-            "OMP_NUM_THREADS": str(threads),
-        }
-        command = [
-            sys.executable,
-            "-c",
-            "import sys; from memory_core.cli.main import main; sys.exit(main())",
-            "--db",
-            str(self.db),
-            "serve",
-            "--port",
-            "0",
-            "--workers",
-            str(workers),
-            "--batch",
-            str(batch),
-            "--request-concurrency",
-            str(request_concurrency),
-            "--no-scheduler",
-        ]
-        self.log = (folder / "serve.log").open("w+", encoding="utf-8")
-        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            command, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True
-        )
-        self.host, self.port = self._wait_listening()
-
-    def _wait_listening(self, timeout: float = 120.0) -> tuple[str, int]:
-        assert self.process.stdout is not None
-        found: list[tuple[str, int]] = []
-
-        def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
-                match = _LISTENING.search(line)
-                if match and not found:
-                    found.append((match.group(1), int(match.group(2))))
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not found:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.log.seek(0)
-                raise RuntimeError(f"memory-core serve did not start: {self.log.read()[-2000:]}")
-            time.sleep(0.05)
-        return found[0]
-
-    def rss_peak_mb(self) -> float | None:
-        try:
-            status = Path(f"/proc/{self.process.pid}/status").read_text()
-        except OSError:
-            return None
-        match = re.search(r"VmHWM:\s+(\d+) kB", status)
-        return round(int(match.group(1)) / 1024, 1) if match else None
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-        finally:
-            self.log.close()
 
 
 class _Connection:
@@ -408,14 +315,24 @@ def measure(
     start = datetime.now(UTC) - timedelta(days=1)
     figures = LoadFigures()
     with tempfile.TemporaryDirectory(prefix="memory-core-bench-serve-") as tmp:
-        server = _Server(
-            Path(tmp),
-            embedder=embedder,
-            workers=workers,
-            threads=threads,
-            request_concurrency=request_concurrency,
-            query_cache_size=query_cache_size,
-            batch=batch,
+        server = ServeProcess(
+            Path(tmp) / "store.db",
+            Path(tmp) / "serve.log",
+            options=[
+                "--workers",
+                str(workers),
+                "--batch",
+                str(batch),
+                "--request-concurrency",
+                str(request_concurrency),
+                "--no-scheduler",
+            ],
+            env={
+                "MEMORY_EMBEDDER": embedder,
+                "MEMORY_EMBEDDER_THREADS": str(threads),
+                "MEMORY_QUERY_CACHE_SIZE": str(query_cache_size),
+                "OMP_NUM_THREADS": str(threads),
+            },
         )
         try:
             progress.note(f"server on {server.host}:{server.port}; seeding {seed_turns} turn(s) per user")

@@ -7,25 +7,15 @@ has something to work with; the store's clock stands on the day after the conver
 session). Passages and questions are embedded once and cached on disk. Each question of categories
 1-4 is searched in its conversation's scope, for every search mode and ranking profile asked for, and
 scored against its evidence turns: any@k, all@k (k = 1, 5, 10) and MRR of the first evidence hit,
-overall and per category, with the store's search latency (query embedding excluded).
-
-Gold data fixes: the audit file's ``WRONG_CITATION`` entries replace a question's evidence with the
-audited ``correct_evidence``; evidence strings are normalised to ``D<session>:<turn>`` ids (lists in
-one string are split, ``D:11:26`` reads as ``D11:26`` and ``D30:05`` as ``D30:5``); ids that name no
-turn of the conversation are dropped and counted; questions left without evidence are skipped and
-counted.
+overall and per category, with the store's search latency (query embedding excluded). The gold data
+is corrected as :mod:`~memory_core.tools.evaluation.locomo_data` says; questions left without
+evidence are skipped and counted.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import re
-import time
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,253 +23,57 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.ports import FixedClock
-from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
-from memory_core.tools.progress import NO_PROGRESS, Progress
-from memory_core.tools.reporting import (
+from memory_core.tools.evaluation.embeddings import (
     DEFAULT_CACHE_DIR,
+    add_cache_arguments,
     cached_embeddings,
     default_embedder,
-    file_sha256,
-    markdown_table,
-    percentile,
-    publish_report,
-    pyplot,
-    save_chart,
 )
+from memory_core.tools.evaluation.locomo_data import (
+    CATEGORY_NAMES,
+    EVALUATED_CATEGORIES,
+    TEXT_FORMATS,
+    LocomoData,
+    LocomoQuestion,
+    load_locomo,
+    turn_text,
+)
+from memory_core.tools.evaluation.metrics import DEFAULT_KS, METRICS, metric_label
+from memory_core.tools.evaluation.retrieval import (
+    DEFAULT_MODES,
+    DEFAULT_PROFILES,
+    Question,
+    add_configuration_arguments,
+    group_table,
+    results_table,
+    search_configurations,
+)
+from memory_core.tools.progress import NO_PROGRESS, Progress
+from memory_core.tools.reporting import add_report_arguments, grouped_bars, publish_report, pyplot, save_chart
 
-__all__ = [
-    "CATEGORY_NAMES",
-    "EVALUATED_CATEGORIES",
-    "TEXT_FORMATS",
-    "LocomoData",
-    "LocomoQuestion",
-    "LocomoTurn",
-    "add_audit_arguments",
-    "apply_audit",
-    "audit_path",
-    "evaluate",
-    "load_locomo",
-    "main",
-    "normalize_evidence",
-    "parse_session_date",
-    "turn_text",
-]
+__all__ = ["add_arguments", "add_audit_arguments", "audit_path", "evaluate", "main"]
 
-logger = logging.getLogger(__name__)
-
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-EVALUATED_CATEGORIES = (1, 2, 3, 4)
-#: How a turn becomes memory text: ``dated`` "[8 May 2023] Caroline: text", ``speaker`` "Caroline:
-#: text", ``plain`` the text alone (an image turn adds "[image: caption]" in every format).
-TEXT_FORMATS = ("dated", "speaker", "plain")
 AGENT_ID = "locomo"
-_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
-_DEFAULT_MODES = (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID)
-_DEFAULT_PROFILES = (RankingProfile.NONE, RankingProfile.IMPORTANT, RankingProfile.RECENT)
 
 
-@dataclass(frozen=True, slots=True)
-class LocomoTurn:
-    """One dialogue turn of one conversation."""
-
-    conversation: int
-    dia_id: str
-    speaker: str
-    text: str
-    caption: str | None
-    session: int
-    date: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class LocomoQuestion:
-    """One question with its (normalised, corrected) evidence turn ids."""
-
-    question_id: str
-    conversation: int
-    question: str
-    category: int
-    evidence: tuple[str, ...]
-    corrected: bool = False
-
-
-@dataclass
-class LocomoData:
-    """The loaded benchmark with counts of what the loader fixed."""
-
-    turns: list[LocomoTurn]
-    questions: list[LocomoQuestion]
-    sha256: str = ""
-    stats: dict[str, int] = field(default_factory=dict)
-
-    def conversations(self) -> list[int]:
-        return sorted({t.conversation for t in self.turns})
-
-    def first(self, count: int | None) -> LocomoData:
-        """The first ``count`` conversations only (all of them when ``count`` is ``None`` or 0)."""
-        if not count:
-            return self
-        keep = set(self.conversations()[:count])
-        return replace(
-            self,
-            turns=[t for t in self.turns if t.conversation in keep],
-            questions=[q for q in self.questions if q.conversation in keep],
-        )
-
-
-def normalize_evidence(values: Iterable[Any]) -> list[str]:
-    """Evidence ids as ``D<session>:<turn>`` (no leading zeros), in order, without duplicates.
-
-    Each string may hold several ids (``"D8:6; D9:17"``, ``"D9:1 D4:4"``); ``"D:11:26"`` reads as
-    ``D11:26``; strings with no id (``"D"``) contribute nothing.
-    """
-    ids: list[str] = []
-    for value in values:
-        for session, turn in _EVIDENCE.findall(str(value)):
-            normalized = f"D{int(session)}:{int(turn)}"
-            if normalized not in ids:
-                ids.append(normalized)
-    return ids
-
-
-def parse_session_date(text: str) -> datetime:
-    """``"1:56 pm on 8 May, 2023"`` as an aware UTC datetime."""
-    cleaned = " ".join(text.replace(",", " ").split())
-    for pattern in ("%I:%M %p on %d %B %Y", "%I:%M%p on %d %B %Y", "%d %B %Y"):
-        try:
-            return datetime.strptime(cleaned, pattern).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise ValueError(f"unrecognised LoCoMo session date {text!r}")
-
-
-def turn_text(turn: LocomoTurn, text_format: str = "dated") -> str:
-    """The memory text of a turn in one of :data:`TEXT_FORMATS`."""
-    body = turn.text.strip()
-    if turn.caption:
-        body = f"{body} [image: {turn.caption.strip()}]".strip()
-    if text_format == "plain":
-        return body
-    if text_format == "speaker":
-        return f"{turn.speaker}: {body}"
-    if text_format == "dated":
-        return f"[{turn.date.day} {turn.date:%B %Y}] {turn.speaker}: {body}"
-    raise ValueError(f"text format must be one of {', '.join(TEXT_FORMATS)}")
-
-
-def apply_audit(questions: list[LocomoQuestion], audit: Sequence[Mapping[str, Any]]) -> int:
-    """Replace the evidence of questions the audit marks ``WRONG_CITATION`` (in place); returns how many."""
-    by_id = {q.question_id: i for i, q in enumerate(questions)}
-    corrected = 0
-    for entry in audit:
-        if entry.get("error_type") != "WRONG_CITATION":
-            continue
-        at = by_id.get(str(entry.get("question_id")))
-        evidence = normalize_evidence(entry.get("correct_evidence") or [])
-        if at is None or not evidence:
-            continue
-        old = questions[at]
-        questions[at] = LocomoQuestion(
-            question_id=old.question_id,
-            conversation=old.conversation,
-            question=old.question,
-            category=old.category,
-            evidence=tuple(evidence),
-            corrected=True,
-        )
-        corrected += 1
-    return corrected
-
-
-def load_locomo(path: str | Path, audit_path: str | Path | None = None) -> LocomoData:
-    """Read ``locomo10.json`` (and, if given, the audit file) into turns and questions.
-
-    Args:
-        path: The LoCoMo JSON file (a list of conversations).
-        audit_path: The audit errors JSON (a list of entries), or None for the gold data as published.
-    """
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    turns: list[LocomoTurn] = []
-    questions: list[LocomoQuestion] = []
-    stats: Counter[str] = Counter()
-    for c, sample in enumerate(raw):
-        conv = sample["conversation"]
-        known: set[str] = set()
-        sessions = sorted(
-            int(k.split("_")[1])
-            for k in conv
-            if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list)
-        )
-        for s in sessions:
-            date = parse_session_date(conv[f"session_{s}_date_time"])
-            for t in conv[f"session_{s}"]:
-                dia = normalize_evidence([t["dia_id"]])
-                if not dia:
-                    stats["turns_without_id"] += 1
-                    continue
-                known.add(dia[0])
-                turns.append(
-                    LocomoTurn(
-                        conversation=c,
-                        dia_id=dia[0],
-                        speaker=str(t.get("speaker", "")),
-                        text=str(t.get("text", "")),
-                        caption=t.get("blip_caption"),
-                        session=s,
-                        date=date,
-                    )
-                )
-        for qi, qa in enumerate(sample.get("qa", [])):
-            raw_evidence = [str(e) for e in qa.get("evidence", [])]
-            evidence = normalize_evidence(raw_evidence)
-            if any(normalize_evidence([e]) != [e] for e in raw_evidence):
-                stats["malformed_evidence_questions"] += 1
-            questions.append(
-                LocomoQuestion(
-                    question_id=f"locomo_{c}_qa{qi}",
-                    conversation=c,
-                    question=str(qa.get("question", "")),
-                    category=int(qa.get("category", 0)),
-                    evidence=tuple(evidence),
-                )
-            )
-        stats["_known_" + str(c)] = len(known)
-    if audit_path is not None:
-        audit = json.loads(Path(audit_path).read_text(encoding="utf-8"))
-        stats["audit_corrections"] = apply_audit(questions, audit)
-    known_ids = {(t.conversation, t.dia_id) for t in turns}
-    cleaned: list[LocomoQuestion] = []
-    for q in questions:
-        kept = tuple(e for e in q.evidence if (q.conversation, e) in known_ids)
-        stats["unknown_evidence_ids"] += len(q.evidence) - len(kept)
-        cleaned.append(
-            LocomoQuestion(q.question_id, q.conversation, q.question, q.category, kept, q.corrected)
-        )
-    for key in [k for k in stats if k.startswith("_known_")]:
-        del stats[key]
-    return LocomoData(turns=turns, questions=cleaned, sha256=file_sha256(path), stats=dict(stats))
-
-
-def _memory_id(turn: LocomoTurn) -> str:
-    return f"c{turn.conversation}-{turn.dia_id.replace(':', '-')}"
+def _memory_id(conversation: int, dia_id: str) -> str:
+    return f"c{conversation}-{dia_id.replace(':', '-')}"
 
 
 def _scope(conversation: int) -> Scope:
     return Scope.of(f"conv{conversation}", AGENT_ID)
 
 
-async def _build_store(data: LocomoData, vectors: np.ndarray, text_format: str, clock: FixedClock) -> Any:
-    from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-
-    store = SQLiteMemoryStore(":memory:", clock=clock)
+def _records(data: LocomoData, vectors: np.ndarray, text_format: str) -> list[MemoryRecord]:
+    """Every turn as a memory of its conversation's scope, dated by its session."""
     records = []
     for turn, vector in zip(data.turns, vectors, strict=True):
         scope = _scope(turn.conversation)
         records.append(
             MemoryRecord(
-                id=_memory_id(turn),
+                id=_memory_id(turn.conversation, turn.dia_id),
                 user_id=scope.user_id,
                 agent_id=scope.agent_id,
                 memory=turn_text(turn, text_format),
@@ -294,17 +88,37 @@ async def _build_store(data: LocomoData, vectors: np.ndarray, text_format: str, 
                 embedding=vector.tolist(),
             )
         )
-    for start in range(0, len(records), 2000):
-        await store.upsert(records[start : start + 2000])
-    return store
+    return records
+
+
+def _asked(data: LocomoData, questions: list[LocomoQuestion], vectors: np.ndarray) -> list[Question]:
+    """The questions as the store is asked them: conversation by conversation, each on the day after
+    its conversation's last session."""
+    last_date: dict[int, datetime] = {}
+    for t in data.turns:
+        last_date[t.conversation] = max(last_date.get(t.conversation, t.date), t.date)
+    asked = []
+    for i in sorted(range(len(questions)), key=lambda i: questions[i].conversation):
+        q = questions[i]
+        asked.append(
+            Question(
+                scope=_scope(q.conversation),
+                text=q.question,
+                vector=vectors[i],
+                relevant=frozenset(_memory_id(q.conversation, e) for e in q.evidence),
+                groups=(f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}",),
+                asked_at=last_date[q.conversation] + timedelta(days=1),
+            )
+        )
+    return asked
 
 
 async def evaluate(
     data: LocomoData,
     *,
     embedder: Any,
-    modes: Sequence[SearchMode] = _DEFAULT_MODES,
-    profiles: Sequence[RankingProfile] = _DEFAULT_PROFILES,
+    modes: Sequence[SearchMode] = DEFAULT_MODES,
+    profiles: Sequence[RankingProfile] = DEFAULT_PROFILES,
     text_format: str = "dated",
     embed_format: str | None = None,
     vector_k: int = 50,
@@ -317,7 +131,7 @@ async def evaluate(
 
     Args:
         data: From :func:`load_locomo`.
-        embedder: Passage and query embedder (see :func:`~memory_core.tools.reporting.cached_embeddings`).
+        embedder: Passage and query embedder (see :func:`~memory_core.tools.evaluation.embeddings.cached_embeddings`).
         modes: Search modes to run.
         profiles: Ranking profiles to run.
         text_format: One of :data:`TEXT_FORMATS`: the memory text (what BM25 indexes).
@@ -344,49 +158,15 @@ async def evaluate(
     query_vectors = cached_embeddings(
         embedder, [q.question for q in questions], kind="query", cache_dir=cache_dir, key=key, progress=progress
     )
-    last_date: dict[int, datetime] = {}
-    for t in data.turns:
-        last_date[t.conversation] = max(last_date.get(t.conversation, t.date), t.date)
-    clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
-    store = await _build_store(data, passages, text_format, clock)
-    results: list[dict[str, Any]] = []
-    configs = [(m, p) for m in modes for p in profiles]
-    bar = progress.bar("searching", len(configs) * len(questions), unit="questions")
-    try:
-        order = sorted(range(len(questions)), key=lambda i: questions[i].conversation)
-        for mode, profile in configs:
-            options = MemorySearchOptions(
-                mode=mode,
-                ranking_profile=profile,
-                top=max(DEFAULT_KS),
-                vector_k=vector_k,
-                vector_weight=vector_weight,
-            )
-            metrics = MetricAccumulator()
-            latency: list[float] = []
-            for i in order:
-                q = questions[i]
-                clock.set(last_date[q.conversation] + timedelta(days=1))
-                vector = None if mode == SearchMode.KEYWORD else query_vectors[i].tolist()
-                t0 = time.perf_counter()
-                result = await store.search(_scope(q.conversation), q.question, vector, options)
-                latency.append((time.perf_counter() - t0) * 1000.0)
-                ranked = [h.record.id for h in result.hits]
-                relevant = {f"c{q.conversation}-{e.replace(':', '-')}" for e in q.evidence}
-                metrics.add(ranked, relevant, [f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}"])
-                bar.advance()
-            results.append(
-                {
-                    "mode": mode.value,
-                    "profile": profile.value,
-                    "metrics": metrics.result(),
-                    "latency_ms": {"p50": percentile(latency, 50), "p95": percentile(latency, 95)},
-                }
-            )
-        bar.finish()
-    finally:
-        bar.close()
-        await store.close()
+    results = await search_configurations(
+        _records(data, passages, text_format),
+        _asked(data, questions, query_vectors),
+        [(m, p) for m in modes for p in profiles],
+        clock=FixedClock(datetime(2000, 1, 1, tzinfo=UTC)),
+        progress=progress,
+        vector_k=vector_k,
+        vector_weight=vector_weight,
+    )
     return {
         "benchmark": "locomo",
         "data": {
@@ -413,48 +193,16 @@ async def evaluate(
 
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The report's tables: every configuration overall, then per category for the best one."""
-    ks = DEFAULT_KS
-    headers = [
-        "mode",
-        "profile",
-        *[f"any@{k}" for k in ks],
-        *[f"all@{k}" for k in ks],
-        "MRR",
-        "p50 ms",
-        "p95 ms",
-    ]
-    rows = []
-    for r in report["results"]:
-        m = r["metrics"]["overall"]
-        rows.append(
-            [
-                r["mode"],
-                r["profile"],
-                *[m[f"any@{k}"] for k in ks],
-                *[m[f"all@{k}"] for k in ks],
-                m["mrr"],
-                r["latency_ms"]["p50"],
-                r["latency_ms"]["p95"],
-            ]
-        )
     config = report["configuration"]
     text = (
         f"memory text: {config['text_format']}; embedded text: {config.get('embed_format', config['text_format'])}; "
         f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight') or 'by language'}; embedder: {config['embedder']}; "
         f"{report['data']['questions_evaluated']} questions\n\n"
     )
-    text += markdown_table(headers, rows)
+    text += results_table(report["results"])
     best = max(report["results"], key=lambda r: r["metrics"]["overall"]["any@5"])
     text += f"\nper category, {best['mode']} + {best['profile']}:\n\n"
-    cat_rows = []
-    for group, m in best["metrics"].items():
-        cat_rows.append(
-            [group, int(m["n"]), *[m[f"any@{k}"] for k in ks], *[m[f"all@{k}"] for k in ks], m["mrr"]]
-        )
-    text += markdown_table(
-        ["questions", "n", *[f"any@{k}" for k in ks], *[f"all@{k}" for k in ks], "MRR"], cat_rows
-    )
-    return text
+    return text + group_table(best["metrics"], "questions")
 
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
@@ -465,19 +213,17 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     results = report["results"]
     profiles = list(dict.fromkeys(r["profile"] for r in results))
     modes = list(dict.fromkeys(r["mode"] for r in results))
+    overall: dict[tuple[str, str], Mapping[str, float]] = {}
+    for r in results:
+        overall.setdefault((r["mode"], r["profile"]), r["metrics"]["overall"])
     fig, axes = plt.subplots(1, len(profiles), figsize=(4.2 * len(profiles), 3.6), sharey=True, squeeze=False)
-    labels = [f"any@{k}" for k in DEFAULT_KS] + [f"all@{k}" for k in DEFAULT_KS] + ["MRR"]
-    keys = [f"any@{k}" for k in DEFAULT_KS] + [f"all@{k}" for k in DEFAULT_KS] + ["mrr"]
-    width = 0.8 / max(len(modes), 1)
     for ax, profile in zip(axes[0], profiles, strict=True):
-        for j, mode in enumerate(modes):
-            found = [r for r in results if r["mode"] == mode and r["profile"] == profile]
-            if not found:
-                continue
-            values = [found[0]["metrics"]["overall"][k] for k in keys]
-            xs = [i + (j - (len(modes) - 1) / 2) * width for i in range(len(keys))]
-            ax.bar(xs, values, width=width, label=mode)
-        ax.set_xticks(range(len(keys)), labels, rotation=45, fontsize=8)
+        series = [
+            (mode, None if (mode, profile) not in overall else [overall[mode, profile][k] for k in METRICS])
+            for mode in modes
+        ]
+        grouped_bars(ax, series, len(METRICS))
+        ax.set_xticks(range(len(METRICS)), [metric_label(k) for k in METRICS], rotation=45, fontsize=8)
         ax.set_title(f"profile: {profile}", fontsize=9)
         ax.set_ylim(0, 1)
         ax.grid(axis="y", alpha=0.3)
@@ -534,20 +280,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``eval locomo`` options."""
     parser.add_argument("--data", required=True, metavar="PATH", help="locomo10.json")
     add_audit_arguments(parser)
-    parser.add_argument(
-        "--modes",
-        nargs="+",
-        default=[m.value for m in _DEFAULT_MODES],
-        choices=[m.value for m in SearchMode],
-        help="search modes to run (default: keyword vector hybrid)",
-    )
-    parser.add_argument(
-        "--profiles",
-        nargs="+",
-        default=[p.value for p in _DEFAULT_PROFILES],
-        choices=[p.value for p in RankingProfile],
-        help="ranking profiles to run (default: none important recent)",
-    )
+    add_configuration_arguments(parser, profiles_help="ranking profiles to run (default: none important recent)")
     parser.add_argument(
         "--text-format",
         choices=TEXT_FORMATS,
@@ -565,7 +298,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vector leg's weight in hybrid fusion (text: 1; default: by the query's language)",
     )
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="only the first N conversations")
-    parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--output", metavar="JSON", help="also write the report to this file")
-    parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    add_cache_arguments(parser)
+    add_report_arguments(parser)

@@ -11,14 +11,31 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_KS", "MetricAccumulator", "all_at_k", "any_at_k", "reciprocal_rank"]
+__all__ = [
+    "DEFAULT_KS",
+    "METRICS",
+    "MetricAccumulator",
+    "all_at_k",
+    "any_at_k",
+    "metric_label",
+    "reciprocal_rank",
+]
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10)
+#: The metrics :class:`MetricAccumulator` reports for :data:`DEFAULT_KS`, in the order tables show them.
+METRICS: tuple[str, ...] = (*(f"any@{k}" for k in DEFAULT_KS), *(f"all@{k}" for k in DEFAULT_KS), "mrr")
 
 
-def _check(k: int) -> None:
+def metric_label(name: str) -> str:
+    """A metric's column heading (``mrr`` is written ``MRR``)."""
+    return "MRR" if name == "mrr" else name
+
+
+def _check(relevant: Collection[str], k: int = 1) -> None:
     if k < 1:
         raise ValueError("k must be at least 1")
+    if not relevant:
+        raise ValueError("a question needs at least one relevant id")
 
 
 def any_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
@@ -32,9 +49,7 @@ def any_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     Raises:
         ValueError: ``relevant`` is empty or ``k`` is below 1.
     """
-    _check(k)
-    if not relevant:
-        raise ValueError("a question needs at least one relevant id")
+    _check(relevant, k)
     return 1.0 if any(r in relevant for r in ranked[:k]) else 0.0
 
 
@@ -44,9 +59,7 @@ def all_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     Raises:
         ValueError: ``relevant`` is empty or ``k`` is below 1.
     """
-    _check(k)
-    if not relevant:
-        raise ValueError("a question needs at least one relevant id")
+    _check(relevant, k)
     top = set(ranked[:k])
     return 1.0 if all(r in top for r in relevant) else 0.0
 
@@ -57,8 +70,7 @@ def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float:
     Raises:
         ValueError: ``relevant`` is empty.
     """
-    if not relevant:
-        raise ValueError("a question needs at least one relevant id")
+    _check(relevant)
     for position, item in enumerate(ranked, start=1):
         if item in relevant:
             return 1.0 / position

@@ -27,170 +27,46 @@ position in seconds. Japanese set turns are one user message each, dated by thei
 from __future__ import annotations
 
 import argparse
-import hashlib
-import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from memory_core.domain.messages import CandidateKind, Turn
-from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.records import MemoryKind, MemoryStatus
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
-from memory_core.ports import ChatModel, Embedder, EmbedderWrapper, FixedClock
+from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.runtime.lanes import DEFAULT_BATCH
+from memory_core.tools.evaluation.cases import PipelineCase, japanese_cases, locomo_cases
+from memory_core.tools.evaluation.embeddings import CachingEmbedder, add_cache_arguments, default_embedder
 from memory_core.tools.evaluation.locomo import (
-    CATEGORY_NAMES,
-    EVALUATED_CATEGORIES,
-    LocomoData,
     add_audit_arguments,
     audit_path,
-    load_locomo,
 )
 from memory_core.tools.evaluation.locomo import evaluate as evaluate_raw
-from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
-from memory_core.tools.progress import NO_PROGRESS, Progress
+from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator, metric_label
+from memory_core.tools.evaluation.retrieval import Configuration, group_table
+from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import (
-    DEFAULT_CACHE_DIR,
-    default_embedder,
+    add_report_arguments,
     markdown_table,
     publish_report,
     pyplot,
     save_chart,
 )
 
-__all__ = ["CachingEmbedder", "PipelineCase", "add_arguments", "evaluate_cases", "main"]
+__all__ = [
+    "add_arguments",
+    "evaluate_cases",
+    "main",
+]
 
-logger = logging.getLogger(__name__)
 
 _MODES = (SearchMode.HYBRID, SearchMode.KEYWORD, SearchMode.VECTOR)
 DEFAULT = (SearchMode.HYBRID, RankingProfile.IMPORTANT)
-
-
-class CachingEmbedder(EmbedderWrapper):
-    """An embedder that remembers passage vectors by text in a file (evaluation reruns are fast).
-
-    Queries are not cached. Vectors are the wrapped embedder's, byte for byte.
-    """
-
-    def __init__(self, inner: Embedder, path: Path | None) -> None:
-        super().__init__(inner)
-        self.path = path
-        self._vectors: dict[str, np.ndarray] = {}
-        if path is not None and path.exists():
-            data = np.load(path, allow_pickle=False)
-            self._vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
-        self._dirty = False
-
-    @staticmethod
-    def _key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        missing = [i for i, k in enumerate(keys) if k not in self._vectors]
-        if missing:
-            fresh = await self.inner.embed_passages([texts[i] for i in missing])
-            for i, vector in zip(missing, fresh, strict=True):
-                self._vectors[keys[i]] = np.asarray(vector, dtype=np.float32)
-            self._dirty = True
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.stack([self._vectors[k] for k in keys])
-
-    def save(self) -> None:
-        if self.path is None or not self._dirty:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        keys = list(self._vectors)
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self._vectors[k] for k in keys]))
-        tmp.replace(self.path)
-        self._dirty = False
-
-    async def close(self) -> None:
-        self.save()
-
-
-class PipelineCase:
-    """One conversation: its turns (in order) and its questions with their evidence turn ids."""
-
-    def __init__(
-        self,
-        name: str,
-        scope: Scope,
-        turns: list[dict[str, Any]],
-        questions: list[tuple[str, set[str], str]],
-        asked_at: datetime,
-    ) -> None:
-        self.name = name
-        self.scope = scope
-        self.turns = turns
-        self.questions = questions
-        self.asked_at = asked_at
-
-
-def locomo_cases(path: str, audit: str | None, limit: int | None) -> tuple[list[PipelineCase], LocomoData]:
-    data = load_locomo(path, audit).first(limit)
-    cases = []
-    for c in data.conversations():
-        scope = Scope.of(f"conv{c}", "locomo")
-        turns, last = [], None
-        offsets: dict[datetime, int] = {}
-        for t in (t for t in data.turns if t.conversation == c):
-            offsets[t.date] = offsets.get(t.date, -1) + 1
-            at = t.date + timedelta(seconds=offsets[t.date])
-            text = t.text.strip()
-            if t.caption:
-                text = f"{text} [image: {t.caption.strip()}]".strip()
-            if not text:
-                continue
-            turns.append(
-                {
-                    "turn_id": t.dia_id,
-                    "user_id": scope.user_id,
-                    "agent_id": scope.agent_id,
-                    "occurred_at": at.isoformat(),
-                    "messages": [{"role": "user", "text": text[:32000], "name": t.speaker[:64] or None}],
-                }
-            )
-            last = at if last is None or at > last else last
-        questions = [
-            (q.question, set(q.evidence), f"{q.category}-{CATEGORY_NAMES.get(q.category, '?')}")
-            for q in data.questions
-            if q.conversation == c and q.category in EVALUATED_CATEGORIES and q.evidence
-        ]
-        assert last is not None
-        cases.append(PipelineCase(f"locomo-{c}", scope, turns, questions, last + timedelta(days=1)))
-    return cases, data
-
-
-def japanese_cases(path: str | None = None) -> list[PipelineCase]:
-    from memory_core.tools.evaluation.japanese import load_japanese_set
-
-    data = load_japanese_set(path)
-    cases = []
-    for user in data.users:
-        scope = Scope.of(user.user_id, "ja")
-        turns = [
-            {
-                "turn_id": f"t{i}",
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-                "occurred_at": when.isoformat(),
-                "messages": [{"role": "user", "text": text}],
-            }
-            for i, (when, text) in enumerate(user.turns)
-        ]
-        questions = [(q.question, {f"t{e}" for e in q.evidence}, q.kind) for q in user.questions]
-        cases.append(
-            PipelineCase(f"ja-{user.user_id}", scope, turns, questions, user.turns[-1][0] + timedelta(days=1))
-        )
-    return cases
 
 
 def _covered(record: Any, evidence: set[str]) -> str | None:
@@ -201,7 +77,7 @@ def _covered(record: Any, evidence: set[str]) -> str | None:
 
 
 async def _ask(
-    service: Any, case: PipelineCase, config: tuple[SearchMode, RankingProfile], into: MetricAccumulator
+    service: Any, case: PipelineCase, config: Configuration, into: MetricAccumulator
 ) -> None:
     mode, profile = config
     options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
@@ -209,6 +85,116 @@ async def _ask(
         result = await service.search(case.scope, question, options, recall=False)
         ranked = [_covered(h.record, evidence) or f"m:{h.record.id}" for h in result.hits]
         into.add(ranked, evidence, [group])
+
+
+@dataclass
+class _Tally:
+    """What ingesting a set's cases added up to."""
+
+    turns: int = 0
+    turns_with_a_fact: int = 0
+    facts_active: int = 0
+    episodes_active: int = 0
+    store_bytes: int = 0
+    ingest_seconds: float = 0.0
+    evidence_turns: set[tuple[str, str]] = field(default_factory=set)
+    remembered_turns: set[tuple[str, str]] = field(default_factory=set)
+
+    def figures(self) -> dict[str, Any]:
+        """The report's ``ingest`` block."""
+        turns = max(self.turns, 1)
+        remembered = self.evidence_turns & self.remembered_turns
+        return {
+            "turns": self.turns,
+            "turns_with_a_fact": self.turns_with_a_fact / turns,
+            "evidence_turns_remembered": len(remembered) / max(len(self.evidence_turns), 1),
+            "facts_per_100_turns": 100 * self.facts_active / turns,
+            "episodes_per_100_turns": 100 * self.episodes_active / turns,
+            "store_bytes_per_turn": self.store_bytes / turns,
+            "turns_per_second": self.turns / self.ingest_seconds if self.ingest_seconds else 0.0,
+        }
+
+
+async def _ingest(service: Any, clock: FixedClock, case: PipelineCase, tally: _Tally, bar: Bar) -> None:
+    """A case's turns through the service in order, as serve's workers take them: a session's next
+    turns prepared together, then ingested one by one."""
+    started = time.perf_counter()
+    for first in range(0, len(case.turns), DEFAULT_BATCH):
+        batch = [Turn.model_validate(body) for body in case.turns[first : first + DEFAULT_BATCH]]
+        prepared = await service.prepare(batch)
+        for turn, ahead in zip(batch, prepared, strict=True):
+            clock.set(turn.occurred_at)
+            result = await service.ingest(turn, prepared=ahead)
+            tally.turns += 1
+            if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
+                tally.turns_with_a_fact += 1
+            bar.advance()
+    tally.ingest_seconds += time.perf_counter() - started
+
+
+async def _census(service: Any, case: PipelineCase, tally: _Tally) -> None:
+    """Count a case's active memories and the turns they (or any memory not deleted) came from."""
+    records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
+    active = [r for r in records if r.status is MemoryStatus.ACTIVE]
+    tally.facts_active += sum(r.kind is MemoryKind.FACT for r in active)
+    tally.episodes_active += sum(r.kind is MemoryKind.EPISODE for r in active)
+    for r in records:
+        if r.status is not MemoryStatus.DELETED:
+            tally.remembered_turns.update((case.name, s.turn_id) for s in r.provenance)
+    for _, evidence, _ in case.questions:
+        tally.evidence_turns.update((case.name, e) for e in evidence)
+
+
+async def _run_case(
+    case: PipelineCase,
+    folder: Path,
+    *,
+    embedder: Embedder,
+    chat_model: ChatModel | None,
+    before: Mapping[Configuration, MetricAccumulator],
+    after: MetricAccumulator,
+    tally: _Tally,
+    bar: Bar,
+) -> None:
+    """Ingest one case into its own store, count what it kept, and ask its questions before and after
+    a forgetting run."""
+    from memory_core.bootstrap import build_service, load_settings
+
+    clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
+    service = build_service(
+        load_settings(environ={}, sqlite_path=str(folder / f"{case.name}.db")),
+        clock=clock,
+        embedder=embedder,
+        chat_model=chat_model,
+    )
+    try:
+        await _ingest(service, clock, case, tally, bar)
+        clock.set(case.asked_at)
+        await _census(service, case, tally)
+        for config, acc in before.items():
+            await _ask(service, case, config, acc)
+        await service.apply_forgetting(dry_run=False)
+        await _ask(service, case, DEFAULT, after)
+    finally:
+        await service.close()
+    tally.store_bytes += sum(p.stat().st_size for p in folder.glob(f"{case.name}.db*"))
+
+
+def _llm_figures(
+    chat_model: ChatModel | None, usage_before: Mapping[str, float], tally: _Tally
+) -> dict[str, Any] | None:
+    """This set's share of the model's counters (one model object serves every set), in all and per turn."""
+    if chat_model is None:
+        return None
+    usage = getattr(chat_model, "usage", None)
+    turns = max(tally.turns, 1)
+    totals = {k: v - usage_before[k] for k, v in usage.as_dict().items()} if usage is not None else {}
+    return {
+        "model": chat_model.name,
+        **totals,
+        "per_turn": {name: value / turns for name, value in totals.items()},
+        "ingest_seconds_per_turn": tally.ingest_seconds / turns,
+    }
 
 
 async def evaluate_cases(
@@ -229,87 +215,32 @@ async def evaluate_cases(
         chat_model: The LLM of extraction and consolidation (None: the rules); its ``usage`` (if it
             counts one) is reported under ``llm``.
     """
-    from memory_core.bootstrap import build_service, load_settings
-
     configs = [(mode, RankingProfile.IMPORTANT) for mode in modes]
     if DEFAULT not in configs:
         configs.insert(0, DEFAULT)
     before = {c: MetricAccumulator() for c in configs}
     after = MetricAccumulator()
-    turns_total = sum(len(c.turns) for c in cases)
     usage = getattr(chat_model, "usage", None)
     usage_before: dict[str, float] = usage.as_dict() if usage is not None else {}
-    stats = {"turns": 0, "turns_with_a_fact": 0, "facts_active": 0, "episodes_active": 0, "store_bytes": 0}
-    evidence_turns: set[tuple[str, str]] = set()
-    remembered_turns: set[tuple[str, str]] = set()
-    ingest_seconds = 0.0
-    bar = progress.bar("ingesting", turns_total, unit="turns")
+    tally = _Tally()
+    bar = progress.bar("ingesting", sum(len(c.turns) for c in cases), unit="turns")
     with bar, tempfile.TemporaryDirectory(prefix="memory-core-eval-") as tmp:
         for case in cases:
-            path = Path(tmp) / f"{case.name}.db"
-            clock = FixedClock(datetime(2000, 1, 1, tzinfo=UTC))
-            service = build_service(
-                load_settings(environ={}, sqlite_path=str(path)),
-                clock=clock,
+            await _run_case(
+                case,
+                Path(tmp),
                 embedder=embedder,
                 chat_model=chat_model,
+                before=before,
+                after=after,
+                tally=tally,
+                bar=bar,
             )
-            try:
-                started = time.perf_counter()
-                # as serve's workers do: a session's next turns prepared together, then ingested in order
-                for first in range(0, len(case.turns), DEFAULT_BATCH):
-                    batch = [Turn.model_validate(body) for body in case.turns[first : first + DEFAULT_BATCH]]
-                    prepared = await service.prepare(batch)
-                    for turn, ahead in zip(batch, prepared, strict=True):
-                        clock.set(turn.occurred_at)
-                        result = await service.ingest(turn, prepared=ahead)
-                        stats["turns"] += 1
-                        if any(s.decision.candidate.kind is CandidateKind.FACT for s in result.steps):
-                            stats["turns_with_a_fact"] += 1
-                        bar.advance()
-                ingest_seconds += time.perf_counter() - started
-                clock.set(case.asked_at)
-                records = [r async for r in service.export(case.scope.user_id, case.scope.agent_id)]
-                active = [r for r in records if r.status is MemoryStatus.ACTIVE]
-                stats["facts_active"] += sum(r.kind is MemoryKind.FACT for r in active)
-                stats["episodes_active"] += sum(r.kind is MemoryKind.EPISODE for r in active)
-                for r in records:
-                    if r.status is not MemoryStatus.DELETED:
-                        remembered_turns.update((case.name, s.turn_id) for s in r.provenance)
-                for _, evidence, _ in case.questions:
-                    evidence_turns.update((case.name, e) for e in evidence)
-
-                for config, acc in before.items():
-                    await _ask(service, case, config, acc)
-                await service.apply_forgetting(dry_run=False)
-                await _ask(service, case, DEFAULT, after)
-            finally:
-                await service.close()
-            stats["store_bytes"] += sum(p.stat().st_size for p in Path(tmp).glob(f"{case.name}.db*"))
-    turns = max(stats["turns"], 1)
-    llm: dict[str, Any] | None = None
-    if chat_model is not None:
-        # this set's share of the model's counters (one model object serves every set)
-        totals = {k: v - usage_before[k] for k, v in usage.as_dict().items()} if usage is not None else {}
-        llm = {
-            "model": chat_model.name,
-            **totals,
-            "per_turn": {name: value / turns for name, value in totals.items()},
-            "ingest_seconds_per_turn": ingest_seconds / turns,
-        }
     return {
-        "llm": llm,
+        "llm": _llm_figures(chat_model, usage_before, tally),
         "cases": len(cases),
         "questions": sum(len(c.questions) for c in cases),
-        "ingest": {
-            "turns": stats["turns"],
-            "turns_with_a_fact": stats["turns_with_a_fact"] / turns,
-            "evidence_turns_remembered": len(evidence_turns & remembered_turns) / max(len(evidence_turns), 1),
-            "facts_per_100_turns": 100 * stats["facts_active"] / turns,
-            "episodes_per_100_turns": 100 * stats["episodes_active"] / turns,
-            "store_bytes_per_turn": stats["store_bytes"] / turns,
-            "turns_per_second": stats["turns"] / ingest_seconds if ingest_seconds else 0.0,
-        },
+        "ingest": tally.figures(),
         "results": [
             {"mode": mode.value, "profile": profile.value, "forgetting": False, "metrics": acc.result()}
             for (mode, profile), acc in before.items()
@@ -325,71 +256,80 @@ async def evaluate_cases(
     }
 
 
+def _cost_line(llm: Mapping[str, Any] | None) -> str:
+    """What the chat model cost, in all and per turn (nothing without one)."""
+    if not llm:
+        return ""
+    per = llm.get("per_turn", {})
+    return (
+        f"LLM `{llm['model']}`: {llm.get('calls', 0)} calls, {llm.get('requests', 0)} requests, "
+        f"{llm.get('prompt_tokens', 0)} prompt + {llm.get('completion_tokens', 0)} completion tokens "
+        f"({per.get('prompt_tokens', 0):.0f} + {per.get('completion_tokens', 0):.0f} per turn), "
+        f"{per.get('seconds', 0):.2f} s of LLM time and {llm['ingest_seconds_per_turn']:.2f} s of "
+        "ingest per turn\n\n"
+    )
+
+
+def _ingest_table(ingest: Mapping[str, Any]) -> str:
+    return markdown_table(
+        [
+            "evidence turns remembered",
+            "turns with a fact",
+            "facts / 100 turns",
+            "episodes / 100 turns",
+            "store bytes / turn",
+            "ingest turns/s",
+        ],
+        [
+            [
+                ingest["evidence_turns_remembered"],
+                ingest["turns_with_a_fact"],
+                ingest["facts_per_100_turns"],
+                ingest["episodes_per_100_turns"],
+                round(ingest["store_bytes_per_turn"]),
+                ingest["turns_per_second"],
+            ]
+        ],
+    )
+
+
+#: The metrics of the search table, after the search's name.
+_SEARCH_METRICS = (*(f"any@{k}" for k in DEFAULT_KS), "all@5", "mrr")
+
+
+def _search_table(section: Mapping[str, Any]) -> str:
+    """One row per search: through the product, after forgetting, and over the raw turns."""
+    rows = []
+    for r in section["results"]:
+        label = f"{r['mode']} + {r['profile']}" + (", after forgetting" if r["forgetting"] else "")
+        rows.append([label, *(r["metrics"]["overall"][n] for n in _SEARCH_METRICS)])
+    for r in section.get("raw_turns", []):
+        label = f"raw turns: {r['mode']} + {r['profile']}"
+        rows.append([label, *(r["metrics"]["overall"][n] for n in _SEARCH_METRICS)])
+    return markdown_table(["search", *(metric_label(n) for n in _SEARCH_METRICS)], rows)
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
+    """Per set: what ingest kept (and cost), the searches, and the default search per question group."""
     parts = []
     for name, section in report["sets"].items():
         ingest = section["ingest"]
-        llm = section.get("llm")
-        cost = ""
-        if llm:
-            per = llm.get("per_turn", {})
-            cost = (
-                f"LLM `{llm['model']}`: {llm.get('calls', 0)} calls, {llm.get('requests', 0)} requests, "
-                f"{llm.get('prompt_tokens', 0)} prompt + {llm.get('completion_tokens', 0)} completion tokens "
-                f"({per.get('prompt_tokens', 0):.0f} + {per.get('completion_tokens', 0):.0f} per turn), "
-                f"{per.get('seconds', 0):.2f} s of LLM time and {llm['ingest_seconds_per_turn']:.2f} s of "
-                "ingest per turn\n\n"
-            )
         parts.append(
             f"### {name}: {section['cases']} conversations, {ingest['turns']} turns, {section['questions']} questions\n\n"
-            + cost
-            + markdown_table(
-                [
-                    "evidence turns remembered",
-                    "turns with a fact",
-                    "facts / 100 turns",
-                    "episodes / 100 turns",
-                    "store bytes / turn",
-                    "ingest turns/s",
-                ],
-                [
-                    [
-                        ingest["evidence_turns_remembered"],
-                        ingest["turns_with_a_fact"],
-                        ingest["facts_per_100_turns"],
-                        ingest["episodes_per_100_turns"],
-                        round(ingest["store_bytes_per_turn"]),
-                        ingest["turns_per_second"],
-                    ]
-                ],
-            )
+            + _cost_line(section.get("llm"))
+            + _ingest_table(ingest)
         )
-        rows = []
-        for r in section["results"]:
-            m = r["metrics"]["overall"]
-            label = f"{r['mode']} + {r['profile']}" + (", after forgetting" if r["forgetting"] else "")
-            rows.append([label, *[m[f"any@{k}"] for k in DEFAULT_KS], m["all@5"], m["mrr"]])
-        for r in section.get("raw_turns", []):
-            m = r["metrics"]["overall"]
-            rows.append(
-                [
-                    f"raw turns: {r['mode']} + {r['profile']}",
-                    *[m[f"any@{k}"] for k in DEFAULT_KS],
-                    m["all@5"],
-                    m["mrr"],
-                ]
-            )
-        parts.append(markdown_table(["search", *[f"any@{k}" for k in DEFAULT_KS], "all@5", "MRR"], rows))
-        default = section["results"][0]["metrics"]
-        cats = [[g, int(v["n"]), v["any@1"], v["any@5"], v["any@10"], v["mrr"]] for g, v in default.items()]
+        parts.append(_search_table(section))
+        default = section["results"][0]
         parts.append(
-            f"per question group, {section['results'][0]['mode']} + {section['results'][0]['profile']}:\n\n"
-            + markdown_table(["group", "n", "any@1", "any@5", "any@10", "MRR"], cats)
+            f"per question group, {default['mode']} + {default['profile']}:\n\n"
+            + group_table(default["metrics"], "group", ("any@1", "any@5", "any@10", "mrr"))
         )
     return "\n".join(parts)
 
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
+    """``pipeline_<set>.png``: end-to-end any@5 of every search of a set (raw turns in grey)."""
     plt = pyplot()
     if plt is None:
         return []
@@ -486,7 +426,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit-conversations", type=int, metavar="N", help="only the first N LoCoMo conversations"
     )
-    parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
-    parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--output", metavar="JSON", help="also write the report to this file")
-    parser.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    add_cache_arguments(parser)
+    add_report_arguments(parser)
