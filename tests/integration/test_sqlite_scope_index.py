@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from contract.store_contract import NOW, make
 
-from memory_core.adapters.sqlite import store as sqlite_store
+from memory_core.adapters.sqlite import scope_cache as sqlite_store
 from memory_core.adapters.sqlite.scope_index import ScopeIndex, SnapshotError
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.policy import HumanMemoryPolicy

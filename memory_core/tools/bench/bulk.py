@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from memory_core.adapters.sqlite.schema import RECORD_COLUMNS, insert_sql
-from memory_core.adapters.sqlite.store import SEARCH_FIELDS, SQLiteMemoryStore
+from memory_core.adapters.sqlite.scope_index import SEARCH_FIELDS
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.language.text import index_terms
 from memory_core.ports import FixedClock
