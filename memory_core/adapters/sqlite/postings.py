@@ -15,7 +15,9 @@ class FieldPostings:
 
     __slots__ = ("docs", "offsets", "tfs", "vocabulary")
 
-    def __init__(self, vocabulary: dict[str, int], offsets: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> None:
+    def __init__(
+        self, vocabulary: dict[str, int], offsets: np.ndarray, docs: np.ndarray, tfs: np.ndarray
+    ) -> None:
         self.vocabulary = vocabulary
         self.offsets = offsets
         self.docs = docs
@@ -23,14 +25,18 @@ class FieldPostings:
 
     @classmethod
     def empty(cls) -> FieldPostings:
-        return cls({}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64))
+        return cls(
+            {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64)
+        )
 
     @classmethod
     def from_entries(
         cls, vocabulary: dict[str, int], term_ids: np.ndarray, docs: np.ndarray, tfs: np.ndarray
     ) -> FieldPostings:
         """Postings from ``(term id, document, tf)`` entries; terms left without entries are dropped."""
-        counts = np.bincount(term_ids, minlength=len(vocabulary)) if len(vocabulary) else np.zeros(0, np.int64)
+        counts = (
+            np.bincount(term_ids, minlength=len(vocabulary)) if len(vocabulary) else np.zeros(0, np.int64)
+        )
         alive = counts > 0
         if not alive.all():
             renumber = np.cumsum(alive) - 1

@@ -231,8 +231,9 @@ class SQLiteQueue:
             if not delivery.has_receivable(conn, self.queue, now):
                 return []  # idle polling never takes the write lock
         with self._file.transaction() as conn:
+            until = now + seconds
             return delivery.receive_batch(
-                conn, self.queue, now, max_messages=max_messages, max_deliveries=self.max_deliveries, until=now + seconds
+                conn, self.queue, now, max_messages=max_messages, max_deliveries=self.max_deliveries, until=until
             )
 
     def begin(self, message: QueueMessage, *, lock_seconds: float | None = None) -> QueueMessage:
@@ -286,9 +287,8 @@ class SQLiteQueue:
         """
         now = self._clock()
         with self._file.transaction() as conn:
-            delivery.abandon(
-                conn, message, visible_at=now + max(0.0, delay_seconds), error=error, count_delivery=count_delivery
-            )
+            visible_at = now + max(0.0, delay_seconds)
+            delivery.abandon(conn, message, visible_at=visible_at, error=error, count_delivery=count_delivery)
 
     def renew_lock(self, message: QueueMessage, *, lock_seconds: float | None = None) -> QueueMessage:
         """Extend the lock of a message still being processed; returns the message with its new expiry."""

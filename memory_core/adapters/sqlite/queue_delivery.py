@@ -143,9 +143,13 @@ def _check_locked(conn: sqlite3.Connection, message: QueueMessage) -> None:
     Raises:
         LockLostError: Its lock expired and another receiver took it, or it was settled.
     """
-    row = conn.execute("SELECT seq, lock_token, state FROM queue_messages WHERE seq = ?", (message.seq,)).fetchone()
+    row = conn.execute(
+        "SELECT seq, lock_token, state FROM queue_messages WHERE seq = ?", (message.seq,)
+    ).fetchone()
     if row is None or row[2] != "active" or row[1] is None or row[1] != message.lock_token:
-        raise LockLostError(f"message {message.message_id!r} (seq {message.seq}) is no longer locked by this receiver")
+        raise LockLostError(
+            f"message {message.message_id!r} (seq {message.seq}) is no longer locked by this receiver"
+        )
 
 
 def begin(conn: sqlite3.Connection, message: QueueMessage, until: float) -> None:
@@ -160,7 +164,9 @@ def begin(conn: sqlite3.Connection, message: QueueMessage, until: float) -> None
 def release(conn: sqlite3.Connection, message: QueueMessage) -> None:
     """Unlock a message that was never begun (its delivery count as it was)."""
     _check_locked(conn, message)
-    conn.execute("UPDATE queue_messages SET lock_token = NULL, locked_until = NULL WHERE seq = ?", (message.seq,))
+    conn.execute(
+        "UPDATE queue_messages SET lock_token = NULL, locked_until = NULL WHERE seq = ?", (message.seq,)
+    )
 
 
 def complete(conn: sqlite3.Connection, message: QueueMessage) -> None:
