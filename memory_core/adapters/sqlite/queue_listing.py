@@ -33,14 +33,18 @@ __all__ = [
 _IN_CHUNK = 500
 
 
-def peek(conn: sqlite3.Connection, queue: str, *, limit: int, after_seq: int) -> list[QueueMessage]:
-    """Waiting messages (locked or not), oldest first."""
+def _by_state(conn: sqlite3.Connection, queue: str, state: str, limit: int, after_seq: int) -> list[QueueMessage]:
     rows = conn.execute(
-        f"SELECT {COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'active' AND seq > ? "  # noqa: S608
+        f"SELECT {COLUMNS} FROM queue_messages WHERE queue = ? AND state = ? AND seq > ? "  # noqa: S608
         "ORDER BY seq LIMIT ?",
-        (queue, after_seq, max(1, limit)),
+        (queue, state, after_seq, max(1, limit)),
     ).fetchall()
     return [QueueMessage.from_row(r) for r in rows]
+
+
+def peek(conn: sqlite3.Connection, queue: str, *, limit: int, after_seq: int) -> list[QueueMessage]:
+    """Waiting messages (locked or not), oldest first."""
+    return _by_state(conn, queue, "active", limit, after_seq)
 
 
 def waiting_in_session(
@@ -57,12 +61,7 @@ def waiting_in_session(
 
 def dead_letters(conn: sqlite3.Connection, queue: str, *, limit: int, after_seq: int) -> list[QueueMessage]:
     """Dead-lettered messages, oldest first."""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} FROM queue_messages WHERE queue = ? AND state = 'dead' AND seq > ? "  # noqa: S608
-        "ORDER BY seq LIMIT ?",
-        (queue, after_seq, max(1, limit)),
-    ).fetchall()
-    return [QueueMessage.from_row(r) for r in rows]
+    return _by_state(conn, queue, "dead", limit, after_seq)
 
 
 def _dead_letter_row(conn: sqlite3.Connection, queue: str, key: str | int) -> Sequence[Any] | None:
