@@ -50,7 +50,7 @@ from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.worker import QueueWorker
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.adapters.sqlite.queue import QueueMessage
+    from memory_core.adapters.sqlite.queue_messages import QueueMessage
     from memory_core.config import Settings
     from memory_core.service import MemoryService
 

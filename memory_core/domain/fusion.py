@@ -26,13 +26,18 @@ the language's default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from memory_core.language.text import has_japanese
 
-__all__ = ["FUSIONS", "Fusion", "fusion_for", "query_language"]
+__all__ = ["FUSIONS", "RRF_K", "Fusion", "fusion_for", "query_language", "reciprocal_rank_fusion"]
+
+#: Reciprocal Rank Fusion's constant: a leg's memory at 0-based rank ``r`` adds ``w / (RRF_K + r)``.
+RRF_K = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,7 @@ FUSIONS: Mapping[str, Fusion] = {
     "*": Fusion(vector_weight=0.1, text_match="any"),
 }
 
+
 def query_language(query: str) -> str:
     """``ja`` for a query with kana or kanji, ``*`` otherwise."""
     return "ja" if has_japanese(query) else "*"
@@ -68,3 +74,20 @@ def fusion_for(query: str, vector_weight: float | None = None) -> Fusion:
     if vector_weight is None:
         return fusion
     return Fusion(vector_weight=vector_weight, text_match=fusion.text_match)
+
+
+def reciprocal_rank_fusion(legs: Iterable[tuple[np.ndarray, float]], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Relevance ``sum(w / (RRF_K + rank))`` of ``size`` documents over the legs they are in, and which are.
+
+    Args:
+        legs: Per leg, each document's 0-based rank (-1: not in the leg) and the leg's weight ``w``;
+            summed in this order.
+        size: How many documents.
+    """
+    relevance = np.zeros(size, dtype=np.float64)
+    selected = np.zeros(size, dtype=bool)
+    for ranks, weight in legs:
+        in_leg = ranks >= 0
+        relevance[in_leg] += weight / (RRF_K + ranks[in_leg])
+        selected |= in_leg
+    return relevance, selected

@@ -40,7 +40,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar
 
 from memory_core import telemetry
-from memory_core.adapters.sqlite.queue import LockLostError, QueueMessage, SQLiteQueue
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.adapters.sqlite.queue_messages import LockLostError, QueueMessage
 from memory_core.errors import PermanentError, StorageFullError, TransientError
 from memory_core.runtime.offload import StorageThread
 from memory_core.runtime.sharing import background_work

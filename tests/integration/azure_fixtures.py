@@ -12,9 +12,10 @@ from azure.core.credentials import AzureKeyCredential
 from azure_transport import Captured, CapturingTransport, Scripted, json_response
 from rest_contract import api_version, operation, validate
 
+from memory_core.adapters.azure.documents import to_document
 from memory_core.adapters.azure.retry import RetrySettings
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, build_index
-from memory_core.adapters.azure.search_store import AzureSearchMemoryStore, to_document
+from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.ports import FixedClock
 

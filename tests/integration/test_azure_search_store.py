@@ -35,6 +35,8 @@ from rest_contract import validate
 
 from memory_core.adapters.azure import odata
 from memory_core.adapters.azure import search_store as azure_search_store
+from memory_core.adapters.azure.documents import from_document, to_document
+from memory_core.adapters.azure.index_writes import PartialWriteError, RetryablePartialWriteError
 from memory_core.adapters.azure.retry import RetrySettings
 from memory_core.adapters.azure.search_index import (
     SELECT_FIELDS,
@@ -45,14 +47,7 @@ from memory_core.adapters.azure.search_index import (
     search_credential,
     vectorizer_config,
 )
-from memory_core.adapters.azure.search_store import (
-    RETENTION_FIELDS,
-    AzureSearchMemoryStore,
-    PartialWriteError,
-    RetryablePartialWriteError,
-    from_document,
-    to_document,
-)
+from memory_core.adapters.azure.search_store import RETENTION_FIELDS, AzureSearchMemoryStore
 from memory_core.config import Settings
 from memory_core.domain.fusion import FUSIONS, fusion_for
 from memory_core.domain.policy import HumanMemoryPolicy

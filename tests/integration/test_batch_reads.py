@@ -24,8 +24,9 @@ from contract.store_contract import EMBEDDER, HOSTILE_IDS, NOW, U1A1, U1A2, U2A1
 from fake_search_service import FakeSearchService
 from rest_contract import validate
 
+from memory_core.adapters.azure.documents import to_document
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, ensure_index
-from memory_core.adapters.azure.search_store import AzureSearchMemoryStore, to_document
+from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.validation import validate_memory_id

@@ -22,7 +22,8 @@ from fake_table_service import FakeTableService
 from functions_env import history_store
 
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
-from memory_core.adapters.sqlite.queue import LockLostError, SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.queue_messages import LockLostError
 from memory_core.bootstrap import build_service
 from memory_core.cli.main import main
 from memory_core.config import Settings

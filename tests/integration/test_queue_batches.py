@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.sqlite.queue import LockLostError, SQLiteQueue
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.adapters.sqlite.queue_messages import LockLostError
 from memory_core.errors import StorageFullError, TransientError, ValidationError
 from memory_core.runtime.worker import MessageProcessor, QueueWorker
 from memory_core.service import ProcessOutcome

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from memory_core.adapters.sqlite.queue import MAX_DELIVERY_REASON, LockLostError, SQLiteQueue
+from memory_core.adapters.sqlite.queue import SQLiteQueue
+from memory_core.adapters.sqlite.queue_delivery import MAX_DELIVERY_REASON
+from memory_core.adapters.sqlite.queue_messages import LockLostError
 from memory_core.domain.messages import RecallUpdate, Turn, message_id_for, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.errors import TransientError, ValidationError

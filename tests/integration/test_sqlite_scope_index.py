@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from contract.store_contract import NOW, make
 
-from memory_core.adapters.sqlite import store as sqlite_store
+from memory_core.adapters.sqlite import scope_cache as sqlite_store
 from memory_core.adapters.sqlite.scope_index import ScopeIndex, SnapshotError
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -185,7 +185,7 @@ def test_a_damaged_saved_index_is_rebuilt_from_the_rows(
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE scope_snapshots SET data = zeroblob(100)")
     damaged = SQLiteMemoryStore(path, clock=FixedClock(NOW))
-    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite.store"):
+    with caplog.at_level(logging.WARNING, logger="memory_core.adapters.sqlite.scope_cache"):
         assert _results(damaged) == expected
     assert "saved copy is damaged" in caplog.text
     damaged.close_sync()

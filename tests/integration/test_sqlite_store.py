@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from contract.store_contract import NOW, U1A1, U2A1, make, vector
 
-from memory_core.adapters.sqlite.store import BM25_B, BM25_K1, SQLiteMemoryStore
+from memory_core.adapters.sqlite.legs import BM25_B, BM25_K1
+from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.records import MemoryRecord
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConflictError, ValidationError

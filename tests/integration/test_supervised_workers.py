@@ -28,7 +28,8 @@ import pytest
 from runtime_helpers import RunningRuntime, turn_body
 
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
-from memory_core.adapters.sqlite.queue import QueueMessage, SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
+from memory_core.adapters.sqlite.queue_messages import QueueMessage
 from memory_core.domain.messages import message_id_for, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.entrypoints.embedded.host import EmbeddedRuntime

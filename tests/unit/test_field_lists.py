@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from memory_core.adapters.azure.documents import from_document, to_document
 from memory_core.adapters.azure.search_index import FIELD_ROLES, SELECT_FIELDS, build_index, document_field
-from memory_core.adapters.azure.search_store import from_document, to_document
 from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
 from memory_core.cli.memories import SEARCH_FLAGS
 from memory_core.contract.admin_views import ForgettingResponse

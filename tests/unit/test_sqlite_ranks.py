@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory_core.adapters.sqlite.store import _ranks
+from memory_core.adapters.sqlite.legs import _ranks
 
 
 def _reference(scores: np.ndarray, eligible: np.ndarray, top: int) -> np.ndarray:

@@ -1,52 +1,33 @@
 """The production memory store on Azure AI Search (``azure-search-documents`` 12.x, async client).
 
-One index document per memory (see :mod:`memory_core.adapters.azure.search_index`). Searches compile
-:class:`~memory_core.domain.records.MemorySearchOptions` and the scope into OData (never caller-supplied OData),
-ask for every field but the vector and pick the scoring profile from :mod:`memory_core.domain.ranking`.
-
-Writes go out in batches of at most 1,000 actions (and a few megabytes). A ``207`` answer is read
-document by document: documents that failed with a retryable status (409, 422, 503) are sent again
-with back-off, and documents that still fail are reported in the raised error, never dropped.
-Every write carries absolute values (an upload, or a merge of computed fields), so a retried request
-or a redelivered message leaves the index as one delivery would. A call that fails part-way may
-have written some of its documents; repeating it completes the work.
-
-Throttling, unavailability and timeouts are retried (:mod:`memory_core.adapters.azure.retry`) and
-then raise :class:`~memory_core.errors.TransientError`.
+One index document per memory (:mod:`memory_core.adapters.azure.documents`). A search is one request
+rendered from its search plan (:mod:`memory_core.adapters.azure.search_query`); filters are compiled
+from the options and the scope into OData, never taken from callers. Requests are retried and writes
+go out in batches whose failed documents are sent again (:mod:`memory_core.adapters.azure.index_requests`,
+:mod:`memory_core.adapters.azure.index_writes`). Every write carries absolute values (an upload, or a
+merge of computed fields), so a retried request or a redelivered message leaves the index as one
+delivery would; a call that fails part-way may have written some of its documents, and repeating it
+completes the work.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import math
-import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from azure.core.credentials import AzureKeyCredential
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
-from azure.search.documents.models import IndexAction, IndexDocumentsBatch, VectorizedQuery
-from pydantic_core import to_jsonable_python
 
 from memory_core.adapters.azure import odata
-from memory_core.adapters.azure.retry import RetrySettings, Sleep, call_with_retries
-from memory_core.adapters.azure.search_index import (
-    JSON_FIELDS,
-    SELECT_FIELDS,
-    SEMANTIC_CONFIGURATION,
-    VECTOR_FIELD,
-    close_credential,
-    document_field,
-)
-from memory_core.domain.fusion import fusion_for
+from memory_core.adapters.azure.documents import from_document, retention_page, search_hit, to_document
+from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
+from memory_core.adapters.azure.retry import RetrySettings, Sleep
+from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, close_credential
+from memory_core.adapters.azure.search_query import check_query_vector, search_request
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.ranking import profile_for
 from memory_core.domain.records import (
     IMMUTABLE_FIELDS,
     MemoryKind,
@@ -55,16 +36,9 @@ from memory_core.domain.records import (
     Scope,
     status_note,
 )
-from memory_core.domain.search import (
-    MemorySearchOptions,
-    OrderBy,
-    ScoreBreakdown,
-    SearchHit,
-    SearchMode,
-    SearchResult,
-)
+from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.search_plan import plan_for
 from memory_core.domain.validation import (
-    ensure_utc,
     parse_model,
     validate_category,
     validate_memory_id,
@@ -72,14 +46,7 @@ from memory_core.domain.validation import (
     validate_positive_int,
     validate_scope_id,
 )
-from memory_core.errors import (
-    ConfigurationError,
-    ConflictError,
-    NotFoundError,
-    PermanentError,
-    TransientError,
-    ValidationError,
-)
+from memory_core.errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
 from memory_core.ports import (
     Clock,
     MemoryRef,
@@ -92,31 +59,16 @@ from memory_core.ports import (
     check_browse_window,
 )
 
-__all__ = [
-    "MAX_BATCH_ACTIONS",
-    "AzureSearchMemoryStore",
-    "DocumentFailure",
-    "PartialWriteError",
-    "RetryablePartialWriteError",
-    "from_document",
-    "plain_query_text",
-    "to_document",
-]
+__all__ = ["MAX_PAGE", "RETENTION_FIELDS", "AzureSearchMemoryStore"]
 
 logger = logging.getLogger(__name__)
 
-#: Most actions Azure AI Search accepts in one indexing request.
-MAX_BATCH_ACTIONS = 1000
-#: Keep request bodies well under the service's 16 MB limit.
-MAX_BATCH_BYTES = 8 * 1024 * 1024
-#: Per-document statuses in a 207 answer that are worth sending again.
-RETRYABLE_DOCUMENT_STATUS = frozenset({409, 422, 503})
-#: Page size of the internal keyset scans (purge, forgetting): one service page.
-MAX_PAGE = 1000
 #: Largest ``limit`` of :meth:`AzureSearchMemoryStore.scan` (the SDK follows the service's pages).
 MAX_SCAN_LIMIT = 10_000
 #: Most agents listed for one user.
 MAX_AGENTS = 1000
+#: The facet that lists a user's agents.
+_AGENT_FACET = f"agent_id,count:{MAX_AGENTS},sort:value"
 
 _RECORD_FIELDS = frozenset(MemoryRecord.model_fields)
 #: What the forgetting scan reads of each document.
@@ -130,173 +82,6 @@ RETENTION_FIELDS: tuple[str, ...] = (
     "last_accessed_at",
     "expires_at",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentFailure:
-    """One document an indexing request did not write."""
-
-    key: str
-    status_code: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.key} (HTTP {self.status_code}: {self.message})"
-
-
-def _failure_summary(operation: str, failures: Sequence[DocumentFailure]) -> str:
-    listed = ", ".join(str(f) for f in failures[:20])
-    more = f" and {len(failures) - 20} more" if len(failures) > 20 else ""
-    return f"{operation}: {len(failures)} document(s) were not written: {listed}{more}"
-
-
-class PartialWriteError(PermanentError):
-    """Some documents of a write were rejected for good (the others were written)."""
-
-    def __init__(self, operation: str, failures: Sequence[DocumentFailure]) -> None:
-        self.failures = list(failures)
-        super().__init__(_failure_summary(operation, self.failures))
-
-
-class RetryablePartialWriteError(TransientError):
-    """Some documents still failed with a retryable status after the retries (the others were written)."""
-
-    def __init__(self, operation: str, failures: Sequence[DocumentFailure]) -> None:
-        self.failures = list(failures)
-        super().__init__(_failure_summary(operation, self.failures))
-
-
-# ------------------------------------------------------------------------------------------------
-# Documents
-# ------------------------------------------------------------------------------------------------
-
-
-def _iso(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return ensure_utc(value).isoformat().replace("+00:00", "Z")
-
-
-def _field_value(name: str, value: Any) -> Any:
-    if name in {"created_at", "updated_at", "last_accessed_at", "expires_at"}:
-        return _iso(value)
-    if name == "status":
-        return MemoryStatus(value).value
-    return value
-
-
-def to_document(record: MemoryRecord, fields: Sequence[str] | None = None) -> dict[str, Any]:
-    """The index document of ``record`` (only ``id`` and ``fields`` when given).
-
-    Timestamps become ``Edm.DateTimeOffset`` ISO strings; ``metadata`` and ``provenance`` JSON strings
-    in ``metadata_json`` and ``provenance_json``; a missing embedding is left out of a whole document.
-    """
-    wanted = list(MemoryRecord.model_fields) if fields is None else ["id", *fields]
-    document: dict[str, Any] = {}
-    for name in wanted:
-        key = document_field(name)
-        if key in document:
-            continue
-        value = getattr(record, name)
-        if name in JSON_FIELDS:
-            document[key] = json.dumps(to_jsonable_python(value), ensure_ascii=False, sort_keys=True)
-        elif name == "embedding":
-            if value is not None:
-                document[VECTOR_FIELD] = [float(x) for x in value]
-            elif fields is not None:
-                document[VECTOR_FIELD] = None
-        else:
-            document[key] = _field_value(name, value)
-    return document
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
-def from_document(document: Mapping[str, Any]) -> MemoryRecord:
-    """The :class:`MemoryRecord` stored in an index document (``@search.*`` keys are ignored)."""
-    data: dict[str, Any] = {}
-    for name in MemoryRecord.model_fields:
-        if name in JSON_FIELDS:
-            raw = document.get(document_field(name))
-            if raw:
-                data[name] = json.loads(raw)
-        elif name == "embedding":
-            vector = document.get(VECTOR_FIELD)
-            data["embedding"] = [float(x) for x in vector] if vector else None
-        elif name in {"created_at", "updated_at", "last_accessed_at", "expires_at"}:
-            data[name] = _parse_time(document.get(name))
-        elif name in document and document[name] is not None:
-            data[name] = document[name]
-    return MemoryRecord.model_validate(data)
-
-
-_QUERY_SPECIALS = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
-
-
-def plain_query_text(text: str) -> str:
-    """``text`` as plain words for the ``search`` parameter: every query-syntax operator escaped.
-
-    User and agent text is never query syntax: ``-``, ``+``, ``|``, quotes, ``*``, parentheses and the
-    rest are backslash-escaped, so ``non-smoking "quiet" room*`` searches for those words the way the
-    embedded store does, instead of excluding, grouping or prefix-matching.
-    """
-    return _QUERY_SPECIALS.sub(r"\\\1", text)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def _breakdown(hit: Mapping[str, Any], profile: str | None) -> ScoreBreakdown:
-    """What the service told us about a hit's score (debug subscores when they were asked for)."""
-    relevance = _number(hit.get("@search.score")) or 0.0
-    keyword_score = vector_score = None
-    boost = 1.0
-    debug = hit.get("@search.document_debug_info") or hit.get("@search.documentDebugInfo")
-    if isinstance(debug, Mapping):
-        subscores = (debug.get("vectors") or {}).get("subscores") or {}
-        keyword_score = _number((subscores.get("text") or {}).get("searchScore"))
-        for entry in subscores.get("vectors") or []:
-            if isinstance(entry, Mapping) and isinstance(entry.get(VECTOR_FIELD), Mapping):
-                vector_score = _number(entry[VECTOR_FIELD].get("searchScore"))
-        document_boost = _number(subscores.get("documentBoost"))
-        if document_boost is not None:
-            boost = document_boost
-    return ScoreBreakdown(
-        keyword_score=keyword_score,
-        vector_score=vector_score,
-        relevance=relevance,
-        profile=profile,
-        boost=boost,
-    )
-
-
-def _chunks(actions: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Split actions into requests of at most :data:`MAX_BATCH_ACTIONS` and :data:`MAX_BATCH_BYTES`."""
-    batches: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
-    size = 0
-    for action in actions:
-        action_size = len(json.dumps(action, ensure_ascii=False).encode()) + 1
-        if current and (len(current) >= MAX_BATCH_ACTIONS or size + action_size > MAX_BATCH_BYTES):
-            batches.append(current)
-            current, size = [], 0
-        current.append(action)
-        size += action_size
-    if current:
-        batches.append(current)
-    return batches
-
-
-# ------------------------------------------------------------------------------------------------
-# The store
-# ------------------------------------------------------------------------------------------------
 
 
 class AzureSearchMemoryStore:
@@ -354,8 +139,7 @@ class AzureSearchMemoryStore:
         self.index_name = index_name
         self.dimensions = dimensions
         self._clock: Clock = clock or SystemClock()
-        self._retry = retry or RetrySettings()
-        self._sleep = sleep
+        self._requests = IndexRequests(client, retry or RetrySettings(), sleep)
         self._exhaustive = exhaustive_knn
         self._debug_scores = debug_scores
         self._owned_credential: object | None = credential if owns_credential else None
@@ -375,19 +159,6 @@ class AzureSearchMemoryStore:
         await self.close()
 
     # -- plumbing ---------------------------------------------------------------------------------
-    async def _call(self, operation: str, call: Callable[[], Awaitable[Any]]) -> Any:
-        return await call_with_retries(operation, call, self._retry, self._sleep)
-
-    async def _query(self, operation: str, **kwargs: Any) -> list[dict[str, Any]]:
-        """One search request (with retries), all of its result pages read into dicts."""
-
-        async def run() -> list[dict[str, Any]]:
-            results = await self._client.search(**kwargs)
-            return [dict(item) async for item in results]
-
-        result: list[dict[str, Any]] = await self._call(operation, run)
-        return result
-
     async def _write(
         self, operation: str, actions: Sequence[dict[str, Any]], *, ignore_missing: bool = False
     ) -> int:
@@ -396,64 +167,7 @@ class AzureSearchMemoryStore:
         With ``ignore_missing`` a merge into a document that no longer exists (404, for example
         purged meanwhile) is logged and skipped instead of failing the whole call.
         """
-        written = 0
-        for batch in _chunks(actions):
-            written += await self._write_batch(operation, batch, ignore_missing)
-        return written
-
-    async def _write_batch(self, operation: str, actions: list[dict[str, Any]], ignore_missing: bool) -> int:
-        pending = actions
-        written = 0
-        permanent: list[DocumentFailure] = []
-        retryable: list[DocumentFailure] = []
-        for attempt in range(1, self._retry.document_attempts + 1):
-            batch = IndexDocumentsBatch(actions=[IndexAction(a) for a in pending])
-
-            async def send(batch: IndexDocumentsBatch = batch) -> list[Any]:
-                return list(await self._client.index_documents(batch))
-
-            results = await self._call(operation, send)
-            by_key = {str(r.key): r for r in results}
-            retryable = []
-            retry_actions: list[dict[str, Any]] = []
-            for action in pending:
-                key = str(action["id"])
-                result = by_key.get(key)
-                if result is None:
-                    retryable.append(DocumentFailure(key, 0, "no result for this document in the response"))
-                    retry_actions.append(action)
-                elif result.succeeded:
-                    written += 1
-                elif int(result.status_code) in RETRYABLE_DOCUMENT_STATUS:
-                    retryable.append(
-                        DocumentFailure(key, int(result.status_code), result.error_message or "")
-                    )
-                    retry_actions.append(action)
-                elif ignore_missing and int(result.status_code) == 404:
-                    logger.warning("%s: document %s no longer exists; skipped", operation, key)
-                else:
-                    permanent.append(
-                        DocumentFailure(key, int(result.status_code), result.error_message or "")
-                    )
-            if not retry_actions:
-                break
-            pending = retry_actions
-            if attempt < self._retry.document_attempts:
-                wait = self._retry.delay(attempt)
-                logger.warning(
-                    "%s: %s document(s) failed with a retryable status (attempt %s of %s); retrying in %.2fs",
-                    operation,
-                    len(retry_actions),
-                    attempt,
-                    self._retry.document_attempts,
-                    wait,
-                )
-                await self._sleep(wait)
-        if permanent:
-            raise PartialWriteError(operation, permanent + retryable)
-        if retryable:
-            raise RetryablePartialWriteError(operation, retryable)
-        return written
+        return await self._requests.write(operation, actions, ignore_missing=ignore_missing)
 
     def _check_embedding(self, embedding: Sequence[float] | None, field: str = "embedding") -> None:
         if embedding is not None and self.dimensions is not None and len(embedding) != self.dimensions:
@@ -479,7 +193,7 @@ class AzureSearchMemoryStore:
         scope = Scope.of(scope.user_id, scope.agent_id)
         key = validate_memory_id(memory_id)
         try:
-            document = await self._call("get", lambda: self._client.get_document(key))
+            document = await self._requests.call("get", lambda: self._client.get_document(key))
         except NotFoundError:
             return None
         record = from_document(document)
@@ -508,7 +222,7 @@ class AzureSearchMemoryStore:
         in_scope = odata.scope_filter(scope)
         for start in range(0, len(ids), MAX_PAGE):
             chunk = ids[start : start + MAX_PAGE]
-            documents = await self._query(
+            documents = await self._requests.query(
                 "get many",
                 search_text=None,
                 filter=odata.and_(in_scope, odata.id_in(chunk)),
@@ -571,114 +285,33 @@ class AzureSearchMemoryStore:
         vector: Sequence[float] | None,
         options: MemorySearchOptions,
     ) -> SearchResult:
-        """Ranked memories of ``scope`` (see DESIGN section 4 for the semantics of each mode)."""
+        """Ranked memories of ``scope``: one request rendered from the search plan
+        (:mod:`memory_core.adapters.azure.search_query`; DESIGN section 4 for the semantics of each mode)."""
         scope = Scope.of(scope.user_id, scope.agent_id)
         options = parse_model(MemorySearchOptions, options)
         if query is not None and not isinstance(query, str):
             raise ValidationError("query", "must be a string")
         text = (query or "").strip()
-        mode = options.mode
-        notes: list[str] = []
-        use_text = mode in {SearchMode.KEYWORD, SearchMode.HYBRID, SearchMode.SEMANTIC}
-        use_vector = mode in {SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC}
-        if use_vector and vector is None:
-            raise ValidationError("vector", f"{mode.value} search needs a query vector")
-        if use_vector and vector is not None:
-            if not all(isinstance(x, int | float) and math.isfinite(x) for x in vector) or not any(vector):
-                raise ValidationError("vector", "must be a non-zero vector of finite numbers")
-            if self.dimensions is not None and len(vector) != self.dimensions:
-                raise ValidationError(
-                    "vector", f"has {len(vector)} dimensions; this index's embeddings have {self.dimensions}"
-                )
-        if mode != SearchMode.KEYWORD and not text:
-            use_text = False  # hybrid/semantic with no words: the vector leg alone
-        profile = profile_for(options.ranking_profile)
-
-        def result(hits: list[SearchHit]) -> SearchResult:
-            return SearchResult(hits=hits, mode=mode, ranking_profile=options.ranking_profile, notes=notes)
-
-        fusion = fusion_for(text or "", options.vector_weight)
-        kwargs: dict[str, Any] = {
-            # An empty keyword query matches everything the filters allow (``*``).
-            "search_text": plain_query_text(text) if use_text and text else None,
-            "filter": odata.search_filter(scope, options, self._clock.now()),
-            "select": list(SELECT_FIELDS),
-            "top": options.top,
-            "scoring_statistics": "global",
-        }
-        if use_vector:
-            assert vector is not None
-            kwargs["vector_queries"] = [
-                VectorizedQuery(
-                    vector=[float(x) for x in vector],
-                    k_nearest_neighbors=options.vector_k,
-                    fields=VECTOR_FIELD,
-                    # the vector leg's weight in the fusion (only where there is a text leg to fuse with)
-                    weight=fusion.vector_weight if use_text and text and fusion.vector_weight != 1.0 else None,
-                    exhaustive=True if self._exhaustive else None,
-                )
-            ]
-        if use_vector and use_text and text and fusion.text_match == "all":
-            kwargs["search_mode"] = "all"  # the text leg counts a memory only with every query word
-        if profile is not None:
-            kwargs["scoring_profile"] = profile.name
-        order = odata.order_by(options.order_by)
-        if order:
-            kwargs["order_by"] = order
-        if mode == SearchMode.SEMANTIC:
-            if text:
-                kwargs["query_type"] = "semantic"
-                kwargs["semantic_configuration_name"] = SEMANTIC_CONFIGURATION
-                kwargs["semantic_error_mode"] = "partial"
-            else:
-                notes.append("the semantic ranker needs query text; results are not reranked")
-        if self._debug_scores:
-            kwargs["debug"] = "vector"
-        documents = await self._query("search", **kwargs)
-        hits = []
-        for document in documents:
-            reranker = _number(document.get("@search.reranker_score"))
-            breakdown = _breakdown(document, profile.name if profile else None)
-            hits.append(
-                SearchHit(
-                    record=from_document(document),
-                    score=breakdown.relevance,
-                    reranker_score=reranker,
-                    breakdown=breakdown,
-                )
-            )
-        return result(hits)
-
-    async def _keyset_page(
-        self,
-        filter_: str,
-        *,
-        after: str | None,
-        limit: int,
-        select: Sequence[str],
-        operation: str,
-        probe: bool = True,
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """Up to ``limit`` documents matching ``filter_`` with ``id`` above ``after``, by id; and
-        whether more may follow.
-
-        With ``probe`` one extra document is asked for, so "more" is exact; without it (the internal
-        scans, which keep their pages at the service's 1,000) a full page counts as "maybe more".
-        """
-        clauses = [filter_]
-        if after is not None:
-            clauses.append(odata.compare("id", "gt", validate_memory_id(after, "after")))
-        documents = await self._query(
-            operation,
-            search_text=None,
-            filter=odata.and_(*clauses),
-            order_by=["id asc"],
-            select=list(select),
-            top=limit + 1 if probe else limit,
+        plan = plan_for(options, text)
+        check_query_vector(plan, vector, self.dimensions)
+        request = search_request(
+            plan,
+            text,
+            vector,
+            scope,
+            options,
+            now=self._clock.now(),
+            exhaustive=self._exhaustive,
+            debug=self._debug_scores,
         )
-        if probe:
-            return documents[:limit], len(documents) > limit
-        return documents, len(documents) >= limit
+        documents = await self._requests.query("search", **request.kwargs)
+        profile = plan.profile.name if plan.profile else None
+        return SearchResult(
+            hits=[search_hit(document, profile) for document in documents],
+            mode=options.mode,
+            ranking_profile=options.ranking_profile,
+            notes=request.notes,
+        )
 
     async def scan(
         self,
@@ -696,7 +329,7 @@ class AzureSearchMemoryStore:
         clauses = [odata.scope_filter(scope)]
         if statuses is not None:
             clauses.append(odata.status_filter(statuses))
-        documents, more = await self._keyset_page(
+        documents, more = await self._requests.keyset_page(
             odata.and_(*clauses),
             after=after,
             limit=limit,
@@ -709,19 +342,8 @@ class AzureSearchMemoryStore:
     async def agents(self, user_id: str) -> list[str]:
         """The agent ids holding memories of ``user_id`` (a facet on ``agent_id``), sorted."""
         filter_ = odata.user_filter(validate_scope_id(user_id, "user_id"))
-
-        async def run() -> list[str]:
-            results = await self._client.search(
-                search_text=None,
-                filter=filter_,
-                facets=[f"agent_id,count:{MAX_AGENTS},sort:value"],
-                top=0,
-            )
-            facets = await results.get_facets() or {}
-            return sorted(str(f["value"]) for f in facets.get("agent_id", []) if f.get("count", 0) > 0)
-
-        agents: list[str] = await self._call("agents", run)
-        return agents
+        facets = await self._requests.facet_counts("agents", filter_, _AGENT_FACET)
+        return sorted(agent_id for agent_id, count in facets if count > 0)
 
     async def browse(
         self,
@@ -746,43 +368,33 @@ class AzureSearchMemoryStore:
             clauses.append(odata.kind_filter(MemoryKind(kind)))
         order = [*(odata.order_by(order_by) or []), "id asc"]
 
-        async def run() -> tuple[list[dict[str, Any]], int]:
-            results = await self._client.search(
-                search_text=None,
-                filter=odata.and_(*clauses),
-                order_by=order,
-                select=list(SELECT_FIELDS),
-                skip=offset or None,
-                top=limit,
-                include_total_count=True,
-            )
-            documents = [dict(item) async for item in results]
-            return documents, int(await results.get_count() or 0)
-
-        documents, total = await self._call("browse", run)
+        documents, total = await self._requests.counted_query(
+            "browse",
+            search_text=None,
+            filter=odata.and_(*clauses),
+            order_by=order,
+            select=list(SELECT_FIELDS),
+            skip=offset or None,
+            top=limit,
+        )
         return SortedPage(records=[from_document(d) for d in documents], total=total)
 
     async def count_agents(self, user_id: str) -> list[StatusCounts]:
         """The agents of ``user_id`` with their counts by status (a facet on ``agent_id`` per status)."""
         user_filter = odata.user_filter(validate_scope_id(user_id, "user_id"))
 
-        async def facet(status: MemoryStatus) -> list[tuple[str, MemoryStatus, int]]:
-            async def run() -> list[tuple[str, MemoryStatus, int]]:
-                results = await self._client.search(
-                    search_text=None,
-                    filter=odata.and_(user_filter, odata.eq("status", status.value)),
-                    facets=[f"agent_id,count:{MAX_AGENTS},sort:value"],
-                    top=0,
+        statuses = list(MemoryStatus)
+        facets = await asyncio.gather(
+            *(
+                self._requests.facet_counts(
+                    "count agents", odata.and_(user_filter, odata.eq("status", status.value)), _AGENT_FACET
                 )
-                facets = await results.get_facets() or {}
-                return [(str(f["value"]), status, int(f.get("count", 0))) for f in facets.get("agent_id", [])]
-
-            rows: list[tuple[str, MemoryStatus, int]] = await self._call("count agents", run)
-            return rows
-
+                for status in statuses
+            )
+        )
         counts: dict[str, StatusCounts] = {}
-        for rows in await asyncio.gather(*(facet(s) for s in MemoryStatus)):
-            for agent_id, status, count in rows:
+        for status, rows in zip(statuses, facets, strict=True):
+            for agent_id, count in rows:
                 counts[agent_id] = counts.get(agent_id, StatusCounts(agent_id)).add(status, count)
         return [counts[a] for a in sorted(counts) if counts[a].total]
 
@@ -797,7 +409,7 @@ class AzureSearchMemoryStore:
         ids = list(dict.fromkeys(validate_memory_id(i, "memory_ids") for i in memory_ids))
         if not ids:
             return []
-        documents = await self._query(
+        documents = await self._requests.query(
             "recall",
             search_text=None,
             filter=odata.and_(odata.scope_filter(scope), odata.id_in(ids)),
@@ -822,7 +434,7 @@ class AzureSearchMemoryStore:
         deleted = 0
         after: str | None = None
         while True:
-            documents, more = await self._keyset_page(
+            documents, more = await self._requests.keyset_page(
                 filter_, after=after, limit=MAX_PAGE, select=["id"], operation="purge scan", probe=False
             )
             if not documents:
@@ -843,7 +455,7 @@ class AzureSearchMemoryStore:
         if after is not None:
             validate_memory_id(after, "cursor")
         size = min(limit, MAX_PAGE)
-        documents, more = await self._keyset_page(
+        documents, more = await self._requests.keyset_page(
             odata.status_filter([MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]),
             after=after,
             limit=size,
@@ -851,51 +463,14 @@ class AzureSearchMemoryStore:
             operation="forgetting scan",
             probe=False,
         )
-
-        def floats(name: str) -> np.ndarray:
-            return np.array([_number(d.get(name)) for d in documents], dtype=np.float64)
-
-        def times(name: str) -> np.ndarray:
-            return np.array(
-                [np.nan if (t := _parse_time(d.get(name))) is None else t.timestamp() for d in documents],
-                dtype=np.float64,
-            )
-
-        ids = [str(d["id"]) for d in documents]
-        return RetentionPage(
-            keys=ids,
-            active=np.array([d.get("status") == MemoryStatus.ACTIVE.value for d in documents], dtype=bool),
-            retention=floats("retention_score"),
-            importance=floats("importance"),
-            access_count=floats("access_count"),
-            updated_at=times("updated_at"),
-            last_accessed_at=times("last_accessed_at"),
-            expires_at=times("expires_at"),
-            next_cursor=ids[-1] if more and ids else None,
-        )
+        return retention_page(documents, more)
 
     async def memory_refs(self, keys: Sequence[Any]) -> list[MemoryRef | None]:
         """Id and scope of rows of a retention page (their keys are the ids): one query per 1,000."""
         ids = [str(k) for k in keys]
-        documents = await self._by_ids("forgetting refs", ids, ["id", "user_id", "agent_id"])
+        documents = await self._requests.by_ids("forgetting refs", ids, ["id", "user_id", "agent_id"])
         found = {str(d["id"]): MemoryRef(str(d["id"]), str(d["user_id"]), str(d["agent_id"])) for d in documents}
         return [found.get(i) for i in ids]  # None: purged since the scan
-
-    async def _by_ids(
-        self, operation: str, ids: Sequence[str], select: list[str], where: str | None = None
-    ) -> list[dict[str, Any]]:
-        """The documents with these ids that also match ``where``: one query per 1,000 ids."""
-        documents: list[dict[str, Any]] = []
-        for start in range(0, len(ids), MAX_PAGE):
-            chunk = ids[start : start + MAX_PAGE]
-            documents += await self._query(
-                operation,
-                search_text=None,
-                filter=odata.and_(odata.id_in(chunk), where),
-                select=select,
-                top=len(chunk),
-            )
-        return documents
 
     async def write_retention(self, write: RetentionWrite) -> int:
         """Merge ``status`` and ``retention_score`` into the given rows.
@@ -912,7 +487,7 @@ class AzureSearchMemoryStore:
         }
         if not wanted:
             return 0
-        documents = await self._by_ids(
+        documents = await self._requests.by_ids(
             "forgetting recheck",
             list(wanted),
             ["id"],

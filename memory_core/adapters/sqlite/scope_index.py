@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_core.adapters.sqlite.postings import FieldPostings, term_entries
 from memory_core.adapters.sqlite.schema import AT, RECORD_COLUMNS, row_to_record
 from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.language.text import ANALYZER_VERSION
@@ -37,7 +38,6 @@ __all__ = [
     "SEARCH_FIELDS",
     "SNAPSHOT_FORMAT",
     "STATUS_CODES",
-    "FieldPostings",
     "ScopeIndex",
     "SnapshotError",
 ]
@@ -56,73 +56,6 @@ _RECORDS_HELD = 2048
 
 class SnapshotError(ValueError):
     """A persisted scope index that cannot be used (another format, analyzer or scope; damaged)."""
-
-
-class FieldPostings:
-    """One field's inverted index in compressed sparse rows: term ``t``'s documents are
-    ``docs[offsets[t]:offsets[t + 1]]`` with the term frequencies beside them in ``tfs``."""
-
-    __slots__ = ("docs", "offsets", "tfs", "vocabulary")
-
-    def __init__(self, vocabulary: dict[str, int], offsets: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> None:
-        self.vocabulary = vocabulary
-        self.offsets = offsets
-        self.docs = docs
-        self.tfs = tfs
-
-    @classmethod
-    def empty(cls) -> FieldPostings:
-        return cls({}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64))
-
-    @classmethod
-    def from_entries(
-        cls, vocabulary: dict[str, int], term_ids: np.ndarray, docs: np.ndarray, tfs: np.ndarray
-    ) -> FieldPostings:
-        """Postings from ``(term id, document, tf)`` entries; terms left without entries are dropped."""
-        counts = np.bincount(term_ids, minlength=len(vocabulary)) if len(vocabulary) else np.zeros(0, np.int64)
-        alive = counts > 0
-        if not alive.all():
-            renumber = np.cumsum(alive) - 1
-            terms = [t for t, i in vocabulary.items() if alive[i]]
-            vocabulary = {t: i for i, t in enumerate(terms)}
-            term_ids = renumber[term_ids]
-            counts = counts[alive]
-        by_term = np.argsort(term_ids, kind="stable")
-        offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        return cls(vocabulary, offsets, docs[by_term].astype(np.int32), tfs[by_term].astype(np.float64))
-
-    def lookup(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(documents, term frequencies) holding ``term``, or ``None``."""
-        at = self.vocabulary.get(term)
-        if at is None:
-            return None
-        start, end = int(self.offsets[at]), int(self.offsets[at + 1])
-        return self.docs[start:end], self.tfs[start:end]
-
-    def term_ids(self) -> np.ndarray:
-        """The term id of every entry (entries are grouped by term)."""
-        result: np.ndarray = np.repeat(np.arange(len(self.vocabulary), dtype=np.int64), np.diff(self.offsets))
-        return result
-
-
-def _entries(
-    positions: Sequence[int], counts: Sequence[dict[str, int]], vocabulary: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(term id, document, tf)`` arrays of documents' term counts, adding new terms to ``vocabulary``."""
-    terms: list[str] = []
-    tfs: list[int] = []
-    for document in counts:
-        terms.extend(document)
-        tfs.extend(document.values())
-    for term in dict.fromkeys(terms):
-        vocabulary.setdefault(term, len(vocabulary))
-    sizes = np.fromiter(map(len, counts), np.int64, len(counts))
-    return (
-        np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms)),
-        np.repeat(np.asarray(positions, dtype=np.int64), sizes),
-        np.asarray(tfs, dtype=np.float64),
-    )
 
 
 def _rank_of_ids(ids: Sequence[str]) -> np.ndarray:
@@ -156,6 +89,35 @@ def _split(data: np.ndarray, count: int, what: str) -> list[str]:
     if len(strings) != count:
         raise SnapshotError(f"{what}: {len(strings)} strings where {count} were expected")
     return strings
+
+
+def _snapshot_meta(archive: Any, *, epoch: int, dims: int | None) -> dict[str, Any]:
+    """A snapshot's header, refused when another format, analyzer, epoch or embedding size wrote it."""
+    meta: dict[str, Any] = json.loads(archive["meta"].tobytes().decode("utf-8"))
+    if meta.get("format") != SNAPSHOT_FORMAT or meta.get("analyzer") != ANALYZER_VERSION:
+        raise SnapshotError("written by another format or analyzer version")
+    if meta.get("epoch") != epoch:
+        raise SnapshotError("of an earlier epoch of the scope")
+    if dims is not None and meta.get("dims") not in (0, dims):
+        raise SnapshotError("of another embedding size")
+    return meta
+
+
+def _load_postings(archive: Any, name: str, terms_count: int, n: int) -> FieldPostings:
+    """Field ``name``'s postings from a snapshot, refused when they do not fit ``n`` documents."""
+    terms = _split(archive[f"terms.{name}"], terms_count, "terms")
+    offsets = np.asarray(archive[f"offsets.{name}"], dtype=np.int64)
+    docs = np.asarray(archive[f"docs.{name}"], dtype=np.int32)
+    fits = len(offsets) == len(terms) + 1 and int(offsets[0]) == 0 and int(offsets[-1]) == len(docs)
+    fits = fits and bool(np.all(np.diff(offsets) >= 0))
+    if not fits or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= n)):
+        raise SnapshotError(f"postings of {name} do not fit")
+    return FieldPostings(
+        {term: at for at, term in enumerate(terms)},
+        offsets,
+        docs,
+        np.asarray(archive[f"tfs.{name}"], dtype=np.float64),
+    )
 
 
 class ScopeIndex:
@@ -340,7 +302,7 @@ class ScopeIndex:
             counts = [terms.get(name, {}) for terms in parsed]
             if into_base:
                 vocabulary: dict[str, int] = {}
-                term_ids, docs, tfs = _entries(positions, counts, vocabulary)
+                term_ids, docs, tfs = term_entries(positions, counts, vocabulary)
                 self.fields[name] = FieldPostings.from_entries(vocabulary, term_ids, docs, tfs)
                 self.lengths[name][where] = np.bincount(docs, weights=tfs, minlength=len(self.ids))[where]
             else:
@@ -375,39 +337,63 @@ class ScopeIndex:
             self.columns[name] = current
 
     def _set_vectors(self, where: np.ndarray, blobs: Sequence[Any], n: int) -> None:
-        """Vectors (float32 blobs, ``None``: none) of documents at ``where``; the matrix grows by doubling."""
+        """Vectors (float32 blobs, ``None``: none) of documents at ``where``; the matrix grows by half."""
         vectors = [None if b is None else bytes(b) for b in blobs]
-        before: tuple[np.ndarray, np.ndarray] | None = None
-        if self.vectors_changed is not None and self.dims:  # what the vectors were, to tell what changed
-            known = where < len(self.has_vector)
-            old = np.zeros((len(where), self.dims), dtype=np.float32)
-            old[known] = self._matrix[where[known]]
-            had = np.zeros(len(where), dtype=bool)
-            had[known] = self.has_vector[where[known]]
-            before = (old, had)
+        before = self._vectors_at(where) if self.vectors_changed is not None and self.dims else None
+        fits = self._fitting(vectors, n)
+        if not len(self._matrix) and len(fits) == n == len(vectors):
+            self._load_matrix(where, vectors, n)
+            return
+        self._grow_matrix(n)
+        self._write_vectors(where, vectors, fits)
+        if before is not None:
+            self._note_changed_vectors(where, before)
+
+    def _fitting(self, vectors: Sequence[bytes | None], n: int) -> list[int]:
+        """Which of ``vectors`` have the store's size (the first sets it); ``has_vector`` grown to ``n``.
+
+        Raises:
+            ValueError: A blob that is not a float32 array.
+        """
         for blob in vectors:
             if blob is not None and len(blob) % 4:
                 np.frombuffer(blob, dtype=np.float32)  # raises: not a float32 array
         if not self.dims:
             self.dims = next((len(v) // 4 for v in vectors if v), 0)
             self._matrix = np.zeros((0, self.dims), dtype=np.float32)
-        size = 4 * self.dims
         if n > len(self.has_vector):
             self.has_vector = np.concatenate((self.has_vector, np.zeros(n - len(self.has_vector), dtype=bool)))
-        fits = [i for i, v in enumerate(vectors) if v is not None and len(v) == size and size]
-        if not len(self._matrix) and len(fits) == n == len(vectors):
-            # A cold load: the joined blobs are the matrix, with no per-document copy (read-only until
-            # written to, when it is copied once).
-            order = np.argsort(where)
-            joined = b"".join(vectors[i] or b"" for i in order)
-            self._matrix = np.frombuffer(joined, dtype=np.float32).reshape(n, self.dims)
-            self.has_vector[:] = True
-            return
+        size = 4 * self.dims
+        return [i for i, v in enumerate(vectors) if v is not None and len(v) == size and size]
+
+    def _vectors_at(self, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors at ``where`` and whether each had one (zeros and ``False`` past the end)."""
+        known = where < len(self.has_vector)
+        old = np.zeros((len(where), self.dims), dtype=np.float32)
+        old[known] = self._matrix[where[known]]
+        had = np.zeros(len(where), dtype=bool)
+        had[known] = self.has_vector[where[known]]
+        return old, had
+
+    def _load_matrix(self, where: np.ndarray, vectors: Sequence[bytes | None], n: int) -> None:
+        """A cold load: the joined blobs are the matrix, with no per-document copy (read-only until
+        written to, when it is copied once)."""
+        order = np.argsort(where)
+        joined = b"".join(vectors[i] or b"" for i in order)
+        self._matrix = np.frombuffer(joined, dtype=np.float32).reshape(n, self.dims)
+        self.has_vector[:] = True
+
+    def _grow_matrix(self, n: int) -> None:
+        """Room for ``n`` documents in a writeable matrix (by half again when it grows)."""
         if n > len(self._matrix) or not self._matrix.flags.writeable:
             rows = len(self._matrix) if n <= len(self._matrix) else max(n, len(self._matrix) + len(self._matrix) // 2)
             grown = np.zeros((rows, self.dims), dtype=np.float32)
             grown[: len(self._matrix)] = self._matrix
             self._matrix = grown
+
+    def _write_vectors(self, where: np.ndarray, vectors: Sequence[bytes | None], fits: list[int]) -> None:
+        """Write the vectors that fit the store's size; the others' documents have none."""
+        size = 4 * self.dims
         if len(fits) != len(vectors):
             fitting = set(fits)
             absent = where[[i for i in range(len(vectors)) if i not in fitting]]
@@ -417,10 +403,14 @@ class ScopeIndex:
             joined = b"".join(vectors[i] or b"" for i in fits)
             self._matrix[where[fits]] = np.frombuffer(joined, dtype=np.float32).reshape(len(fits), self.dims)
             self.has_vector[where[fits]] = True
-        if before is not None and self.vectors_changed is not None:
-            old, had = before
-            moved = (self.has_vector[where] != had) | (self._matrix[where] != old).any(axis=1)
-            self.vectors_changed.update(where[moved].tolist())
+
+    def _note_changed_vectors(self, where: np.ndarray, before: tuple[np.ndarray, np.ndarray]) -> None:
+        """Add the positions whose vector changed to :attr:`vectors_changed`."""
+        if self.vectors_changed is None:
+            return
+        old, had = before
+        moved = (self.has_vector[where] != had) | (self._matrix[where] != old).any(axis=1)
+        self.vectors_changed.update(where[moved].tolist())
 
     def compact(self) -> None:
         """Merge the changed documents' terms into the base postings (vectorised; no per-term loop)."""
@@ -430,7 +420,7 @@ class ScopeIndex:
             base = self.fields[name]
             keep = ~self.stale[base.docs]
             vocabulary = dict(base.vocabulary)
-            term_ids, docs, tfs = _entries(
+            term_ids, docs, tfs = term_entries(
                 list(self.changed), [terms.get(name, {}) for terms in self.changed.values()], vocabulary
             )
             self.fields[name] = FieldPostings.from_entries(
@@ -502,51 +492,15 @@ class ScopeIndex:
         """
         try:
             archive = np.load(io.BytesIO(data), allow_pickle=False)
-            meta = json.loads(archive["meta"].tobytes().decode("utf-8"))
-            if meta.get("format") != SNAPSHOT_FORMAT or meta.get("analyzer") != ANALYZER_VERSION:
-                raise SnapshotError("written by another format or analyzer version")
-            if meta.get("epoch") != epoch:
-                raise SnapshotError("of an earlier epoch of the scope")
-            if dims is not None and meta.get("dims") not in (0, dims):
-                raise SnapshotError("of another embedding size")
+            meta = _snapshot_meta(archive, epoch=epoch, dims=dims)
             n = int(meta["count"])
             index = cls(int(meta["version"]), epoch)
             saved_dims = int(meta["dims"])
-            index.ids = _split(archive["ids"], n, "ids")
-            index.position = {memory_id: at for at, memory_id in enumerate(index.ids)}
-            if len(index.position) != n:
-                raise SnapshotError("the same id twice")
-            index._signatures = [0] * n
-            index.pks = np.asarray(archive["pks"], dtype=np.int64)
-            index._id_rank = np.asarray(archive["id_rank"], dtype=np.int64)
-            index.columns["status"] = np.asarray(archive["status"], dtype=np.int8)
-            index.columns["_category"] = _objects(_split(archive["category"], n, "categories"))
-            index.columns["_kind"] = _objects(_split(archive["kind"], n, "kinds"))
-            for name in NUMERIC_COLUMNS:
-                index.columns[name] = np.asarray(archive[f"column.{name}"], dtype=np.float64)
+            index._load_documents(archive, n)
             for name in SEARCH_FIELDS:
-                terms = _split(archive[f"terms.{name}"], int(meta["vocabulary"][name]), "terms")
-                offsets = np.asarray(archive[f"offsets.{name}"], dtype=np.int64)
-                docs = np.asarray(archive[f"docs.{name}"], dtype=np.int32)
-                fits = len(offsets) == len(terms) + 1 and int(offsets[0]) == 0 and int(offsets[-1]) == len(docs)
-                fits = fits and bool(np.all(np.diff(offsets) >= 0))
-                if not fits or (len(docs) and (int(docs.min()) < 0 or int(docs.max()) >= n)):
-                    raise SnapshotError(f"postings of {name} do not fit")
-                index.fields[name] = FieldPostings(
-                    {term: at for at, term in enumerate(terms)},
-                    offsets,
-                    docs,
-                    np.asarray(archive[f"tfs.{name}"], dtype=np.float64),
-                )
+                index.fields[name] = _load_postings(archive, name, int(meta["vocabulary"][name]), n)
                 index.lengths[name] = np.asarray(archive[f"lengths.{name}"], dtype=np.float64)
-            sizes = {len(index.pks), len(index._id_rank), *(len(c) for c in index.columns.values())}
-            sizes |= {len(v) for v in index.lengths.values()}
-            if sizes != {n}:
-                raise SnapshotError("columns of different lengths")
-            if len(np.unique(index.pks)) != n:
-                raise SnapshotError("the same row key twice")
-            if not np.array_equal(np.sort(index._id_rank), np.arange(n)):
-                raise SnapshotError("id ranks that are not a permutation")
+            index._check_loaded(n)
         except SnapshotError:
             raise
         except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as exc:
@@ -557,6 +511,33 @@ class ScopeIndex:
         index._matrix = np.zeros((n, index.dims), dtype=np.float32)
         index.persisted = True
         return index
+
+    def _load_documents(self, archive: Any, n: int) -> None:
+        """Ids, row keys, id ranks and columns of ``n`` documents from a snapshot archive."""
+        self.ids = _split(archive["ids"], n, "ids")
+        self.position = {memory_id: at for at, memory_id in enumerate(self.ids)}
+        if len(self.position) != n:
+            raise SnapshotError("the same id twice")
+        self._signatures = [0] * n
+        self.pks = np.asarray(archive["pks"], dtype=np.int64)
+        self._id_rank = np.asarray(archive["id_rank"], dtype=np.int64)
+        self.columns["status"] = np.asarray(archive["status"], dtype=np.int8)
+        self.columns["_category"] = _objects(_split(archive["category"], n, "categories"))
+        self.columns["_kind"] = _objects(_split(archive["kind"], n, "kinds"))
+        for name in NUMERIC_COLUMNS:
+            self.columns[name] = np.asarray(archive[f"column.{name}"], dtype=np.float64)
+
+    def _check_loaded(self, n: int) -> None:
+        """Refuse loaded structures that do not describe the same ``n`` documents."""
+        assert self._id_rank is not None
+        sizes = {len(self.pks), len(self._id_rank), *(len(c) for c in self.columns.values())}
+        sizes |= {len(v) for v in self.lengths.values()}
+        if sizes != {n}:
+            raise SnapshotError("columns of different lengths")
+        if len(np.unique(self.pks)) != n:
+            raise SnapshotError("the same row key twice")
+        if not np.array_equal(np.sort(self._id_rank), np.arange(n)):
+            raise SnapshotError("id ranks that are not a permutation")
 
     def set_vectors_by_pk(self, pks: Sequence[int], blobs: Sequence[Any]) -> None:
         """Vectors read from the rows (by row key) after :meth:`from_bytes`; rows of unknown keys are ignored."""
