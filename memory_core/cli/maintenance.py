@@ -12,7 +12,8 @@ from memory_core.cli.output import EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, print_
 from memory_core.errors import InputError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.adapters.sqlite.queue import QueueMessage, QueueStats, SQLiteQueue
+    from memory_core.adapters.sqlite.queue import SQLiteQueue
+    from memory_core.adapters.sqlite.queue_messages import QueueMessage, QueueStats
     from memory_core.cli.arguments import Commands
 
 __all__ = ["EXAMPLES", "add_arguments", "cmd_deadletters", "cmd_doctor", "cmd_queue"]
