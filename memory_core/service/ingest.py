@@ -63,6 +63,7 @@ from memory_core.domain.messages import (
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, parse_model
 from memory_core.errors import ValidationError
+from memory_core.language.sentences import split_sentences
 from memory_core.language.text import has_japanese
 from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
 from memory_core.service.consolidation.consolidator import (
@@ -74,7 +75,6 @@ from memory_core.service.consolidation.consolidator import (
     split_speaker,
     statement_clauses,
 )
-from memory_core.service.extraction.extractor import split_sentences
 from memory_core.service.prompts import strip_recalled_memories
 
 __all__ = [

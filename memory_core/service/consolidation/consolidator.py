@@ -75,9 +75,10 @@ from memory_core.domain.records import (
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
+from memory_core.language.sentences import strip_discourse_markers
 from memory_core.language.text import JAPANESE_RUN, analyze, has_japanese, japanese_words, normalize
 from memory_core.ports import ChatModel, Embedder, MemoryStore
-from memory_core.service.extraction.extractor import statement_parts, strip_discourse_markers
+from memory_core.service.extraction.extractor import statement_parts
 from memory_core.service.prompts.consolidation import (
     ConsolidationDecision,
     ShownMemory,

@@ -35,7 +35,6 @@ relevant day plus one day of grace, because a turn carries no time zone.)
 
 from __future__ import annotations
 
-import calendar
 import logging
 import re
 import time
@@ -47,6 +46,16 @@ from typing import Literal
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
+from memory_core.language.date_annotation import annotate_dates, is_dated, mentions_relative_date
+from memory_core.language.sentences import (
+    JAPANESE_SCRIPT,
+    LEADING_MARKERS_EN,
+    LEADING_MARKERS_JA,
+    TRAILING_PUNCTUATION,
+    is_question,
+    split_sentences,
+    strip_discourse_markers,
+)
 from memory_core.ports import ChatModel, Clock, SystemClock
 from memory_core.service.prompts.extraction import (
     ExtractedMemory,
@@ -57,23 +66,16 @@ from memory_core.service.prompts.extraction import (
 )
 
 __all__ = [
-    "DATE_ANNOTATION",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_IMPORTANCE",
     "LLM_SOURCE",
     "RULE_SOURCE",
     "ExtractionResult",
     "MemoryExtractor",
-    "annotate_dates",
     "expiry_after",
     "extract_with_rules",
     "llm_source",
-    "resolve_calendar_date",
-    "resolve_date_word",
-    "split_sentences",
     "statement_parts",
-    "strip_date_annotations",
-    "strip_discourse_markers",
     "with_speaker",
 ]
 
@@ -122,436 +124,10 @@ class ExtractionResult:
 # Sentences
 # --------------------------------------------------------------------------------------------
 
-_FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_ABBREVIATIONS = frozenset(
-    {"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e", "approx", "no"}
-)
-
-
-def _is_abbreviation(before: str) -> bool:
-    match = re.search(r"([A-Za-z][A-Za-z.]*)$", before)
-    if not match:
-        return False
-    word = match.group(1).rstrip(".").lower()
-    return word in _ABBREVIATIONS or len(word) == 1 or "." in word
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences, keeping each sentence's closing punctuation.
-
-    Sentences end at ``。！？!?``, at a newline, and at ``.`` followed by whitespace or the end of the
-    text. A ``.`` between digits (``3.5``) never ends a sentence, nor does one after a single letter
-    or a common abbreviation (``Dr.``, ``e.g.``). Fenced code blocks and quoted lines (``> ...``) are
-    dropped: they are not the user's own statements.
-
-    Args:
-        text: A message text.
-
-    Returns:
-        Non-empty, stripped sentences in order.
-    """
-    text = _FENCED_CODE.sub("\n", text)
-    sentences: list[str] = []
-    for line in text.splitlines():
-        if line.lstrip().startswith(">"):
-            continue
-        start = 0
-        i = 0
-        while i < len(line):
-            ch = line[i]
-            end_here = False
-            if ch in "。！？!?":
-                end_here = True
-            elif ch == "." and (i + 1 == len(line) or line[i + 1].isspace()):
-                end_here = not _is_abbreviation(line[start:i])
-            if end_here:
-                # Keep runs of closing punctuation ("?!", "。」") with the sentence.
-                while i + 1 < len(line) and line[i + 1] in "。！？!?.」』）)\"'”":
-                    i += 1
-                piece = line[start : i + 1].strip()
-                if piece:
-                    sentences.append(piece)
-                start = i + 1
-            i += 1
-        rest = line[start:].strip()
-        if rest:
-            sentences.append(rest)
-    return sentences
-
-
-# --------------------------------------------------------------------------------------------
-# Dates
-# --------------------------------------------------------------------------------------------
-
-_WEEKDAYS_EN = {
-    "monday": 0,
-    "tuesday": 1,
-    "wednesday": 2,
-    "thursday": 3,
-    "friday": 4,
-    "saturday": 5,
-    "sunday": 6,
-}
-_WEEKDAYS_JA = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
-
-#: Words that put a statement on a day ahead (a plan's date): 明日, next week, on Friday...
-_DATES_AHEAD = re.compile(
-    r"明後日|あさって|day after tomorrow|明日|あした|tomorrow|再来週|week after next|来週末|next weekend|今週末|"
-    r"this weekend|来週|next week|今週|this week|再来月|month after next|来月|next month|今月|this month|来年|"
-    r"next year|今年|this year|"
-    r"\b(?:on|this|next|coming)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|"
-    r"(?:今度の|次の|来週の)?[月火水木金土日]曜(?:日)?(?:に|は|の)",
-    re.IGNORECASE,
-)
-
-
-def _fold(word: str) -> str:
-    """A matched word as a lookup key: case-insensitive matching also matches "ſ" (long s) and the
-    Kelvin sign, which ``lower()`` keeps; NFKC and case folding make them plain letters."""
-    return unicodedata.normalize("NFKC", word).casefold()
-
-
-def _end_of_month(day: date) -> date:
-    return day.replace(day=calendar.monthrange(day.year, day.month)[1])
-
-
-def _add_months(day: date, months: int) -> date:
-    month_index = day.month - 1 + months
-    return date(day.year + month_index // 12, month_index % 12 + 1, 1)
-
-
-def resolve_date_word(word: str, reference: date, weekday: int | None = None) -> date:
-    """The last day a statement with a relative date word is about.
-
-    Weeks run Monday to Sunday.
-
-    Args:
-        word: A normalized date word: ``tomorrow``, ``day-after-tomorrow``, ``this-week``,
-            ``next-week``, ``week-after-next``, ``this-weekend``, ``next-weekend``, ``this-month``,
-            ``next-month``, ``month-after-next``, ``this-year``, ``next-year`` or ``weekday`` (with
-            ``weekday``, 0 = Monday: the next such day after ``reference``; "next Friday" said on a
-            Thursday is taken as the next day).
-        reference: The day the statement was made.
-        weekday: The weekday for ``word == "weekday"``.
-
-    Returns:
-        The last relevant day (inclusive).
-
-    Raises:
-        ValueError: For an unknown word, or ``weekday`` without a weekday.
-    """
-    monday = reference - timedelta(days=reference.weekday())
-    if word == "tomorrow":
-        return reference + timedelta(days=1)
-    if word == "day-after-tomorrow":
-        return reference + timedelta(days=2)
-    if word == "this-week":
-        return monday + timedelta(days=6)
-    if word == "next-week":
-        return monday + timedelta(days=13)
-    if word == "week-after-next":
-        return monday + timedelta(days=20)
-    if word == "this-weekend":
-        return monday + timedelta(days=6)
-    if word == "next-weekend":
-        return monday + timedelta(days=13)
-    if word == "this-month":
-        return _end_of_month(reference)
-    if word == "next-month":
-        return _end_of_month(_add_months(reference, 1))
-    if word == "month-after-next":
-        return _end_of_month(_add_months(reference, 2))
-    if word == "this-year":
-        return date(reference.year, 12, 31)
-    if word == "next-year":
-        return date(reference.year + 1, 12, 31)
-    if word == "weekday":
-        if weekday is None or not 0 <= weekday <= 6:
-            raise ValueError("weekday must be 0 (Monday) to 6 (Sunday)")
-        ahead = (weekday - reference.weekday()) % 7 or 7
-        return reference + timedelta(days=ahead)
-    raise ValueError(f"unknown date word {word!r}")
-
 
 def expiry_after(last_day: date) -> datetime:
     """When a memory about ``last_day`` expires: the end of that day (UTC) plus one day of grace."""
     return datetime(last_day.year, last_day.month, last_day.day, tzinfo=UTC) + timedelta(days=2)
-
-
-_MONTHS_EN = {
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
-    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
-}  # fmt: skip
-_MONTH_EN = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_CALENDAR_JA = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})日")
-_CALENDAR_EN_MD = re.compile(
-    rf"\b{_MONTH_EN}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?", re.IGNORECASE
-)
-_CALENDAR_EN_DM = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_EN}\b(?:,?\s+(\d{{4}}))?", re.IGNORECASE
-)
-
-
-def resolve_calendar_date(month: int, day: int, reference: date, year: int | None = None) -> date | None:
-    """The date of "month/day" as said on ``reference``: that day this year, or next year once it has
-    passed (unless ``year`` is given). ``None`` for a day that does not exist (2月30日)."""
-    try:
-        if year is not None:
-            return date(year, month, day)
-        candidate = date(reference.year, month, day)
-        if candidate < reference:
-            candidate = date(reference.year + 1, month, day)
-        return candidate
-    except ValueError:
-        return None
-
-
-#: The calendar date patterns with the groups of their month, day and year.
-_CALENDAR_PATTERNS: tuple[tuple[re.Pattern[str], int, int, int], ...] = (
-    (_CALENDAR_JA, 2, 3, 1),
-    (_CALENDAR_EN_MD, 1, 2, 3),
-    (_CALENDAR_EN_DM, 2, 1, 3),
-)
-
-
-def _month_day(match: re.Match[str], month_group: int, day_group: int) -> tuple[int, int]:
-    """The month and day of a :data:`_CALENDAR_PATTERNS` match."""
-    month_text = match.group(month_group)
-    month = int(month_text) if month_text.isdigit() else _MONTHS_EN[_fold(month_text)[:3]]
-    return month, int(match.group(day_group))
-
-
-def _is_dated(sentence: str, reference: date) -> bool:
-    """Whether a statement puts itself on a day: a calendar date that exists (the first one written
-    decides), or a word for a day ahead (:data:`_DATES_AHEAD`)."""
-    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS:
-        match = pattern.search(sentence)
-        if match:
-            month, day = _month_day(match, month_group, day_group)
-            year = int(match.group(year_group)) if match.group(year_group) else None
-            if resolve_calendar_date(month, day, reference, year) is not None:
-                return True
-            break
-    return _DATES_AHEAD.search(sentence) is not None
-
-
-# --------------------------------------------------------------------------------------------
-# Relative dates made absolute
-# --------------------------------------------------------------------------------------------
-
-_MONTH_NAMES = tuple(calendar.month_name)
-_NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10,
-}  # fmt: skip
-_KANJI_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
-#: Relative date words, as data: (words, unit, offset from the day said). Ordered: longer and more
-#: specific words first (「再来週」 before 「来週」, "the day before yesterday" before "yesterday").
-_RELATIVE_TABLE: tuple[tuple[str, str, int], ...] = (
-    (r"the day before yesterday|一昨日|おととい", "day", -2),
-    (r"\byesterday\b|昨日|きのう", "day", -1),
-    (r"\btoday\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b|今日|今夜|今朝", "day", 0),
-    (r"(?:the )?day after tomorrow|明後日|あさって", "day", 2),
-    (r"\btomorrow\b|明日|あした", "day", 1),
-    (r"\blast weekend\b|先週末", "weekend", -1),
-    (r"\bthis weekend\b|今週末", "weekend", 0),
-    (r"\bnext weekend\b|来週末", "weekend", 1),
-    (r"\bweek after next\b|再来週", "week", 2),
-    (r"\blast week\b|先週", "week", -1),
-    (r"\bthis week\b|今週", "week", 0),
-    (r"\bnext week\b|来週", "week", 1),
-    (r"\bmonth after next\b|再来月", "month", 2),
-    (r"\blast month\b|先月", "month", -1),
-    (r"\bthis month\b|今月", "month", 0),
-    (r"\bnext month\b|来月", "month", 1),
-    (r"\blast year\b|去年|昨年", "year", -1),
-    (r"\bthis year\b|今年", "year", 0),
-    (r"\bnext year\b|来年", "year", 1),
-)
-_RELATIVE_WORDS = [(re.compile(words, re.IGNORECASE), unit, offset) for words, unit, offset in _RELATIVE_TABLE]
-_AGO_EN = re.compile(
-    r"(?<![\d,.])\b(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten) (day|week|month|year)s? ago\b", re.IGNORECASE
-)
-_AGO_JA = re.compile(
-    r"(?<![0-9一二三四五六七八九十百])([0-9]{1,3}|[一二三四五六七八九十百]{1,4})(日|週間|か月|ヶ月|ヵ月|カ月|年)前"
-)
-#: The unit of an "ago" (three days ago, 三日前; か月 and its spellings are months).
-_AGO_UNITS = {"day": "day", "week": "week", "month": "month", "year": "year", "日": "day", "週間": "week", "年": "year"}
-_WEEKDAY_REL_EN = re.compile(
-    r"\b(last|this|next|coming|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE
-)
-_WEEKDAY_REL_JA = re.compile(r"(?<!毎週)(?<!毎)(先週の|今週の|来週の|今度の|次の|この前の)?([月火水木金土日])曜(?:日)?")
-#: An annotation already there: the text has been made absolute before (a replay, an import).
-_ANNOTATED = re.compile(r"^\s*[（(](?:week of |weekend of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}|^\s*（\d{4}年")
-
-
-def _span_start(unit: str, offset: int, reference: date) -> date:
-    """The first day of the day / week / weekend / month / year ``offset`` units from ``reference``."""
-    if unit == "day":
-        return reference + timedelta(days=offset)
-    if unit == "week":
-        return reference - timedelta(days=reference.weekday()) + timedelta(weeks=offset)
-    if unit == "weekend":
-        return reference - timedelta(days=reference.weekday()) + timedelta(weeks=offset, days=5)
-    if unit == "month":
-        return _add_months(reference, offset)
-    return date(reference.year + offset, 1, 1)
-
-
-def _render_span(unit: str, start: date, japanese: bool) -> str:
-    """An absolute date in the writer's language: "(30 April 2026)", "（2026年4月27日の週）"."""
-    if japanese:
-        if unit == "day":
-            inner = f"{start.year}年{start.month}月{start.day}日"
-        elif unit in ("week", "weekend"):
-            inner = f"{start.year}年{start.month}月{start.day}日の{'週末' if unit == 'weekend' else '週'}"
-        elif unit == "month":
-            inner = f"{start.year}年{start.month}月"
-        else:
-            inner = f"{start.year}年"
-        return f"（{inner}）"
-    long = f"{start.day} {_MONTH_NAMES[start.month]} {start.year}"
-    if unit == "day":
-        return f"({long})"
-    if unit in ("week", "weekend"):
-        return f"({unit} of {long})"
-    if unit == "month":
-        return f"({_MONTH_NAMES[start.month]} {start.year})"
-    return f"({start.year})"
-
-
-def annotate_dates(
-    text: str, reference: date, *, past: bool = False, weekdays: bool = True, calendar: bool = True
-) -> str:
-    """``text`` with each relative date word followed by the absolute date it means on ``reference``.
-
-    "I moved to Munich last month" said on 2026-11-26 becomes "I moved to Munich last month (October
-    2026)"; 「先週京都に行きました」 becomes 「先週（2026年11月16日の週）京都に行きました」. The user's words stay;
-    the date they meant is added, so the memory still says the right thing (and is found by its date)
-    long after "last month" has moved on. A bare weekday ("on Friday", 「金曜に」) is the next one, or the
-    last one when ``past`` (the sentence reports an event); with ``weekdays=False`` a bare weekday is
-    left as said (「ヨガ教室は木曜に変わりました」 names a weekday, not a date).
-
-    Args:
-        text: A memory text.
-        reference: The day the statement was made (the turn's ``occurred_at``, UTC).
-        past: The statement reports something that happened.
-        weekdays: Annotate bare weekdays too (a plan's "on Friday" is a date).
-        calendar: Give a month and day without a year their year (not for a date that comes back every
-            year: a birthday).
-
-    Returns:
-        The annotated text (unchanged when it has no relative date word).
-    """
-    japanese = bool(_CJK.search(text))
-    spans: list[tuple[int, int, str]] = []  # (start, end, annotation) of each match, without overlaps
-
-    def add(start: int, end: int, annotation: str) -> None:
-        if text[end : end + 2] in ("'s", "’s"):
-            end += 2  # "yesterday's game" → "yesterday's (25 November 2026) game"
-        if any(start < e and s < end for s, e, _ in spans):
-            return
-        if _ANNOTATED.match(text[end:]):
-            return
-        spans.append((start, end, annotation))
-
-    for match in (*_AGO_EN.finditer(text), *_AGO_JA.finditer(text)):
-        raw, unit = match.group(1), _AGO_UNITS.get(_fold(match.group(2)), "month")
-        count = int(raw) if raw.isdigit() else _NUMBER_WORDS.get(_fold(raw)) or _kanji_number(raw)
-        day = _ago(unit, count, reference)
-        add(match.start(), match.end(), _render_span("day" if unit in ("day", "week") else unit, day, japanese))
-    for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS if calendar else ():
-        for match in pattern.finditer(text):
-            if match.group(year_group):
-                continue  # already absolute
-            meant = _calendar_day(*_month_day(match, month_group, day_group), reference, past)
-            if meant is not None:
-                add(match.start(), match.end(), _render_span("day", meant, japanese))
-    for match in _WEEKDAY_REL_EN.finditer(text):
-        relation, weekday = _fold(match.group(1)), _WEEKDAYS_EN[_fold(match.group(2))]
-        if relation == "on" and not weekdays:
-            continue
-        add(match.start(), match.end(), _render_span("day", _weekday(weekday, relation, reference, past), japanese))
-    for match in _WEEKDAY_REL_JA.finditer(text):
-        relation = {"先週の": "last-week", "この前の": "last", "今週の": "this", "来週の": "next-week"}.get(
-            match.group(1) or "", "on"
-        )
-        weekday = _WEEKDAYS_JA[match.group(2)]
-        if relation == "on" and not weekdays:
-            continue
-        add(match.start(), match.end(), _render_span("day", _weekday(weekday, relation, reference, past), japanese))
-    for pattern, unit, offset in _RELATIVE_WORDS:
-        for match in pattern.finditer(text):
-            add(match.start(), match.end(), _render_span(unit, _span_start(unit, offset, reference), japanese))
-    if not spans:
-        return text
-    out: list[str] = []
-    position = 0
-    for _start, end, annotation in sorted(spans):
-        out.append(text[position:end])
-        out.append(annotation if japanese or annotation.startswith("（") else " " + annotation)
-        position = end
-    out.append(text[position:])
-    return "".join(out)
-
-
-def _calendar_day(month: int, day: int, reference: date, past: bool) -> date | None:
-    """"5月3日" / "May 3rd" without a year: the next such day, or the last one when ``past``."""
-    upcoming = resolve_calendar_date(month, day, reference)
-    if upcoming is None or not past or upcoming <= reference:
-        return upcoming
-    return resolve_calendar_date(month, day, reference, upcoming.year - 1)
-
-
-#: What :func:`annotate_dates` writes: " (30 April 2026)", "（2026年4月27日の週）".
-DATE_ANNOTATION = re.compile(
-    r" \((?:(?:week|weekend) of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}\)|（\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?(?:の週末?)?）"
-)
-
-
-def strip_date_annotations(text: str) -> str:
-    """``text`` without the absolute dates :func:`annotate_dates` added (the words as the user said them)."""
-    return DATE_ANNOTATION.sub("", text)
-
-
-def _kanji_number(text: str) -> int:
-    """一 → 1, 十五 → 15, 二十 → 20, 三十五 → 35, 百二十 → 120."""
-    total = current = 0
-    for ch in text:
-        if ch == "百":
-            total += (current or 1) * 100
-            current = 0
-        elif ch == "十":
-            total += (current or 1) * 10
-            current = 0
-        else:
-            current = _KANJI_DIGITS[ch]
-    return total + current
-
-
-def _ago(unit: str, count: int, reference: date) -> date:
-    if unit == "day":
-        return reference - timedelta(days=count)
-    if unit == "week":
-        return reference - timedelta(weeks=count)
-    if unit == "month":
-        return _add_months(reference, -count)
-    return date(max(reference.year - count, 1), 1, 1)
-
-
-def _weekday(weekday: int, relation: str, reference: date, past: bool) -> date:
-    """The day a weekday word means: last / this / next / on (the next one, or the last one if ``past``)."""
-    monday = reference - timedelta(days=reference.weekday())
-    if relation == "last-week":
-        return monday - timedelta(weeks=1) + timedelta(days=weekday)
-    if relation == "next-week":
-        return monday + timedelta(weeks=1, days=weekday)
-    if relation == "this":
-        return monday + timedelta(days=weekday)
-    back = (reference.weekday() - weekday) % 7 or 7
-    if relation == "last" or (relation == "on" and past):
-        return reference - timedelta(days=back)
-    return resolve_date_word("weekday", reference, weekday)
 
 
 # --------------------------------------------------------------------------------------------
@@ -563,21 +139,6 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-_QUESTION_JA_END = (
-    "ですか",
-    "ますか",
-    "でしょうか",
-    "ませんか",
-    "のか",
-    "んか",
-    "かな",
-    "かしら",
-    "だろうか",
-)
-_QUESTION_EN_START = _rx(
-    r"^(?:do|does|did|can|could|would|will|should|shall|is|are|am|was|were|have|has|may|might)\s+"
-    r"(?:you|we|i|it|there|they|he|she)\b"
-)
 _REQUEST = _rx(
     r"(?:ください|下さい|くださいね|してほしい|して欲しい|お願い|おねがい|教えて|調べて|探して|予約して|"
     r"おすすめは|オススメは)\s*[。！!]?$|^(?:please|pls|can you|could you|would you|will you|let'?s|"
@@ -756,68 +317,27 @@ _PRONOUN_ONLY = re.compile(
 _REMEMBER_EN = _rx(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$")
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
 
-_LEAD_EN = _rx(
-    r"^(?:(?:well|so|and|but|also|actually|oh|btw|by the way|just so you know|fyi|anyway|anyways|ok|okay|yeah|"
-    r"yes|no|ugh|omg|oh my god|oh my gosh|wow|whoa|haha|hahaha|lol|hmm|hm|honestly|guess what|oh no|yay|aw|aww|"
-    r"gosh|phew|ah|um|uh|so yeah|you know what)"
-    r"\s*[,!]?\s+)+"
-)
-_I_THINK_EN = _rx(r"^i (?:think|guess|suppose|believe|feel like)(?: that)?\s+")
-_LEAD_JA = re.compile(
-    r"^(?:あと|それと|ちなみに|実は|じつは|えっと|えーと|あの|そういえば|ところで|なお|ただ|まあ|でも|やっぱり|やはり)"
-    r"(?:、|,|\s)+"
-)
-#: Discourse markers that need no comma: 「やっぱり和室がいいです」.
-_LEAD_JA_BARE = re.compile(
-    r"^(?:(?:やっぱり|やっぱ|やはり|実は|じつは|ちなみに)(?=[\u3040-\u30ff\u4e00-\u9fff])|でも(?=[\u30a0-\u30ff\u4e00-\u9fff]))"
-)
-_TRAILING_PUNCT = re.compile(r"[\s。．.！!？?、,」』）)\"'”]+$")
 #: A date word followed by "from" starts a lasting state ("来月から大阪に住む"), not a temporary plan.
 _STARTING = _rx(
     r"(?:来月|再来月|来年)から|以降|\bstarting (?:next|from next) (?:month|year)\b|\bfrom next (?:month|year)\b"
 )
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-def strip_discourse_markers(text: str) -> str:
-    """``text`` without the words it opens with that say nothing of their own ("Actually, so", "Ugh,",
-    "I think", 「ちなみに、」, 「やっぱり」)."""
-    text = text.strip()
-    previous = None
-    while previous != text:
-        previous = text
-        text = _LEAD_JA.sub("", text)
-        text = _LEAD_JA_BARE.sub("", text)
-        text = _LEAD_EN.sub("", text)
-        text = _I_THINK_EN.sub("", text)
-    return text
 
 
 def _clean(sentence: str) -> str:
     """The candidate text of a sentence: discourse markers and closing punctuation removed."""
-    text = _TRAILING_PUNCT.sub("", strip_discourse_markers(sentence)).strip()
-    if text[:1].islower() and not _CJK.search(text[:1]):
+    text = TRAILING_PUNCTUATION.sub("", strip_discourse_markers(sentence)).strip()
+    if text[:1].islower() and not JAPANESE_SCRIPT.search(text[:1]):
         text = text[0].upper() + text[1:]
     if re.match(r"^i(?:\b|')", text):
         text = "I" + text[1:]
     return text
 
 
-def _is_question(sentence: str) -> bool:
-    stripped = sentence.rstrip()
-    if stripped.endswith(("?", "？")):
-        return True
-    core = _TRAILING_PUNCT.sub("", stripped)
-    if core.endswith(_QUESTION_JA_END):
-        return True
-    return bool(_QUESTION_EN_START.match(_LEAD_EN.sub("", core)))
-
-
 def _forget_target(sentence: str, previous: str | None) -> str | None:
     """What an explicit forget request asks to forget, or ``None`` when it is not one."""
-    core = _TRAILING_PUNCT.sub("", sentence.strip())
-    core = _LEAD_JA.sub("", core)
-    core = _LEAD_EN.sub("", core)
+    core = TRAILING_PUNCTUATION.sub("", sentence.strip())
+    core = LEADING_MARKERS_JA.sub("", core)
+    core = LEADING_MARKERS_EN.sub("", core)
 
     match = _FORGET_JA.search(core)
     if match:
@@ -882,8 +402,8 @@ def _classify(sentence: str) -> str | None:
         return "profile"
     if reaction:
         return None
-    if _CJK.search(sentence):
-        core = _TRAILING_PUNCT.sub("", sentence)
+    if JAPANESE_SCRIPT.search(sentence):
+        core = TRAILING_PUNCTUATION.sub("", sentence)
         if len(core) >= 6 and _EVENT_JA.search(core) and not _EVENT_JA_EXCLUDE.search(core):
             return "event"
     elif _EVENT.search(sentence) and not _EVENT_EXCLUDE.search(sentence):
@@ -934,10 +454,10 @@ def statement_parts(text: str, *, distinct: bool = False) -> list[tuple[str, str
     when the parts are of different kinds (a constraint and a home). Otherwise the text whole.
     """
     body = re.sub(r"\s+", " ", text).strip()
-    japanese = bool(_CJK.search(body))
+    japanese = bool(JAPANESE_SCRIPT.search(body))
     pieces: list[tuple[str, str]] = []
     for sentence in split_sentences(body):
-        sentence = _TRAILING_PUNCT.sub("", sentence)
+        sentence = TRAILING_PUNCTUATION.sub("", sentence)
         spans: list[tuple[int, int]] = []
         position = 0
         for match in (_JOIN_JA if japanese else _JOIN_EN).finditer(sentence):
@@ -979,8 +499,8 @@ _PAST_EN = _rx(r"\b(?:was|were|had|did|got|went|came|born|married|moved|\w{2,}[^
 def _past(body: str, category: str | None) -> bool:
     if category == "event":
         return True
-    if _CJK.search(body):
-        return bool(_EVENT_JA.search(_TRAILING_PUNCT.sub("", body)))
+    if JAPANESE_SCRIPT.search(body):
+        return bool(_EVENT_JA.search(TRAILING_PUNCTUATION.sub("", body)))
     return bool(_PAST_EN.search(body))
 
 
@@ -1001,16 +521,16 @@ def _category(body: str, reference: date) -> str | None:
         return None
     if category in ("constraint", "event") or not _PLAN_INTENT.search(body):
         return category
-    if not _is_dated(body, reference):
+    if not is_dated(body, reference):
         return category or ("plan" if _PLAN_UNDATED.search(body) else None)
-    if _RECURRING.search(body) and not any(p.search(body) for p, _, _ in _RELATIVE_WORDS):
+    if _RECURRING.search(body) and not mentions_relative_date(body):
         return category or "profile"  # a birthday on a calendar date: every year, not a plan
     return (category or "general") if _STARTING.search(body) else "plan"
 
 
 def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
     """The candidate of one statement, or ``None`` when there is nothing durable in it."""
-    if _CJK.search(body) is None and not remembered and not _FIRST_PERSON_EN.search(body):
+    if JAPANESE_SCRIPT.search(body) is None and not remembered and not _FIRST_PERSON_EN.search(body):
         return None  # statements about the world, not the user
     category = _category(body, reference)
     if category is None and not remembered:
@@ -1043,17 +563,17 @@ def _rule_candidates_for_sentence(sentence: str, previous: str | None, reference
     if len(sentence) > MAX_RULE_SENTENCE_CHARS:
         return []
     forget = _forget_target(sentence, previous)
-    if forget is not None and not _TRAILING_PUNCT.sub("", forget).strip():
+    if forget is not None and not TRAILING_PUNCTUATION.sub("", forget).strip():
         return []  # nothing left to name what should be forgotten
     if forget is not None:
-        if _is_question(sentence) and not re.search(r"忘れて|forget", sentence, re.IGNORECASE):
+        if is_question(sentence) and not re.search(r"忘れて|forget", sentence, re.IGNORECASE):
             return []
         return [MemoryCandidate(kind=CandidateKind.FORGET, memory=forget, category="general", evidence=sentence)]
-    if _is_question(sentence) or _SMALL_TALK.search(_LEAD_EN.sub("", sentence.strip())):
+    if is_question(sentence) or _SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
         return []
 
     remembered: str | None = None
-    core = _TRAILING_PUNCT.sub("", sentence)
+    core = TRAILING_PUNCTUATION.sub("", sentence)
     for pattern in (_REMEMBER_EN, _REMEMBER_JA):
         match = pattern.search(core)
         if match:
@@ -1061,7 +581,7 @@ def _rule_candidates_for_sentence(sentence: str, previous: str | None, reference
             break
     if remembered is None and _REQUEST.search(core):
         return []
-    body = _TRAILING_PUNCT.sub("", remembered if remembered is not None else sentence)
+    body = TRAILING_PUNCTUATION.sub("", remembered if remembered is not None else sentence)
     parts = [(body, body)] if remembered is not None else statement_parts(body, distinct=True)
     # the evidence of a statement is what said it: the sentence, or its part when the sentence joins several
     found = [
@@ -1144,7 +664,7 @@ def _same_script(memory: str, evidence: str) -> bool:
     """False when the evidence is Japanese and the memory is not, or the other way round."""
     if not evidence:
         return True
-    return bool(_CJK.search(memory)) == bool(_CJK.search(evidence))
+    return bool(JAPANESE_SCRIPT.search(memory)) == bool(JAPANESE_SCRIPT.search(evidence))
 
 
 def _user_text(turn: Turn) -> str:
@@ -1158,7 +678,7 @@ def _to_candidates(output: ExtractionOutput, turn: Turn, source: str = LLM_SOURC
         ValidationError: An item is written in another script than the user's sentence.
     """
     user_text = _user_text(turn)
-    has_japanese = bool(_CJK.search(user_text))
+    has_japanese = bool(JAPANESE_SCRIPT.search(user_text))
     candidates: list[MemoryCandidate] = []
     seen: set[tuple[str, str]] = set()
     for index, item in enumerate(output.memories):
@@ -1167,7 +687,7 @@ def _to_candidates(output: ExtractionOutput, turn: Turn, source: str = LLM_SOURC
             raise ValidationError(
                 f"memories[{index}].memory", "is not written in the language of the user's sentence"
             )
-        if not evidence and not has_japanese and _CJK.search(item.memory):
+        if not evidence and not has_japanese and JAPANESE_SCRIPT.search(item.memory):
             raise ValidationError(f"memories[{index}].memory", "is Japanese but the user wrote no Japanese")
         key = (item.kind, item.memory.casefold())
         if key in seen:

@@ -39,8 +39,8 @@ import numpy as np
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.language.date_annotation import strip_date_annotations
 from memory_core.ports import FixedClock
-from memory_core.service.extraction.extractor import strip_date_annotations
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import (
