@@ -66,15 +66,9 @@ from memory_core.errors import ValidationError
 from memory_core.language.sentences import split_sentences
 from memory_core.language.text import has_japanese
 from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore
-from memory_core.service.consolidation.consolidator import (
-    Consolidation,
-    MemoryConsolidator,
-    join_clauses,
-    normalized_statement,
-    speaker_of,
-    split_speaker,
-    statement_clauses,
-)
+from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
+from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
+from memory_core.service.consolidation.forget import join_clauses, statement_clauses
 from memory_core.service.prompts import strip_recalled_memories
 
 __all__ = [
