@@ -11,6 +11,7 @@ __all__ = [
     "TRAILING_PUNCTUATION",
     "is_question",
     "split_sentences",
+    "statement_text",
     "strip_discourse_markers",
 ]
 
@@ -135,3 +136,14 @@ def is_question(sentence: str) -> bool:
     if core.endswith(_QUESTION_JA_END):
         return True
     return bool(_QUESTION_EN_START.match(LEADING_MARKERS_EN.sub("", core)))
+
+
+def statement_text(sentence: str) -> str:
+    """A sentence as a statement to remember: discourse markers and closing punctuation removed, the first
+    letter (and a lone "i") in capitals."""
+    text = TRAILING_PUNCTUATION.sub("", strip_discourse_markers(sentence)).strip()
+    if text[:1].islower() and not JAPANESE_SCRIPT.search(text[:1]):
+        text = text[0].upper() + text[1:]
+    if re.match(r"^i(?:\b|')", text):
+        text = "I" + text[1:]
+    return text

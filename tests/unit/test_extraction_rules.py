@@ -13,7 +13,8 @@ from memory_core.domain.validation import CONTROL_CHARACTERS, MESSAGE_CONTROL_CH
 from memory_core.language.date_annotation import annotate_dates
 from memory_core.language.dates import resolve_calendar_date, resolve_date_word
 from memory_core.language.sentences import split_sentences
-from memory_core.service.extraction.extractor import expiry_after, extract_with_rules
+from memory_core.service.extraction.extractor import expiry_after
+from memory_core.service.extraction.rules import extract_with_rules
 
 # 2026-11-26 is a Thursday.
 THURSDAY = datetime(2026, 11, 26, 9, 30, tzinfo=UTC)

@@ -33,7 +33,7 @@ from memory_core.language.sanitize import (
     recall_start_marker,
     sanitize_memory_text,
 )
-from memory_core.service.extraction.extractor import extract_with_rules
+from memory_core.service.extraction.rules import extract_with_rules
 from memory_core.service.ingest import EpisodePolicy, episode_candidates
 from memory_core.service.prompts import (
     RECALL_HEADER,

@@ -242,9 +242,9 @@ def _terms(units: list[str]) -> frozenset[str]:
 
 def split_speaker(statement: str, speaker: str | None) -> tuple[str | None, str]:
     """``("Caroline", "I just got accepted...")`` when the statement starts with its known speaker's name
-    ("Caroline: ...", see :func:`~memory_core.service.extraction.extractor.with_speaker`), else ``(None, statement)``. The
-    speaker comes from where the memory came from, never from the text: "My budget: 20,000 yen" names
-    no speaker."""
+    ("Caroline: ...", see :func:`~memory_core.service.extraction.rules.with_speaker`), else
+    ``(None, statement)``. The speaker comes from where the memory came from, never from the text:
+    "My budget: 20,000 yen" names no speaker."""
     if speaker and statement.startswith(f"{speaker}: "):
         return speaker, statement[len(speaker) + 2 :]
     return None, statement

@@ -14,7 +14,7 @@ from memory_core.service.consolidation.features import (
     split_speaker,
     statement_features,
 )
-from memory_core.service.extraction.extractor import statement_parts
+from memory_core.service.extraction.statements import statement_parts
 
 __all__ = ["decide_forget", "join_clauses", "remaining_statements", "statement_clauses"]
 
@@ -22,7 +22,7 @@ __all__ = ["decide_forget", "join_clauses", "remaining_statements", "statement_c
 def statement_clauses(text: str) -> list[str]:
     """The statements one memory joins, each as a statement ("I'm vegetarian and I live in Berlin" →
     two; 「ベジタリアンで、大阪に住んでいます」 → 「ベジタリアンです」, 「大阪に住んでいます」); a memory is split only
-    where every part is a statement on its own (see :func:`~memory_core.service.extraction.extractor.statement_parts`)."""
+    where every part is a statement on its own (see :func:`~memory_core.service.extraction.statements.statement_parts`)."""
     return [statement for _, statement in statement_parts(text)]
 
 
