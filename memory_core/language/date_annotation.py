@@ -61,8 +61,12 @@ _AGO_EN = re.compile(
 _AGO_JA = re.compile(
     rf"(?<![0-9{_KANJI_COUNT}])([0-9]{{1,3}}|[{_KANJI_COUNT}]{{1,4}})({'|'.join(u for u in AGO_UNITS if not u.isascii())})前"
 )
-_WEEKDAY_REL_EN = re.compile(rf"\b({'|'.join(WEEKDAY_RELATIONS_EN)})\s+({'|'.join(WEEKDAYS)})\b", re.IGNORECASE)
-_WEEKDAY_REL_JA = re.compile(rf"(?<!毎週)(?<!毎)({'|'.join(WEEKDAY_RELATIONS_JA)})?([{WEEKDAYS_JA}])曜(?:日)?")
+_WEEKDAY_REL_EN = re.compile(
+    rf"\b({'|'.join(WEEKDAY_RELATIONS_EN)})\s+({'|'.join(WEEKDAYS)})\b", re.IGNORECASE
+)
+_WEEKDAY_REL_JA = re.compile(
+    rf"(?<!毎週)(?<!毎)({'|'.join(WEEKDAY_RELATIONS_JA)})?([{WEEKDAYS_JA}])曜(?:日)?"
+)
 
 
 def _word_pattern(word: str, inside_words: bool) -> str:
@@ -71,7 +75,9 @@ def _word_pattern(word: str, inside_words: bool) -> str:
 
 
 def _relative_pattern(relative: RelativeDate) -> re.Pattern[str]:
-    return re.compile("|".join(_word_pattern(w, relative.inside_words) for w in relative.words), re.IGNORECASE)
+    return re.compile(
+        "|".join(_word_pattern(w, relative.inside_words) for w in relative.words), re.IGNORECASE
+    )
 
 
 #: The relative date words annotation writes a date after, in the order it tries them.
@@ -88,7 +94,9 @@ _DATES_AHEAD = re.compile(
     re.IGNORECASE,
 )
 #: An annotation already there: the text has been made absolute before (a replay, an import).
-_ANNOTATED = re.compile(r"^\s*[（(](?:week of |weekend of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}|^\s*（\d{4}年")
+_ANNOTATED = re.compile(
+    r"^\s*[（(](?:week of |weekend of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}|^\s*（\d{4}年"
+)
 #: What :func:`annotate_dates` writes: " (30 April 2026)", "（2026年4月27日の週）".
 _DATE_ANNOTATION = re.compile(
     r" \((?:(?:week|weekend) of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}\)|（\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?(?:の週末?)?）"
@@ -156,7 +164,7 @@ def _ago_mentions(text: str, reference: date) -> Iterator[_Mention]:
 
 
 def _calendar_day(month: int, day: int, reference: date, past: bool) -> date | None:
-    """"5月3日" / "May 3rd" without a year: the next such day, or the last one when ``past``."""
+    """ "5月3日" / "May 3rd" without a year: the next such day, or the last one when ``past``."""
     upcoming = resolve_calendar_date(month, day, reference)
     if upcoming is None or not past or upcoming <= reference:
         return upcoming
@@ -191,7 +199,12 @@ def _weekday_mentions(text: str, reference: date, past: bool, bare: bool) -> Ite
 def _relative_mentions(text: str, reference: date) -> Iterator[_Mention]:
     for pattern, relative in _RELATIVE_WORDS:
         for match in pattern.finditer(text):
-            yield match.start(), match.end(), relative.unit, span_start(relative.unit, relative.offset, reference)
+            yield (
+                match.start(),
+                match.end(),
+                relative.unit,
+                span_start(relative.unit, relative.offset, reference),
+            )
 
 
 class _Annotations:

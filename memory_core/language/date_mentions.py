@@ -61,7 +61,9 @@ def _annotation_token(match: re.Match[str]) -> str:
         unit = match[1] or ("day" if match[2] else "month" if match[3] else "year")
         month = _MONTH_NUMBERS[match[3]] if match[3] else 0
         return f"abs:{match[4]}-{month}-{match[2] or 0}/{unit}"
-    unit = {"週": "week", "週末": "weekend"}.get(match[8] or "", "day" if match[7] else "month" if match[6] else "year")
+    unit = {"週": "week", "週末": "weekend"}.get(
+        match[8] or "", "day" if match[7] else "month" if match[6] else "year"
+    )
     return f"abs:{match[5]}-{int(match[6] or 0)}-{int(match[7] or 0)}/{unit}"
 
 

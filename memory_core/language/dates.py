@@ -82,11 +82,15 @@ class RelativeDate:
 #: The relative date words. Annotation tries them in this order, each span once: longer and more
 #: specific words first ("the day before yesterday" before "yesterday", 再来週 before 来週).
 RELATIVE_DATES: tuple[RelativeDate, ...] = (
-    RelativeDate("day", -2, ("the day before yesterday", "一昨日", "おととい"), compared=False, inside_words=True),
+    RelativeDate(
+        "day", -2, ("the day before yesterday", "一昨日", "おととい"), compared=False, inside_words=True
+    ),
     RelativeDate("day", -1, ("yesterday", "昨日")),
     RelativeDate("day", -1, ("きのう",), compared=False),
     RelativeDate("day", 0, ("today", "tonight", "今日")),
-    RelativeDate("day", 0, ("this morning", "this afternoon", "this evening", "今夜", "今朝"), compared=False),
+    RelativeDate(
+        "day", 0, ("this morning", "this afternoon", "this evening", "今夜", "今朝"), compared=False
+    ),
     RelativeDate("day", 2, ("the day after tomorrow",), compared=False, inside_words=True),
     RelativeDate("day", 2, ("day after tomorrow", "明後日", "あさって"), inside_words=True),
     RelativeDate("day", 1, ("tomorrow", "明日", "あした")),

@@ -34,8 +34,30 @@ _STOP_EN = frozenset(
 
 
 _STOP_JA_UNITS = frozenset(
-    {"私", "僕", "俺", "自分", "わたし", "ぼく", "おれ", "もの", "こと", "の", "方", "ほう", "感じ", "最近", "今", "時",
-     "本当", "全然", "結構", "少", "大変", "非常"}
+    {
+        "私",
+        "僕",
+        "俺",
+        "自分",
+        "わたし",
+        "ぼく",
+        "おれ",
+        "もの",
+        "こと",
+        "の",
+        "方",
+        "ほう",
+        "感じ",
+        "最近",
+        "今",
+        "時",
+        "本当",
+        "全然",
+        "結構",
+        "少",
+        "大変",
+        "非常",
+    }
 )
 
 
@@ -69,9 +91,17 @@ _LEXICON: tuple[str, ...] = (
 
 #: The same thing in both languages (no slot): words that only canonicalize.
 _SYNONYMS: tuple[str, ...] = (
-    "seat 席 座席", "room 部屋", "food 料理 食べ物", "drink 飲み物", "trip 旅行",
+    "seat 席 座席",
+    "room 部屋",
+    "food 料理 食べ物",
+    "drink 飲み物",
+    "trip 旅行",
     "live 住 住む 住まい 引越 引っ越し moved move moving relocated",
-    "work 勤め 勤める 勤務 働 働く", "name 名前", "birthday 誕生日", "kid 子供 子ども", "lesson レッスン",
+    "work 勤め 勤める 勤務 働 働く",
+    "name 名前",
+    "birthday 誕生日",
+    "kid 子供 子ども",
+    "lesson レッスン",
 )
 
 

@@ -43,7 +43,17 @@ _FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _ABBREVIATIONS = frozenset(
     {"mr", "mrs", "ms", "dr", "st", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e", "approx", "no"}
 )
-_QUESTION_JA_END = ("ですか", "ますか", "でしょうか", "ませんか", "のか", "んか", "かな", "かしら", "だろうか")
+_QUESTION_JA_END = (
+    "ですか",
+    "ますか",
+    "でしょうか",
+    "ませんか",
+    "のか",
+    "んか",
+    "かな",
+    "かしら",
+    "だろうか",
+)
 _QUESTION_EN_START = re.compile(
     r"^(?:do|does|did|can|could|would|will|should|shall|is|are|am|was|were|have|has|may|might)\s+"
     r"(?:you|we|i|it|there|they|he|she)\b",

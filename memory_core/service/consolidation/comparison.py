@@ -70,7 +70,11 @@ class Comparison:
     def shares_predicate(self) -> bool:
         """The two say something of the same kind: shared content, the same liking or disliking, or the
         new one says it is a change."""
-        return bool(self.old.terms & self.new.terms) or self.old.polarity == self.new.polarity != 0 or self.new.change
+        return (
+            bool(self.old.terms & self.new.terms)
+            or self.old.polarity == self.new.polarity != 0
+            or self.new.change
+        )
 
     @property
     def both_say_more(self) -> bool:

@@ -1,53 +1,6 @@
-"""Consolidation: how a new candidate changes what is already remembered (ADD/UPDATE/DELETE/NONE).
-
-A candidate is compared with the scope's nearest *active* memories: a hybrid search through the store
-(relevance only, :attr:`RankingProfile.NONE`) plus the cosine similarity of the embeddings.
-
-**Rule path** (the flow of DESIGN section 6, with guards embeddings cannot provide). Embeddings score
-contradicting statements ("コーヒーが好き" / "紅茶が好き", "辛い料理が好き" / "辛い料理が苦手",
-"月曜10時" / "金曜10時") as high as real duplicates, so before anything becomes NONE or is merged
-the rules compare the two statements' *features* (:func:`statement_features`): polarity (好き vs
-苦手 / 嫌い / 好きではない; like vs don't like / hate), numbers, dates / weekdays / times, and the
-content words left once those and the function words are removed (Japanese by the morphological
-analysis of :mod:`memory_core.language.text`: nouns as written, verbs and adjectives by their base form). A small bilingual lexicon gives
-common objects one key in both languages (コーヒー / coffee, 通路側 / aisle, 大阪 / Osaka) and groups
-alike objects (drinks, seats, cities...), so "コーヒーが好き" → "紅茶が好き" is a change of choice while
-"コーヒーが好き" → "京都の旅館が好き" is another fact. In order:
-
-1. forget request → DELETE of exactly the one memory (active or archived) that best covers what is
-   to be forgotten (NONE when nothing matches); when that memory joins several statements ("I'm vegan
-   and I have two cats") and the request names only some, an UPDATE keeps the rest
-   (:func:`statement_clauses`);
-2. no neighbour → ADD;
-3. same normalized text → NONE (a restatement is rehearsal: decay restarts and importance and
-   confidence grow a little, see :data:`REHEARSAL_IMPORTANCE`; it is never DELETE or a copy);
-4. a contradiction (:func:`find_contradiction`) → the old memory is **superseded by an UPDATE that
-   replaces its text** (see below). Only the same person's statements contradict (a memory that names
-   its speaker, "Caroline: ...", is compared with that speaker's), a negation must negate the
-   statement's predicate ("not only jazz" negates nothing), a one-value predicate is a named slot
-   (home, job, name, "favourite X"...: one shared word is not a slot), and a statement about the past
-   ("when I was a kid") replaces nothing the user holds now;
-5. same content, nothing contradicting → NONE, or UPDATE when the new statement adds a number or date;
-6. the new statement covers the old one and adds detail → UPDATE (the more detailed text);
-   the old one already covers the new one → NONE;
-7. similarity ≥ the embedder's ``update`` threshold, same category, mostly shared content → UPDATE;
-8. otherwise → ADD.
-
-**Supersede = UPDATE that replaces the text** (not DELETE + ADD): one write, so no crash window can
-leave both or neither active; the memory id an agent may hold stays valid; the history of that id
-shows the change ("紅茶が好き" → "コーヒーが好き") with its reason. UPDATE takes the larger
-importance and confidence.
-
-Thresholds are per embedder (:data:`DEFAULT_THRESHOLDS`, keyed by ``embedder.name``): e5's cosines are
-0.84+ even for unrelated Japanese sentences, a hashing embedder's are near 0 for paraphrases.
-
-**LLM path** (with a :class:`~memory_core.ports.ChatModel`): the neighbours are shown under short ids;
-the answer is validated (schema, known ids, event shape). An invented id or an invalid answer falls
-back to the rule path for that candidate, and the fallback is recorded in the decision's reason.
-
-DELETE is a status change (``deleted``) with provenance in the record's metadata, never a physical
-delete.
-"""
+"""Consolidation: how a new candidate changes what is already remembered (ADD / UPDATE / DELETE / NONE),
+decided by the chat model when there is one and its answer is sound, by the rules otherwise (see
+``docs/rules.md``)."""
 
 from __future__ import annotations
 
@@ -244,7 +197,11 @@ class MemoryConsolidator:
             episode = self._episode(candidate, scope, now, new_memory_id, provenance, vector)
             return Consolidation(decision=episode, path="rules")
         found = await self.neighbours(
-            scope, candidate.memory, vector, store=store, include_archived=candidate.kind is CandidateKind.FORGET
+            scope,
+            candidate.memory,
+            vector,
+            store=store,
+            include_archived=candidate.kind is CandidateKind.FORGET,
         )
         thresholds = self.thresholds(embedder.name)
         path: Literal["rules", "llm", "rules-fallback"] = "rules"
@@ -257,14 +214,23 @@ class MemoryConsolidator:
             verdict = decide_with_rules(candidate, found, thresholds)
             if fallback is not None:
                 verdict = Verdict(
-                    verdict.event, verdict.target, verdict.text,
-                    f"{verdict.reason} (rules; model answer rejected: {fallback})", verdict.supersedes,
+                    verdict.event,
+                    verdict.target,
+                    verdict.text,
+                    f"{verdict.reason} (rules; model answer rejected: {fallback})",
+                    verdict.supersedes,
                 )
-        if verdict.text is not None and verdict.text != candidate.memory and verdict.event is not MemoryEvent.NONE:
+        if (
+            verdict.text is not None
+            and verdict.text != candidate.memory
+            and verdict.event is not MemoryEvent.NONE
+        ):
             text_vector = (await embedder.embed_passages([verdict.text]))[0]
         else:
             text_vector = vector
-        decision = self._build(candidate, verdict, scope, now, new_memory_id, turn_id, text_vector, provenance)
+        decision = self._build(
+            candidate, verdict, scope, now, new_memory_id, turn_id, text_vector, provenance
+        )
         model = self._chat_model.name if path == "llm" and self._chat_model is not None else None
         return Consolidation(
             decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found), model=model
@@ -321,7 +287,9 @@ class MemoryConsolidator:
             **fields,
         )
         after = self._policy.initial(record, now)
-        return Decision(event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason=reason)
+        return Decision(
+            event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason=reason
+        )
 
     def _build(
         self,
@@ -353,7 +321,9 @@ class MemoryConsolidator:
             )
         if target is None:  # NONE without a target (a forget request that matched nothing)
             return Decision(event=verdict.event, candidate=candidate, reason=verdict.reason)
-        change = RecordChange(candidate, verdict, target, max(now, target.updated_at), turn_id, vector, sources)
+        change = RecordChange(
+            candidate, verdict, target, max(now, target.updated_at), turn_id, vector, sources
+        )
         if verdict.event is MemoryEvent.DELETE:
             after = change.deleted()
         elif verdict.event is MemoryEvent.UPDATE and candidate.kind is CandidateKind.FORGET:
@@ -378,7 +348,10 @@ class MemoryConsolidator:
         assert self._chat_model is not None
         ids = short_ids([n.record.id for n in found])
         by_id = {n.record.id: n.record for n in found}
-        shown = [ShownMemory(short_id=s, memory=by_id[i].memory, category=by_id[i].category) for s, i in ids.items()]
+        shown = [
+            ShownMemory(short_id=s, memory=by_id[i].memory, category=by_id[i].category)
+            for s, i in ids.items()
+        ]
         system = build_consolidation_system_prompt()
         user = build_consolidation_user_prompt(candidate, shown)
         problem = "no answer"
@@ -389,7 +362,9 @@ class MemoryConsolidator:
                 )
             except ValidationError as exc:
                 problem = f"invalid answer: {exc}"
-                logger.warning("consolidation answer invalid (attempt %s of %s): %s", attempt, self._max_attempts, exc)
+                logger.warning(
+                    "consolidation answer invalid (attempt %s of %s): %s", attempt, self._max_attempts, exc
+                )
                 continue
             except TransientError as exc:
                 if self._on_transient == "raise":
@@ -403,7 +378,9 @@ class MemoryConsolidator:
             if verdict is not None:
                 return verdict, None
             problem = problem_or_none or "unusable answer"
-            logger.warning("consolidation answer rejected (attempt %s of %s): %s", attempt, self._max_attempts, problem)
+            logger.warning(
+                "consolidation answer rejected (attempt %s of %s): %s", attempt, self._max_attempts, problem
+            )
             if problem.startswith("invented id"):
                 break  # asking again with the same prompt rarely helps; the rules decide
         return None, problem

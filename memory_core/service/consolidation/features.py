@@ -39,7 +39,9 @@ _NEGATIVE_EN = re.compile(
     r"allergic)\b|\b(?:don't|do not|doesn't|does not|didn't|did not|never|no longer|can't|cannot|"
     r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure)\b)"
 )
-_POSITIVE_EN = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|adore|fond|favou?rite|fan)\b")
+_POSITIVE_EN = re.compile(
+    r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|adore|fond|favou?rite|fan)\b"
+)
 
 # Change, additive and single-valued markers.
 _CHANGE_MARKERS = re.compile(
@@ -55,21 +57,30 @@ _ADDITIVE_MARKERS = re.compile(
 #: old one ("I live in Berlin" → "I moved to Munich"), a value in another slot does not ("my favorite
 #: fantasy novels" and "my favorite fantasy shows" are two slots; "I lost my job" names no job).
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("home", re.compile(
-        r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
-        r"\blive in\b|\blives in\b|\bliving in\b"
-    )),
-    ("household", re.compile(
-        r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"
-    )),
+    (
+        "home",
+        re.compile(
+            r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
+            r"\blive in\b|\blives in\b|\bliving in\b"
+        ),
+    ),
+    (
+        "household",
+        re.compile(
+            r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"
+        ),
+    ),
     ("name", re.compile(r"名前|と申します|\bmy name\b|\bname is\b|\bcall me\b")),
-    ("job", re.compile(
-        r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
-        r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
-        r"\bwork (?:at|for|as)\b|"
-        r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
-        r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
-    )),
+    (
+        "job",
+        re.compile(
+            r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
+            r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
+            r"\bwork (?:at|for|as)\b|"
+            r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
+            r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
+        ),
+    ),
     ("origin", re.compile(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b")),
     ("birthday", re.compile(r"誕生日|\bbirthday\b")),
     ("age", re.compile(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b")),
@@ -103,7 +114,9 @@ _FAVOURITE_SLOT = re.compile(
 _REPLACED_JA = re.compile(
     r"([^\s、,。]{1,12}?)(?<!き)(?<!い)(?:じゃなくて|ではなくて|ではなく|じゃなく|より(?:も)?|(?:を|は)やめて)"
 )
-_REPLACED_EN = re.compile(r"\b(?:instead of|rather than|than)\s+(\w+(?:\s+\w+)?)|[,;]\s*not\s+(\w+(?:\s+\w+)?)")
+_REPLACED_EN = re.compile(
+    r"\b(?:instead of|rather than|than)\s+(\w+(?:\s+\w+)?)|[,;]\s*not\s+(\w+(?:\s+\w+)?)"
+)
 
 
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
@@ -112,7 +125,9 @@ _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 def normalized_statement(text: str) -> str:
     """The text compared for "same statement": NFKC, lower case, no spaces, punctuation or politeness."""
     value = normalize(text)
-    value = re.sub(r"(?:なんです|んです|のです|です|でした|だよ|だね|だ|ます|よ|ね)(?=[\s。．.!！?？]*$)", "", value)
+    value = re.sub(
+        r"(?:なんです|んです|のです|です|でした|だよ|だね|だ|ます|よ|ね)(?=[\s。．.!！?？]*$)", "", value
+    )
     return _PUNCT.sub("", value)
 
 

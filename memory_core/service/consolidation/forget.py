@@ -30,7 +30,9 @@ def join_clauses(clauses: Sequence[str], japanese: bool) -> str:
     """One text of the statements :func:`statement_clauses` gave (what a forget request leaves)."""
     if japanese:
         return "。".join(clauses)
-    return ", and ".join([*clauses[:1], *(c[:1].lower() + c[1:] if c.startswith("My ") else c for c in clauses[1:])])
+    return ", and ".join(
+        [*clauses[:1], *(c[:1].lower() + c[1:] if c.startswith("My ") else c for c in clauses[1:])]
+    )
 
 
 def _covers(wanted: StatementFeatures, have: StatementFeatures, similar: bool) -> float | None:
@@ -55,7 +57,9 @@ def _named(wanted: StatementFeatures, clause: StatementFeatures) -> bool:
     return bool(clause.terms) and len(wanted.terms & clause.terms) / len(clause.terms) >= 0.75
 
 
-def remaining_statements(memory: str, speaker: str | None, named: Callable[[StatementFeatures], bool]) -> str | None:
+def remaining_statements(
+    memory: str, speaker: str | None, named: Callable[[StatementFeatures], bool]
+) -> str | None:
     """What is left of a compound memory once the statements ``named`` picks are taken out, or ``None``
     when it picks all of them, none of them, or the memory is one statement."""
     name, body = split_speaker(memory, speaker)
@@ -93,7 +97,9 @@ def decide_forget(
         if best is None or (coverage, n.similarity) > best[:2]:
             best = (coverage, n.similarity, n)
     if best is None:
-        return Verdict(MemoryEvent.NONE, None, None, f"forget request matched no memory: {shortened(candidate.memory)!r}")
+        return Verdict(
+            MemoryEvent.NONE, None, None, f"forget request matched no memory: {shortened(candidate.memory)!r}"
+        )
     n = best[2]
     remainder = remaining_statements(n.record.memory, speaker_of(n.record), lambda part: _named(wanted, part))
     if remainder is not None:

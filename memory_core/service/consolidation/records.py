@@ -13,7 +13,13 @@ from memory_core.domain.messages import MemoryCandidate
 from memory_core.domain.records import MAX_PROVENANCE, MemoryRecord, MemoryStatus, Provenance, status_note
 from memory_core.service.consolidation.decisions import Verdict
 
-__all__ = ["REHEARSAL_CAP", "REHEARSAL_CONFIDENCE", "REHEARSAL_IMPORTANCE", "RecordChange", "rehearsed_importance"]
+__all__ = [
+    "REHEARSAL_CAP",
+    "REHEARSAL_CONFIDENCE",
+    "REHEARSAL_IMPORTANCE",
+    "RecordChange",
+    "rehearsed_importance",
+]
 
 
 #: A restatement (NONE) is rehearsal: the memory's importance and confidence grow by these amounts

@@ -242,7 +242,9 @@ def _rule_same_content(p: _Pair) -> Verdict | _Skip | None:
     if not (c.same_content and c.old.terms and p.same_predicate):
         return None
     if (not c.old.numbers and c.new.numbers) or (not c.old.when and c.new.when):
-        return Verdict(MemoryEvent.UPDATE, p.record, p.candidate.memory, "adds a number or date to the same memory")
+        return Verdict(
+            MemoryEvent.UPDATE, p.record, p.candidate.memory, "adds a number or date to the same memory"
+        )
     return Verdict(
         MemoryEvent.NONE, p.record, None, f"restated: same content as {p.record.id} ({p.similarity:.2f})"
     )
@@ -265,7 +267,12 @@ def _rule_known_in_detail(p: _Pair) -> Verdict | _Skip | None:
 
 def _rule_refines(p: _Pair) -> Verdict | _Skip | None:
     """Very similar, same category and predicate, mostly shared content: UPDATE (step 7)."""
-    if p.similarity >= p.thresholds.update and p.same_category and p.same_predicate and p.comparison.overlap >= 0.5:
+    if (
+        p.similarity >= p.thresholds.update
+        and p.same_category
+        and p.same_predicate
+        and p.comparison.overlap >= 0.5
+    ):
         return Verdict(
             MemoryEvent.UPDATE,
             p.record,
@@ -303,7 +310,10 @@ def _rule_same_text(candidate: MemoryCandidate, ordered: Sequence[Neighbour]) ->
     for n in ordered:
         if normalized_statement(n.record.memory) == wanted:
             return Verdict(
-                MemoryEvent.NONE, n.record, None, f"restated: same text as {n.record.id} (similarity {n.similarity:.2f})"
+                MemoryEvent.NONE,
+                n.record,
+                None,
+                f"restated: same text as {n.record.id} (similarity {n.similarity:.2f})",
             )
     return None
 
@@ -319,7 +329,7 @@ def _decide_pair(p: _Pair) -> Verdict | _Skip | None:
 def decide_with_rules(
     candidate: MemoryCandidate, neighbours: Sequence[Neighbour], thresholds: SimilarityThresholds
 ) -> Verdict:
-    """The rule path's decision for one candidate (pure; the steps of the module docstring, in order).
+    """The rule path's decision for one candidate (pure; the steps of ``docs/rules.md``, in order).
 
     Args:
         candidate: The extracted candidate.

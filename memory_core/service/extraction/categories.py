@@ -166,7 +166,9 @@ _RECURRING = re.compile(
     re.IGNORECASE,
 )
 #: Said of the past: a bare date in it is the last such day, not the next ("I was born on May 5").
-_PAST_EN = re.compile(r"\b(?:was|were|had|did|got|went|came|born|married|moved|\w{2,}[^e\W]ed)\b", re.IGNORECASE)
+_PAST_EN = re.compile(
+    r"\b(?:was|were|had|did|got|went|came|born|married|moved|\w{2,}[^e\W]ed)\b", re.IGNORECASE
+)
 #: The listener: a preference, a habit or an event said of "you" is about the other person or the
 #: conversation ("I love your commitment", "I'm always here for you", "I'll send you the link").
 _SECOND_PERSON = re.compile(r"\byou(?:r|rs|'re|'ll|'ve|'d)?\b|あなた", re.IGNORECASE)

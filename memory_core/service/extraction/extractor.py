@@ -1,37 +1,6 @@
-"""Memory extraction: from one conversation turn to memory candidates.
-
-Two paths produce the same :class:`~memory_core.domain.records.MemoryCandidate` objects:
-
-* **LLM path** (a :class:`~memory_core.ports.ChatModel` is configured): the prompt of
-  :mod:`memory_core.service.prompts.extraction`, answered as structured output and validated. An invalid
-  answer is asked again (bounded); a candidate in another script than the user's sentence counts as
-  invalid (Japanese stays Japanese).
-* **Rule path** (:func:`extract_with_rules`): deterministic Japanese and English patterns, one
-  statement per candidate, only from user messages.
-
-Fallback policy: when the LLM path cannot produce a valid answer — invalid answers after the retries,
-a :class:`~memory_core.errors.TransientError` that survived the model's own transport retries, or a
-:class:`~memory_core.errors.PermanentError` — the extractor uses the rule path and records why in
-:attr:`ExtractionResult.fallback_reason`, so ingestion never stalls on the model. Set
-``on_transient="raise"`` to let a transient failure propagate instead (the queue redelivers the turn and
-the LLM path gets another chance).
-
-Both paths first remove recall blocks (see :func:`~memory_core.service.prompts.strip_recalled_memories`).
-
-Rule categories: ``constraint`` (allergies, diets, things the user cannot do or avoids), ``preference``
-(likes and dislikes, wants and priorities: 最優先, できれば, 〜したい, "I'd rather"), ``routine``
-(recurring needs), ``profile`` (who the user is, moves and life changes), ``event`` (what happened to
-the user: "I just got accepted for an internship", 「初めてフルマラソンを走りました」), ``plan`` (dated
-intentions) and ``general`` (explicit "remember that ..." without a better category). The first
-matching category in that order wins (a dated intention is a plan unless it is a constraint).
-
-Dates: relative date words (昨日, 先週, 来月, yesterday, last month, next Friday, three days ago, ...)
-are resolved against the turn's ``occurred_at`` (UTC) and the absolute date is written after them in
-the memory text (:func:`annotate_dates`), so a memory keeps meaning the right day. A rule-path plan
-does not expire: once its day has passed it is a dated record of what was planned. (An expiry given
-explicitly, by the LLM path or on import, still applies: :func:`expiry_after` gives the end of the last
-relevant day plus one day of grace, because a turn carries no time zone.)
-"""
+"""Memory extraction: from one conversation turn to memory candidates, with the chat model when there
+is one, by the rules (:func:`~memory_core.service.extraction.rules.extract_with_rules`) otherwise or when
+its answer is unusable (see ``docs/rules.md``)."""
 
 from __future__ import annotations
 

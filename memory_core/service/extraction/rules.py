@@ -107,7 +107,9 @@ def _remembered(core: str) -> str | None:
     return None
 
 
-def _rule_candidates_for_sentence(sentence: str, previous: str | None, reference: date) -> list[MemoryCandidate]:
+def _rule_candidates_for_sentence(
+    sentence: str, previous: str | None, reference: date
+) -> list[MemoryCandidate]:
     """The candidates of one sentence (``previous``: the sentence before it, which "forget that" names)."""
     if len(sentence) > MAX_RULE_SENTENCE_CHARS:
         return []
@@ -158,7 +160,9 @@ def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
         for raw in split_sentences(strip_recalled_memories(message.text)):
             # What is matched (and becomes memory text) has no control characters; the evidence stays
             # exactly as the user wrote it.
-            sentence = re.sub(r"\s+", " ", unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))).strip()
+            sentence = re.sub(
+                r"\s+", " ", unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))
+            ).strip()
             found = _rule_candidates_for_sentence(sentence, previous, reference)
             previous = sentence
             for candidate in found:
