@@ -29,7 +29,6 @@ import functools
 import re
 import threading
 import unicodedata
-from collections import Counter
 from typing import Any
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "normalize",
     "query_terms",
     "stem_english",
-    "term_frequencies",
 ]
 
 #: Changes whenever :func:`index_terms` would give other terms for the same text (stores re-index).
@@ -93,10 +91,6 @@ def analyze(text: str) -> list[str]:
                 word = word[:-2]
             terms.append(word.replace("’", "'"))
     return terms
-
-
-def term_frequencies(text: str) -> Counter[str]:
-    return Counter(analyze(text))
 
 
 @functools.lru_cache(maxsize=65536)

@@ -18,16 +18,11 @@ from memory_core.domain.messages import (
 )
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
+from memory_core.language.sentences import split_sentences
 from memory_core.language.text import has_japanese
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
-from memory_core.service.consolidation.consolidator import (
-    join_clauses,
-    normalized_statement,
-    speaker_of,
-    split_speaker,
-    statement_clauses,
-)
-from memory_core.service.extraction.extractor import split_sentences
+from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
+from memory_core.service.consolidation.forget import join_clauses, statement_clauses
 from memory_core.service.journal import episode_id_for
 from memory_core.service.prompts import strip_recalled_memories
 

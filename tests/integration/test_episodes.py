@@ -378,7 +378,7 @@ def test_a_turn_from_the_future_is_refused_at_the_edge(tmp_path: Path) -> None:
 
 
 def test_restating_reinforces_with_diminishing_returns_below_a_cap() -> None:
-    from memory_core.service.consolidation.consolidator import REHEARSAL_CAP, rehearsed_importance
+    from memory_core.service.consolidation.records import REHEARSAL_CAP, rehearsed_importance
 
     values = [0.65]
     for _ in range(30):

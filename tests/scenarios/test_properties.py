@@ -12,7 +12,8 @@ from pipeline import SCOPE, Pipeline, make_turn
 from scenario_data import SCENARIOS
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.service.consolidation.consolidator import find_contradiction, normalized_statement
+from memory_core.service.consolidation.features import normalized_statement
+from memory_core.service.consolidation.rules import find_contradiction
 
 SENTENCES = sorted({turn for s in SCENARIOS for turn in s.turns if isinstance(turn, str) and "##" not in turn})
 

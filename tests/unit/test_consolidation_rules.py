@@ -8,17 +8,15 @@ import pytest
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MemoryEvent
 from memory_core.domain.records import MemoryRecord, Provenance
-from memory_core.service.consolidation.consolidator import (
+from memory_core.service.consolidation.comparison import compare_statements
+from memory_core.service.consolidation.decisions import (
     DEFAULT_THRESHOLDS,
     Neighbour,
     SimilarityThresholds,
-    compare_statements,
-    decide_with_rules,
-    find_contradiction,
-    normalized_statement,
-    statement_features,
     thresholds_for,
 )
+from memory_core.service.consolidation.features import normalized_statement, statement_features
+from memory_core.service.consolidation.rules import decide_with_rules, find_contradiction
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 LOOSE = SimilarityThresholds(related=0.2, update=0.5, duplicate=0.9)

@@ -10,14 +10,11 @@ from hypothesis import strategies as st
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn, TurnMessage
 from memory_core.domain.validation import CONTROL_CHARACTERS, MESSAGE_CONTROL_CHARACTERS
-from memory_core.service.extraction.extractor import (
-    annotate_dates,
-    expiry_after,
-    extract_with_rules,
-    resolve_calendar_date,
-    resolve_date_word,
-    split_sentences,
-)
+from memory_core.language.date_annotation import annotate_dates
+from memory_core.language.dates import resolve_calendar_date, resolve_date_word
+from memory_core.language.sentences import split_sentences
+from memory_core.service.extraction.extractor import expiry_after
+from memory_core.service.extraction.rules import extract_with_rules
 
 # 2026-11-26 is a Thursday.
 THURSDAY = datetime(2026, 11, 26, 9, 30, tzinfo=UTC)

@@ -34,7 +34,7 @@ from memory_core.language.sanitize import (
     sanitize_memory_text,
 )
 from memory_core.service.episodes import EpisodePolicy, episode_candidates
-from memory_core.service.extraction.extractor import extract_with_rules
+from memory_core.service.extraction.rules import extract_with_rules
 from memory_core.service.prompts import (
     RECALL_HEADER,
     ShownMemory,

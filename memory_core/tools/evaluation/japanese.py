@@ -36,8 +36,8 @@ import numpy as np
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import RankingProfile, SearchMode
+from memory_core.language.date_annotation import strip_date_annotations
 from memory_core.ports import FixedClock
-from memory_core.service.extraction.extractor import strip_date_annotations
 from memory_core.tools.evaluation.embeddings import (
     DEFAULT_CACHE_DIR,
     add_cache_arguments,

@@ -1,0 +1,198 @@
+"""The rule path of extraction: deterministic Japanese and English patterns, one statement per candidate,
+only from user messages."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import date
+
+from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
+from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
+from memory_core.language.date_annotation import annotate_dates
+from memory_core.language.sentences import (
+    JAPANESE_SCRIPT,
+    LEADING_MARKERS_EN,
+    TRAILING_PUNCTUATION,
+    is_question,
+    split_sentences,
+    statement_text,
+)
+from memory_core.service.extraction.categories import category, is_past, is_recurring
+from memory_core.service.extraction.forget import forget_target
+from memory_core.service.extraction.statements import statement_parts
+from memory_core.service.prompts.extraction import strip_recalled_memories
+
+__all__ = ["MAX_CANDIDATES", "extract_with_rules", "with_speaker"]
+
+#: Sentences longer than this are not turned into rule candidates (pasted text, not a statement).
+MAX_RULE_SENTENCE_CHARS = 400
+#: At most this many candidates per turn, on either path.
+MAX_CANDIDATES = 20
+_REQUEST = re.compile(
+    r"(?:ください|下さい|くださいね|してほしい|して欲しい|お願い|おねがい|教えて|調べて|探して|予約して|"
+    r"おすすめは|オススメは)\s*[。！!]?$|^(?:please|pls|can you|could you|would you|will you|let'?s|"
+    r"tell me|show me|find me|book|help me|recommend)\b",
+    re.IGNORECASE,
+)
+#: Thanks and greetings: a sentence that opens with them (or, in Japanese, thanks anywhere) is the
+#: conversation's manners, not a statement ("I'm so thankful to have them" is a statement).
+_SMALL_TALK = re.compile(
+    r"ありがと|^(?:どうも|こんにちは|こんばんは|おはよう|はじめまして)|"
+    r"^(?:thanks?\b|thank you|thx\b|ty\b|hi\b|hello\b|hey\b|ok\b|okay\b|good (?:morning|evening|night)\b)|"
+    r"\bthank you\b",
+    re.IGNORECASE,
+)
+#: A passing state ("今日は疲れた", "right now"): nothing to remember.
+_TRANSIENT = re.compile(
+    r"今日|今夜|今朝|さっき|ただいま|\btoday\b|\btonight\b|\bright now\b|\bat the moment\b|"
+    r"\bthis morning\b|\bjust now\b",
+    re.IGNORECASE,
+)
+#: "Now" (今は, 今、): a correction when it comes with a preference, a constraint or who the user is
+#: ("今は辛い料理が苦手です"), a passing state otherwise ("今は温泉に行きたい気分").
+_NOW = re.compile(r"今は|今、|いまは|今では")
+_FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|our)\b", re.IGNORECASE)
+_REMEMBER_EN = re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$", re.IGNORECASE)
+_REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
+
+
+def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
+    """The candidate of one statement, or ``None`` when there is nothing durable in it."""
+    if JAPANESE_SCRIPT.search(body) is None and not remembered and not _FIRST_PERSON_EN.search(body):
+        return None  # statements about the world, not the user
+    kind = category(body, reference)
+    if kind is None and not remembered:
+        return None
+    if kind != "plan":
+        passing = _TRANSIENT.search(body) and kind not in ("constraint", "profile", "event")
+        if passing or (_NOW.search(body) and kind not in ("constraint", "preference", "profile")):
+            return None
+    text = statement_text(body)
+    if not text:
+        return None
+    if kind != "routine":
+        recurring = is_recurring(body)
+        text = annotate_dates(
+            text,
+            reference,
+            past=is_past(body, kind),
+            weekdays=kind == "plan" and not recurring,
+            calendar=not recurring,
+        )
+    return MemoryCandidate(
+        kind=CandidateKind.FACT,
+        memory=text[:MAX_MEMORY_CHARS],
+        category=kind or "general",
+        evidence=sentence,
+    )
+
+
+def _forget_request(sentence: str, forget: str) -> list[MemoryCandidate]:
+    """The candidate of a forget request naming ``forget`` (none when it names nothing, or when it is a
+    question that does not say 忘れて / forget)."""
+    if not TRAILING_PUNCTUATION.sub("", forget).strip():
+        return []  # nothing left to name what should be forgotten
+    if is_question(sentence) and not re.search(r"忘れて|forget", sentence, re.IGNORECASE):
+        return []
+    return [MemoryCandidate(kind=CandidateKind.FORGET, memory=forget, category="general", evidence=sentence)]
+
+
+def _remembered(core: str) -> str | None:
+    """What an explicit "remember that ..." / 「…を覚えておいて」 asks to remember, or ``None``."""
+    for pattern in (_REMEMBER_EN, _REMEMBER_JA):
+        match = pattern.search(core)
+        if match:
+            return match.group("what").strip(" 、,")
+    return None
+
+
+def _rule_candidates_for_sentence(
+    sentence: str, previous: str | None, reference: date
+) -> list[MemoryCandidate]:
+    """The candidates of one sentence (``previous``: the sentence before it, which "forget that" names)."""
+    if len(sentence) > MAX_RULE_SENTENCE_CHARS:
+        return []
+    forget = forget_target(sentence, previous)
+    if forget is not None:
+        return _forget_request(sentence, forget)
+    if is_question(sentence) or _SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
+        return []
+    core = TRAILING_PUNCTUATION.sub("", sentence)
+    remembered = _remembered(core)
+    if remembered is None and _REQUEST.search(core):
+        return []
+    body = TRAILING_PUNCTUATION.sub("", remembered if remembered is not None else sentence)
+    parts = [(body, body)] if remembered is not None else statement_parts(body, distinct=True)
+    # the evidence of a statement is what said it: the sentence, or its part when the sentence joins several
+    found = [
+        _statement(statement, said if len(parts) > 1 else sentence, reference, remembered is not None)
+        for said, statement in parts
+    ]
+    return [c for c in found if c is not None]
+
+
+def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
+    """Deterministic extraction: Japanese and English patterns, one statement per candidate.
+
+    Only user messages are read, after removing recall blocks. Questions, requests to the assistant,
+    thanks and greetings, passing states ("today", "今日") and statements that are not about the user
+    produce nothing. A sentence that joins statements of different kinds ("I'm vegetarian and I live in
+    Berlin") gives one candidate per statement. Relative dates are made absolute in the text
+    (:func:`annotate_dates`, against ``turn.occurred_at``), and a message with a ``name`` gives memories
+    that name their speaker (:func:`with_speaker`). Explicit forget requests produce ``kind=forget``
+    candidates naming what to forget. Candidates carry importance 0.65, confidence 0.55 and source
+    ``rule-fallback``.
+
+    Args:
+        turn: The turn.
+
+    Returns:
+        Candidates in the order they were said, without duplicates, at most :data:`MAX_CANDIDATES`.
+    """
+    reference = ensure_utc(turn.occurred_at).date()
+    candidates: list[MemoryCandidate] = []
+    seen: set[tuple[str, str]] = set()
+    for index, message in enumerate(turn.messages):
+        if message.role is not MessageRole.USER:
+            continue
+        previous: str | None = None
+        for raw in split_sentences(strip_recalled_memories(message.text)):
+            # What is matched (and becomes memory text) has no control characters; the evidence stays
+            # exactly as the user wrote it.
+            sentence = re.sub(
+                r"\s+", " ", unicodedata.normalize("NFC", CONTROL_CHARACTERS.sub("", raw))
+            ).strip()
+            found = _rule_candidates_for_sentence(sentence, previous, reference)
+            previous = sentence
+            for candidate in found:
+                # keep the evidence exactly as the user wrote it, where it was said and by whom
+                part = candidate.evidence != sentence and candidate.evidence in raw
+                candidate = candidate.model_copy(
+                    update={
+                        "memory": with_speaker(candidate.memory, message.name),
+                        "evidence": candidate.evidence if part else raw,
+                        "message": index,
+                        "speaker": message.name,
+                    }
+                )
+                key = (candidate.kind.value, candidate.memory.casefold())
+                if key in seen:
+                    continue
+                seen.add(key)
+                candidates.append(candidate)
+                if len(candidates) >= MAX_CANDIDATES:
+                    return candidates
+    return candidates
+
+
+def with_speaker(memory: str, speaker: str | None) -> str:
+    """``memory`` naming who said it ("Caroline: I just got accepted..."), when the message has a name.
+
+    In a conversation of several people, "I" alone says nothing about whose memory it is; the name makes
+    it searchable and keeps two people's statements apart (consolidation compares a speaker's statements
+    only with that speaker's). Without a name (one user talking to an agent) the text is left as said.
+    """
+    if not speaker or memory.startswith(f"{speaker}: "):
+        return memory
+    return f"{speaker}: {memory}"[:MAX_MEMORY_CHARS]
