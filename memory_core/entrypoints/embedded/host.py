@@ -39,11 +39,12 @@ from memory_core.bootstrap import build_local_queue, build_service, configure_te
 from memory_core.config import Settings
 from memory_core.contract.api import MemoryApi
 from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.runtime.backoff import exponential_backoff
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.recalls import CoalescingPublisher
 from memory_core.runtime.scheduler import ForgettingScheduler
-from memory_core.runtime.worker import QueueWorker, exponential_backoff
+from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
 if TYPE_CHECKING:  # pragma: no cover
