@@ -62,7 +62,10 @@ async def run_in_lanes(
         BaseException: The error of the earliest item that failed (after the rest settled, see the
             module docstring), or the first error ``deliver`` raised.
     """
-    run = _LaneRun(items, work, lane=lane, concurrency=concurrency, deliver=deliver)
+    lanes: dict[Hashable, deque[int]] = {}
+    for index, item in enumerate(items):
+        lanes.setdefault(lane(item), deque()).append(index)
+    run = _LaneRun(items, work, deliver, lanes, limit=max(1, int(concurrency)))
     try:
         run.start()
         while run.running:
@@ -85,22 +88,20 @@ class _LaneRun(Generic[T, R]):
         self,
         items: Sequence[T],
         work: Callable[[T], Awaitable[R]],
-        *,
-        lane: Callable[[T], Hashable],
-        concurrency: int,
         deliver: Callable[[int, T, R], None],
+        lanes: dict[Hashable, deque[int]],
+        *,
+        limit: int,
     ) -> None:
         self.items = items
         self.work = work
         self.deliver = deliver
-        self.lanes: dict[Hashable, deque[int]] = {}
-        for index, item in enumerate(items):
-            self.lanes.setdefault(lane(item), deque()).append(index)
+        self.lanes = lanes  # each lane's indexes, in order
         # (first waiting index, lane) of every lane with nothing in flight, earliest first
         self.ready = [(queue[0], n, key) for n, (key, queue) in enumerate(self.lanes.items())]
         heapq.heapify(self.ready)
         self.order = {key: n for _, n, key in self.ready}
-        self.limit = max(1, int(concurrency))
+        self.limit = limit
         self.running: dict[asyncio.Task[R], tuple[int, Hashable]] = {}
         self.results: dict[int, R] = {}
         self.errors: dict[int, BaseException] = {}
