@@ -37,8 +37,8 @@ def turn_for_run(scope: Scope, context: SessionContext) -> Turn | None:
     to :data:`MAX_MESSAGE_CHARS`), the newest :data:`MAX_TURN_MESSAGES`, fitted by :func:`fit_turn`.
     A session id that is not a valid id is left out.
     """
-    response = list(context.response.messages) if context.response is not None else []
     try:
+        response = list(context.response.messages) if context.response is not None else []
         return _turn(scope, [*context.input_messages, *response], context.session_id)
     except Exception as exc:
         logger.warning("could not build the memory turn (%s); it is not stored", exc)
