@@ -333,13 +333,12 @@ def build_service(
         embedder = build_embedder(settings)
         owned.append(embedder)
     if store is None:
-        store = build_store(settings, clock=clock, embedder=embedder)
-        if share_fairly and settings.store != "azure_search":
-            store = _offloaded(store, "memory-store")
+        built_store = build_store(settings, clock=clock, embedder=embedder)
+        store = _fairly(settings, built_store, "memory-store", share_fairly=share_fairly)
     if history is None:
         built = build_history(settings)
-        if share_fairly and built is not None and settings.store != "azure_search":
-            built = _offloaded(built, "memory-history")
+        if built is not None:
+            built = _fairly(settings, built, "memory-history", share_fairly=share_fairly)
         history = built
         # Both history adapters built here keep checkpoints; the Azure one also keeps dead letters
         # (the Functions binding cannot dead-letter a message itself; the embedded queue can).
@@ -351,16 +350,7 @@ def build_service(
         if chat_model is not None:
             owned.append(chat_model)
     policy = settings.policy()
-    if share_fairly:
-        from memory_core.runtime.batching import BatchingEmbedder
-        from memory_core.runtime.sharing import FairEmbedder
-
-        # passages asked for while the model is busy (turns of other scopes) go in one call
-        embedder = BatchingEmbedder(FairEmbedder(embedder))
-    elif batch_embeddings:
-        from memory_core.runtime.batching import BatchingEmbedder
-
-        embedder = BatchingEmbedder(embedder)
+    embedder = _shared_embedder(embedder, share_fairly=share_fairly, batch_embeddings=batch_embeddings)
     return MemoryService(
         store=store,
         embedder=embedder,
@@ -379,8 +369,26 @@ def build_service(
     )
 
 
-def _offloaded(adapter: T, name: str) -> T:
-    """``adapter`` with its (blocking SQLite) calls on a thread of its own."""
+def _shared_embedder(embedder: Embedder, *, share_fairly: bool, batch_embeddings: bool) -> Embedder:
+    """``embedder`` as ``build_service``'s ``share_fairly`` and ``batch_embeddings`` ask."""
+    if share_fairly:
+        from memory_core.runtime.batching import BatchingEmbedder
+        from memory_core.runtime.sharing import FairEmbedder
+
+        # passages asked for while the model is busy (turns of other scopes) go in one call
+        return BatchingEmbedder(FairEmbedder(embedder))
+    if batch_embeddings:
+        from memory_core.runtime.batching import BatchingEmbedder
+
+        return BatchingEmbedder(embedder)
+    return embedder
+
+
+def _fairly(settings: Settings, adapter: T, name: str, *, share_fairly: bool) -> T:
+    """``adapter`` with its (blocking SQLite) calls on a thread of its own, when ``share_fairly`` and
+    the store is the embedded one."""
+    if not share_fairly or settings.store == "azure_search":
+        return adapter
     from memory_core.runtime.offload import StorageThread, offloaded
 
     return offloaded(adapter, StorageThread(name))

@@ -31,6 +31,12 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CLAIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+#: (field, least value, message) of the integer settings with a lower bound, checked in this order.
+_MINIMUMS = (
+    ("embedder_threads", 1, "MEMORY_EMBEDDER_THREADS must be at least 1"),
+    ("query_cache_size", 0, "MEMORY_QUERY_CACHE_SIZE must not be negative"),
+    ("vector_index_min_scope", 0, "MEMORY_VECTOR_INDEX_MIN_SCOPE must not be negative"),
+)
 
 
 def _env(name: str, default: Any, doc: str, *, secret: bool = False) -> Any:
@@ -249,6 +255,16 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
+        self._check_backends()
+        for name, least, message in _MINIMUMS:
+            if getattr(self, name) < least:
+                raise ConfigurationError(message)
+        self._check_llm()
+        self._check_memory_policy()
+        self._check_auth()
+
+    def _check_backends(self) -> None:
+        """The store and embedder named, and what each needs."""
         if self.store not in {"sqlite", "azure_search"}:
             raise ConfigurationError(f"MEMORY_STORE must be 'sqlite' or 'azure_search', not {self.store!r}")
         if self.embedder not in EMBEDDERS:
@@ -268,13 +284,9 @@ class Settings:
             raise ConfigurationError(
                 "MEMORY_EMBEDDER=azure_openai needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_EMBEDDING_DEPLOYMENT"
             )
-        if self.embedder_threads < 1:
-            raise ConfigurationError("MEMORY_EMBEDDER_THREADS must be at least 1")
-        if self.query_cache_size < 0:
-            raise ConfigurationError("MEMORY_QUERY_CACHE_SIZE must not be negative")
-        if self.vector_index_min_scope < 0:
-            raise ConfigurationError("MEMORY_VECTOR_INDEX_MIN_SCOPE must not be negative")
-        self._check_llm()
+
+    def _check_memory_policy(self) -> None:
+        """Retention, forgetting and episode settings."""
         try:
             self.policy()
         except ValueError as exc:  # the policy names the parameter
@@ -283,7 +295,6 @@ class Settings:
             raise ConfigurationError("MEMORY_FORGET_TOLERANCE must be in [0, 1)")
         if not (math.isfinite(self.episode_importance) and 0 <= self.episode_importance <= 1):
             raise ConfigurationError("MEMORY_EPISODE_IMPORTANCE must be in [0, 1]")
-        self._check_auth()
 
     def _check_auth(self) -> None:
         """Say exactly what is missing or wrong in the Microsoft Entra ID settings."""
@@ -309,14 +320,7 @@ class Settings:
                 "MEMORY_AUTH_USER_ID_CLAIM must be a claim name such as oid or sub, "
                 f"not {self.auth_user_id_claim!r}"
             )
-        parts = urlsplit(self.auth_authority)
-        if (
-            parts.scheme not in {"http", "https"}
-            or not parts.hostname
-            or parts.query
-            or parts.fragment
-            or (parts.scheme == "http" and not is_loopback(parts.hostname))
-        ):
+        if not _is_authority(self.auth_authority):
             raise ConfigurationError(
                 "MEMORY_AUTH_AUTHORITY must be an https URL such as https://login.microsoftonline.com "
                 f"(http only on a loopback address), not {self.auth_authority!r}"
@@ -345,27 +349,7 @@ class Settings:
             ) from None
         if not isinstance(value, dict):
             raise ConfigurationError(f"MEMORY_AUTH_AGENT_BINDINGS must be a JSON object such as {example}")
-        bindings: dict[str, tuple[str, ...]] = {}
-        for client, agents in value.items():
-            if not client.strip() or client != client.strip():
-                raise ConfigurationError(
-                    f"MEMORY_AUTH_AGENT_BINDINGS has an empty or padded client id: {client!r}"
-                )
-            if not isinstance(agents, list) or not agents or not all(isinstance(a, str) for a in agents):
-                raise ConfigurationError(
-                    f'MEMORY_AUTH_AGENT_BINDINGS[{client!r}] must be a non-empty list of agent ids (or ["*"])'
-                )
-            for agent in agents:
-                if agent != "*":
-                    try:
-                        validate_scope_id(agent, "agent_id")
-                    except ValidationError as exc:
-                        raise ConfigurationError(
-                            f"MEMORY_AUTH_AGENT_BINDINGS[{client!r}] has an invalid agent id {agent!r}: "
-                            f"{exc.message}"
-                        ) from None
-            bindings[client] = tuple(agents)
-        return bindings
+        return {client: _bound_agents(client, agents) for client, agents in value.items()}
 
     def _check_llm(self) -> None:
         """Say exactly what is missing or wrong in the chat model and embedder settings."""
@@ -379,20 +363,8 @@ class Settings:
             raise ConfigurationError(
                 "MEMORY_LLM_PROVIDER=azure needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_CHAT_DEPLOYMENT"
             )
-        for needs_api, role, model, model_var in (
-            (provider, "MEMORY_LLM_PROVIDER", self.llm_model, "MEMORY_LLM_MODEL"),
-            (self.embedder, "MEMORY_EMBEDDER", self.embedding_model, "MEMORY_EMBEDDING_MODEL"),
-        ):
-            if needs_api not in {"openai", "compatible"}:
-                continue
-            if not model:
-                raise ConfigurationError(f"{role}={needs_api} needs {model_var} (the model's name)")
-            if needs_api == "openai" and not self.llm_api_key:
-                raise ConfigurationError(f"{role}=openai needs MEMORY_LLM_API_KEY")
-            if needs_api == "compatible" and not self.llm_base_url:
-                raise ConfigurationError(
-                    f"{role}=compatible needs MEMORY_LLM_BASE_URL (for example http://127.0.0.1:11434/v1)"
-                )
+        self._check_api_model(provider, "MEMORY_LLM_PROVIDER", self.llm_model, "MEMORY_LLM_MODEL")
+        self._check_api_model(self.embedder, "MEMORY_EMBEDDER", self.embedding_model, "MEMORY_EMBEDDING_MODEL")
         if self.llm_base_url:
             parts = urlsplit(self.llm_base_url)
             if parts.scheme not in {"http", "https"} or not parts.hostname:
@@ -405,6 +377,19 @@ class Settings:
             raise ConfigurationError("MEMORY_LLM_TIMEOUT_SECONDS must be positive")
         if self.embedding_dimensions < 1:
             raise ConfigurationError("MEMORY_EMBEDDING_DIMENSIONS must be at least 1")
+
+    def _check_api_model(self, choice: str, role: str, model: str, model_var: str) -> None:
+        """What ``role`` (a chat model or embedder setting) needs when ``choice`` is an OpenAI API."""
+        if choice not in {"openai", "compatible"}:
+            return
+        if not model:
+            raise ConfigurationError(f"{role}={choice} needs {model_var} (the model's name)")
+        if choice == "openai" and not self.llm_api_key:
+            raise ConfigurationError(f"{role}=openai needs MEMORY_LLM_API_KEY")
+        if choice == "compatible" and not self.llm_base_url:
+            raise ConfigurationError(
+                f"{role}=compatible needs MEMORY_LLM_BASE_URL (for example http://127.0.0.1:11434/v1)"
+            )
 
     @property
     def chat_provider(self) -> str:
@@ -463,6 +448,33 @@ class Settings:
             access_boost=self.access_boost,
             access_boost_cap=self.access_boost_cap,
         )
+
+
+def _is_authority(url: str) -> bool:
+    """Whether ``url`` can be a Microsoft Entra authority: https, or http on a loopback address."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+        return False
+    return parts.scheme == "https" or is_loopback(parts.hostname)
+
+
+def _bound_agents(client: str, agents: Any) -> tuple[str, ...]:
+    """The agent ids one client id of ``MEMORY_AUTH_AGENT_BINDINGS`` may act for (validated)."""
+    if not client.strip() or client != client.strip():
+        raise ConfigurationError(f"MEMORY_AUTH_AGENT_BINDINGS has an empty or padded client id: {client!r}")
+    if not isinstance(agents, list) or not agents or not all(isinstance(a, str) for a in agents):
+        raise ConfigurationError(
+            f'MEMORY_AUTH_AGENT_BINDINGS[{client!r}] must be a non-empty list of agent ids (or ["*"])'
+        )
+    for agent in agents:
+        if agent != "*":
+            try:
+                validate_scope_id(agent, "agent_id")
+            except ValidationError as exc:
+                raise ConfigurationError(
+                    f"MEMORY_AUTH_AGENT_BINDINGS[{client!r}] has an invalid agent id {agent!r}: {exc.message}"
+                ) from None
+    return tuple(agents)
 
 
 def _convert(name: str, raw: str, kind: type) -> Any:

@@ -42,7 +42,8 @@ from agent_framework import (
     Message,
 )
 
-from memory_core.integrations.agent_framework import MEMORY_HEADER, MemoryContextProvider
+from memory_core.integrations.agent_framework import MemoryContextProvider
+from memory_core.integrations.recall_format import MEMORY_HEADER
 
 USER_ID = "sample-user"
 AGENT_ID = "concierge"

@@ -1,8 +1,8 @@
 """Integrations of memory-core with agent frameworks.
 
-``memory_core.integrations.agent_framework`` needs the ``agent`` extra
-(``pip install 'memory-core[agent]'``); it is imported only when asked for, so this package imports
-without Agent Framework installed.
+The Agent Framework provider (``agent_framework``, with ``recall_format`` and ``turns``) needs the
+``agent`` extra (``pip install 'memory-core[agent]'``); it is imported only when asked for, so this
+package imports without Agent Framework installed.
 """
 
 from __future__ import annotations

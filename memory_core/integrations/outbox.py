@@ -21,8 +21,10 @@ from pathlib import Path
 from memory_core.domain.messages import Turn
 from memory_core.domain.validation import parse_model
 
-__all__ = ["MAX_PERMANENT_FAILURES", "OutboxEntry", "TurnOutbox"]
+__all__ = ["DEFAULT_OUTBOX_PATH", "MAX_PERMANENT_FAILURES", "OutboxEntry", "TurnOutbox"]
 
+#: The outbox file of a provider that is not given one.
+DEFAULT_OUTBOX_PATH = ".memory-core/outbox.db"
 #: Deliveries a turn may fail permanently (the receiver refused it: too large, invalid, forbidden)
 #: before it is set aside in the outbox's dead letters instead of being retried forever.
 MAX_PERMANENT_FAILURES = 3
@@ -70,6 +72,11 @@ class TurnOutbox:
         self.max_delay = max_delay
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def open(cls, where: str | Path | TurnOutbox | None) -> TurnOutbox | None:
+        """The outbox at ``where`` (a file), ``where`` itself when it is one, or ``None``."""
+        return where if where is None or isinstance(where, TurnOutbox) else cls(where)
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -27,7 +27,7 @@ import asyncio
 import heapq
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from memory_core.domain.messages import Turn
 from memory_core.service.preparation import PreparedTurn
@@ -66,57 +66,89 @@ async def run_in_lanes(
     lanes: dict[Hashable, deque[int]] = {}
     for index, item in enumerate(items):
         lanes.setdefault(lane(item), deque()).append(index)
-    # (first waiting index, lane) of every lane with nothing in flight, earliest first
-    ready: list[tuple[int, int, Hashable]] = [(queue[0], n, key) for n, (key, queue) in enumerate(lanes.items())]
-    heapq.heapify(ready)
-    order = {key: n for _, n, key in ready}
-    limit = max(1, int(concurrency))
-    running: dict[asyncio.Task[R], tuple[int, Hashable]] = {}
-    results: dict[int, R] = {}
-    errors: dict[int, BaseException] = {}
-    stop = len(items)  # nothing at or after this index is started (the earliest failure so far)
-    delivered = 0
-    delivery_error: BaseException | None = None
-
-    def start() -> None:
-        while ready and len(running) < limit and ready[0][0] < stop:
-            index, _, key = heapq.heappop(ready)
-            running[asyncio.ensure_future(work(items[index]))] = (index, key)
-
+    run = _LaneRun(items, work, deliver, lanes, limit=max(1, int(concurrency)))
     try:
-        start()
-        while running:
-            finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(finished, key=lambda t: running[t][0]):
-                index, key = running.pop(task)
-                error = task.exception() if not task.cancelled() else asyncio.CancelledError()
-                if error is not None:
-                    errors[index] = error
-                    stop = min(stop, index)
-                    continue
-                results[index] = task.result()
-                queue = lanes[key]
-                queue.popleft()
-                if queue:
-                    heapq.heappush(ready, (queue[0], order[key], key))
-            while delivery_error is None and delivered < stop and delivered in results:
-                try:
-                    deliver(delivered, items[delivered], results.pop(delivered))
-                except Exception as exc:  # the caller's output failed: start nothing more, settle, raise
-                    delivery_error = exc
-                    stop = -1
-                    break
-                delivered += 1
-            start()
+        run.start()
+        while run.running:
+            finished, _ = await asyncio.wait(run.running, return_when=asyncio.FIRST_COMPLETED)
+            run.collect(finished)
+            run.deliver_ready()
+            run.start()
     except BaseException:  # cancelled (or interrupted): so is the work in flight
-        for task in running:
+        for task in run.running:
             task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        await asyncio.gather(*run.running, return_exceptions=True)
         raise
-    if delivery_error is not None:
-        raise delivery_error
-    if errors:
-        raise errors[min(errors)]
+    run.raise_failure()
+
+
+class _LaneRun(Generic[T, R]):
+    """The state of one :func:`run_in_lanes`: the lanes' queues, what is in flight, what is done."""
+
+    def __init__(
+        self,
+        items: Sequence[T],
+        work: Callable[[T], Awaitable[R]],
+        deliver: Callable[[int, T, R], None],
+        lanes: dict[Hashable, deque[int]],
+        *,
+        limit: int,
+    ) -> None:
+        self.items = items
+        self.work = work
+        self.deliver = deliver
+        self.lanes = lanes  # each lane's indexes, in order
+        # (first waiting index, lane) of every lane with nothing in flight, earliest first
+        self.ready = [(queue[0], n, key) for n, (key, queue) in enumerate(self.lanes.items())]
+        heapq.heapify(self.ready)
+        self.order = {key: n for _, n, key in self.ready}
+        self.limit = limit
+        self.running: dict[asyncio.Task[R], tuple[int, Hashable]] = {}
+        self.results: dict[int, R] = {}
+        self.errors: dict[int, BaseException] = {}
+        self.stop = len(items)  # nothing at or after this index is started (the earliest failure so far)
+        self.delivered = 0
+        self.delivery_error: BaseException | None = None
+
+    def start(self) -> None:
+        """Start the earliest items whose lanes are free, up to the concurrency limit."""
+        while self.ready and len(self.running) < self.limit and self.ready[0][0] < self.stop:
+            index, _, key = heapq.heappop(self.ready)
+            self.running[asyncio.ensure_future(self.work(self.items[index]))] = (index, key)
+
+    def collect(self, finished: set[asyncio.Task[R]]) -> None:
+        """Take the results (or errors) of ``finished``, in the input's order; free their lanes."""
+        for task in sorted(finished, key=lambda t: self.running[t][0]):
+            index, key = self.running.pop(task)
+            error = task.exception() if not task.cancelled() else asyncio.CancelledError()
+            if error is not None:
+                self.errors[index] = error
+                self.stop = min(self.stop, index)
+                continue
+            self.results[index] = task.result()
+            queue = self.lanes[key]
+            queue.popleft()
+            if queue:
+                heapq.heappush(self.ready, (queue[0], self.order[key], key))
+
+    def deliver_ready(self) -> None:
+        """Deliver the results that are next in the input's order (none after a failure)."""
+        while self.delivery_error is None and self.delivered < self.stop and self.delivered in self.results:
+            index = self.delivered
+            try:
+                self.deliver(index, self.items[index], self.results.pop(index))
+            except Exception as exc:  # the caller's output failed: start nothing more, settle, raise
+                self.delivery_error = exc
+                self.stop = -1
+                break
+            self.delivered += 1
+
+    def raise_failure(self) -> None:
+        """Raise the error of ``deliver``, else that of the earliest item that failed, if any."""
+        if self.delivery_error is not None:
+            raise self.delivery_error
+        if self.errors:
+            raise self.errors[min(self.errors)]
 
 
 class TurnIngestor(Protocol):

@@ -1,30 +1,14 @@
 """The queue worker of the embedded runtime: drains the SQLite queue into the memory service.
 
-For each received message it calls :meth:`MemoryService.process_message
-<memory_core.service.MemoryService.process_message>` and settles the message the way the Service
-Bus trigger does in Azure:
-
-- success: complete (only after the service returned, so every write is durable first);
-- :class:`~memory_core.errors.PermanentError` (a malformed message): dead-letter it with the error's
-  name as the reason and its message as the description, and log a warning saying what was wrong;
-- anything else (a :class:`~memory_core.errors.TransientError`, a bug): abandon it for redelivery
-  after a short back-off; after ``max_deliveries`` the queue dead-letters it with the last error.
-
-Several workers may drain one queue (in one process or several): the queue hands a session to one
-receiver at a time, so a scope's messages are still applied one by one, in order. With ``batch`` > 1 a
-worker takes up to that many of a session's messages at once, prepares their turns together
-(extracted, their passages embedded in one call), then processes and settles them one by one. A
-worker that is stopped finishes its message (and gives back the rest of its batch); one that is
-cancelled releases them; one that is killed leaves them locked until the locks expire, then they are
-delivered again (only a message it had started counts a delivery).
-
-Queue faults do not end :meth:`QueueWorker.run`: an error while receiving (disk full, the queue file
-locked by another process beyond the busy timeout) is logged and counted, and the worker backs off
-(``retry_delay``: 0.2 s doubling to 30 s by default, reset by the next success) and tries again. A
-settlement (complete, abandon, dead-letter) that fails with a storage error is retried in place the same
-way, while the message's lock is renewed, so a processed message is not delivered and processed again.
-:meth:`QueueWorker.health` tells what the worker is doing (``running``, ``backing_off`` since when and
-why, ``stopped``) for ``GET /health``.
+Each message goes to :meth:`MemoryService.process_message
+<memory_core.service.MemoryService.process_message>` and is settled as the Service Bus trigger does
+in Azure: completed after the service returned; dead-lettered for a
+:class:`~memory_core.errors.PermanentError` (a malformed message); otherwise abandoned for redelivery
+after a back-off, until the queue dead-letters it after ``max_deliveries``. The queue hands a session
+to one receiver at a time, so a scope's messages are applied in order however many workers drain it;
+with ``batch`` > 1 a worker prepares a session's next messages together, then settles them one by
+one. A queue fault never ends :meth:`QueueWorker.run`: the worker backs off and tries again (a failed
+settlement in place, its lock kept), and :meth:`QueueWorker.health` says so.
 """
 
 from __future__ import annotations
@@ -35,34 +19,24 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeVar
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, TypeVar
 
 from memory_core import telemetry
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.adapters.sqlite.queue_messages import LockLostError, QueueMessage
 from memory_core.errors import PermanentError, StorageFullError, TransientError
+from memory_core.runtime.backoff import default_backoff, default_retry_delay
+from memory_core.runtime.locks import give_back, locks_kept
 from memory_core.runtime.offload import StorageThread
 from memory_core.runtime.sharing import background_work
+from memory_core.runtime.worker_state import WorkerStatus
 from memory_core.service.messages import ProcessOutcome
 
-__all__ = [
-    "MessageProcessor",
-    "QueueWorker",
-    "WorkerState",
-    "WorkerStats",
-    "default_backoff",
-    "default_retry_delay",
-    "exponential_backoff",
-]
+__all__ = ["MessageProcessor", "QueueWorker"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-#: What a worker is doing: ``starting`` (not yet received once), ``running``, ``backing_off`` (waiting
-#: to retry after a queue error or a crash), ``stopped``.
-WorkerState = Literal["starting", "running", "backing_off", "stopped"]
 
 #: Errors of the queue's storage that are worth retrying in place (locked, busy, disk full, I/O).
 _STORAGE_ERRORS: tuple[type[BaseException], ...] = (TransientError, sqlite3.OperationalError, OSError)
@@ -79,47 +53,7 @@ class MessageProcessor(Protocol):
         return [None] * len(bodies)
 
 
-def default_backoff(delivery_count: int) -> float:
-    """Seconds a failed message waits before its next delivery: 0.5, 1, 2, ... up to 30."""
-    return float(min(30.0, 0.5 * 2 ** max(0, delivery_count - 1)))
-
-
-def exponential_backoff(attempt: int, *, initial: float = 0.2, maximum: float = 30.0) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``initial`` doubling up to ``maximum``.
-
-    Args:
-        attempt: How many attempts in a row have failed (values below 1 count as 1).
-        initial: The first delay.
-        maximum: The largest delay.
-    """
-    exponent = min(max(0, attempt - 1), 64)  # 2**64 * initial is past any maximum; no float overflow
-    return float(min(maximum, initial * 2.0**exponent))
-
-
-def default_retry_delay(failures: int) -> float:
-    """Seconds a worker waits after ``failures`` queue errors in a row: 0.2, 0.4, ... up to 30."""
-    return exponential_backoff(failures)
-
-
-@dataclass(slots=True)
-class WorkerStats:
-    """What one worker did since it started."""
-
-    completed: int = 0
-    dead_lettered: int = 0
-    abandoned: int = 0
-    lock_lost: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "completed": self.completed,
-            "dead_lettered": self.dead_lettered,
-            "abandoned": self.abandoned,
-            "lock_lost": self.lock_lost,
-        }
-
-
-class QueueWorker:
+class QueueWorker(WorkerStatus):
     """Receives messages from a :class:`SQLiteQueue` and hands them to the memory service.
 
     Args:
@@ -139,12 +73,7 @@ class QueueWorker:
             turns are prepared together (``prepare_messages``: extracted, and their passages embedded
             in one call), then processed and settled one by one. 1: one message at a time.
 
-    Attributes:
-        state: What the worker is doing (:data:`WorkerState`).
-        errors: Queue errors (receive or settle) since it was created.
-        consecutive_errors: Queue errors since the last success.
-        last_error: The last queue error or crash, as ``"<type>: <message>"``.
-        restarts: How often its task was restarted after dying (counted by the runtime).
+    Its state, counts and health are those of :class:`~memory_core.runtime.worker_state.WorkerStatus`.
     """
 
     def __init__(
@@ -163,65 +92,19 @@ class QueueWorker:
     ) -> None:
         if batch < 1:
             raise ValueError("batch must be at least 1")
+        super().__init__(name=name, clock=clock)
         self.batch = int(batch)
         self.queue = queue
         self.thread = thread
         self.processor = processor
-        self.name = name
         self.idle_seconds = idle_seconds
         self.backoff = backoff
         self.renew_locks = renew_locks
         self.retry_delay = retry_delay
-        self.clock = clock
-        self.stats = WorkerStats()
-        self.state: WorkerState = "starting"
-        self.errors = 0
-        self.consecutive_errors = 0
-        self.last_error: str | None = None
-        self.restarts = 0
-        self._since = clock()
-        self._since_utc = datetime.now(UTC)
         self._stop: asyncio.Event | None = None
         self._woken: asyncio.Event | None = None  # made by run(), in the loop it runs in
 
-    # -- state and health -----------------------------------------------------------------------
-    @property
-    def state_seconds(self) -> float:
-        """How long the worker has been in its current state (a back-off counts from its first error)."""
-        return max(0.0, self.clock() - self._since)
-
-    def is_stalled(self, after_seconds: float) -> bool:
-        """Whether the worker is not draining: stopped, or backing off for at least ``after_seconds``."""
-        if self.state == "stopped":
-            return True
-        return self.state == "backing_off" and self.state_seconds >= after_seconds
-
-    def health(self) -> dict[str, Any]:
-        """The worker for ``GET /health``: state, since when, last error, restarts and counts."""
-        return {
-            "name": self.name,
-            "state": self.state,
-            "since": self._since_utc.isoformat().replace("+00:00", "Z"),
-            "state_seconds": round(self.state_seconds, 3),
-            "last_error": self.last_error,
-            "consecutive_errors": self.consecutive_errors,
-            "restarts": self.restarts,
-            "processed": self.stats.completed,
-            "failed": self.stats.dead_lettered + self.stats.abandoned,
-            "errors": self.errors,
-        }
-
-    def note_crash(self, exc: BaseException) -> None:
-        """Record that the worker's task died with ``exc`` (the runtime restarts it)."""
-        self.last_error = f"crashed: {type(exc).__name__}: {exc}"
-        self._enter("backing_off")
-
-    def _enter(self, state: WorkerState) -> None:
-        if state != self.state:
-            self.state = state
-            self._since = self.clock()
-            self._since_utc = datetime.now(UTC)
-
+    # -- state ------------------------------------------------------------------------------------
     def _succeeded(self) -> None:
         if self.consecutive_errors:
             logger.info(
@@ -350,50 +233,62 @@ class QueueWorker:
         head = messages[0]
         held = list(messages)  # locked by this worker and not yet settled: their locks are renewed
         waiting = list(messages)  # not started: given back if the batch stops
-        renewer = asyncio.create_task(self._renew(held)) if self.renew_locks else None
-        try:
-            prepared = await self._prepare(messages)
-            for message, ahead in zip(messages, prepared, strict=True):
-                if self._stop is not None and self._stop.is_set():
-                    break
-                started = message
-                if message is not head:
-                    try:
-                        started = await self._queue_call(self.queue.begin, message)
-                    except LockLostError as exc:  # another receiver has it (and the session) now
-                        self.stats.lock_lost += 1
-                        logger.warning("%s: %s; the rest of its batch is given back", self.name, exc)
-                        waiting.remove(message)
-                        held.remove(message)
-                        break
-                waiting.remove(message)  # _handle settles it, whatever happens
-                outcome = await self._handle(started, ahead, renew=False)
-                held.remove(message)
-                if outcome not in ("completed", "dead_lettered"):
-                    break
-        except asyncio.CancelledError:  # give the rest back now, on the loop: nothing may wait here
-            for message in waiting:
-                self._give_back(message, counted=message is head)
-            waiting.clear()
-            raise
-        except BaseException:  # a full disk, a storage error outside run(), a bug
-            for message in waiting:
-                await self._queue_call(self._give_back, message, counted=message is head)
-            waiting.clear()
-            raise
-        finally:
-            if renewer is not None:
-                renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewer
+        async with self._holding(held):
+            try:
+                await self._run_batch(messages, held, waiting)
+            except asyncio.CancelledError:  # give the rest back now, on the loop: nothing may wait here
+                self._give_back_now(waiting, head)
+                raise
+            except BaseException:  # a full disk, a storage error outside run(), a bug
+                for message in waiting:
+                    await self._queue_call(self._give_back, message, head)
+                waiting.clear()
+                raise
         try:
             while waiting:
-                await self._queue_call(self._give_back, waiting[0], counted=waiting[0] is head)
+                await self._queue_call(self._give_back, waiting[0], head)
                 waiting.pop(0)
         except asyncio.CancelledError:
-            for message in waiting:
-                self._give_back(message, counted=message is head)
+            self._give_back_now(waiting, head)
             raise
+
+    async def _run_batch(
+        self, messages: list[QueueMessage], held: list[QueueMessage], waiting: list[QueueMessage]
+    ) -> None:
+        """Handle the batch's messages in order until one does not settle (see :meth:`_handle_batch`);
+        each leaves ``waiting`` as it is started and ``held`` as it is settled."""
+        head = messages[0]
+        prepared = await self._prepare(messages)
+        for message, ahead in zip(messages, prepared, strict=True):
+            if self._stop is not None and self._stop.is_set():
+                break
+            started = message if message is head else await self._begin(message)
+            waiting.remove(message)  # _handle settles it, whatever happens
+            if started is None:
+                held.remove(message)
+                break
+            outcome = await self._handle(started, ahead, renew=False)
+            held.remove(message)
+            if outcome not in ("completed", "dead_lettered"):
+                break
+
+    async def _begin(self, message: QueueMessage) -> QueueMessage | None:
+        """Start a message behind a batch's head; ``None`` when another receiver has it (and the session)."""
+        try:
+            return await self._queue_call(self.queue.begin, message)
+        except LockLostError as exc:
+            self.stats.lock_lost += 1
+            logger.warning("%s: %s; the rest of its batch is given back", self.name, exc)
+            return None
+
+    def _give_back_now(self, waiting: list[QueueMessage], head: QueueMessage) -> None:
+        """Give back the batch's unstarted messages here, on the loop (when cancelled)."""
+        for message in waiting:
+            self._give_back(message, head)
+        waiting.clear()
+
+    def _give_back(self, message: QueueMessage, head: QueueMessage) -> None:
+        give_back(self.queue, message, counted=message is head, name=self.name)
 
     async def _prepare(self, messages: list[QueueMessage]) -> list[Any]:
         """What the processor prepares for the messages together (``None`` each if it cannot)."""
@@ -409,132 +304,129 @@ class QueueWorker:
             )
             return [None] * len(messages)
         if len(prepared) != len(messages):
-            logger.warning("%s: %s preparations for %s messages; ignored", self.name, len(prepared), len(messages))
+            logger.warning(
+                "%s: %s preparations for %s messages; ignored", self.name, len(prepared), len(messages)
+            )
             return [None] * len(messages)
         return prepared
 
-    def _give_back(self, message: QueueMessage, *, counted: bool) -> None:
-        """Give back a received message that was not started; its delivery does not count (the head of
-        a batch counted one when it was received, the others not)."""
+    async def _handle(self, message: QueueMessage, prepared: Any = None, *, renew: bool = True) -> str:
+        """Process and settle one message; returns ``completed``, ``dead_lettered``, ``abandoned`` or
+        ``unsettled`` (its lock was lost, or settling it could not finish)."""
+        async with self._holding([message], renew=renew):
+            try:
+                await self._process(message, prepared)
+            except asyncio.CancelledError:
+                self._release_on_shutdown(message)
+                raise
+            except StorageFullError as exc:
+                await self._wait_for_disk(message, exc)
+                raise
+            except PermanentError as exc:
+                return await self._dead_letter(message, exc)
+            except Exception as exc:
+                return await self._retry_later(message, exc)
+            if await self._settle(self.queue.complete, message):
+                self.stats.completed += 1
+                return "completed"
+            return "unsettled"
+
+    async def _process(self, message: QueueMessage, prepared: Any) -> None:
+        with (
+            telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op,
+            background_work(),  # searches and ingestion take turns at shared resources
+        ):
+            if prepared is None:
+                outcome = await self.processor.process_message(message.body)
+            else:  # a MemoryService (its prepare_messages made it)
+                outcome = await self.processor.process_message(message.body, prepared=prepared)  # type: ignore[call-arg]
+            if outcome.ingest is not None:
+                telemetry.record_ingest(outcome.ingest, op.elapsed)
+
+    def _release_on_shutdown(self, message: QueueMessage) -> None:
+        """Abandon a message whose processing was cancelled, here and now (it is delivered again)."""
         try:
-            if counted:
-                self.queue.abandon(message, count_delivery=False)
-            else:
-                self.queue.release(message)
-        except Exception as exc:  # its lock expires; it is delivered again then
+            self._settle_now(self.queue.abandon, message, error="processing was cancelled (shutdown)")
+        except Exception as exc:  # the lock expires; the message is delivered again then
             logger.warning(
-                "%s: could not give back message %s (delivered again when its lock expires): %s: %s",
+                "%s: could not release message %s on shutdown (delivered again when its lock "
+                "expires): %s: %s",
                 self.name,
                 message.message_id,
                 type(exc).__name__,
                 exc,
             )
+        else:
+            logger.info(
+                "%s: released message %s (session %s) on shutdown",
+                self.name,
+                message.message_id,
+                message.session_id,
+            )
 
-    async def _handle(self, message: QueueMessage, prepared: Any = None, *, renew: bool = True) -> str:
-        """Process and settle one message; returns ``completed``, ``dead_lettered``, ``abandoned`` or
-        ``unsettled`` (its lock was lost, or settling it could not finish)."""
-        renewer = asyncio.create_task(self._renew([message])) if self.renew_locks and renew else None
+    async def _wait_for_disk(self, message: QueueMessage, exc: StorageFullError) -> None:
+        """Give a message back without counting its delivery when the disk is full.
+
+        The machine's fault, not the message's: a long disk-full episode never dead-letters a turn, and
+        run() backs off as after a queue error (growing delays; health shows the worker backing off).
+        """
+        logger.warning(
+            "%s: message %s (session %s) waits for disk space: %s: %s",
+            self.name,
+            message.message_id,
+            message.session_id,
+            type(exc).__name__,
+            exc,
+        )
         try:
-            try:
-                with (
-                    telemetry.operation("memory.ingest", **{"messaging.message.id": message.message_id}) as op,
-                    background_work(),  # searches and ingestion take turns at shared resources
-                ):
-                    if prepared is None:
-                        outcome = await self.processor.process_message(message.body)
-                    else:  # a MemoryService (its prepare_messages made it)
-                        outcome = await self.processor.process_message(message.body, prepared=prepared)  # type: ignore[call-arg]
-                    if outcome.ingest is not None:
-                        telemetry.record_ingest(outcome.ingest, op.elapsed)
-            except asyncio.CancelledError:
-                try:
-                    self._settle_now(self.queue.abandon, message, error="processing was cancelled (shutdown)")
-                except Exception as exc:  # the lock expires; the message is delivered again then
-                    logger.warning(
-                        "%s: could not release message %s on shutdown (delivered again when its lock "
-                        "expires): %s: %s",
-                        self.name,
-                        message.message_id,
-                        type(exc).__name__,
-                        exc,
-                    )
-                else:
-                    logger.info(
-                        "%s: released message %s (session %s) on shutdown",
-                        self.name,
-                        message.message_id,
-                        message.session_id,
-                    )
-                raise
-            except StorageFullError as exc:
-                # The machine's fault, not the message's: give the delivery back, so a long disk-full
-                # episode never dead-letters a turn, and let run() back off as after a queue error
-                # (growing delays; health shows the worker backing off with the error).
-                logger.warning(
-                    "%s: message %s (session %s) waits for disk space: %s: %s",
-                    self.name,
-                    message.message_id,
-                    message.session_id,
-                    type(exc).__name__,
-                    exc,
-                )
-                try:
-                    await self._queue_call(
-                        self._settle_now,
-                        self.queue.abandon,
-                        message,
-                        error=f"{type(exc).__name__}: {exc}",
-                        delay_seconds=self.retry_delay(self.consecutive_errors + 1),
-                        count_delivery=False,
-                    )
-                except _STORAGE_ERRORS:
-                    pass  # the queue's disk is full too: its lock expires and it is delivered again
-                else:
-                    self.stats.abandoned += 1
-                raise
-            except PermanentError as exc:
-                reason = type(exc).__name__
-                logger.warning(
-                    "%s: dead-lettered message %s (session %s, delivery %s): %s: %s",
-                    self.name,
-                    message.message_id,
-                    message.session_id,
-                    message.delivery_count,
-                    reason,
-                    exc,
-                )
-                if await self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
-                    self.stats.dead_lettered += 1
-                    telemetry.record_dead_letter(reason, message_id=message.message_id)
-                    return "dead_lettered"
-                return "unsettled"
-            except Exception as exc:
-                delay = self.backoff(message.delivery_count)
-                logger.warning(
-                    "%s: message %s (session %s) failed on delivery %s/%s, retrying in %.1fs: %s: %s",
-                    self.name,
-                    message.message_id,
-                    message.session_id,
-                    message.delivery_count,
-                    self.queue.max_deliveries,
-                    delay,
-                    type(exc).__name__,
-                    exc,
-                )
-                if await self._settle(
-                    self.queue.abandon, message, error=f"{type(exc).__name__}: {exc}", delay_seconds=delay
-                ):
-                    self.stats.abandoned += 1
-                return "abandoned"
-            if await self._settle(self.queue.complete, message):
-                self.stats.completed += 1
-                return "completed"
-            return "unsettled"
-        finally:
-            if renewer is not None:
-                renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewer
+            await self._queue_call(
+                self._settle_now,
+                self.queue.abandon,
+                message,
+                error=f"{type(exc).__name__}: {exc}",
+                delay_seconds=self.retry_delay(self.consecutive_errors + 1),
+                count_delivery=False,
+            )
+        except _STORAGE_ERRORS:
+            pass  # the queue's disk is full too: its lock expires and it is delivered again
+        else:
+            self.stats.abandoned += 1
+
+    async def _dead_letter(self, message: QueueMessage, exc: PermanentError) -> str:
+        reason = type(exc).__name__
+        logger.warning(
+            "%s: dead-lettered message %s (session %s, delivery %s): %s: %s",
+            self.name,
+            message.message_id,
+            message.session_id,
+            message.delivery_count,
+            reason,
+            exc,
+        )
+        if await self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
+            self.stats.dead_lettered += 1
+            telemetry.record_dead_letter(reason, message_id=message.message_id)
+            return "dead_lettered"
+        return "unsettled"
+
+    async def _retry_later(self, message: QueueMessage, exc: Exception) -> str:
+        delay = self.backoff(message.delivery_count)
+        logger.warning(
+            "%s: message %s (session %s) failed on delivery %s/%s, retrying in %.1fs: %s: %s",
+            self.name,
+            message.message_id,
+            message.session_id,
+            message.delivery_count,
+            self.queue.max_deliveries,
+            delay,
+            type(exc).__name__,
+            exc,
+        )
+        if await self._settle(
+            self.queue.abandon, message, error=f"{type(exc).__name__}: {exc}", delay_seconds=delay
+        ):
+            self.stats.abandoned += 1
+        return "abandoned"
 
     async def _settle(self, action: Callable[..., Any], message: QueueMessage, **kwargs: Any) -> bool:
         """Settle ``message``; ``False`` when it could not be (lock lost, or stopping mid-retry).
@@ -575,19 +467,8 @@ class QueueWorker:
             return False
         return True
 
-    async def _renew(self, held: list[QueueMessage]) -> None:
-        """Keep the locks of the messages in ``held`` (a batch's shrinks as they are settled) until
-        cancelled; a message whose lock was lost (settled, or taken by another receiver) is let go."""
-        interval = max(0.05, self.queue.lock_seconds / 2)
-        lost: set[int] = set()
-        while True:
-            await asyncio.sleep(interval)
-            for message in list(held):
-                if message.seq in lost:
-                    continue
-                try:
-                    await self._queue_call(self.queue.renew_lock, message)
-                except LockLostError:
-                    lost.add(message.seq)
-                except Exception as exc:  # keep processing; the lock may expire
-                    logger.warning("%s: renewing the lock of %s failed: %s", self.name, message.message_id, exc)
+    def _holding(self, held: list[QueueMessage], *, renew: bool = True) -> AbstractAsyncContextManager[None]:
+        """Keep the locks of ``held`` while the block runs (when the worker renews locks)."""
+        return locks_kept(
+            self.queue, held, call=self._queue_call, name=self.name, renew=self.renew_locks and renew
+        )

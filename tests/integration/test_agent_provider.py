@@ -38,13 +38,9 @@ from memory_core.domain.search import MemorySearchOptions, SearchResult
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
 from memory_core.errors import PermanentError, TransientError
-from memory_core.integrations.agent_framework import (
-    DEFAULT_SOURCE_ID,
-    MEMORY_HEADER,
-    MEMORY_INSTRUCTION,
-    MemoryContextProvider,
-)
+from memory_core.integrations.agent_framework import DEFAULT_SOURCE_ID, MemoryContextProvider
 from memory_core.integrations.outbox import TurnOutbox
+from memory_core.integrations.recall_format import MEMORY_HEADER, MEMORY_INSTRUCTION
 from memory_core.language.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
 from memory_core.ports import TurnPublisher
 from memory_core.runtime.worker import QueueWorker

@@ -22,7 +22,8 @@ from memory_core.bootstrap import build_service, load_settings
 from memory_core.client.memory_client import LocalMemoryClient
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
-from memory_core.integrations.agent_framework import MEMORY_HEADER, MEMORY_INSTRUCTION, MemoryContextProvider
+from memory_core.integrations.agent_framework import MemoryContextProvider
+from memory_core.integrations.recall_format import MEMORY_HEADER, MEMORY_INSTRUCTION
 from memory_core.language.sanitize import RECALL_END, RECALL_START, RECALL_START_PREFIX
 from memory_core.service import MemoryService
 

@@ -33,7 +33,8 @@ from memory_core.adapters.sqlite.queue_messages import QueueMessage
 from memory_core.domain.messages import message_id_for, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.entrypoints.embedded.host import EmbeddedRuntime
-from memory_core.runtime.worker import QueueWorker, exponential_backoff
+from memory_core.runtime.backoff import exponential_backoff
+from memory_core.runtime.worker import QueueWorker
 
 pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
 

@@ -17,7 +17,7 @@ pytest.importorskip("agent_framework")
 from agent_framework import Message
 
 from memory_core.domain.messages import MemoryCandidate, MessageRole, Turn, TurnMessage
-from memory_core.integrations.agent_framework import (
+from memory_core.integrations.recall_format import (
     MEMORY_HEADER,
     MEMORY_INSTRUCTION,
     build_query,

@@ -15,13 +15,8 @@ from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, ScoreBreakdown, SearchHit, SearchResult
 from memory_core.errors import ValidationError
-from memory_core.integrations.agent_framework import (
-    DEFAULT_SOURCE_ID,
-    MemoryContextProvider,
-    build_query,
-    format_memories,
-    format_memory_line,
-)
+from memory_core.integrations.agent_framework import DEFAULT_SOURCE_ID, MemoryContextProvider
+from memory_core.integrations.recall_format import build_query, format_memories, format_memory_line
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

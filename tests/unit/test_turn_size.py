@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from memory_core.domain.messages import MAX_TURN_BYTES, Turn, TurnMessage, turn_json_bytes
-from memory_core.integrations.agent_framework import TURN_MESSAGES_BUDGET, fit_turn
+from memory_core.integrations.turns import TURN_MESSAGES_BUDGET, fit_turn
 
 pytestmark = pytest.mark.fault  # part of the fault suite (issue 16)
 

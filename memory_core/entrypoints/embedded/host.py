@@ -26,9 +26,10 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -39,11 +40,13 @@ from memory_core.bootstrap import build_local_queue, build_service, configure_te
 from memory_core.config import Settings
 from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.runtime.backoff import exponential_backoff
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.recalls import CoalescingPublisher
 from memory_core.runtime.scheduler import ForgettingScheduler
-from memory_core.runtime.worker import QueueWorker, exponential_backoff
+from memory_core.runtime.supervision import supervise
+from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,10 +161,12 @@ class EmbeddedRuntime:
 
     def build_queue(self) -> SQLiteQueue:
         """Open the queue the runtime drains and publishes to."""
-
         opts = self.options
         return build_local_queue(
-            self.settings, path=self.queue_path, lock_seconds=opts.lock_seconds, max_deliveries=opts.max_deliveries
+            self.settings,
+            path=self.queue_path,
+            lock_seconds=opts.lock_seconds,
+            max_deliveries=opts.max_deliveries,
         )
 
     def build_worker(self, queue: SQLiteQueue, service: MemoryService, name: str) -> QueueWorker:
@@ -178,6 +183,18 @@ class EmbeddedRuntime:
             batch=opts.batch,
         )
 
+    def _supervise(
+        self,
+        name: str,
+        run: Callable[[asyncio.Event], Awaitable[None]],
+        stop: asyncio.Event,
+        *,
+        worker: QueueWorker | None = None,
+    ) -> Coroutine[Any, Any, None]:
+        """``run`` kept alive until ``stop`` (:func:`~memory_core.runtime.supervision.supervise`)."""
+        healthy_after = self.options.retry_max_seconds
+        return supervise(name, run, stop, backoff=self._backoff, healthy_after=healthy_after, worker=worker)
+
     def _backoff(self, attempt: int) -> float:
         return exponential_backoff(
             attempt, initial=self.options.retry_initial_seconds, maximum=self.options.retry_max_seconds
@@ -190,23 +207,7 @@ class EmbeddedRuntime:
         ``ingestion`` is ``ok``, ``stopped`` (messages wait and no worker drains them; ``problem`` says
         why) or ``off`` (no workers in this process).
         """
-        queue = self.monitor or self.queue
-        waiting: int | None = None
-        queue_facts: dict[str, Any]
-        if queue is None:
-            queue_facts = {"error": "the queue is not open"}
-        else:
-            try:
-                stats = queue.stats()
-                oldest = queue.oldest_age_seconds()
-            except Exception as exc:  # health must answer; an unreadable queue is itself the news
-                queue_facts = {"error": f"{type(exc).__name__}: {exc}"}
-            else:
-                waiting = stats.active
-                queue_facts = {
-                    **stats.as_dict(),
-                    "oldest_age_seconds": None if oldest is None else round(oldest, 3),
-                }
+        queue_facts, waiting = self._queue_health()
         workers = [w.health() for w in self.workers]
         details: dict[str, Any] = {"ingestion": "ok", "queue": queue_facts, "workers": workers}
         threshold = self.options.stalled_after_seconds
@@ -215,13 +216,29 @@ class EmbeddedRuntime:
             details["ingestion"] = "off"
         elif stalled and (waiting is None or waiting > 0):
             details["ingestion"] = "stopped"
-            what = "messages may be waiting" if waiting is None else f"{waiting} message(s) wait"
-            details["problem"] = (
-                f"{what} and no worker is draining the queue (each is stopped or has been backing off "
-                f"for at least {threshold:g}s; last error: "
-                f"{next((w.last_error for w in self.workers if w.last_error), 'none')})"
-            )
+            details["problem"] = self._stalled_problem(waiting, threshold)
         return details
+
+    def _queue_health(self) -> tuple[dict[str, Any], int | None]:
+        """The queue's facts for health, and how many messages wait (``None``: unknown)."""
+        queue = self.monitor or self.queue
+        if queue is None:
+            return {"error": "the queue is not open"}, None
+        try:
+            stats = queue.stats()
+            oldest = queue.oldest_age_seconds()
+        except Exception as exc:  # health must answer; an unreadable queue is itself the news
+            return {"error": f"{type(exc).__name__}: {exc}"}, None
+        facts = {**stats.as_dict(), "oldest_age_seconds": None if oldest is None else round(oldest, 3)}
+        return facts, stats.active
+
+    def _stalled_problem(self, waiting: int | None, threshold: float) -> str:
+        what = "messages may be waiting" if waiting is None else f"{waiting} message(s) wait"
+        return (
+            f"{what} and no worker is draining the queue (each is stopped or has been backing off "
+            f"for at least {threshold:g}s; last error: "
+            f"{next((w.last_error for w in self.workers if w.last_error), 'none')})"
+        )
 
     @staticmethod
     def healthy(details: Mapping[str, Any]) -> bool:
@@ -230,7 +247,6 @@ class EmbeddedRuntime:
 
     async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
-
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
             Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
@@ -311,67 +327,6 @@ class EmbeddedRuntime:
                 self.monitor.close_sync()
             self._say("memory-core serve: stopped")
 
-    async def _supervise(
-        self,
-        name: str,
-        run: Callable[[asyncio.Event], Awaitable[None]],
-        stop: asyncio.Event,
-        *,
-        worker: QueueWorker | None = None,
-    ) -> None:
-        """Run ``run(stop)`` until ``stop`` is set, restarting it whenever it dies.
-
-        A task that raises (or returns before ``stop``) is logged and restarted after a back-off that
-        doubles with each crash in a row and resets once a run lasted ``retry_max_seconds``: in a crash
-        loop the restarts slow down to one every ``retry_max_seconds``. Cancelling the supervisor
-        cancels the task.
-        """
-        crashes = 0
-        while not stop.is_set():
-            started = time.monotonic()
-            error: BaseException
-            try:
-                await run(stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                error = exc
-            else:
-                if stop.is_set():
-                    return
-                error = RuntimeError("it returned before it was asked to stop")
-            if stop.is_set():
-                logger.error(
-                    "%s: the task died while stopping: %s: %s",
-                    name,
-                    type(error).__name__,
-                    error,
-                    exc_info=error,
-                )
-                return
-            if time.monotonic() - started >= self.options.retry_max_seconds:
-                crashes = 0  # it had been working: not a crash loop
-            crashes += 1
-            delay = self._backoff(crashes)
-            if worker is not None:
-                worker.note_crash(error)
-            logger.error(
-                "%s: the task died (crash %s in a row), restarting in %.1fs: %s: %s",
-                name,
-                crashes,
-                delay,
-                type(error).__name__,
-                error,
-                exc_info=error,
-            )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=delay)
-            if stop.is_set():
-                return
-            if worker is not None:
-                worker.restarts += 1
-            logger.warning("%s: restarted after %s crash(es) in a row", name, crashes)
-
     async def _finish(self, tasks: list[asyncio.Task[None]], force: asyncio.Event | None) -> None:
         if not tasks:
             return
@@ -401,9 +356,6 @@ class EmbeddedRuntime:
 
 def _refuse_unusable_store(path: str) -> None:
     """Refuse an empty, damaged or foreign store file before anything is created beside it."""
-    import sqlite3
-
-
     refuse_empty_file(path, "store")
     if not Path(path).is_file():
         return  # a new store
