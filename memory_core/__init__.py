@@ -11,7 +11,8 @@ from memory_core.domain.search import MemorySearchOptions, RankingProfile, Searc
 from memory_core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.entrypoints.python_api.memory import AsyncMemory, Memory
+    from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+    from memory_core.entrypoints.python_api.memory import Memory
 
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: Names imported on first use, so ``import memory_core`` stays light.
-_LAZY = {"AsyncMemory": "entrypoints.python_api.memory", "Memory": "entrypoints.python_api.memory"}
+_LAZY = {"AsyncMemory": "entrypoints.python_api.async_memory", "Memory": "entrypoints.python_api.memory"}
 
 
 def __getattr__(name: str) -> Any:

@@ -114,6 +114,11 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def option_flag(name: str) -> str:
+    """The flag spelling of a search option's own name (``ranking_profile``: ``--ranking-profile``)."""
+    return "--" + name.replace("_", "-")
+
+
 def _add_memory_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", help="memory id, or a start of it that is unique for the user and agent")
 
@@ -125,6 +130,10 @@ def add_arguments(commands: Commands) -> None:
     add_scope(p)
     for name, (flag, options) in SEARCH_FLAGS.items():
         p.add_argument(flag, dest=name, **options)
+        own = option_flag(name)
+        if own != flag:  # the option's own name is accepted too (not listed: the flag above is)
+            alike = {key: value for key, value in options.items() if key not in ("help", "default", "metavar")}
+            p.add_argument(own, dest=name, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **alike)
     p.add_argument(
         "--recall",
         action="store_true",

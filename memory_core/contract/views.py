@@ -15,7 +15,7 @@ from memory_core.domain.search import (
     SearchMode,
     SearchResult,
 )
-from memory_core.domain.validation import CATEGORY_PATTERN, SCOPE_ID_PATTERN, AgentId, UserId
+from memory_core.domain.validation import CATEGORY_PATTERN, SCOPE_ID_PATTERN, AgentId, UserId, parse_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.ports import Page, SortedPage, StatusCounts
@@ -244,21 +244,21 @@ def memory_view(record: MemoryRecord) -> MemoryView:
 
 
 def search_response(result: SearchResult) -> SearchResponse:
-    return SearchResponse(
-        hits=[
-            SearchHitView(
-                memory=memory_view(hit.record),
-                score=hit.score,
-                reranker_score=hit.reranker_score,
-                breakdown=hit.breakdown,
-            )
-            for hit in result.hits
-        ],
-        mode=result.mode,
-        ranking_profile=result.ranking_profile,
-        semantic_ranker_available=result.semantic_ranker_available,
-        notes=list(result.notes),
-    )
+    hits = [{**hit.model_dump(exclude={"record"}), "memory": memory_view(hit.record)} for hit in result.hits]
+    return SearchResponse.model_validate({**result.model_dump(exclude={"hits"}), "hits": hits})
+
+
+def search_result(response: SearchResponse) -> SearchResult:
+    """The :class:`SearchResult` a search response carries (the inverse of :func:`search_response`).
+
+    Raises:
+        ValidationError: A memory of the response breaks a rule of the domain (names the field).
+    """
+    hits = [
+        {**hit.model_dump(exclude={"memory"}), "record": parse_model(MemoryRecord, hit.memory.model_dump())}
+        for hit in response.hits
+    ]
+    return parse_model(SearchResult, {**response.model_dump(exclude={"hits"}), "hits": hits})
 
 
 def memory_list_response(page: Page) -> MemoryListResponse:

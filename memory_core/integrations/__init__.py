@@ -21,9 +21,9 @@ __all__ = [
 _LAZY = {
     "DEFAULT_SOURCE_ID": "memory_core.integrations.agent_framework",
     "MemoryContextProvider": "memory_core.integrations.agent_framework",
-    "LocalMemoryClient": "memory_core.client.memory_client",
-    "MemoryClient": "memory_core.client.memory_client",
-    "RemoteMemoryClient": "memory_core.client.memory_client",
+    "LocalMemoryClient": "memory_core.client.local",
+    "MemoryClient": "memory_core.client.base",
+    "RemoteMemoryClient": "memory_core.client.remote",
     "TurnOutbox": "memory_core.integrations.outbox",
 }
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from agent_framework import AgentSession, ContextProvider, Message, SessionContext
 
-from memory_core.client.memory_client import LocalMemoryClient, MemoryClient, RemoteMemoryClient
+from memory_core.client.base import MemoryClient
+from memory_core.client.local import OPEN_OPTIONS, LocalMemoryClient
+from memory_core.client.remote import CLIENT_OPTIONS, RemoteMemoryClient
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
 from memory_core.domain.validation import parse_model, validate_scope_id
@@ -32,7 +34,6 @@ from memory_core.integrations.scopes import bind_scopes, missing_scopes, resolve
 from memory_core.integrations.turns import turn_for_run
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.ports import TurnPublisher
     from memory_core.service import MemoryService
 
 __all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider"]
@@ -58,7 +59,7 @@ def _check_timing(
 class MemoryContextProvider(ContextProvider):
     """Long-term memory for an Agent Framework agent.
 
-    Build it with a :class:`~memory_core.client.memory_client.MemoryClient` or a
+    Build it with a :class:`~memory_core.client.base.MemoryClient` or a
     ``MemoryService``, or with :meth:`local` / :meth:`remote`, which create (and then own) the client.
 
     Keyword Args:
@@ -128,6 +129,7 @@ class MemoryContextProvider(ContextProvider):
         flush_interval: float | None = 30.0,
         owns_client: bool = False,
     ) -> None:
+        given = locals()  # every parameter named after a search option is one
         super().__init__(source_id)
         if client is None:
             raise ConfigurationError(
@@ -141,21 +143,7 @@ class MemoryContextProvider(ContextProvider):
         self.agent_id = None if agent_id is None else validate_scope_id(agent_id, "agent_id")
         self.read_scope = scope_from(read_scope, "read_scope")
         self.write_scope = scope_from(write_scope, "write_scope")
-        self.options = MemorySearchOptions.from_values(
-            {
-                "mode": mode,
-                "ranking_profile": ranking_profile,
-                "top": top,
-                "category": category,
-                "order_by": order_by,
-                "include_archived": include_archived,
-                "min_importance": min_importance,
-                "min_retention_score": min_retention_score,
-                "kind": kind,
-                "vector_k": vector_k,
-                "vector_weight": vector_weight,
-            }
-        )
+        self.options = MemorySearchOptions.from_values(given)
         check_injection_role(injection_role)
         _check_timing(
             search_timeout=search_timeout,
@@ -178,19 +166,7 @@ class MemoryContextProvider(ContextProvider):
         self._closed = False
 
     @classmethod
-    def local(
-        cls,
-        *,
-        sqlite_path: str | Path | None = None,
-        embedder: Any | None = None,
-        publisher: TurnPublisher | None = None,
-        queue: bool | str | Path = True,
-        worker: bool = True,
-        close_timeout: float = 10.0,
-        settings: Any | None = None,
-        chat_model: Any | None = None,
-        **kwargs: Any,
-    ) -> MemoryContextProvider:
+    def local(cls, *, queue: bool | str | Path = True, worker: bool = True, **kwargs: Any) -> MemoryContextProvider:
         """A provider on the embedded store, in this process (the provider owns the memory service).
 
         By default ``after_run`` writes the turn to the durable queue beside the store, and a worker in
@@ -199,6 +175,8 @@ class MemoryContextProvider(ContextProvider):
         left are ingested at the next start, or by ``memory-core serve``.
 
         Keyword Args:
+            (Every keyword of :meth:`~memory_core.client.local.LocalMemoryClient.open` opens the memory;
+            the others configure the provider.)
             sqlite_path: The embedded store file (default ``MEMORY_SQLITE_PATH``).
             embedder: An embedder instance instead of the one the settings name.
             publisher: Where turns go instead of the queue (for example a Service Bus publisher).
@@ -217,35 +195,17 @@ class MemoryContextProvider(ContextProvider):
                 open when the provider closes.
             **kwargs: Provider options (``user_id``, ``agent_id``, ``top``, ...).
         """
-        client = LocalMemoryClient.open(
-            sqlite_path=sqlite_path,
-            embedder=embedder,
-            publisher=publisher,
-            queue=queue,
-            worker=worker,
-            close_timeout=close_timeout,
-            settings=settings,
-            chat_model=chat_model,
-        )
+        opening = {name: kwargs.pop(name) for name in OPEN_OPTIONS if name in kwargs}
+        client = LocalMemoryClient.open(queue=queue, worker=worker, **opening)
         return cls(client=client, owns_client=True, **kwargs)
 
     @classmethod
-    def remote(
-        cls,
-        *,
-        base_url: str,
-        function_key: str | None = None,
-        api_token: str | None = None,
-        credential: Any | None = None,
-        api_scope: str | None = None,
-        publisher: TurnPublisher | None = None,
-        http_client: Any | None = None,
-        http_timeout: float = 5.0,
-        **kwargs: Any,
-    ) -> MemoryContextProvider:
+    def remote(cls, *, base_url: str, http_timeout: float = 5.0, **kwargs: Any) -> MemoryContextProvider:
         """A provider on the serverless deployment (the provider owns the HTTP client it creates).
 
         Keyword Args:
+            (Every keyword of :class:`~memory_core.client.remote.RemoteMemoryClient` but ``timeout``
+            builds the client; the others configure the provider.)
             base_url: Root of the memory HTTP API (Function App URL, or ``memory-core serve``).
             function_key: The Functions key for the HTTP functions.
             api_token: The bearer token of a ``memory-core serve`` started with ``MEMORY_API_TOKEN``.
@@ -259,16 +219,8 @@ class MemoryContextProvider(ContextProvider):
             http_timeout: Transport timeout of one HTTP request.
             **kwargs: Provider options (``user_id``, ``agent_id``, ``top``, ...).
         """
-        client = RemoteMemoryClient(
-            base_url,
-            function_key=function_key,
-            api_token=api_token,
-            credential=credential,
-            api_scope=api_scope,
-            publisher=publisher,
-            http_client=http_client,
-            timeout=http_timeout,
-        )
+        connecting = {name: kwargs.pop(name) for name in CLIENT_OPTIONS if name in kwargs}
+        client = RemoteMemoryClient(base_url, timeout=http_timeout, **connecting)
         return cls(client=client, owns_client=True, **kwargs)
 
     # -- scope --------------------------------------------------------------------------------------

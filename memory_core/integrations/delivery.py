@@ -15,7 +15,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from memory_core.client.memory_client import MemoryClient
+from memory_core.client.base import MemoryClient
 from memory_core.domain.messages import Turn
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.integrations.outbox import MAX_PERMANENT_FAILURES, OutboxEntry, TurnOutbox

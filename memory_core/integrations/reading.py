@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from memory_core.client.memory_client import MemoryClient
+from memory_core.client.base import MemoryClient
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchResult
 

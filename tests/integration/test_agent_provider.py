@@ -31,7 +31,8 @@ from agent_framework import (
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.client.memory_client import LocalMemoryClient, MemoryClient
+from memory_core.client.base import MemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import RecallUpdate, Turn, message_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "memory_core"
 
@@ -271,3 +273,34 @@ def test_capabilities_are_ports_not_probes() -> None:
                     node.lineno,
                     ast.unparse(node),
                 )
+
+
+#: The most lines a module may have, by where it lives (the first prefix that matches).
+MODULE_LINES = (("memory_core/tools/", 800), ("memory_core/web/", None), ("memory_core/ports.py", 700), ("", 600))
+#: Cyclomatic complexity (radon's) no function may pass, and the one only a few may.
+MOST_COMPLEX, COMPLEX, MOST_ABOVE_COMPLEX = 20, 15, 15
+
+
+def test_every_module_fits_on_a_few_screens() -> None:
+    too_long = []
+    for path in modules(PACKAGE):
+        where = path.relative_to(ROOT).as_posix()
+        limit = next(most for prefix, most in MODULE_LINES if where.startswith(prefix))
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if limit is not None and lines > limit:
+            too_long.append(f"{where}: {lines} lines (at most {limit})")
+    assert not too_long, too_long
+
+
+def test_no_function_is_too_complex() -> None:
+    radon = pytest.importorskip("radon.complexity", reason="radon is in the dev extras")
+    scores: dict[str, int] = {}
+    for path in modules(PACKAGE):
+        for block in radon.cc_visit(path.read_text(encoding="utf-8")):
+            for function in [block, *getattr(block, "methods", [])]:
+                if not hasattr(function, "methods"):  # a function or method, not a class
+                    scores[f"{module_name(path)}.{function.fullname}"] = function.complexity
+    worst = {name: score for name, score in scores.items() if score > MOST_COMPLEX}
+    complex_ = {name: score for name, score in scores.items() if score > COMPLEX}
+    assert not worst, worst
+    assert len(complex_) <= MOST_ABOVE_COMPLEX, complex_

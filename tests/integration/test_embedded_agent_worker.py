@@ -22,7 +22,8 @@ from test_agent_provider import RecordingChatClient, memory_messages
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.queue import SQLiteQueue
-from memory_core.client.memory_client import LocalMemoryClient, MemoryClient
+from memory_core.client.base import MemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import Turn, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult

@@ -32,7 +32,7 @@ from agent_framework import Agent
 from test_agent_provider import RecordingChatClient
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import Turn, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.integrations.agent_framework import MemoryContextProvider

@@ -828,7 +828,7 @@ class MintingCredential:
 
 
 def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_path: Path) -> None:
-    from memory_core.client.memory_client import RemoteMemoryClient
+    from memory_core.client.remote import RemoteMemoryClient
     from memory_core.domain.search import MemorySearchOptions
     from memory_core.entrypoints.embedded.server import ApiServer
     from memory_core.errors import PermanentError
@@ -860,7 +860,7 @@ def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_
 
 
 def test_the_remote_client_wants_a_scope_with_a_credential() -> None:
-    from memory_core.client.memory_client import RemoteMemoryClient
+    from memory_core.client.remote import RemoteMemoryClient
     from memory_core.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="credential and api_scope go together"):

@@ -14,7 +14,7 @@ from runtime_helpers import running, turn_body
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.queue import SQLiteQueue
-from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import Turn, TurnMessage
 from memory_core.errors import PermanentError
 from memory_core.runtime.worker import QueueWorker

@@ -349,7 +349,7 @@ def test_usage_counts_calls_requests_and_tokens(server: FakeOpenAIServer) -> Non
 
 
 def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, server: FakeOpenAIServer) -> None:
-    from memory_core.client.memory_client import LocalMemoryClient
+    from memory_core.client.local import LocalMemoryClient
     from memory_core.domain.messages import Turn
 
     async def scenario() -> None:

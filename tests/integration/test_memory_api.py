@@ -23,9 +23,10 @@ from runtime_helpers import RunningRuntime
 
 import memory_core
 from memory_core import AsyncMemory, Memory
+from memory_core.client.results import AddResult, MemoryExport
 from memory_core.domain.messages import CandidateKind, MemoryEvent, MessageRole, Turn, TurnMessage
 from memory_core.domain.records import MemoryStatus
-from memory_core.entrypoints.python_api.memory import AddResult, MemoryExport, turn_messages
+from memory_core.entrypoints.python_api.messages import turn_messages
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,
@@ -443,7 +444,7 @@ def test_search_get_get_all_update_delete_history_export(memory: Memory) -> None
 
 
 def test_get_all_pages_through_the_store(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memory_core.entrypoints.python_api.memory as api
+    import memory_core.entrypoints.python_api.async_memory as api
 
     for text in (
         "I like tea.",
@@ -806,9 +807,9 @@ def test_close_lets_a_call_in_flight_on_another_thread_finish(tmp_path: Path, pa
 def test_close_cancels_calls_that_outlast_its_grace(
     tmp_path: Path, pace: Pace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memory_core.entrypoints.python_api.memory as memory_module
+    import memory_core.entrypoints.python_api.loop_thread as memory_module
 
-    monkeypatch.setattr(memory_module, "_CLOSE_GRACE", 0.2)
+    monkeypatch.setattr(memory_module, "CLOSE_GRACE", 0.2)
     before = len(_loop_threads())
     m = Memory(tmp_path / "m.db", episodes=False)
     pace.delays = [60.0, 60.0, 60.0]

@@ -19,7 +19,7 @@ from agent_framework import Agent, AgentSession, BaseChatClient, ChatResponse, M
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_service, load_settings
-from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.integrations.agent_framework import MemoryContextProvider

@@ -1,7 +1,8 @@
-"""Every search option reaches the store, whichever entry point sends it.
+"""Every search option reaches the store, whichever entry point sends it, under its own name.
 
 HTTP (``POST /api/memories/search`` over a real socket), the command line (``memory-core search``),
-and the agent provider (in-process, and remote through the HTTP API) all produce
+the Python API (sync, async and remote), the MCP search tool and the agent provider (in-process, and
+remote through the HTTP API) all produce
 :class:`MemorySearchOptions` through one converter. The store records what it was asked; each entry
 point must deliver every option unchanged. ``CHANGED`` names a non-default value for *every* option,
 so adding an option without carrying it through an entry point fails here.
@@ -10,6 +11,7 @@ so adding an option without carrying it through an entry point fails here.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import json
 from collections.abc import Iterator, Sequence
@@ -23,7 +25,7 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.cli.memories import SEARCH_FLAGS
+from memory_core.cli.memories import SEARCH_FLAGS, option_flag
 from memory_core.contract.views import SearchRequest
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
@@ -126,7 +128,7 @@ def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOption
 
 def test_through_the_agent_provider_in_process_and_remote(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
     pytest.importorskip("agent_framework")
-    from memory_core.client.memory_client import LocalMemoryClient
+    from memory_core.client.local import LocalMemoryClient
     from memory_core.integrations.agent_framework import MemoryContextProvider
 
     async def scenario() -> None:
@@ -209,3 +211,119 @@ def test_vector_weight_over_http_changes_the_ranking(tmp_path: Path) -> None:
         for leg in breakdown:
             expected = 1 / (60 + leg["keyword_rank"]) + weight / (60 + leg["vector_rank"])
             assert leg["relevance"] == pytest.approx(expected)
+
+
+#: Each search option as a caller writes it: enums by value, the rest as they are.
+AS_GIVEN: dict[str, Any] = {name: getattr(value, "value", value) for name, value in CHANGED.items()}
+
+
+def test_every_face_names_every_option_under_its_own_name() -> None:
+    """The option's own name is a parameter of each face (older aliases may stand beside it)."""
+    from memory_core.cli.parser import build_parser
+    from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+    from memory_core.entrypoints.python_api.memory import Memory
+
+    names = set(MemorySearchOptions.model_fields)
+    assert names <= set(inspect.signature(AsyncMemory.search).parameters)
+    assert names <= set(inspect.signature(Memory.search).parameters)
+    search = next(
+        action.choices["search"]
+        for action in build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+        if getattr(action, "choices", None) and "search" in action.choices
+    )
+    flags = {flag for action in search._actions for flag in action.option_strings}
+    assert {option_flag(name) for name in names} <= flags
+    pytest.importorskip("agent_framework")
+    from memory_core.integrations.agent_framework import MemoryContextProvider
+
+    assert names <= set(inspect.signature(MemoryContextProvider.__init__).parameters)
+
+
+def _recording_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_core.bootstrap as bootstrap
+
+    monkeypatch.setattr(
+        bootstrap, "build_store", lambda settings, **kw: RecordingStore(settings.sqlite_path, clock=kw["clock"])
+    )
+
+
+def test_from_the_command_line_under_the_options_own_names(
+    tmp_path: Path, recorded: list[MemorySearchOptions], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "m.db"
+    SQLiteMemoryStore(db).close_sync()
+    _recording_store(monkeypatch)
+    monkeypatch.setenv("MEMORY_EMBEDDER", "hash")
+    argv = ["--db", str(db), "--json", "search", "tea", "--user", "u1", "--agent", "a1"]
+    for name, value in AS_GIVEN.items():
+        argv += [option_flag(name)] if value is True else [option_flag(name), str(value)]
+    out = io.StringIO()
+    assert main(argv, out=out) == 0, out.getvalue()
+    assert recorded == [RECEIVED]
+
+
+def test_from_the_python_api_sync_async_and_remote(
+    tmp_path: Path, recorded: list[MemorySearchOptions], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+    from memory_core.entrypoints.python_api.memory import Memory
+
+    _recording_store(monkeypatch)
+    with Memory(tmp_path / "sync.db", embedder="hash") as memory:
+        memory.search("tea", user_id="u1", agent_id="a1", **AS_GIVEN)
+
+    async def scenario() -> None:
+        async with AsyncMemory(tmp_path / "async.db", embedder="hash") as memory:
+            await memory.search("tea", user_id="u1", agent_id="a1", **CHANGED)
+        service = service_on(tmp_path / "served.db")
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        try:
+            async with AsyncMemory(url=f"http://{server.host}:{server.port}") as remote:
+                await remote.search("tea", user_id="u1", agent_id="a1", **AS_GIVEN)
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+
+    asyncio.run(scenario())
+    assert recorded == [RECEIVED, RECEIVED, RECEIVED]
+
+
+def test_the_python_api_keeps_profile_as_the_older_name(tmp_path: Path, recorded: list[MemorySearchOptions], monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core.entrypoints.python_api.memory import Memory
+    from memory_core.errors import ValidationError
+
+    _recording_store(monkeypatch)
+    with Memory(tmp_path / "m.db", embedder="hash") as memory:
+        memory.search("tea", user_id="u1", agent_id="a1", profile="recent")
+        with pytest.raises(ValidationError) as both:
+            memory.search("tea", user_id="u1", agent_id="a1", profile="recent", ranking_profile="none")
+        with pytest.raises(ValidationError) as bad:
+            memory.search("tea", user_id="u1", agent_id="a1", profile="loudest")
+    assert [options.ranking_profile for options in recorded] == [RankingProfile.RECENT]
+    assert both.value.field == "profile" and bad.value.field == "profile"
+
+
+def test_through_the_mcp_search_tool(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
+    pytest.importorskip("mcp")
+    from mcp.client import Client
+
+    from memory_core.entrypoints.mcp.server import build_server
+    from memory_core.entrypoints.mcp.tools import MemoryTools
+
+    async def scenario() -> dict[str, Any]:
+        service = service_on(tmp_path / "m.db")
+        try:
+            server = build_server(MemoryTools(service, SCOPE))
+            async with Client(server) as client:
+                tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+                result = await client.call_tool("search_memories", {"query": "tea", **AS_GIVEN})
+                assert not result.is_error, result
+                schema: dict[str, Any] = tools["search_memories"].input_schema
+                return schema
+        finally:
+            await service.close()
+
+    schema = asyncio.run(scenario())
+    assert set(MemorySearchOptions.model_fields) <= set(schema["properties"])
+    assert recorded == [RECEIVED]

@@ -13,7 +13,7 @@ import pytest
 from runtime_helpers import RunningRuntime, running, turn_body
 
 from memory_core.cli.main import main
-from memory_core.client.memory_client import RemoteMemoryClient
+from memory_core.client.remote import RemoteMemoryClient
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions
 from memory_core.entrypoints.embedded.server import check_binding, is_loopback

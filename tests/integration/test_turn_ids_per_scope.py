@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
-from memory_core.client.memory_client import LocalMemoryClient
+from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.records import MemoryStatus, Scope
 
 

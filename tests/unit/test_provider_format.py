@@ -10,7 +10,8 @@ pytest.importorskip("agent_framework")
 
 from agent_framework import Message
 
-from memory_core.client.memory_client import MemoryClient, search_request_body
+from memory_core.client.base import MemoryClient
+from memory_core.client.remote import search_request_body
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, ScoreBreakdown, SearchHit, SearchResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions
@@ -51,22 +51,32 @@ class MemoryTools:
         self.session_id = f"mcp-{uuid.uuid4().hex[:16]}"
         self._writes = asyncio.Lock()
 
-    async def search(self, query: str, top: int = 5) -> SearchOutput:
-        """Ranked memories for ``query`` (hybrid search, important first).
+    async def search(self, query: str, top: int = 5, **options: Any) -> SearchOutput:
+        """Ranked memories for ``query`` (hybrid search, important first, unless ``options`` say).
+
+        Args:
+            query: What to look for.
+            top: How many memories at most.
+            **options: Other :class:`~memory_core.domain.search.MemorySearchOptions` fields (``None``:
+                the default).
 
         Raises:
-            ValidationError: The query is blank, or ``top`` is out of range.
+            ValidationError: The query is blank, ``top`` is out of range, or an option is unknown or
+                out of range.
         """
         if not query.strip():
             raise ValidationError("query", "is empty; say what to look for (list_memories lists everything)")
         if not 1 <= top <= MAX_TOP:
             raise ValidationError("top", f"must be between 1 and {MAX_TOP}")
-        options = MemorySearchOptions(top=top)
+        unknown = sorted(set(options) - set(MemorySearchOptions.model_fields))
+        if unknown:
+            raise ValidationError(unknown[0], "is not a search option")
+        chosen = MemorySearchOptions.from_values({**options, "top": top})
         if self.recall:
             async with self._writes:
-                result = await self.service.search(self.scope, query, options, recall=True)
+                result = await self.service.search(self.scope, query, chosen, recall=True)
         else:
-            result = await self.service.search(self.scope, query, options, recall=False)
+            result = await self.service.search(self.scope, query, chosen, recall=False)
         return SearchOutput(
             memories=[MemoryItem.of(hit.record, hit.score) for hit in result.hits],
             notes=[sanitize_memory_text(note) for note in result.notes],

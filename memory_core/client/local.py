@@ -1,50 +1,30 @@
-"""How an agent reaches memory: one small client interface, two implementations.
+"""Memory in this process: the embedded (or Azure-settings) service, its queue and an optional worker.
 
-- :class:`LocalMemoryClient`: an in-process :class:`~memory_core.service.MemoryService` on the
-  embedded store. Turns go to the service's queue (the embedded durable queue), drained by a worker
-  in this process (``worker``) or by ``memory-core serve``, or are ingested inline when it has none.
-- :class:`RemoteMemoryClient`: the serverless deployment. Search goes over the HTTP API
-  (``POST /api/memories/search``, function key in ``x-functions-key``); turns go to a
-  :class:`~memory_core.ports.TurnPublisher` (Service Bus) when one is given, else to
-  ``POST /api/turns``.
-
-Both raise :class:`~memory_core.errors.TransientError` for failures worth retrying (timeouts, refused
-connections, throttling, 5xx) and :class:`~memory_core.errors.PermanentError` for the rest, so the
-caller can tell a turn worth keeping in the outbox from one that will never be accepted.
-
-Nothing here imports Agent Framework or an Azure SDK; the HTTP client (``httpx``) is imported when a
-remote client is first built.
+:class:`LocalMemoryClient` is the one way to open a local memory: the Python API, the agent
+provider's ``local()`` and ``memory-core``'s own faces build it with :meth:`LocalMemoryClient.open`.
+Turns go to the service's queue (the embedded durable queue), drained by a worker in this process
+(``worker``) or by ``memory-core serve``, or are ingested inline when it has none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import time
-from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence, Set
-from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory_core.adapters.sqlite.queue import SQLiteQueue
-from memory_core.bootstrap import build_local_queue, build_service, load_settings
-from memory_core.domain.messages import RecallUpdate, Turn, session_id_for
-from memory_core.domain.network import is_loopback
-from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchHit, SearchMode, SearchResult
-from memory_core.domain.validation import parse_model
-from memory_core.errors import (
-    ConfigurationError,
-    NotFoundError,
-    PermanentError,
-    TransientError,
-    ValidationError,
-)
+from memory_core.bootstrap import build_local_queue, build_service, existing_local_queue, load_settings
+from memory_core.client.base import MemoryBackend
+from memory_core.client.results import AddResult, MemoryExport, add_result
+from memory_core.domain.messages import HistoryEntry, Turn, session_id_for
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import MemorySearchOptions, SearchResult
+from memory_core.errors import ValidationError
 from memory_core.ports import ChatModel, Embedder, TurnPublisher
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.worker import QueueWorker
@@ -52,65 +32,19 @@ from memory_core.runtime.worker import QueueWorker
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.sqlite.queue_messages import QueueMessage
     from memory_core.config import Settings
-    from memory_core.service import MemoryService
+    from memory_core.service import ForgettingReport, MemoryService, PurgeReport
 
-__all__ = ["LocalMemoryClient", "MemoryClient", "RemoteMemoryClient", "search_request_body"]
+__all__ = ["OPEN_OPTIONS", "LocalMemoryClient"]
 
 logger = logging.getLogger(__name__)
 
-SEARCH_ROUTE = "/api/memories/search"
-TURNS_ROUTE = "/api/turns"
-FUNCTION_KEY_HEADER = "x-functions-key"
-
 T = TypeVar("T")
 
+#: The keyword arguments of :meth:`LocalMemoryClient.open` besides settings fields (what a caller
+#: that opens a local memory on behalf of its own caller passes on).
+OPEN_OPTIONS = ("sqlite_path", "embedder", "publisher", "queue", "worker", "close_timeout", "settings", "chat_model")
 
-class MemoryClient(ABC):
-    """What :class:`~memory_core.integrations.agent_framework.MemoryContextProvider` needs from memory."""
-
-    @abstractmethod
-    async def search(
-        self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True
-    ) -> SearchResult:
-        """Ranked memories of ``scope`` for ``query``; returned memories count as recalled if ``recall``.
-
-        Args:
-            scope: Whose memories to search.
-            query: The search text (at most 4000 characters).
-            options: Mode, ranking profile, top and filters.
-            recall: Reinforce the returned memories (access count, last access, retention).
-
-        Returns:
-            The hits, best first, with their scores and score breakdowns.
-        """
-
-    @abstractmethod
-    async def publish_turn(self, turn: Turn) -> None:
-        """Hand one turn to ingestion (idempotent per ``turn_id``)."""
-
-    async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        """Count memories as recalled outside a search (not every client can; the default does nothing)."""
-        return None
-
-    async def start(self) -> None:
-        """Begin the client's background work, if it has any (nothing by default)."""
-        return None
-
-    async def wait_ready(self, scope: Scope, *, timeout: float) -> bool:
-        """Wait, at most ``timeout`` seconds, until a search of ``scope`` sees the turns already handed
-        to ingestion that this client can follow (the default follows none).
-
-        Returns:
-            ``False`` when the wait timed out (the search then runs without those turns).
-        """
-        return True
-
-    async def close(self) -> None:
-        """Release what the client opened (nothing by default)."""
-        return None
-
-
-class LocalMemoryClient(MemoryClient):
+class LocalMemoryClient(MemoryBackend):
     """Memory in this process: the embedded store, queue and service, through a ``MemoryService``.
 
     With ``worker``, turns published to the embedded queue are ingested in this process, in the
@@ -136,6 +70,8 @@ class LocalMemoryClient(MemoryClient):
             its worker.
         queue_thread: The thread the service's publisher runs ``queue``'s calls on (as :meth:`open`
             wires it); the worker runs its queue calls there too. ``None``: on the event loop.
+        settings: The settings the service was built from (as :meth:`open` passes them): a purge
+            then reaches the embedded queue beside the store too.
     """
 
     #: Seconds between two looks at the queue while waiting for turns to be ingested.
@@ -155,6 +91,7 @@ class LocalMemoryClient(MemoryClient):
         worker: bool = False,
         close_timeout: float = 10.0,
         queue_thread: StorageThread | None = None,
+        settings: Settings | None = None,
     ) -> None:
         if close_timeout < 0:
             raise ValidationError("close_timeout", "must not be negative")
@@ -162,6 +99,14 @@ class LocalMemoryClient(MemoryClient):
         self.queue = queue
         self.queue_thread = queue_thread
         self.close_timeout = float(close_timeout)
+        self.settings = settings
+        if settings is not None and settings.store == "azure_search":
+            self.mode, self.where = "azure", settings.azure_search_endpoint
+        else:
+            self.mode, self.where = "embedded", settings.sqlite_path if settings is not None else "(a service)"
+        # Turns ingested here go one at a time, in order (what the queue's sessions guarantee
+        # elsewhere): concurrent adds, hand edits and purges wait for one another.
+        self._writing = asyncio.Lock()
         self._owns = owns_service
         self._want_worker = worker and queue is not None
         self._worker: QueueWorker | None = None
@@ -249,6 +194,7 @@ class LocalMemoryClient(MemoryClient):
                 worker=worker,
                 close_timeout=close_timeout,
                 queue_thread=thread,
+                settings=settings,
             )
         except BaseException:
             if sqlite_queue is not None:
@@ -415,6 +361,56 @@ class LocalMemoryClient(MemoryClient):
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         await self.service.record_recall(scope, list(memory_ids))
 
+    async def add(self, turn: Turn) -> AddResult:
+        """Extract and consolidate ``turn`` now, whatever the client's publisher; the decisions."""
+        async with self._writing:
+            return add_result(await self.service.ingest(turn))
+
+    async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        return await self.service.get(scope, memory_id)
+
+    async def page(
+        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int
+    ) -> tuple[list[MemoryRecord], str | None]:
+        statuses = [status] if status is not None else [MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
+        page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
+        return page.records, page.next_cursor
+
+    async def update(
+        self, scope: Scope, memory_id: str, text: str, metadata: Mapping[str, Any] | None
+    ) -> MemoryRecord:
+        async with self._writing:
+            return await self.service.update(scope, memory_id, text, metadata=metadata)
+
+    async def delete(self, scope: Scope, memory_id: str) -> MemoryRecord:
+        async with self._writing:
+            return await self.service.delete(scope, memory_id)
+
+    async def purge(self, user_id: str, agent_id: str | None) -> PurgeReport:
+        """Remove a user's memories for good; the embedded queue beside the store (which a client with
+        ``queue`` or ``memory-core serve`` publishes to) loses the user's turns too."""
+        async with self._writing:
+            if self.queue is not None or self.settings is None:  # (the service's publisher is the queue)
+                return await self.service.purge(user_id, agent_id)
+            queue = existing_local_queue(self.settings)
+            try:
+                return await self.service.purge(user_id, agent_id, queue=queue)
+            finally:
+                if queue is not None:
+                    await queue.close()
+
+    async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
+        await self.service.get(scope, memory_id)  # NotFoundError for an unknown memory, as over HTTP
+        return await self.service.history_of(scope, memory_id)
+
+    async def export(self, user_id: str, agent_id: str | None) -> MemoryExport:
+        memories = [record async for record in self.service.export(user_id, agent_id)]
+        history = await self.service.export_history(user_id, agent_id)
+        return MemoryExport(user_id, agent_id, tuple(memories), tuple(history))
+
+    async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:
+        return await self.service.apply_forgetting(dry_run=dry_run, limit=limit)
+
     async def close(self) -> None:
         """Wait (at most ``close_timeout``) for the worker to ingest the turns this client queued, stop
         it, and close the service if the client owns it. Turns not ingested by then stay queued."""
@@ -459,239 +455,3 @@ class LocalMemoryClient(MemoryClient):
                 self.queue.path if self.queue is not None else "the queue",
             )
 
-
-def search_request_body(
-    scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool
-) -> dict[str, Any]:
-    """The JSON body of ``POST /api/memories/search`` (:class:`memory_core.contract.api.SearchRequest`): the
-    scope, the query, ``recall`` and every search option that is set."""
-    return {
-        "user_id": scope.user_id,
-        "agent_id": scope.agent_id,
-        "query": query,
-        "recall": recall,
-        **options.model_dump(mode="json", exclude_none=True),
-    }
-
-
-def _search_result(data: Any) -> SearchResult:
-    """A :class:`SearchResult` from a ``SearchResponse`` JSON body."""
-    if not isinstance(data, Mapping):
-        raise PermanentError("the search response is not a JSON object")
-    try:
-        hits = [
-            SearchHit(
-                record=parse_model(MemoryRecord, dict(hit["memory"])),
-                score=float(hit["score"]),
-                reranker_score=hit.get("reranker_score"),
-                breakdown=hit["breakdown"],
-            )
-            for hit in data.get("hits", [])
-        ]
-        return SearchResult(
-            hits=hits,
-            mode=SearchMode(data.get("mode", SearchMode.HYBRID.value)),
-            ranking_profile=RankingProfile(data.get("ranking_profile", RankingProfile.IMPORTANT.value)),
-            semantic_ranker_available=bool(data.get("semantic_ranker_available", True)),
-            notes=list(data.get("notes", [])),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PermanentError(f"the search response does not match the contract: {exc}") from None
-
-
-def _import_http() -> ModuleType:
-    """The ``httpx`` module (or its API-compatible successor ``httpx2``, which ``openai`` ships with)."""
-    for name in ("httpx", "httpx2"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise ConfigurationError("the remote memory client needs httpx: pip install 'memory-core[agent]'")
-
-
-class RemoteMemoryClient(MemoryClient):
-    """Memory behind the HTTP API of the Functions app (or of ``memory-core serve``).
-
-    Args:
-        base_url: Root of the API (``https://APP.azurewebsites.net`` or ``http://127.0.0.1:7071``).
-        function_key: Azure Functions key sent as ``x-functions-key`` (``None`` locally).
-        api_token: Bearer token of a ``memory-core serve`` started with ``MEMORY_API_TOKEN``.
-        credential: An ``azure.core`` async token credential (``DefaultAzureCredential``, a managed
-            identity) whose Microsoft Entra ID access token for ``api_scope`` is sent on every request,
-            for a Function App that validates tokens (``MEMORY_AUTH_*``). Tokens are refreshed by the
-            credential (it caches them until shortly before they expire); the client does not close it.
-        api_scope: The API's scope, ``api://<application ID URI or client id>/.default``.
-        publisher: Where turns go (for example a ``ServiceBusTurnPublisher``); ``None`` posts them to
-            ``POST /api/turns``. A publisher passed in is not closed by the client.
-        http_client: An ``httpx.AsyncClient`` to use; one the client creates is closed with it.
-        timeout: Seconds for one HTTP request (connect, read, write).
-        owns_publisher: Close ``publisher`` with the client.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        function_key: str | None = None,
-        api_token: str | None = None,
-        credential: Any | None = None,
-        api_scope: str | None = None,
-        publisher: TurnPublisher | None = None,
-        http_client: Any | None = None,
-        timeout: float = 5.0,
-        owns_publisher: bool = False,
-    ) -> None:
-        if not base_url or not base_url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"base_url must be an http(s) URL, not {base_url!r}")
-        if (credential is None) != (not api_scope):
-            raise ConfigurationError(
-                "credential and api_scope go together: the token is asked for the API's scope "
-                "(api://<application ID URI or client id>/.default)"
-            )
-        if credential is not None and api_token:
-            raise ConfigurationError("pass either credential (Microsoft Entra ID) or api_token, not both")
-        if (credential is not None or api_token or function_key) and _plain_http_off_machine(base_url):
-            raise ConfigurationError(
-                f"refusing to send credentials to {base_url} over plain http: use https (plain http is "
-                "accepted for 127.0.0.1 and localhost only)"
-            )
-        self._credential = credential
-        self._api_scope = api_scope
-        self.base_url = base_url.rstrip("/")
-        self.publisher = publisher
-        self._owns_publisher = owns_publisher
-        self._headers = {"content-type": "application/json", "accept": "application/json"}
-        if function_key:
-            self._headers[FUNCTION_KEY_HEADER] = function_key
-        if api_token:
-            self._headers["authorization"] = f"Bearer {api_token}"
-        self._http_module = _import_http()
-        self._owns_http = http_client is None
-        self._http = http_client or self._http_module.AsyncClient(timeout=timeout)
-
-    async def _post(self, route: str, body: dict[str, Any]) -> Any:
-        return await self.request("POST", route, body=body)
-
-    async def request(
-        self,
-        method: str,
-        route: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-    ) -> Any:
-        """Call one route of the HTTP API with this client's credentials; returns the JSON answer.
-
-        Args:
-            method: ``GET``, ``POST`` or ``DELETE``.
-            route: The path from the root (``/api/memories``), percent-encoded where needed.
-            params: Query parameters.
-            body: The JSON body, if any.
-
-        Returns:
-            The decoded JSON body (``None`` for an empty one).
-
-        Raises:
-            TransientError: A timeout, a failed connection, 408, 429 or 5xx.
-            ValidationError: 400 or 422 (naming the field the API names, else ``request``).
-            NotFoundError: 404 for an unknown memory.
-            PermanentError: Any other 4xx, or an answer that is not JSON.
-        """
-        httpx = self._http_module
-        headers = self._headers
-        if self._credential is not None:
-            try:
-                token = await self._credential.get_token(self._api_scope)
-            except Exception as exc:  # the credential's own errors vary by kind; all mean "no token now"
-                raise TransientError(f"could not get an access token for {self._api_scope}: {exc}") from exc
-            headers = {**headers, "authorization": f"Bearer {token.token}"}
-        try:
-            response = await self._http.request(
-                method, self.base_url + route, json=body, params=dict(params or {}), headers=headers
-            )
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"{method} {route} timed out: {exc}") from exc
-        except httpx.TransportError as exc:
-            raise TransientError(f"{method} {route} failed: {exc}") from exc
-        status = response.status_code
-        if status == 429 or status >= 500 or status == 408:
-            raise TransientError(f"{method} {route} answered {status}: {_detail(response)}")
-        if status in (400, 404, 422):
-            field, message, code = _error_of(response)
-            if status == 404 and code == "not_found":
-                raise NotFoundError(message)
-            if status != 404:
-                raise ValidationError(field or "request", f"{method} {route} answered {status}: {message}")
-        if status >= 400:
-            raise PermanentError(f"{method} {route} answered {status}: {_detail(response)}")
-        if status == 204 or not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise PermanentError(f"{method} {route} did not answer JSON: {exc}") from None
-
-    async def search(
-        self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True
-    ) -> SearchResult:
-        data = await self._post(SEARCH_ROUTE, search_request_body(scope, query, options, recall=recall))
-        return _search_result(data)
-
-    async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
-        """Send a recall update on the ordered queue path (needs a publisher; otherwise nothing)."""
-        if self.publisher is None or not memory_ids:
-            return
-        await self.publisher.publish_recall(
-            RecallUpdate(
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                memory_ids=list(memory_ids),
-                at=datetime.now(UTC),
-            )
-        )
-
-    async def publish_turn(self, turn: Turn) -> None:
-        if self.publisher is not None:
-            await self.publisher.publish_turn(turn)
-            return
-        await self._post(TURNS_ROUTE, turn.to_json_dict())
-
-    async def close(self) -> None:
-        try:
-            if self._owns_http:
-                await self._http.aclose()
-        finally:
-            if self._owns_publisher and self.publisher is not None:
-                await self.publisher.close()
-
-
-def _error_of(response: Any) -> tuple[str | None, str, str | None]:
-    """The field, message and code of an ``{"error": {...}}`` answer (the raw text when it is not one)."""
-    try:
-        error = response.json().get("error")
-        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-            field = error.get("field")
-            code = error.get("code")
-            return (
-                field if isinstance(field, str) and field else None,
-                error["message"],
-                code if isinstance(code, str) else None,
-            )
-    except (ValueError, AttributeError):
-        pass
-    return None, _detail(response), None
-
-
-def _detail(response: Any) -> str:
-    text = str(getattr(response, "text", "") or "")
-    text = " ".join(text.split())
-    return text[:300] if text else "(no body)"
-
-
-def _plain_http_off_machine(base_url: str) -> bool:
-    """Whether ``base_url`` is plain ``http`` to another machine (credentials would travel in clear)."""
-    from urllib.parse import urlsplit
-
-
-    parts = urlsplit(base_url)
-    return parts.scheme == "http" and not is_loopback(parts.hostname or "")
