@@ -56,6 +56,21 @@ TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
 MAX_TURN_MESSAGES = 100
 
 
+def _expect_schema(value: str, schema: str) -> str:
+    """``value``, if it names ``schema``; a ``ValueError`` otherwise."""
+    if value != schema:
+        raise ValueError(f"unsupported schema {describe_value(value)}; expected {schema!r}")
+    return value
+
+
+def _message_id(value: str, field: str, more: str = "") -> str:
+    """``value``, if it is an id :data:`TURN_ID_PATTERN` allows; a ``ValueError`` naming ``field`` (and
+    saying ``more``) otherwise."""
+    if not TURN_ID_PATTERN.fullmatch(value):
+        raise ValueError(f"{field} {describe_value(value)} must be 1-128 letters, digits, _ . : -{more}")
+    return value
+
+
 MAX_MESSAGE_CHARS = 32000
 
 
@@ -125,18 +140,12 @@ class Turn(BaseModel):
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str) -> str:
-        if value != TURN_SCHEMA:
-            raise ValueError(f"unsupported schema {describe_value(value)}; expected {TURN_SCHEMA!r}")
-        return value
+        return _expect_schema(value, TURN_SCHEMA)
 
     @field_validator("turn_id")
     @classmethod
     def _turn_id(cls, value: str) -> str:
-        if not TURN_ID_PATTERN.fullmatch(value):
-            raise ValueError(
-                f"turn_id {describe_value(value)} must be 1-128 letters, digits, _ . : - (starting with a letter or digit)"
-            )
-        return value
+        return _message_id(value, "turn_id", " (starting with a letter or digit)")
 
     @field_validator("session_id")
     @classmethod
@@ -306,16 +315,12 @@ class RecallUpdate(BaseModel):
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str) -> str:
-        if value != RECALL_SCHEMA:
-            raise ValueError(f"unsupported schema {describe_value(value)}; expected {RECALL_SCHEMA!r}")
-        return value
+        return _expect_schema(value, RECALL_SCHEMA)
 
     @field_validator("recall_id")
     @classmethod
     def _recall_id(cls, value: str) -> str:
-        if not TURN_ID_PATTERN.fullmatch(value):
-            raise ValueError(f"recall_id {describe_value(value)} must be 1-128 letters, digits, _ . : -")
-        return value
+        return _message_id(value, "recall_id")
 
     @field_validator("memory_ids")
     @classmethod

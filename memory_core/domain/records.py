@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from memory_core.domain.validation import (
     CATEGORY_PATTERN,
@@ -173,20 +173,10 @@ class MemoryRecord(BaseModel):
             raise ValueError("source must be 1-64 letters, digits, _ - or .")
         return value
 
-    @field_validator("importance")
+    @field_validator("importance", "confidence", "retention_score")
     @classmethod
-    def _importance(cls, value: float) -> float:
-        return unit_interval(value, "importance")
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, value: float) -> float:
-        return unit_interval(value, "confidence")
-
-    @field_validator("retention_score")
-    @classmethod
-    def _retention(cls, value: float) -> float:
-        return unit_interval(value, "retention_score")
+    def _unit_interval(cls, value: float, info: ValidationInfo) -> float:
+        return unit_interval(value, str(info.field_name))
 
     @field_validator("embedding")
     @classmethod
