@@ -24,6 +24,7 @@ from memory_core.domain.validation import (
     AgentId,
     UserId,
     UtcDateTime,
+    check_length,
     new_memory_id,
     unit_interval,
     validate_category,
@@ -147,8 +148,7 @@ class MemoryRecord(BaseModel):
         text = value.strip()
         if not text:
             raise ValueError("memory text must not be empty")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise ValueError(f"memory text is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        check_length(text, MAX_MEMORY_CHARS, "memory text")
         if CONTROL_CHARACTERS.search(text):
             raise ValueError("memory text must not contain control characters")
         return text
@@ -156,10 +156,7 @@ class MemoryRecord(BaseModel):
     @field_validator("summary")
     @classmethod
     def _summary(cls, value: str) -> str:
-        text = value.strip()
-        if len(text) > MAX_SUMMARY_CHARS:
-            raise ValueError(f"summary is {len(text)} characters; the maximum is {MAX_SUMMARY_CHARS}")
-        return text
+        return check_length(value.strip(), MAX_SUMMARY_CHARS, "summary")
 
     @field_validator("category")
     @classmethod
