@@ -17,11 +17,11 @@ from memory_core.domain.validation import (
     MESSAGE_CONTROL_CHARACTERS,
     RESERVED_METADATA_KEYS,
     AgentId,
+    CategoryName,
     UserId,
     UtcDateTime,
     describe_value,
     validate_caller_metadata,
-    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
@@ -210,7 +210,7 @@ class MemoryCandidate(BaseModel):
 
     kind: CandidateKind = CandidateKind.FACT
     memory: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
-    category: str = "general"
+    category: CategoryName = "general"
     importance: float = Field(default=0.65, ge=0.0, le=1.0)
     confidence: float = Field(default=0.55, ge=0.0, le=1.0)
     expires_at: UtcDateTime | None = None
@@ -220,12 +220,6 @@ class MemoryCandidate(BaseModel):
     #: Index of the message it came from, and who said it.
     message: int = Field(default=0, ge=0)
     speaker: SpeakerName | None = None
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str) -> str:
-        return validate_category(value)
-
 
 class MemoryEvent(StrEnum):
     ADD = "ADD"

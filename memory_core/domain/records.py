@@ -22,12 +22,12 @@ from memory_core.domain.validation import (
     MAX_STATUS_REASON,
     MAX_SUMMARY_CHARS,
     AgentId,
+    CategoryName,
     UserId,
     UtcDateTime,
     check_length,
     new_memory_id,
     unit_interval,
-    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
@@ -121,7 +121,7 @@ class MemoryRecord(BaseModel):
     agent_id: AgentId
     memory: str
     summary: str = ""
-    category: str = "general"
+    category: CategoryName = "general"
     importance: float = 0.5
     confidence: float = 0.5
     status: MemoryStatus = MemoryStatus.ACTIVE
@@ -157,11 +157,6 @@ class MemoryRecord(BaseModel):
     @classmethod
     def _summary(cls, value: str) -> str:
         return check_length(value.strip(), MAX_SUMMARY_CHARS, "summary")
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str) -> str:
-        return validate_category(value)
 
     @field_validator("source")
     @classmethod

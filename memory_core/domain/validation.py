@@ -27,6 +27,7 @@ __all__ = [
     "MESSAGE_CONTROL_CHARACTERS",
     "RESERVED_METADATA_KEYS",
     "AgentId",
+    "CategoryName",
     "UserId",
     "UtcDateTime",
     "check_length",
@@ -174,6 +175,10 @@ UserId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "u
 
 #: An ``agent_id`` field: validated by :func:`validate_scope_id`, errors name ``agent_id``.
 AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "agent_id"))]
+
+
+#: A ``category`` field: normalized by :func:`validate_category`.
+CategoryName = Annotated[str, AfterValidator(lambda value: validate_category(value))]
 
 
 #: A timestamp field: naive values are taken as UTC, aware ones converted to UTC (:func:`ensure_utc`).
