@@ -85,26 +85,19 @@ def _model_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "azure_openai":
         openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder: Embedder = openai_models.OpenAIEmbedder.azure(
-            endpoint=settings.azure_openai_endpoint,
             deployment=settings.azure_openai_embedding_deployment,
-            api_version=settings.azure_openai_api_version,
             dimensions=settings.embedding_dimensions,
-            client_id=settings.azure_client_id or None,
-            timeout=settings.llm_timeout_seconds,
-            headers=settings.llm_header_map(),
+            **_azure_openai_connection(settings),
         )
         return embedder
     if settings.embedder in {"openai", "compatible"}:
         openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder = openai_models.OpenAIEmbedder.openai_compatible(
-            base_url=settings.llm_api_root,
             model=settings.embedding_model,
             dimensions=settings.embedding_dimensions,
-            api_key=settings.llm_api_key or None,
             send_dimensions=settings.embedder == "openai",
             provider=settings.embedder,
-            timeout=settings.llm_timeout_seconds,
-            headers=settings.llm_header_map(),
+            **_compatible_connection(settings),
         )
         return embedder
     from memory_core.adapters.models.local_embedder import E5LocalEmbedder
@@ -181,6 +174,29 @@ def _openai_models(what: str, module: str) -> ModuleType:
     return openai_models
 
 
+def _azure_openai_connection(settings: Settings) -> dict[str, Any]:
+    """How the chat model and the embedder reach Azure OpenAI: the endpoint, the API version, the
+    managed identity, the timeout and the extra headers."""
+    return {
+        "endpoint": settings.azure_openai_endpoint,
+        "api_version": settings.azure_openai_api_version,
+        "client_id": settings.azure_client_id or None,
+        "timeout": settings.llm_timeout_seconds,
+        "headers": settings.llm_header_map(),
+    }
+
+
+def _compatible_connection(settings: Settings) -> dict[str, Any]:
+    """How the chat model and the embedder reach OpenAI or a compatible server: the API root, the key,
+    the timeout and the extra headers."""
+    return {
+        "base_url": settings.llm_api_root,
+        "api_key": settings.llm_api_key or None,
+        "timeout": settings.llm_timeout_seconds,
+        "headers": settings.llm_header_map(),
+    }
+
+
 def require_chat_model(settings: Settings, what: str) -> ChatModel:
     """The configured chat model, or a message saying how to configure one (``what`` needs it).
 
@@ -213,20 +229,11 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     model: ChatModel
     if provider == "azure":
         model = OpenAIChatModel.azure(
-            endpoint=settings.azure_openai_endpoint,
-            deployment=settings.azure_openai_chat_deployment,
-            api_version=settings.azure_openai_api_version,
-            client_id=settings.azure_client_id or None,
-            timeout=settings.llm_timeout_seconds,
-            headers=settings.llm_header_map(),
+            deployment=settings.azure_openai_chat_deployment, **_azure_openai_connection(settings)
         )
     else:
         model = OpenAIChatModel.openai_compatible(
-            base_url=settings.llm_api_root,
-            model=settings.llm_model,
-            api_key=settings.llm_api_key or None,
-            timeout=settings.llm_timeout_seconds,
-            headers=settings.llm_header_map(),
+            model=settings.llm_model, **_compatible_connection(settings)
         )
     return model
 

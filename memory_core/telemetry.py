@@ -98,47 +98,41 @@ class _State:
 _state = _State()
 
 
+#: The metric instruments, by kind (``counter`` or ``histogram``): the :class:`_Instruments` field, the
+#: metric name, its unit and its description.
+_METRICS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    "counter": (
+        ("turns", "memory.ingest.turns", "{turn}", "Turns processed, by status and extraction path"),
+        ("decisions", "memory.ingest.decisions", "{decision}", "Consolidation decisions, by event and path"),
+        ("searches", "memory.search.requests", "{search}", "Searches, by mode and profile"),
+        ("forgetting", "memory.forgetting.memories", "{memory}", "Memories seen by forgetting, by outcome"),
+        (
+            "dead_letters",
+            "memory.queue.dead_letters",
+            "{message}",
+            "Queue messages set aside as poison, by reason",
+        ),
+    ),
+    "histogram": (
+        ("ingest_duration", "memory.ingest.duration", "s", "Time to ingest one turn"),
+        ("search_hits", "memory.search.hits", "{hit}", "Hits returned by one search"),
+        ("search_duration", "memory.search.duration", "s", "Time to answer one search"),
+        ("forgetting_duration", "memory.forgetting.duration", "s", "Time of one forgetting run"),
+    ),
+}
+
+
 def _build(tracer_provider: Any | None, meter_provider: Any | None) -> _Instruments | None:
     if not _HAVE_OTEL:
         return None
     tracer = (tracer_provider or _otel_trace.get_tracer_provider()).get_tracer(INSTRUMENTATION_NAME)
     meter = (meter_provider or _otel_metrics.get_meter_provider()).get_meter(INSTRUMENTATION_NAME)
-    return _Instruments(
-        tracer=tracer,
-        turns=meter.create_counter(
-            "memory.ingest.turns", unit="{turn}", description="Turns processed, by status and extraction path"
-        ),
-        decisions=meter.create_counter(
-            "memory.ingest.decisions",
-            unit="{decision}",
-            description="Consolidation decisions, by event and path",
-        ),
-        ingest_duration=meter.create_histogram(
-            "memory.ingest.duration", unit="s", description="Time to ingest one turn"
-        ),
-        searches=meter.create_counter(
-            "memory.search.requests", unit="{search}", description="Searches, by mode and profile"
-        ),
-        search_hits=meter.create_histogram(
-            "memory.search.hits", unit="{hit}", description="Hits returned by one search"
-        ),
-        search_duration=meter.create_histogram(
-            "memory.search.duration", unit="s", description="Time to answer one search"
-        ),
-        forgetting=meter.create_counter(
-            "memory.forgetting.memories",
-            unit="{memory}",
-            description="Memories seen by forgetting, by outcome",
-        ),
-        forgetting_duration=meter.create_histogram(
-            "memory.forgetting.duration", unit="s", description="Time of one forgetting run"
-        ),
-        dead_letters=meter.create_counter(
-            "memory.queue.dead_letters",
-            unit="{message}",
-            description="Queue messages set aside as poison, by reason",
-        ),
-    )
+    instruments = {
+        attribute: getattr(meter, f"create_{kind}")(name, unit=unit, description=description)
+        for kind, metrics in _METRICS.items()
+        for attribute, name, unit, description in metrics
+    }
+    return _Instruments(tracer=tracer, **instruments)
 
 
 def use_providers(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memory_core.cli.arguments import non_negative_int, positive_int
 from memory_core.cli.context import progress_for
@@ -33,25 +33,39 @@ EXAMPLES = {
 }
 
 
+#: The options several benchmarks take, each defined once: its flag and what ``add_argument`` gets.
+_SHARED_OPTIONS: dict[str, dict[str, Any]] = {
+    "--keep": {"metavar": "PATH", "help": "build (or reuse) the benchmark store at PATH"},
+    "--output": {"metavar": "JSON", "help": "also write the figures to this file"},
+    "--seed": {"type": int, "default": 7},
+    "--threads": {"type": int, "default": 2, "help": "threads of the local embedder"},
+    "--charts": {"metavar": "DIR", "help": "draw PNG charts into DIR (needs matplotlib)"},
+    "--embedder": {"choices": ["e5-local", "hash"], "default": "e5-local"},
+}
+
+
+def _shared(b: argparse.ArgumentParser, *flags: str) -> None:
+    """Add the shared options ``flags`` (:data:`_SHARED_OPTIONS`), in that order."""
+    for flag in flags:
+        b.add_argument(flag, **_SHARED_OPTIONS[flag])
+
+
 def _bench_search(b: argparse.ArgumentParser) -> None:
     b.add_argument("--store-size", type=int, default=100_000)
     b.add_argument("--scope-size", type=int, default=1_000)
     b.add_argument("--queries", type=int, default=500)
     b.add_argument("--dimensions", type=int, default=384)
-    b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
-    b.add_argument("--seed", type=int, default=7)
+    _shared(b, "--keep", "--output", "--seed")
     b.add_argument("--growth", type=int, nargs="+", metavar="N", help="growth series over these store sizes")
     b.add_argument("--growing-max", type=int, default=100_000, help="largest single growing scope")
     b.add_argument("--keep-dir", metavar="DIR", help="build (or reuse) the growth series stores in DIR")
-    b.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
+    _shared(b, "--charts")
 
 
 def _bench_ingest(b: argparse.ArgumentParser) -> None:
     b.add_argument("--turns", type=int, default=200)
     b.add_argument("--scopes", type=int, default=8)
-    b.add_argument("--seed", type=int, default=7)
-    b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    _shared(b, "--seed", "--threads")
     b.add_argument(
         "--concurrency",
         type=positive_int,
@@ -70,7 +84,7 @@ def _bench_ingest(b: argparse.ArgumentParser) -> None:
         "workers taking several messages of a session (default: 8, serve's default; 1: none ahead)",
     )
     b.add_argument("--charts", metavar="DIR", help="draw ingest.png into DIR (needs matplotlib)")
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
+    _shared(b, "--output")
 
 
 def _bench_forget(b: argparse.ArgumentParser) -> None:
@@ -79,36 +93,30 @@ def _bench_forget(b: argparse.ArgumentParser) -> None:
     b.add_argument("--dimensions", type=int, default=384)
     b.add_argument("--tolerance", type=float, default=0.01, help="retention drift that is written back")
     b.add_argument("--page-size", type=int, default=20_000)
-    b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
+    _shared(b, "--keep")
     b.add_argument("--tracemalloc", action="store_true", help="add a dry run under tracemalloc (Python heap peak)")
     b.add_argument("--in-process", action="store_true", help="run the jobs in this process (no fresh process each)")
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
-    b.add_argument("--charts", metavar="DIR", help="draw PNG charts into DIR (needs matplotlib)")
-    b.add_argument("--seed", type=int, default=7)
+    _shared(b, "--output", "--charts", "--seed")
 
 
 def _bench_provider(b: argparse.ArgumentParser) -> None:
     b.add_argument("--runs", type=int, default=200)
     b.add_argument("--memories", type=int, default=200, help="memories in the benchmark scope")
-    b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
-    b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    _shared(b, "--embedder", "--threads")
     b.add_argument(
         "--query-cache-size",
         type=non_negative_int,
         default=0,
         help="query embeddings cached (the questions repeat: above 0, repeats skip the model)",
     )
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
-    b.add_argument("--seed", type=int, default=7)
+    _shared(b, "--output", "--seed")
 
 
 def _bench_inspector(b: argparse.ArgumentParser) -> None:
     b.add_argument("--memories", type=int, default=10_000, help="memories of the inspected user")
     b.add_argument("--other-users", type=int, default=20, help="other users (100 memories each)")
     b.add_argument("--runs", type=int, default=20, help="timed passes over every view")
-    b.add_argument("--keep", metavar="PATH", help="build (or reuse) the benchmark store at PATH")
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
-    b.add_argument("--seed", type=int, default=7)
+    _shared(b, "--keep", "--output", "--seed")
 
 
 def _bench_ann(b: argparse.ArgumentParser) -> None:
@@ -123,12 +131,12 @@ def _bench_serve(b: argparse.ArgumentParser) -> None:
     b.add_argument("--turns", type=int, default=2000, help="turns posted during the load")
     b.add_argument("--users", type=int, default=50, help="users (one agent each) the turns and searches spread over")
     b.add_argument("--seed-turns", type=int, default=4, help="turns per user processed before the load")
-    b.add_argument("--embedder", choices=["e5-local", "hash"], default="e5-local")
+    _shared(b, "--embedder")
     b.add_argument("--workers", type=int, default=4, help="queue workers of the server (serve's default)")
     b.add_argument(
         "--batch", type=positive_int, default=8, help="messages of a session a worker takes at once (serve's default)"
     )
-    b.add_argument("--threads", type=int, default=2, help="threads of the local embedder")
+    _shared(b, "--threads")
     b.add_argument("--drain-timeout", type=float, default=600.0, help="longest wait for the rest to be processed")
     b.add_argument(
         "--request-concurrency", type=non_negative_int, default=2, help="the server's --request-concurrency"
@@ -139,8 +147,7 @@ def _bench_serve(b: argparse.ArgumentParser) -> None:
         default=1024,
         help="the server's MEMORY_QUERY_CACHE_SIZE (the searchers' 10 questions repeat: 0 embeds every one)",
     )
-    b.add_argument("--output", metavar="JSON", help="also write the figures to this file")
-    b.add_argument("--seed", type=int, default=7)
+    _shared(b, "--output", "--seed")
 
 
 #: Every benchmark, in the order ``bench --help`` lists them: name, help, its arguments.

@@ -17,11 +17,11 @@ from memory_core.domain.validation import (
     MESSAGE_CONTROL_CHARACTERS,
     RESERVED_METADATA_KEYS,
     AgentId,
+    CategoryName,
     UserId,
     UtcDateTime,
     describe_value,
     validate_caller_metadata,
-    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
@@ -54,6 +54,21 @@ TURN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}")
 
 
 MAX_TURN_MESSAGES = 100
+
+
+def _expect_schema(value: str, schema: str) -> str:
+    """``value``, if it names ``schema``; a ``ValueError`` otherwise."""
+    if value != schema:
+        raise ValueError(f"unsupported schema {describe_value(value)}; expected {schema!r}")
+    return value
+
+
+def _message_id(value: str, field: str, more: str = "") -> str:
+    """``value``, if it is an id :data:`TURN_ID_PATTERN` allows; a ``ValueError`` naming ``field`` (and
+    saying ``more``) otherwise."""
+    if not TURN_ID_PATTERN.fullmatch(value):
+        raise ValueError(f"{field} {describe_value(value)} must be 1-128 letters, digits, _ . : -{more}")
+    return value
 
 
 MAX_MESSAGE_CHARS = 32000
@@ -125,18 +140,12 @@ class Turn(BaseModel):
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str) -> str:
-        if value != TURN_SCHEMA:
-            raise ValueError(f"unsupported schema {describe_value(value)}; expected {TURN_SCHEMA!r}")
-        return value
+        return _expect_schema(value, TURN_SCHEMA)
 
     @field_validator("turn_id")
     @classmethod
     def _turn_id(cls, value: str) -> str:
-        if not TURN_ID_PATTERN.fullmatch(value):
-            raise ValueError(
-                f"turn_id {describe_value(value)} must be 1-128 letters, digits, _ . : - (starting with a letter or digit)"
-            )
-        return value
+        return _message_id(value, "turn_id", " (starting with a letter or digit)")
 
     @field_validator("session_id")
     @classmethod
@@ -201,7 +210,7 @@ class MemoryCandidate(BaseModel):
 
     kind: CandidateKind = CandidateKind.FACT
     memory: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
-    category: str = "general"
+    category: CategoryName = "general"
     importance: float = Field(default=0.65, ge=0.0, le=1.0)
     confidence: float = Field(default=0.55, ge=0.0, le=1.0)
     expires_at: UtcDateTime | None = None
@@ -211,12 +220,6 @@ class MemoryCandidate(BaseModel):
     #: Index of the message it came from, and who said it.
     message: int = Field(default=0, ge=0)
     speaker: SpeakerName | None = None
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str) -> str:
-        return validate_category(value)
-
 
 class MemoryEvent(StrEnum):
     ADD = "ADD"
@@ -306,16 +309,12 @@ class RecallUpdate(BaseModel):
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str) -> str:
-        if value != RECALL_SCHEMA:
-            raise ValueError(f"unsupported schema {describe_value(value)}; expected {RECALL_SCHEMA!r}")
-        return value
+        return _expect_schema(value, RECALL_SCHEMA)
 
     @field_validator("recall_id")
     @classmethod
     def _recall_id(cls, value: str) -> str:
-        if not TURN_ID_PATTERN.fullmatch(value):
-            raise ValueError(f"recall_id {describe_value(value)} must be 1-128 letters, digits, _ . : -")
-        return value
+        return _message_id(value, "recall_id")
 
     @field_validator("memory_ids")
     @classmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -104,24 +105,14 @@ class ScoringFunction:
         return result
 
 
-def _sum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    result: np.ndarray = np.sum(boosts, axis=0)
-    return result
+def _along_documents(reduce: Callable[..., Any]) -> Callable[[Sequence[np.ndarray]], np.ndarray]:
+    """An aggregation that applies the numpy reduction ``reduce`` across the functions, per document."""
 
+    def aggregate(boosts: Sequence[np.ndarray]) -> np.ndarray:
+        result: np.ndarray = reduce(boosts, axis=0)
+        return result
 
-def _average(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    result: np.ndarray = np.mean(boosts, axis=0)
-    return result
-
-
-def _maximum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    result: np.ndarray = np.max(boosts, axis=0)
-    return result
-
-
-def _minimum(boosts: Sequence[np.ndarray]) -> np.ndarray:
-    result: np.ndarray = np.min(boosts, axis=0)
-    return result
+    return aggregate
 
 
 def _first(boosts: Sequence[np.ndarray]) -> np.ndarray:
@@ -131,10 +122,10 @@ def _first(boosts: Sequence[np.ndarray]) -> np.ndarray:
 #: How the per-function boosts of a profile combine into one multiplier (Azure's
 #: ``functionAggregation``). This is the pluggable place the design names.
 FUNCTION_AGGREGATIONS: dict[str, Callable[[Sequence[np.ndarray]], np.ndarray]] = {
-    "sum": _sum,
-    "average": _average,
-    "maximum": _maximum,
-    "minimum": _minimum,
+    "sum": _along_documents(np.sum),
+    "average": _along_documents(np.mean),
+    "maximum": _along_documents(np.max),
+    "minimum": _along_documents(np.min),
     "firstMatching": _first,
 }
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from memory_core.domain.validation import (
     CATEGORY_PATTERN,
@@ -22,11 +22,12 @@ from memory_core.domain.validation import (
     MAX_STATUS_REASON,
     MAX_SUMMARY_CHARS,
     AgentId,
+    CategoryName,
     UserId,
     UtcDateTime,
+    check_length,
     new_memory_id,
     unit_interval,
-    validate_category,
     validate_memory_id,
     validate_scope_id,
 )
@@ -120,7 +121,7 @@ class MemoryRecord(BaseModel):
     agent_id: AgentId
     memory: str
     summary: str = ""
-    category: str = "general"
+    category: CategoryName = "general"
     importance: float = 0.5
     confidence: float = 0.5
     status: MemoryStatus = MemoryStatus.ACTIVE
@@ -147,8 +148,7 @@ class MemoryRecord(BaseModel):
         text = value.strip()
         if not text:
             raise ValueError("memory text must not be empty")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise ValueError(f"memory text is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        check_length(text, MAX_MEMORY_CHARS, "memory text")
         if CONTROL_CHARACTERS.search(text):
             raise ValueError("memory text must not contain control characters")
         return text
@@ -156,15 +156,7 @@ class MemoryRecord(BaseModel):
     @field_validator("summary")
     @classmethod
     def _summary(cls, value: str) -> str:
-        text = value.strip()
-        if len(text) > MAX_SUMMARY_CHARS:
-            raise ValueError(f"summary is {len(text)} characters; the maximum is {MAX_SUMMARY_CHARS}")
-        return text
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str) -> str:
-        return validate_category(value)
+        return check_length(value.strip(), MAX_SUMMARY_CHARS, "summary")
 
     @field_validator("source")
     @classmethod
@@ -173,20 +165,10 @@ class MemoryRecord(BaseModel):
             raise ValueError("source must be 1-64 letters, digits, _ - or .")
         return value
 
-    @field_validator("importance")
+    @field_validator("importance", "confidence", "retention_score")
     @classmethod
-    def _importance(cls, value: float) -> float:
-        return unit_interval(value, "importance")
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, value: float) -> float:
-        return unit_interval(value, "confidence")
-
-    @field_validator("retention_score")
-    @classmethod
-    def _retention(cls, value: float) -> float:
-        return unit_interval(value, "retention_score")
+    def _unit_interval(cls, value: float, info: ValidationInfo) -> float:
+        return unit_interval(value, str(info.field_name))
 
     @field_validator("embedding")
     @classmethod

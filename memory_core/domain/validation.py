@@ -27,8 +27,10 @@ __all__ = [
     "MESSAGE_CONTROL_CHARACTERS",
     "RESERVED_METADATA_KEYS",
     "AgentId",
+    "CategoryName",
     "UserId",
     "UtcDateTime",
+    "check_length",
     "describe_value",
     "ensure_utc",
     "field_type",
@@ -175,6 +177,10 @@ UserId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "u
 AgentId = Annotated[str, AfterValidator(lambda value: validate_scope_id(value, "agent_id"))]
 
 
+#: A ``category`` field: normalized by :func:`validate_category`.
+CategoryName = Annotated[str, AfterValidator(lambda value: validate_category(value))]
+
+
 #: A timestamp field: naive values are taken as UTC, aware ones converted to UTC (:func:`ensure_utc`).
 UtcDateTime = Annotated[datetime, AfterValidator(lambda value: ensure_utc(value))]
 
@@ -266,6 +272,18 @@ MAX_METADATA_KEY_CHARS = 128
 
 #: A caller's metadata key: 1-128 characters, no control characters.
 METADATA_KEY_PATTERN = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
+
+
+def check_length(text: str, maximum: int, what: str | None = None) -> str:
+    """``text``, when it has at most ``maximum`` characters.
+
+    Raises:
+        ValueError: It is longer; the message says how long, after ``what`` (the text's name) if given.
+    """
+    if len(text) > maximum:
+        problem = f"is {len(text)} characters; the maximum is {maximum}"
+        raise ValueError(problem if what is None else f"{what} {problem}")
+    return text
 
 
 def unit_interval(value: float, field: str) -> float:

@@ -175,6 +175,16 @@ class SQLiteHistoryStore:
     def _entry(row: Sequence[Any]) -> HistoryEntry:
         return entry_from_fields(dict(zip(_ENTRY_ROW, row, strict=True)))
 
+    def _entries(self, scope: Scope, rest: str, args: tuple[str, ...]) -> list[HistoryEntry]:
+        """The scope's entries that ``rest`` (a constant SQL tail: more conditions, the order) selects."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list and tail
+                f"WHERE user_id = ? AND agent_id = ? {rest}",
+                (scope.user_id, scope.agent_id, *args),
+            ).fetchall()
+        return [self._entry(r) for r in rows]
+
     def _journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:
         row = self._conn.execute(
             "SELECT candidates_json, extraction_path, fallback_reason, started_at, processed_at "
@@ -271,32 +281,14 @@ class SQLiteHistoryStore:
         return fresh
 
     async def for_memory(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
-                "WHERE user_id = ? AND agent_id = ? AND memory_id = ? ORDER BY seq",
-                (scope.user_id, scope.agent_id, memory_id),
-            ).fetchall()
-        return [self._entry(r) for r in rows]
+        return self._entries(scope, "AND memory_id = ? ORDER BY seq", (memory_id,))
 
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
-                "WHERE user_id = ? AND agent_id = ? AND turn_id = ? ORDER BY step, position, seq",
-                (scope.user_id, scope.agent_id, turn_id),
-            ).fetchall()
-        return [self._entry(r) for r in rows]
+        return self._entries(scope, "AND turn_id = ? ORDER BY step, position, seq", (turn_id,))
 
     async def for_scope(self, scope: Scope) -> list[HistoryEntry]:
         """Every entry of a scope, oldest first (export)."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM history_entries "  # noqa: S608 - constant column list
-                "WHERE user_id = ? AND agent_id = ? ORDER BY seq",
-                (scope.user_id, scope.agent_id),
-            ).fetchall()
-        return [self._entry(r) for r in rows]
+        return self._entries(scope, "ORDER BY seq", ())
 
     async def turn_processed(self, scope: Scope, turn_id: str) -> bool:
         with self._lock:

@@ -71,6 +71,35 @@ class Consolidation:
     model: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _NewMemory:
+    """What a memory an ADD makes is made of: the candidate, its scope, the time of the decision, the
+    new id and the vector of the memory's text."""
+
+    candidate: MemoryCandidate
+    scope: Scope
+    now: datetime
+    memory_id: str
+    vector: np.ndarray
+
+    def record(self, **fields: Any) -> MemoryRecord:
+        """The new memory, with ``fields`` (its text and what its kind sets) added."""
+        candidate = self.candidate
+        return MemoryRecord(
+            id=self.memory_id,
+            user_id=self.scope.user_id,
+            agent_id=self.scope.agent_id,
+            category=candidate.category,
+            importance=candidate.importance,
+            confidence=candidate.confidence,
+            source=candidate.source,
+            created_at=self.now,
+            updated_at=self.now,
+            embedding=[float(x) for x in self.vector],
+            **fields,
+        )
+
+
 class MemoryConsolidator:
     """Decides ADD / UPDATE / DELETE / NONE for candidates against a scope's existing memories.
 
@@ -194,7 +223,7 @@ class MemoryConsolidator:
             vector = (await embedder.embed_passages([candidate.memory]))[0]
         vector = np.asarray(vector, dtype=np.float32)
         if candidate.kind is CandidateKind.EPISODE:
-            episode = self._episode(candidate, scope, now, new_memory_id, provenance, vector)
+            episode = self._episode(_NewMemory(candidate, scope, now, new_memory_id, vector), provenance)
             return Consolidation(decision=episode, path="rules")
         found = await self.neighbours(
             scope,
@@ -229,7 +258,7 @@ class MemoryConsolidator:
         else:
             text_vector = vector
         decision = self._build(
-            candidate, verdict, scope, now, new_memory_id, turn_id, text_vector, provenance
+            _NewMemory(candidate, scope, now, new_memory_id, text_vector), verdict, turn_id, provenance
         )
         model = self._chat_model.name if path == "llm" and self._chat_model is not None else None
         return Consolidation(
@@ -237,23 +266,12 @@ class MemoryConsolidator:
         )
 
     # -- records ------------------------------------------------------------------------------
-    def _episode(
-        self,
-        candidate: MemoryCandidate,
-        scope: Scope,
-        now: datetime,
-        new_id: str,
-        provenance: Provenance | None,
-        vector: np.ndarray,
-    ) -> Decision:
+    def _episode(self, new: _NewMemory, provenance: Provenance | None) -> Decision:
         """An episode: the user's words, dated, with the speaker; always a new memory."""
+        candidate, now = new.candidate, new.now
         speaker = candidate.speaker or "user"
         return self._added(
-            candidate,
-            scope,
-            now,
-            new_id,
-            vector,
+            new,
             "episode: the user's words",
             memory=candidate.memory,
             # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
@@ -262,57 +280,31 @@ class MemoryConsolidator:
             provenance=[provenance] if provenance is not None else [],
         )
 
-    def _added(
-        self,
-        candidate: MemoryCandidate,
-        scope: Scope,
-        now: datetime,
-        new_id: str,
-        vector: np.ndarray,
-        reason: str,
-        **fields: Any,
-    ) -> Decision:
-        """The ADD of a new memory from ``candidate`` (``fields``: what the kind of memory sets itself)."""
-        record = MemoryRecord(
-            id=new_id,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            category=candidate.category,
-            importance=candidate.importance,
-            confidence=candidate.confidence,
-            source=candidate.source,
-            created_at=now,
-            updated_at=now,
-            embedding=[float(x) for x in vector],
-            **fields,
-        )
-        after = self._policy.initial(record, now)
+    def _added(self, new: _NewMemory, reason: str, **fields: Any) -> Decision:
+        """The ADD of a new memory (``fields``: what the kind of memory sets itself)."""
+        after = self._policy.initial(new.record(**fields), new.now)
         return Decision(
-            event=MemoryEvent.ADD, candidate=candidate, memory_id=new_id, after=after, reason=reason
+            event=MemoryEvent.ADD,
+            candidate=new.candidate,
+            memory_id=new.memory_id,
+            after=after,
+            reason=reason,
         )
 
     def _build(
         self,
-        candidate: MemoryCandidate,
+        new: _NewMemory,
         verdict: Verdict,
-        scope: Scope,
-        now: datetime,
-        new_id: str,
         turn_id: str | None,
-        vector: np.ndarray,
         source: Provenance | None = None,
     ) -> Decision:
         """The decision with the records a verdict writes (``after`` is the full record to store)."""
-        target = verdict.target
+        candidate, target = new.candidate, verdict.target
         sources = [source] if source is not None else []
         if verdict.event is MemoryEvent.ADD:
             provenance = {"turn_id": turn_id} if turn_id else {}
             return self._added(
-                candidate,
-                scope,
-                now,
-                new_id,
-                vector,
+                new,
                 verdict.reason,
                 memory=verdict.text or candidate.memory,
                 expires_at=candidate.expires_at,
@@ -322,7 +314,7 @@ class MemoryConsolidator:
         if target is None:  # NONE without a target (a forget request that matched nothing)
             return Decision(event=verdict.event, candidate=candidate, reason=verdict.reason)
         change = RecordChange(
-            candidate, verdict, target, max(now, target.updated_at), turn_id, vector, sources
+            candidate, verdict, target, max(new.now, target.updated_at), turn_id, new.vector, sources
         )
         if verdict.event is MemoryEvent.DELETE:
             after = change.deleted()

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_core.domain.messages import MemoryCandidate
-from memory_core.domain.validation import MAX_MEMORY_CHARS
+from memory_core.domain.validation import MAX_MEMORY_CHARS, check_length
 from memory_core.language.sanitize import strip_invisible
 
 __all__ = [
@@ -90,10 +90,7 @@ class ConsolidationDecision(BaseModel):
     def _memory(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        text = value.strip()
-        if len(text) > MAX_MEMORY_CHARS:
-            raise ValueError(f"is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
-        return text
+        return check_length(value.strip(), MAX_MEMORY_CHARS)
 
     @field_validator("reason")
     @classmethod

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
-from memory_core.domain.validation import MAX_MEMORY_CHARS, ensure_utc
+from memory_core.domain.validation import MAX_MEMORY_CHARS, check_length, ensure_utc
 from memory_core.language.sanitize import RECALL_END_PREFIX, RECALL_START, recall_end_marker
 
 __all__ = [
@@ -207,8 +207,7 @@ class ExtractedMemory(BaseModel):
         text = value.strip()
         if not text:
             raise ValueError("must not be empty")
-        if len(text) > MAX_MEMORY_CHARS:
-            raise ValueError(f"is {len(text)} characters; the maximum is {MAX_MEMORY_CHARS}")
+        check_length(text, MAX_MEMORY_CHARS)
         if _CONTROL.search(text):
             raise ValueError("must not contain control characters")
         return text

@@ -30,9 +30,9 @@ import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.contract.routes import API_PREFIX, api_path
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
+from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.tools.bench.server import ServeProcess
-from memory_core.tools.bench.synthetic import random_sentence
+from memory_core.tools.bench.synthetic import synthetic_memory
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import machine_context, publish
 
@@ -78,27 +78,14 @@ async def build_store(path: str, *, memories: int, other_users: int, seed: int) 
                     else MemoryStatus.ACTIVE
                 )
                 batch.append(
-                    MemoryRecord.model_construct(
-                        id=f"{user}-{i:06d}",
-                        user_id=user,
-                        agent_id=AGENT,
-                        memory=random_sentence(rng),
-                        summary="",
-                        category=str(rng.choice(_CATEGORIES)),
-                        importance=float(rng.random()),
-                        confidence=0.6,
+                    synthetic_memory(
+                        rng,
+                        memory_id=f"{user}-{i:06d}",
+                        scope=(user, AGENT),
+                        updated=updated,
+                        categories=_CATEGORIES,
                         status=status,
-                        source="bench",
-                        kind=MemoryKind.EPISODE if rng.random() < 0.4 else MemoryKind.FACT,
-                        retention_score=float(rng.random()),
-                        access_count=int(rng.integers(0, 30)),
-                        created_at=updated,
-                        updated_at=updated,
-                        last_accessed_at=None,
-                        expires_at=None,
-                        metadata={},
-                        provenance=[],
-                        embedding=None,
+                        episode_share=0.4,
                     )
                 )
                 if len(batch) == 2000:

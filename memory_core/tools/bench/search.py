@@ -24,10 +24,10 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
-from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
-from memory_core.tools.bench.synthetic import CATEGORIES, random_sentence, unit_vectors
+from memory_core.tools.bench.synthetic import random_sentence, synthetic_memory, unit_vectors
 from memory_core.tools.progress import NO_PROGRESS, Progress
 from memory_core.tools.reporting import (
     machine_context,
@@ -75,24 +75,11 @@ async def build_store(
             age = float(rng.uniform(0, 365))
             updated = now - timedelta(days=age)
             batch.append(
-                MemoryRecord.model_construct(
-                    id=f"m{s:05d}x{i:05d}",
-                    user_id=f"user{s:05d}",
-                    agent_id="bench",
-                    memory=random_sentence(rng),
-                    summary="",
-                    category=str(rng.choice(CATEGORIES)),
-                    importance=float(rng.random()),
-                    confidence=0.6,
-                    status=MemoryStatus.ACTIVE,
-                    source="bench",
-                    retention_score=float(rng.random()),
-                    access_count=int(rng.integers(0, 30)),
-                    created_at=updated,
-                    updated_at=updated,
-                    last_accessed_at=None,
-                    expires_at=None,
-                    metadata={},
+                synthetic_memory(
+                    rng,
+                    memory_id=f"m{s:05d}x{i:05d}",
+                    scope=(f"user{s:05d}", "bench"),
+                    updated=updated,
                     embedding=vectors[i].tolist(),
                 )
             )

@@ -56,8 +56,7 @@ from memory_core.tools.evaluation.retrieval import (
     DEFAULT_PROFILES,
     Question,
     add_configuration_arguments,
-    group_table,
-    results_table,
+    results_and_best_tables,
     search_configurations,
 )
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
@@ -278,13 +277,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     text = ""
     retrieval = report.get("retrieval")
     if retrieval:
-        text += results_table(retrieval["results"])
-        best = max(
+        text += results_and_best_tables(
             retrieval["results"],
-            key=lambda r: (r["metrics"]["overall"]["any@1"], r["metrics"]["overall"]["mrr"]),
+            rank_by=("any@1", "mrr"),
+            groups="question kind",
+            heading="kind",
+            names=("any@1", "any@5", "mrr"),
         )
-        text += f"\nper question kind, {best['mode']} + {best['profile']}:\n\n"
-        text += group_table(best["metrics"], "kind", ("any@1", "any@5", "mrr"))
     consolidation = report.get("consolidation")
     if consolidation:
         text += "\nconsolidation (rule path):\n\n" + markdown_table(

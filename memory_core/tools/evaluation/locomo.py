@@ -46,8 +46,7 @@ from memory_core.tools.evaluation.retrieval import (
     DEFAULT_PROFILES,
     Question,
     add_configuration_arguments,
-    group_table,
-    results_table,
+    results_and_best_tables,
     search_configurations,
 )
 from memory_core.tools.progress import NO_PROGRESS, Progress
@@ -199,10 +198,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"vector k: {config['vector_k']}; vector weight: {config.get('vector_weight') or 'by language'}; embedder: {config['embedder']}; "
         f"{report['data']['questions_evaluated']} questions\n\n"
     )
-    text += results_table(report["results"])
-    best = max(report["results"], key=lambda r: r["metrics"]["overall"]["any@5"])
-    text += f"\nper category, {best['mode']} + {best['profile']}:\n\n"
-    return text + group_table(best["metrics"], "questions")
+    return text + results_and_best_tables(
+        report["results"], rank_by=("any@5",), groups="category", heading="questions"
+    )
 
 
 def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:

@@ -30,6 +30,7 @@ __all__ = [
     "Question",
     "add_configuration_arguments",
     "group_table",
+    "results_and_best_tables",
     "results_table",
     "search_configurations",
 ]
@@ -169,6 +170,31 @@ def results_table(results: Sequence[Mapping[str, Any]]) -> str:
             ]
             for r in results
         ],
+    )
+
+
+def results_and_best_tables(
+    results: Sequence[Mapping[str, Any]],
+    *,
+    rank_by: Sequence[str],
+    groups: str,
+    heading: str,
+    names: Sequence[str] = METRICS,
+) -> str:
+    """:func:`results_table`, then the :func:`group_table` of the best configuration.
+
+    Args:
+        results: The configurations' results (:func:`search_configurations`).
+        rank_by: The overall metrics the best configuration has the highest of, the first deciding.
+        groups: What the groups are, for the table's title (``category``).
+        heading: The group column's heading.
+        names: The metrics of the group table.
+    """
+    best = max(results, key=lambda r: tuple(r["metrics"]["overall"][n] for n in rank_by))
+    return (
+        results_table(results)
+        + f"\nper {groups}, {best['mode']} + {best['profile']}:\n\n"
+        + group_table(best["metrics"], heading, names)
     )
 
 
