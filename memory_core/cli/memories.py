@@ -103,6 +103,10 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "category": ("--category", {}),
     "include_archived": ("--include-archived", {"action": "store_true"}),
+    "include_superseded": (
+        "--include-superseded",
+        {"action": "store_true", "help": "also memories superseded by something said later"},
+    ),
     "min_importance": ("--min-importance", {"type": float}),
     "min_retention_score": ("--min-retention", {"type": float}),
     "kind": ("--kind", {"choices": [k.value for k in MemoryKind], "help": "only facts or only episodes"}),

@@ -83,6 +83,9 @@ class MemoryView(BaseModel):
     updated_at: str
     last_accessed_at: str | None
     expires_at: str | None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    superseded_by: str | None = None
     metadata: dict[str, Any]
     provenance: list[Provenance]
 

@@ -25,6 +25,7 @@ from memory_core.domain.validation import (
     validate_memory_id,
     validate_scope_id,
 )
+from memory_core.language.secrets import redact_secrets
 
 __all__ = [
     "MAX_RECALL_IDS",
@@ -109,7 +110,9 @@ class TurnMessage(BaseModel):
                 f"contains the control character U+{ord(found.group()):04X} at position {found.start()}; "
                 "only tab, line feed and carriage return are allowed"
             )
-        return value
+        # Secrets (passwords, PINs, API keys, card numbers, national identifiers) are withheld as the
+        # message is made, so no queue, journal or memory ever holds them.
+        return redact_secrets(value)[0][:MAX_MESSAGE_CHARS]
 
 
 class Turn(BaseModel):

@@ -111,7 +111,9 @@ class MemoryRecord(BaseModel):
 
     ``importance``, ``retention_score``, ``access_count``, ``updated_at``, ``status`` and ``kind`` are
     top-level so that filters and scoring profiles can use them directly. ``provenance`` lists the turns
-    (and spans) the memory came from, most recent last.
+    (and spans) the memory came from, most recent last. ``valid_from`` / ``valid_until`` say when what
+    it says held; a memory superseded by a later statement has ``valid_until`` and ``superseded_by``
+    set, and searches leave it out unless asked for superseded memories.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -133,6 +135,12 @@ class MemoryRecord(BaseModel):
     updated_at: UtcDateTime
     last_accessed_at: UtcDateTime | None = None
     expires_at: UtcDateTime | None = None
+    #: Since when what the memory says holds (when it was said).
+    valid_from: UtcDateTime | None = None
+    #: Until when it held: set when something said later superseded it (``None``: it holds now).
+    valid_until: UtcDateTime | None = None
+    #: The memory that holds now in its place.
+    superseded_by: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     provenance: list[Provenance] = Field(default_factory=list, max_length=MAX_PROVENANCE)
     embedding: list[float] | None = None
@@ -141,6 +149,11 @@ class MemoryRecord(BaseModel):
     @classmethod
     def _id(cls, value: str) -> str:
         return validate_memory_id(value, "id")
+
+    @field_validator("superseded_by")
+    @classmethod
+    def _superseded_by(cls, value: str | None) -> str | None:
+        return None if value is None else validate_memory_id(value, "superseded_by")
 
     @field_validator("memory")
     @classmethod
@@ -192,6 +205,11 @@ class MemoryRecord(BaseModel):
     @property
     def scope(self) -> Scope:
         return Scope.model_construct(user_id=self.user_id, agent_id=self.agent_id)
+
+    @property
+    def superseded(self) -> bool:
+        """Whether something said later replaced what this memory says (it is history, not current)."""
+        return self.valid_until is not None
 
     def without_embedding(self) -> MemoryRecord:
         return self.model_copy(update={"embedding": None})

@@ -73,6 +73,8 @@ class MemorySearchOptions(BaseModel):
     order_by: OrderBy | None = None
     category: str | None = None
     include_archived: bool = False
+    #: Also memories superseded by something said later (history: what held before).
+    include_superseded: bool = False
     min_importance: float | None = None
     min_retention_score: float | None = None
     #: Only memories of this kind (``fact`` or ``episode``); both when ``None``.

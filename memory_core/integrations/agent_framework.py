@@ -76,6 +76,7 @@ class MemoryContextProvider(ContextProvider):
         category: Only memories of this category.
         order_by: An explicit order (relevance breaks ties).
         include_archived: Also search archived memories.
+        include_superseded: Also search memories superseded by something said later.
         min_importance: Only memories at least this important (0..1).
         min_retention_score: Only memories whose retention is at least this (0..1).
         kind: Only facts or only episodes (``None``: both).
@@ -113,6 +114,7 @@ class MemoryContextProvider(ContextProvider):
         category: str | None = None,
         order_by: OrderBy | str | None = None,
         include_archived: bool = False,
+        include_superseded: bool = False,
         min_importance: float | None = None,
         min_retention_score: float | None = None,
         kind: MemoryKind | str | None = None,

@@ -65,21 +65,23 @@ _STOP_JA_UNITS = frozenset(
 # each entry lists the words of one object in English and Japanese, the first word being its key.
 # Two statements that differ by two objects of one group name different choices in the same slot;
 # words of one entry are the same object (a restatement in the other language is not a change).
+# A group marked "!" holds exclusive choices (a seat is by the window or by the aisle): liking one
+# of them replaces liking another; in other groups likings accumulate (tea and coffee).
 _LEXICON: tuple[str, ...] = (
     "coffee コーヒー 珈琲|tea 紅茶|green-tea 緑茶 お茶|hojicha ほうじ茶|matcha 抹茶|cocoa ココア|"
     "juice ジュース|beer ビール|wine ワイン|sake 日本酒|shochu 焼酎|whisky whiskey ウイスキー|water 水|"
     "milk 牛乳 ミルク|latte ラテ|espresso エスプレッソ",
-    "window 窓側 窓際|aisle 通路側|front 前方|back 後方",
+    "!window 窓側 窓際|aisle 通路側|front 前方|back 後方",
     "ryokan 旅館|hotel ホテル|minshuku 民宿|hostel ゲストハウス hostel|airbnb|inn",
     "shinkansen 新幹線|plane 飛行機 flight|train 電車|bus バス|car 車|ferry フェリー",
     "dog 犬|cat 猫",
-    "vegetarian ベジタリアン 菜食|vegan ヴィーガン ビーガン|pescatarian",
-    "japanese-style 和室|western-style 洋室|non-smoking 禁煙|smoking 喫煙",
-    "single シングル|double ダブル|twin ツイン",
+    "!vegetarian ベジタリアン 菜食|vegan ヴィーガン ビーガン|pescatarian",
+    "!japanese-style 和室|western-style 洋室|non-smoking 禁煙|smoking 喫煙",
+    "!single シングル|double ダブル|twin ツイン",
     "japanese-food 和食|western-food 洋食|chinese-food 中華|italian イタリアン|french フレンチ|"
     "sushi 寿司 すし|ramen ラーメン|soba 蕎麦 そば|udon うどん|curry カレー|yakiniku 焼肉|pizza ピザ|"
     "pasta パスタ|burger バーガー ハンバーガー",
-    "morning-person 朝型 morningperson 早起 早起き|night-owl 夜型 nightowl 夜更 夜更かし",
+    "!morning-person 朝型 morningperson 早起 早起き|night-owl 夜型 nightowl 夜更 夜更かし",
     "tokyo 東京|osaka 大阪|kyoto 京都|sapporo 札幌|fukuoka 福岡|nagoya 名古屋|yokohama 横浜|kobe 神戸|"
     "sendai 仙台|hiroshima 広島|naha 那覇|okinawa 沖縄|hokkaido 北海道|kanazawa 金沢|nara 奈良|"
     "hakone 箱根|london ロンドン|paris パリ|seattle シアトル|new-york ニューヨーク",
@@ -109,7 +111,7 @@ def _build_lexicon() -> tuple[dict[str, str], dict[str, int]]:
     canonical: dict[str, str] = {}
     group_of: dict[str, int] = {}
     for index, group in enumerate(_LEXICON):
-        for entry in group.split("|"):
+        for entry in group.removeprefix("!").split("|"):
             words = entry.split()
             key = "≡" + words[0]
             group_of[key] = index
@@ -123,6 +125,8 @@ def _build_lexicon() -> tuple[dict[str, str], dict[str, int]]:
 
 
 _CANONICAL, _GROUP_OF = _build_lexicon()
+#: The groups of exclusive choices (marked "!").
+_EXCLUSIVE = frozenset(index for index, group in enumerate(_LEXICON) if group.startswith("!"))
 
 
 #: Lexicon words (two characters or more) found inside a longer run of kanji or katakana: 京都旅行 is
@@ -227,6 +231,11 @@ def _japanese_units(text: str) -> list[str]:
 def lexicon_group(unit: str) -> int | None:
     """The lexicon group of a unit's key (drinks, seats, cities...), or ``None`` outside the lexicon."""
     return _GROUP_OF.get(unit)
+
+
+def exclusive_group(unit: str) -> bool:
+    """Whether a unit's key belongs to a group of exclusive choices (seats, room types, diets...)."""
+    return _GROUP_OF.get(unit) in _EXCLUSIVE
 
 
 def join_phrases(text: str) -> str:

@@ -18,6 +18,7 @@ from memory_core.domain.messages import (
 )
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
+from memory_core.language.chatter import is_chatter
 from memory_core.language.sentences import split_sentences
 from memory_core.language.text import has_japanese
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
@@ -29,6 +30,7 @@ from memory_core.service.prompts import strip_recalled_memories
 __all__ = [
     "EpisodePolicy",
     "catch_up_redactions",
+    "close_superseded_episodes",
     "episode_candidates",
     "forget_in_episodes",
     "forgotten_parts",
@@ -57,7 +59,8 @@ def episode_candidates(
     """The episodes of a turn: each user message, in the user's own words, with its speaker.
 
     Recalled-memory blocks are left out (they are not the user's words), and so is a message that asked
-    to forget something (keeping its words would keep what was to be forgotten).
+    to forget something (keeping its words would keep what was to be forgotten) and chatter: greetings,
+    thanks, acknowledgements, questions, log and tool lines (:func:`~memory_core.language.chatter.is_chatter`).
     """
     if not policy.enabled:
         return []
@@ -69,7 +72,7 @@ def episode_candidates(
         # The user's words as stored memory text: control characters (other than line breaks and tabs)
         # cannot be stored, so they are dropped rather than losing the episode.
         text = CONTROL_CHARACTERS.sub("", strip_recalled_memories(message.text)).strip()
-        if not text:
+        if not text or is_chatter(text):
             continue
         memory = f"{message.name}: {text}" if message.name else text
         episodes.append(
@@ -166,11 +169,12 @@ async def forget_in_episodes(
     else:  # part of a compound memory: the reason does not quote what was to be forgotten
         reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
     changed = 0
-    for source in fact.provenance:
-        episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
+    for turn_id, message in _sources(fact):
+        episode = await store.get(scope, episode_id_for(scope, turn_id, message))
         if episode is None or episode.kind is not MemoryKind.EPISODE or episode.status is MemoryStatus.DELETED:
             continue
-        prefix = f"{source.speaker}: " if source.speaker and episode.memory.startswith(f"{source.speaker}: ") else ""
+        speaker = speaker_of(episode)
+        prefix = f"{speaker}: " if speaker else ""
         remaining, removed = _redact(episode.memory[len(prefix) :], forgotten)
         if not removed:
             continue
@@ -194,6 +198,60 @@ async def forget_in_episodes(
         await store.upsert([after])
         changed += 1
     return changed
+
+
+def _superseding(before: MemoryRecord | None, after: MemoryRecord | None, turn: Turn) -> bool:
+    """Whether ``after`` is a fact this turn's statement superseded (an UPDATE that replaced its value)."""
+    return (
+        before is not None
+        and after is not None
+        and after.kind is MemoryKind.FACT
+        and after.metadata.get("superseded_by_turn") == turn.turn_id
+    )
+
+
+async def close_superseded_episodes(
+    store: MemoryStore,
+    history: HistoryStore | None,
+    before: MemoryRecord | None,
+    after: MemoryRecord | None,
+    turn: Turn,
+) -> int:
+    """Close the episodes that stated the value a fact held before this turn superseded it: each episode
+    of the fact's former provenance gets ``valid_until`` (when the new value was said) and
+    ``superseded_by`` (the fact), so it stays what was said then but is never shown as what holds now.
+    Recorded in the history before it is written, and idempotent, like the redactions. Returns how many
+    episodes were closed."""
+    if not _superseding(before, after, turn):
+        return 0
+    assert before is not None and after is not None
+    scope, at = after.scope, after.valid_from or turn.occurred_at
+    reason = f"superseded by memory {after.id} (turn {turn.turn_id}): {after.memory[:80]}"
+    closed = 0
+    for source in before.provenance:
+        episode = await store.get(scope, episode_id_for(scope, source.turn_id, source.message))
+        if episode is None or episode.kind is not MemoryKind.EPISODE or episode.superseded:
+            continue
+        if episode.status is MemoryStatus.DELETED or source.turn_id == turn.turn_id:
+            continue
+        ended = episode.model_copy(update={"valid_until": at, "superseded_by": after.id})
+        if history is not None:
+            entry = HistoryEntry.of_change(MemoryEvent.UPDATE, scope, episode.id, episode, ended, reason=reason, at=at)
+            if not await _recorded(history, entry):
+                await history.append([entry])
+        await store.upsert([ended])
+        closed += 1
+    return closed
+
+
+def _sources(fact: MemoryRecord) -> list[tuple[str, int]]:
+    """The (turn, message) of every episode that stated the fact: its provenance, and the sources of
+    values it held before it was superseded."""
+    found = [(p.turn_id, p.message) for p in fact.provenance]
+    for entry in fact.metadata.get("superseded_sources", []):
+        if isinstance(entry, list) and len(entry) == 2 and (entry[0], entry[1]) not in found:
+            found.append((str(entry[0]), int(entry[1])))
+    return found
 
 
 async def redact_episodes(
@@ -221,8 +279,9 @@ async def catch_up_redactions(
     before: Mapping[str, Any] | None,
     turn: Turn,
 ) -> None:
-    """:func:`redact_episodes` again for a recorded step of a redelivered turn (the redaction follows
-    the step's write; a crash in between is caught up here, and redacting twice changes nothing).
+    """:func:`redact_episodes` (or :func:`close_superseded_episodes`) again for a recorded step of a
+    redelivered turn (they follow the step's write; a crash in between is caught up here, and doing
+    them twice changes nothing).
 
     Args:
         wanted: The recorded after-state of a memory the turn changed.
@@ -233,6 +292,8 @@ async def catch_up_redactions(
     elif wanted.metadata.get("partly_forgotten_by_turn") == turn.turn_id and before is not None:
         parts = forgotten_parts(MemoryRecord.model_validate(before), wanted)
         await forget_in_episodes(store, history, embedder, wanted, turn, parts)
+    elif before is not None:
+        await close_superseded_episodes(store, history, MemoryRecord.model_validate(before), wanted, turn)
 
 
 async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:

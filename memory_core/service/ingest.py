@@ -17,7 +17,12 @@ from memory_core.domain.records import Scope
 from memory_core.domain.validation import parse_model
 from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore, TurnJournal
 from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
-from memory_core.service.episodes import EpisodePolicy, provenance_of, redact_episodes
+from memory_core.service.episodes import (
+    EpisodePolicy,
+    close_superseded_episodes,
+    provenance_of,
+    redact_episodes,
+)
 from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
@@ -213,6 +218,7 @@ async def _decide(
     await run.history.record_step(scope, turn.turn_id, step, [entry])
     await _write(run.store, decision)
     await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
+    await close_superseded_episodes(run.store, run.history, decision.before, decision.after, turn)
     logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
     return StepResult(step, decision, outcome.path, outcome.fallback_reason)
 

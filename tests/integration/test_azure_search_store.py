@@ -68,7 +68,8 @@ VECTOR = [0.1, 0.2, 0.3, 0.4]
 NOW_LITERAL = "2026-11-29T12:00:00.000000Z"
 BASE_FILTER = (
     "user_id eq 'u1' and agent_id eq 'a1' and status eq 'active' and "
-    f"(expires_at eq null or expires_at gt {NOW_LITERAL})"
+    f"(expires_at eq null or expires_at gt {NOW_LITERAL}) and "
+    f"(valid_until eq null or valid_until gt {NOW_LITERAL})"
 )
 SELECT = ",".join(SELECT_FIELDS)
 
@@ -251,6 +252,33 @@ EXPECTED_FIELDS = [
         "searchable": False,
         "filterable": True,
         "sortable": True,
+        "facetable": False,
+        "retrievable": True,
+    },
+    {
+        "name": "valid_from",
+        "type": "Edm.DateTimeOffset",
+        "searchable": False,
+        "filterable": True,
+        "sortable": True,
+        "facetable": False,
+        "retrievable": True,
+    },
+    {
+        "name": "valid_until",
+        "type": "Edm.DateTimeOffset",
+        "searchable": False,
+        "filterable": True,
+        "sortable": True,
+        "facetable": False,
+        "retrievable": True,
+    },
+    {
+        "name": "superseded_by",
+        "type": "Edm.String",
+        "searchable": False,
+        "filterable": True,
+        "sortable": False,
         "facetable": False,
         "retrievable": True,
     },
@@ -640,6 +668,7 @@ def test_search_filters(options: MemorySearchOptions, extra_filter: str | None) 
     if extra_filter:
         expected += f" and {extra_filter}"
     expected += f" and (expires_at eq null or expires_at gt {NOW_LITERAL})"
+    expected += f" and (valid_until eq null or valid_until gt {NOW_LITERAL})"
     assert body["filter"] == expected
     assert "deleted" not in body["filter"]
 
@@ -894,6 +923,9 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "updated_at": "2026-11-24T12:00:00Z",
             "last_accessed_at": "2026-11-28T12:00:00Z",
             "expires_at": "2026-12-29T12:00:00Z",
+            "valid_from": None,
+            "valid_until": None,
+            "superseded_by": None,
             "metadata_json": '{"tags": ["飲み物"], "turn_id": "t-1"}',
             "provenance_json": "[]",
             "embedding": [0.5, 0.5, 0.5, 0.5],
@@ -917,6 +949,9 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "updated_at": "2026-11-24T12:00:00Z",
             "last_accessed_at": None,
             "expires_at": None,
+            "valid_from": None,
+            "valid_until": None,
+            "superseded_by": None,
             "metadata_json": "{}",
             "provenance_json": "[]",
         },

@@ -271,8 +271,8 @@ def test_llm_invented_id_falls_back_to_rules(tmp_path: Path) -> None:
             step = result.steps[0]
             assert step.path == "rules-fallback" and step.fallback_reason is not None
             assert "invented id 'm7'" in step.fallback_reason
-            assert step.decision.event is MemoryEvent.UPDATE  # the rules supersede tea with coffee
-            assert await pipeline.active() == ["コーヒーが好きです"]
+            assert step.decision.event is MemoryEvent.ADD  # the rules: likings accumulate (tea and coffee)
+            assert sorted(await pipeline.active()) == sorted(["コーヒーが好きです", "紅茶が好きです"])
             entries = await pipeline.history.for_turn(SCOPE, "t1")
             assert "invented id" in entries[0].reason and entries[0].reason.startswith("[rules-fallback]")
         finally:

@@ -148,8 +148,7 @@ def test_a_hostile_memory_is_injected_as_data_and_never_extracted_again(service:
         added = sorted(record.memory for memory_id, record in after.items() if memory_id not in before)
         assert added == [
             "I live in Kyoto",
-            "I live in Kyoto.",
-            "What tea do I like, and what am I allergic to?",
+            "I live in Kyoto.",  # (the question the user asked is chatter: not kept)
         ]
         assert not any("memory-core" in text or "DAN" in text or "green" in text for text in added)
         await provider.close()

@@ -43,6 +43,7 @@ CHANGED: dict[str, Any] = {
     "order_by": OrderBy.IMPORTANCE_DESC,
     "category": "travel",
     "include_archived": True,
+    "include_superseded": True,
     "min_importance": 0.25,
     "min_retention_score": 0.125,
     "kind": MemoryKind.FACT,

@@ -81,7 +81,8 @@ def upgraded(memory: dict[str, Any]) -> dict[str, Any]:
     provenance = [
         {"turn_id": t, "message": 0, "start": 0, "end": 0, "speaker": None} for t in dict.fromkeys(turns) if t
     ]
-    return {**memory, "kind": "fact", "provenance": provenance}
+    validity = {"valid_from": None, "valid_until": None, "superseded_by": None}
+    return {**memory, "kind": "fact", "provenance": provenance, **validity}
 
 
 def test_a_file_written_by_the_previous_version_is_upgraded_in_place(tmp_path: Path) -> None:

@@ -96,9 +96,12 @@ def test_content_words_ignore_function_words() -> None:
         ("来週京都に旅行する", "来月京都に旅行する", "date/time"),
         ("猫を2匹飼っている", "猫を3匹飼っている", "number"),
         ("I have 2 kids", "I have 3 kids", "number"),
-        ("コーヒーが好き", "紅茶が好き", "same slot"),
-        ("I like coffee", "I like tea", "same slot"),
-        ("窓側の席が好き", "通路側の席が好き", "same slot"),
+        ("コーヒー派です", "紅茶派です", "same slot"),  # a choice, not a liking
+        ("I prefer coffee", "I prefer tea", "same slot"),
+        ("コーヒーが好き", "今は紅茶が好き", "same slot"),  # a liking the user says changed
+        ("窓側の席が好き", "通路側の席が好き", "same slot"),  # seats are exclusive choices
+        ("I'm vegetarian", "I eat fish now", "one value"),  # a diet holds one value
+        ("I'm single", "I got married last year", "one value"),
         ("東京に住んでいる", "大阪に住んでいる", "same slot"),
         ("紅茶が好き", "紅茶じゃなくてコーヒーが好き", "replaced"),
         ("紅茶が好き", "最近は紅茶よりコーヒーが好き", "replaced"),
@@ -119,6 +122,11 @@ def test_contradictions_are_found(old: str, new: str, kind: str) -> None:
         ("旅館が好き", "京都の旅館が好き"),
         ("京都の旅館が好き", "コーヒーが好き"),  # different things, both liked
         ("コーヒーが好き", "紅茶も好き"),  # additive
+        ("コーヒーが好き", "紅茶が好き"),  # likings accumulate
+        ("I like coffee", "I like tea"),
+        ("I like cats", "I like dogs"),
+        ("猫が好き", "犬が好き"),
+        ("I love spicy ramen", "My favorite food is sushi"),  # a favourite does not undo a liking
         ("I like coffee", "I also like tea"),
         ("I love spicy food", "I really like spicy food"),
         ("月曜10時にジム", "金曜10時に歯医者"),  # other day, but another appointment
@@ -161,8 +169,10 @@ def test_contradiction_supersedes_at_any_similarity(similarity: float) -> None:
 
 def test_high_similarity_alone_is_not_a_duplicate() -> None:
     """e5 scores コーヒー/紅茶 ~0.95: the content words decide, not the score."""
-    verdict = decide_with_rules(_fact("紅茶が好き"), [Neighbour(_record("コーヒーが好き"), 0.99)], LOOSE)
+    verdict = decide_with_rules(_fact("紅茶派です"), [Neighbour(_record("コーヒー派です"), 0.99)], LOOSE)
     assert verdict.event is MemoryEvent.UPDATE and verdict.supersedes
+    another = decide_with_rules(_fact("紅茶が好き"), [Neighbour(_record("コーヒーが好き"), 0.99)], LOOSE)
+    assert another.event is MemoryEvent.ADD  # likings accumulate, however alike the embeddings
     unrelated = decide_with_rules(_fact("コーヒーが好き"), [Neighbour(_record("京都の旅館が好き"), 0.99)], LOOSE)
     assert unrelated.event is MemoryEvent.ADD
 

@@ -52,6 +52,9 @@ FILTERABLE_FIELDS: dict[str, str] = {
     "updated_at": "datetime",
     "last_accessed_at": "datetime",
     "expires_at": "datetime",
+    "valid_from": "datetime",
+    "valid_until": "datetime",
+    "superseded_by": "string",
 }
 
 _OPERATORS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
@@ -203,6 +206,8 @@ def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> 
     if options.min_retention_score is not None:
         clauses.append(compare("retention_score", "ge", options.min_retention_score))
     clauses.append(_or([eq("expires_at", None), compare("expires_at", "gt", now)]))
+    if not options.include_superseded:
+        clauses.append(_or([eq("valid_until", None), compare("valid_until", "gt", now)]))
     return and_(*clauses)
 
 

@@ -47,7 +47,7 @@ SEARCH_FIELDS = ("memory", "summary", "category")
 NUMERIC_COLUMNS = tuple(c.name for c in RECORD_COLUMNS if c.kind in ("real", "integer", "time"))
 STATUS_CODES = {MemoryStatus.ACTIVE: 0, MemoryStatus.ARCHIVED: 1, MemoryStatus.DELETED: 2}
 #: Version of :meth:`ScopeIndex.to_bytes`' layout; another version is rebuilt from the rows.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 _STATUS_BY_VALUE = {status.value: code for status, code in STATUS_CODES.items()}
 _SEPARATOR = "\x00"
 #: Records of recent hits held per scope (their rows are read again after that).

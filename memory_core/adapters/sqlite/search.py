@@ -115,7 +115,7 @@ def _check_query_dimensions(index: ScopeIndex, vector: np.ndarray | None) -> Non
 
 
 def _filter_mask(index: ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
-    """The documents the options' filters allow (status, expiry, category, kind, minimums)."""
+    """The documents the options' filters allow (status, expiry, supersession, category, kind, minimums)."""
     cols = index.columns
     status = cols["status"]
     mask = status == STATUS_CODES[MemoryStatus.ACTIVE]
@@ -123,6 +123,9 @@ def _filter_mask(index: ScopeIndex, options: MemorySearchOptions, now_epoch: flo
         mask |= status == STATUS_CODES[MemoryStatus.ARCHIVED]
     expires = cols["expires_at"]
     mask &= np.isnan(expires) | (expires > now_epoch)
+    if not options.include_superseded:
+        until = cols["valid_until"]
+        mask &= np.isnan(until) | (until > now_epoch)
     if options.category is not None:
         mask &= cols["_category"] == options.category
     if options.kind is not None:

@@ -182,6 +182,9 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         category: Annotated[str | None, Field(description="Only memories of this category, e.g. 'diet'.")] = None,
         kind: Annotated[MemoryKind | None, Field(description="Only facts or only episodes (default: both).")] = None,
         include_archived: Annotated[bool, Field(description="Also memories that have faded.")] = False,
+        include_superseded: Annotated[
+            bool, Field(description="Also what held before something said later replaced it.")
+        ] = False,
         min_importance: Annotated[float | None, Field(ge=0, le=1, description="Only memories this important.")] = None,
         min_retention_score: Annotated[
             float | None, Field(ge=0, le=1, description="Only memories retained at least this well.")

@@ -270,6 +270,7 @@ class AsyncMemory:
         category: str | None = None,
         kind: MemoryKind | str | None = None,
         include_archived: bool = False,
+        include_superseded: bool = False,
         min_importance: float | None = None,
         min_retention_score: float | None = None,
         order_by: OrderBy | str | None = None,
@@ -295,6 +296,7 @@ class AsyncMemory:
             category: Only memories of this category.
             kind: Only ``fact`` or only ``episode`` memories (default: both).
             include_archived: Also memories that faded below the archive threshold.
+            include_superseded: Also memories superseded by something said later (what held before).
             min_importance: Only memories at least this important (0-1).
             min_retention_score: Only memories with at least this retention (0-1).
             order_by: An explicit order instead of relevance (``"updated_at desc"``...).

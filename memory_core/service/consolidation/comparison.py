@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory_core.language.lexicon import lexicon_group
+from memory_core.language.lexicon import exclusive_group, lexicon_group
 from memory_core.service.consolidation.features import StatementFeatures, statement_features
 
 __all__ = ["Comparison", "compare_statements", "compared"]
@@ -96,6 +96,11 @@ class Comparison:
         new_other = [u for u in self.only_new if self.surface(u) != alike[1]]
         room = 2 if self.new.change else 1
         return len(old_other) <= 1 and len(new_other) <= room
+
+    @property
+    def exclusive_choice(self) -> bool:
+        """The differing objects are exclusive choices of one group (window / aisle, 和室 / 洋室)."""
+        return any(exclusive_group(u) for u in self.only_old) and any(exclusive_group(u) for u in self.only_new)
 
     @property
     def alike_objects(self) -> tuple[str, str] | None:

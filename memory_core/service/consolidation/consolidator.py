@@ -24,6 +24,7 @@ from memory_core.domain.records import (
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
+from memory_core.language.secrets import withheld
 from memory_core.ports import ChatModel, Embedder, MemoryStore
 from memory_core.service.consolidation.decisions import (
     DEFAULT_THRESHOLDS,
@@ -32,6 +33,7 @@ from memory_core.service.consolidation.decisions import (
     Verdict,
     thresholds_for,
 )
+from memory_core.service.consolidation.features import normalized_statement
 from memory_core.service.consolidation.records import RecordChange
 from memory_core.service.consolidation.rules import decide_with_rules, find_contradiction
 from memory_core.service.prompts.consolidation import (
@@ -95,9 +97,16 @@ class _NewMemory:
             source=candidate.source,
             created_at=self.now,
             updated_at=self.now,
+            valid_from=self.now,
             embedding=[float(x) for x in self.vector],
             **fields,
         )
+
+
+def _withheld_note(text: str) -> str:
+    """What the decision says of the secrets withheld from ``text`` (nothing when there were none)."""
+    kinds = withheld(text)
+    return f" ({', '.join(kinds)} withheld: secrets are never stored)" if kinds else ""
 
 
 class MemoryConsolidator:
@@ -146,6 +155,7 @@ class MemoryConsolidator:
         *,
         store: MemoryStore,
         include_archived: bool = False,
+        kind: MemoryKind = MemoryKind.FACT,
     ) -> list[Neighbour]:
         """The scope's nearest memories to ``text`` with their cosine similarity (full records).
 
@@ -156,6 +166,8 @@ class MemoryConsolidator:
             store: The store.
             include_archived: Also archived memories (a forget request must reach them too);
                 otherwise only active ones.
+            kind: Which memories: facts (a fact is consolidated with facts) or episodes (an episode
+                is compared with episodes only for a repeat).
         """
         options = MemorySearchOptions(
             mode=SearchMode.HYBRID,
@@ -163,7 +175,7 @@ class MemoryConsolidator:
             top=self._k,
             vector_k=max(self._k, 50),
             include_archived=include_archived,
-            kind=MemoryKind.FACT,  # a fact is consolidated with facts; episodes are events, never merged
+            kind=kind,
         )
         allowed = {MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED} if include_archived else {MemoryStatus.ACTIVE}
         result = await store.search(scope, text, [float(x) for x in vector], options)
@@ -200,7 +212,8 @@ class MemoryConsolidator:
     ) -> Consolidation:
         """Decide for one candidate and build the records the decision writes.
 
-        An episode (``kind=episode``) is always added: it is an event, never merged with another.
+        An episode (``kind=episode``) is added (an event, never merged with another), unless it repeats
+        an episode word for word: then that one is reinforced (NONE).
 
         Args:
             candidate: The candidate.
@@ -223,8 +236,8 @@ class MemoryConsolidator:
             vector = (await embedder.embed_passages([candidate.memory]))[0]
         vector = np.asarray(vector, dtype=np.float32)
         if candidate.kind is CandidateKind.EPISODE:
-            episode = self._episode(_NewMemory(candidate, scope, now, new_memory_id, vector), provenance)
-            return Consolidation(decision=episode, path="rules")
+            new = _NewMemory(candidate, scope, now, new_memory_id, vector)
+            return Consolidation(decision=await self._episode_decision(new, store, turn_id, provenance), path="rules")
         found = await self.neighbours(
             scope,
             candidate.memory,
@@ -265,6 +278,27 @@ class MemoryConsolidator:
             decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found), model=model
         )
 
+    async def _episode_decision(
+        self, new: _NewMemory, store: MemoryStore, turn_id: str | None, provenance: Provenance | None
+    ) -> Decision:
+        """An episode is added, unless the scope holds one with the same words: a repeat reinforces it."""
+        repeated = await self._repeated_episode(new.candidate, new.scope, new.vector, store)
+        if repeated is None:
+            return self._episode(new, provenance)
+        verdict = Verdict(MemoryEvent.NONE, repeated, None, f"repeats episode {repeated.id}")
+        return self._build(new, verdict, turn_id, provenance)
+
+    async def _repeated_episode(
+        self, candidate: MemoryCandidate, scope: Scope, vector: np.ndarray, store: MemoryStore
+    ) -> MemoryRecord | None:
+        """An active episode of the scope that says the same words as ``candidate`` (its speaker's)."""
+        wanted = normalized_statement(candidate.memory)
+        found = await self.neighbours(scope, candidate.memory, vector, store=store, kind=MemoryKind.EPISODE)
+        for neighbour in found:
+            if normalized_statement(neighbour.record.memory) == wanted:
+                return neighbour.record
+        return None
+
     # -- records ------------------------------------------------------------------------------
     def _episode(self, new: _NewMemory, provenance: Provenance | None) -> Decision:
         """An episode: the user's words, dated, with the speaker; always a new memory."""
@@ -272,7 +306,7 @@ class MemoryConsolidator:
         speaker = candidate.speaker or "user"
         return self._added(
             new,
-            "episode: the user's words",
+            "episode: the user's words" + _withheld_note(candidate.memory),
             memory=candidate.memory,
             # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
             summary=f"{speaker} on {now:%Y-%m-%d} ({now.day} {now:%B %Y})",

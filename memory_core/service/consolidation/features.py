@@ -1,5 +1,6 @@
 """Statement features: what consolidation compares in one statement (polarity, numbers, dates,
-content words, slots, markers of change and addition), and whose statement it is."""
+content words, slots, markers of change and addition), and whose statement it is. The slots and choices
+come from the relation vocabulary (:mod:`memory_core.language.relations`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from memory_core.domain.records import MemoryRecord
 from memory_core.language.date_mentions import kanji_counts_as_digits, take_dates, take_numbers
 from memory_core.language.lexicon import canonical, content_units, join_phrases, lemma, split_compounds
+from memory_core.language.relations import CHOICE, one_value_relations
 from memory_core.language.sentences import strip_discourse_markers
 from memory_core.language.text import analyze, normalize
 
@@ -52,38 +54,6 @@ _CHANGE_MARKERS = re.compile(
 _ADDITIVE_MARKERS = re.compile(
     r"(?<=[\u30a0-\u30ff\u4e00-\u9fffa-z0-9])も(?!う)|また|他に|ほかに|\balso\b|\btoo\b|\bas well\b|"
     r"\bin addition\b"
-)
-#: Predicates that hold one value at a time, each its own slot: a new value in the same slot replaces the
-#: old one ("I live in Berlin" → "I moved to Munich"), a value in another slot does not ("my favorite
-#: fantasy novels" and "my favorite fantasy shows" are two slots; "I lost my job" names no job).
-_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "home",
-        re.compile(
-            r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
-            r"\blive in\b|\blives in\b|\bliving in\b"
-        ),
-    ),
-    (
-        "household",
-        re.compile(
-            r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"
-        ),
-    ),
-    ("name", re.compile(r"名前|と申します|\bmy name\b|\bname is\b|\bcall me\b")),
-    (
-        "job",
-        re.compile(
-            r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
-            r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
-            r"\bwork (?:at|for|as)\b|"
-            r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
-            r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
-        ),
-    ),
-    ("origin", re.compile(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b")),
-    ("birthday", re.compile(r"誕生日|\bbirthday\b")),
-    ("age", re.compile(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b")),
 )
 #: Said of the past ("when I was a kid", 「子どもの頃は」, "I used to"): not a value the user holds now, so
 #: it neither replaces nor is replaced by one ("I grew up near Hamburg" beside "I live in Munich").
@@ -152,6 +122,8 @@ class StatementFeatures:
         speaker: Who said it, when the memory names its speaker ("Caroline: ..."), lower case.
         bygone: The statement is about the past ("when I was a kid", 「子どもの頃は」, "I used to").
         other_person: The statement is about someone else ("My sister moved to Paris", 「姉は…」).
+        choice: The statement chooses among alike things ("I prefer the window seat", 「紅茶派」), one
+            choice at a time (:data:`~memory_core.language.relations.CHOICE`); a liking does not.
     """
 
     text: str
@@ -168,6 +140,7 @@ class StatementFeatures:
     speaker: str | None = None
     bygone: bool = False
     other_person: bool = False
+    choice: bool = False
 
     @property
     def single_valued(self) -> bool:
@@ -186,6 +159,7 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
     text, numbers = take_numbers(text)
     text, replaced = _take_replaced(text)
     change = bool(_CHANGE_MARKERS.search(text))
+    choice = bool(CHOICE.search(text))
     additive = bool(_ADDITIVE_MARKERS.search(text))
     other = bool(_OTHER_PERSON.search(strip_discourse_markers(statement)))
     slots = frozenset() if other else _slots(text, statement)
@@ -207,6 +181,7 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
         speaker=speaker.casefold() if speaker else None,
         bygone=bygone,
         other_person=other,
+        choice=choice,
     )
 
 
@@ -223,7 +198,7 @@ def _take_replaced(text: str) -> tuple[str, list[str]]:
 
 def _slots(text: str, statement: str) -> frozenset[str]:
     """The one-value predicates a statement about the user fills (``home``, ``fav:color``...)."""
-    slots = {name for name, pattern in _SLOTS if pattern.search(text)}
+    slots = one_value_relations(text)
     if _MOVED_TO.search(statement):
         slots.add("home")
     for match in _FAVOURITE_SLOT.finditer(text):

@@ -99,7 +99,20 @@ class RecordChange:
             changes["category"] = candidate.category
             changes["expires_at"] = candidate.expires_at
             changes["source"] = candidate.source
+        if self.verdict.supersedes:
+            changes.update(self._superseding(metadata))
         return MemoryRecord.model_validate({**target.model_dump(), **changes})
+
+    def _superseding(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """What a superseding UPDATE changes besides the text: the memory now says what holds since the
+        new statement (its sources are the new statement's), and the sources of the value it replaced
+        are kept aside (their episodes are closed, and a forget request still reaches them)."""
+        replaced = [[p.turn_id, p.message] for p in self.target.provenance]
+        known = [s for s in metadata.get("superseded_sources", []) if s not in replaced]
+        metadata["superseded_sources"] = (known + replaced)[-MAX_PROVENANCE:]
+        if self.turn_id:
+            metadata["superseded_by_turn"] = self.turn_id
+        return {"provenance": list(self.sources), "valid_from": self.stamp, "metadata": metadata}
 
     def rehearsed(self) -> MemoryRecord:
         """NONE: a restatement reinforces the memory (decay restarts), its text stays."""

@@ -92,9 +92,14 @@ def _other_slots(c: Comparison) -> str | _NotContradicting | None:
 
 
 def _other_choice(c: Comparison) -> str | _NotContradicting | None:
-    """Alike objects of one lexicon group (コーヒー / 紅茶, window / aisle) and little else differing: the
-    two choices are what differs (a hotel priority for one trip does not replace a liking of ryokans)."""
+    """Alike objects of one lexicon group (コーヒー / 紅茶, window / aisle) and little else differing, in
+    statements that choose (prefer, 派, のほうがいい) or a new one that says it is a change ("now",
+    「今は」): the two choices are what differs. Likings accumulate: "I like cats" and "I like dogs" are
+    two facts (a hotel priority for one trip does not replace a liking of ryokans either)."""
     if not (c.both_say_more and c.shares_predicate):
+        return None
+    chooses = c.new.change or (c.old.choice and c.new.choice) or c.exclusive_choice
+    if not (chooses or c.old.slots & c.new.slots):
         return None
     alike = c.alike_objects
     if alike is None or not c.focused(alike):

@@ -11,7 +11,7 @@ from memory_core.language.date_annotation import is_dated, mentions_relative_dat
 from memory_core.language.dates import KANJI_DIGITS, WEEKDAYS, WEEKDAYS_JA
 from memory_core.language.sentences import JAPANESE_SCRIPT, TRAILING_PUNCTUATION
 
-__all__ = ["CATEGORY_RULES", "category", "classify", "is_past", "is_recurring"]
+__all__ = ["CATEGORY_RULES", "LIFE_EVENT", "category", "classify", "is_past", "is_recurring"]
 
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
 _WEEKDAY_PLURALS = "|".join(f"{name}s" for name in WEEKDAYS)
@@ -25,7 +25,8 @@ _CONSTRAINT = re.compile(
     r"\bi'm unable to\b|\bi avoid\b|\bi (?:don't|do not|never) (?:eat|drink)\b|"
     r"\bvegetarian\b|\bvegan\b|\bgluten[- ]free\b|\blactose intolerant\b|\bceliac\b|\bkosher\b|\bhalal\b|"
     r"\bwheelchair\b|\bi'm (?:diabetic|pregnant)\b|\bmy budget\b|\bi'm afraid of\b|\bphobia\b|"
-    r"予算は|恐怖症|高所恐怖",
+    r"予算は|恐怖症|高所恐怖|ペスカタリアン|(?:肉|魚|お肉|お魚)(?:も|を|は)(?:また)?食べ(?:る|ます|ています|てる|られる)(?:ようになりました|ようになった)?$|"
+    r"\bpescatarian\b|\bi (?:now |only |still |also )?eat (?:meat|fish|seafood|pork|beef|chicken|eggs|dairy|everything)\b",
     re.IGNORECASE,
 )
 _CONSTRAINT_EXCLUDE = re.compile(
@@ -77,6 +78,12 @@ _EVENT = re.compile(
     r"^(?:just |finally |recently )?(?:\w{2,}[^e\W]ed|got|lost|made|took|won|bought|finished|started|went|saw|"
     r"met|had|began|became) (?:my|a|an|the|to|into|back|some|our)\b|"
     r"\bmy (?:\w+ )?(?:\w{2,}[^e\W]ed|got|went|won|lost|made|took|began|became)\b",
+    re.IGNORECASE,
+)
+#: Life events in the user's circle, said without "I" ("Rex passed away", "My grandma died last week").
+LIFE_EVENT = re.compile(
+    r"\b(?:passed away|died|was put down|got married|got engaged|got divorced|had (?:a|her|his|their) baby|"
+    r"was born|were born)\b|亡くなり|亡くなった|死んじゃ|死にました|他界し|結婚しました|出産し|生まれました",
     re.IGNORECASE,
 )
 _EVENT_EXCLUDE = re.compile(
@@ -132,6 +139,13 @@ _PROFILE = re.compile(
     r"\bi have (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|dogs?|cats?|wife|husband|"
     r"partner|pets?)\b|\bmy (?:wife|husband|partner|son|daughter|kids|children|dog|cat|job|home)\b|"
     r"\bi speak\b|\bi was born\b|\bi grew up\b|\bi study\b|\bi'm studying\b|"
+    # names, family, relationships and contact details ("I go by Ally", "I have a sister", 「妹がいます」)
+    r"\bi go by\b|と呼んで|って呼んで|(?:姉|兄|妹|弟|息子|娘|孫|双子)(?:が|は)(?:い|一人|二人|三人|[0-9]人)|"
+    r"\bi have (?:a |an |two |three |four |\d+ )?(?:older |younger |little |big |twin )?(?:sisters?|brothers?|siblings?|"
+    r"grandchildren|grandkids|twins|stepsons?|stepdaughters?|nieces?|nephews?)\b|"
+    r"\bi'?m (?:single|married|divorced|engaged|widowed|separated)\b|\bi am (?:single|married|divorced|engaged|widowed)\b|"
+    r"\bmy (?:e-?mail|phone|mobile|cell)(?: number| address)? is\b|電話番号は|メールアドレスは|"
+    r"\bi'?m (?:currently |now )?reading\b|を読んで(?:います|いる|る)$|"
     # moves and life changes ("I moved to Munich", 「福岡に引っ越しました」, "I got a job as")
     r"\bi(?:'ve| have)? (?:just |recently |finally )?(?:moved|relocated)\b|\bi'?m (?:moving|relocating) to\b|"
     r"引っ越し|引越し|引っ越|転勤|転職|就職|入社|退職|結婚し|離婚し|卒業し|入学し|"
@@ -224,6 +238,8 @@ def _is_event(sentence: str) -> bool:
     if JAPANESE_SCRIPT.search(sentence):
         core = TRAILING_PUNCTUATION.sub("", sentence)
         return len(core) >= 6 and bool(_EVENT_JA.search(core)) and not _EVENT_JA_EXCLUDE.search(core)
+    if LIFE_EVENT.search(sentence):
+        return True
     return bool(_EVENT.search(sentence)) and not _EVENT_EXCLUDE.search(sentence)
 
 

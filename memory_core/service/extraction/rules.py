@@ -9,6 +9,7 @@ from datetime import date
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
+from memory_core.language.chatter import SMALL_TALK
 from memory_core.language.date_annotation import annotate_dates
 from memory_core.language.sentences import (
     JAPANESE_SCRIPT,
@@ -18,7 +19,7 @@ from memory_core.language.sentences import (
     split_sentences,
     statement_text,
 )
-from memory_core.service.extraction.categories import category, is_past, is_recurring
+from memory_core.service.extraction.categories import LIFE_EVENT, category, is_past, is_recurring
 from memory_core.service.extraction.forget import forget_target
 from memory_core.service.extraction.statements import statement_parts
 from memory_core.service.prompts.extraction import strip_recalled_memories
@@ -35,14 +36,6 @@ _REQUEST = re.compile(
     r"tell me|show me|find me|book|help me|recommend)\b",
     re.IGNORECASE,
 )
-#: Thanks and greetings: a sentence that opens with them (or, in Japanese, thanks anywhere) is the
-#: conversation's manners, not a statement ("I'm so thankful to have them" is a statement).
-_SMALL_TALK = re.compile(
-    r"ありがと|^(?:どうも|こんにちは|こんばんは|おはよう|はじめまして)|"
-    r"^(?:thanks?\b|thank you|thx\b|ty\b|hi\b|hello\b|hey\b|ok\b|okay\b|good (?:morning|evening|night)\b)|"
-    r"\bthank you\b",
-    re.IGNORECASE,
-)
 #: A passing state ("今日は疲れた", "right now"): nothing to remember.
 _TRANSIENT = re.compile(
     r"今日|今夜|今朝|さっき|ただいま|\btoday\b|\btonight\b|\bright now\b|\bat the moment\b|"
@@ -52,6 +45,10 @@ _TRANSIENT = re.compile(
 #: "Now" (今は, 今、): a correction when it comes with a preference, a constraint or who the user is
 #: ("今は辛い料理が苦手です"), a passing state otherwise ("今は温泉に行きたい気分").
 _NOW = re.compile(r"今は|今、|いまは|今では")
+#: How the user asks to be called: a request that says who they are ("Please call me Ally", 「アリーと呼んで
+#: ください」), with the words that only make it polite.
+_SELF_NAMING = re.compile(r"\bcall me\b|\bi go by\b|と呼んで|って呼んで", re.IGNORECASE)
+_POLITE_OPENING = re.compile(r"^(?:(?:please|pls|just|you can|you may|feel free to)\s+)+", re.IGNORECASE)
 _FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|our)\b", re.IGNORECASE)
 _REMEMBER_EN = re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$", re.IGNORECASE)
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
@@ -59,8 +56,9 @@ _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?
 
 def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
     """The candidate of one statement, or ``None`` when there is nothing durable in it."""
-    if JAPANESE_SCRIPT.search(body) is None and not remembered and not _FIRST_PERSON_EN.search(body):
-        return None  # statements about the world, not the user
+    about_the_world = JAPANESE_SCRIPT.search(body) is None and not _FIRST_PERSON_EN.search(body)
+    if about_the_world and not remembered and not LIFE_EVENT.search(body):
+        return None  # statements about the world, not the user (a life event in their circle is theirs)
     kind = category(body, reference)
     if kind is None and not remembered:
         return None
@@ -116,13 +114,16 @@ def _rule_candidates_for_sentence(
     forget = forget_target(sentence, previous)
     if forget is not None:
         return _forget_request(sentence, forget)
-    if is_question(sentence) or _SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
+    if is_question(sentence) or SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
         return []
     core = TRAILING_PUNCTUATION.sub("", sentence)
     remembered = _remembered(core)
-    if remembered is None and _REQUEST.search(core):
+    naming = remembered is None and bool(_SELF_NAMING.search(core))
+    if remembered is None and _REQUEST.search(core) and not naming:
         return []
     body = TRAILING_PUNCTUATION.sub("", remembered if remembered is not None else sentence)
+    if naming:
+        body = _POLITE_OPENING.sub("", body)
     parts = [(body, body)] if remembered is not None else statement_parts(body, distinct=True)
     # the evidence of a statement is what said it: the sentence, or its part when the sentence joins several
     found = [

@@ -280,7 +280,7 @@ def _check_files(db: Path, figures: LoadFigures) -> None:
         for source in json.loads(provenance or "[]") if provenance else []:
             key = (str(source.get("turn_id")), int(source.get("message") or 0))
             seen[key] = seen.get(key, 0) + 1
-    figures.episodes = len(rows)
+    figures.episodes = len(seen)  # messages kept as episodes (a repeat reinforces its episode: one row)
     figures.duplicated_episodes = sum(count - 1 for count in seen.values() if count > 1)
     queue = Path(f"{db}.queue")
     if queue.exists():

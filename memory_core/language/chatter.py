@@ -1,0 +1,74 @@
+"""Chatter: what is said in a conversation without saying anything to remember (greetings, thanks,
+acknowledgements, questions, log and tool lines, heartbeats), Japanese and English."""
+
+from __future__ import annotations
+
+import re
+
+from memory_core.language.sentences import (
+    JAPANESE_SCRIPT,
+    LEADING_MARKERS_EN,
+    TRAILING_PUNCTUATION,
+    is_question,
+    split_sentences,
+)
+
+__all__ = ["SMALL_TALK", "is_chatter", "is_chatter_sentence"]
+
+#: Thanks and greetings: a sentence that opens with them (or, in Japanese, thanks anywhere) is the
+#: conversation's manners, not a statement ("I'm so thankful to have them" is a statement).
+SMALL_TALK = re.compile(
+    r"ありがと|^(?:どうも|こんにちは|こんばんは|おはよう|はじめまして|よろしく)|"
+    r"^(?:thanks?\b|thank you|thx\b|ty\b|hi\b|hello\b|hey\b|ok\b|okay\b|good (?:morning|evening|night)\b)|"
+    r"\bthank you\b",
+    re.IGNORECASE,
+)
+#: A sentence that only acknowledges, agrees or reacts ("ok", "sure", "got it", 「了解」, 「なるほど」).
+_ACKNOWLEDGEMENT = re.compile(
+    r"^(?:ok(?:ay)?|k|kk|sure|yes|yeah|yep|yup|no|nope|nah|right|cool|nice|great|awesome|perfect|"
+    r"fine|alright|all right|got it|gotcha|understood|sounds good|makes sense|i see|noted|will do|"
+    r"no problem|np|never ?mind|nvm|lol|haha+|hmm+|wow|oh|ah|bye|goodbye|see you|see ya|cheers|"
+    r"good job|well done|you'?re welcome|welcome|go on|continue|next|done|same|me too|agreed|exactly|"
+    r"はい|いいえ|うん|ううん|ええ|いや|了解|りょうかい|承知(?:しました)?|わかった|分かった|わかりました|分かりました|"
+    r"なるほど|そうなんだ|そうですね|そうだね|いいね|いいですね|オッケー|おけ|OK|大丈夫|だいじょうぶ|さようなら|"
+    r"またね|おやすみ|お疲れ(?:様)?(?:です)?|すごい|すごいね|へえ|へー|ふーん|よし|続けて|次)"
+    r"(?:[\s,、!！.。~〜ー]*(?:ok(?:ay)?|thanks?|thank you|です|ね|よ|!|！))*$",
+    re.IGNORECASE,
+)
+#: A line a program wrote, not a person: log lines (a timestamp or level first), stack traces, JSON or
+#: a tool call, a heartbeat.
+_MACHINE_LINE = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\]?|"
+    r"\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)\]?[\s:]|"
+    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$]+\([\w.]+:\d+\)|"
+    r"[{\[]\s*[\"{\[]|</?[a-z][\w-]*(?:\s[^>]*)?>|\$ |>>> |"
+    r"(?:ping|pong|heartbeat|keep-?alive|healthcheck|health check)\s*$)",
+    re.IGNORECASE,
+)
+#: Nothing but symbols, emoji and punctuation.
+_NO_WORDS = re.compile(r"^[\W_]*$")
+
+
+def is_chatter_sentence(sentence: str) -> bool:
+    """Whether one sentence says nothing to remember: manners, an acknowledgement, a question, or
+    symbols alone."""
+    core = TRAILING_PUNCTUATION.sub("", LEADING_MARKERS_EN.sub("", sentence.strip())).strip()
+    if not core or _NO_WORDS.match(core):
+        return True
+    if is_question(sentence):
+        return True
+    bare = LEADING_MARKERS_EN.sub("", sentence.strip())
+    short = len(core) <= 16 if JAPANESE_SCRIPT.search(core) else len(core.split()) <= 6
+    whole = TRAILING_PUNCTUATION.sub("", sentence.strip())
+    return bool(SMALL_TALK.search(bare) and short) or any(_ACKNOWLEDGEMENT.match(t) for t in (core, whole))
+
+
+def is_chatter(text: str) -> bool:
+    """Whether a message says nothing to remember: every line a program wrote, or every sentence
+    chatter (:func:`is_chatter_sentence`). A message with one statement among its chatter is not."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return True
+    if all(_MACHINE_LINE.match(line) for line in lines):
+        return True
+    return all(is_chatter_sentence(sentence) for sentence in split_sentences(text))

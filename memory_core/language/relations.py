@@ -1,0 +1,174 @@
+"""The relation vocabulary: what a statement says about the user, and whether that holds one value at a
+time (where they live: a new value replaces the old) or accumulates (what they like: another value is
+added). One table, Japanese and English, read by the consolidation rules and shown to the LLM."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["CHOICE", "RELATIONS", "Relation", "one_value_relations", "relation_summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One relation between the user and a value.
+
+    Attributes:
+        name: Its name (a slot, for one-value relations).
+        one_value: A new value replaces the old one (otherwise values accumulate).
+        pattern: How a statement says it.
+        examples: How people say it, for the LLM's instructions.
+    """
+
+    name: str
+    one_value: bool
+    pattern: re.Pattern[str]
+    examples: str
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+#: Every relation, one-value relations first. A one-value relation is a slot: a new value in the same
+#: slot replaces the old one ("I live in Berlin" → "I moved to Munich"), a value in another slot does
+#: not ("my favorite fantasy novels" and "my favorite fantasy shows" are two slots; "I lost my job"
+#: names no job). Accumulating relations never replace: "I like cats" and "I like dogs" are two facts;
+#: only a negation or an explicit change ("no longer", 「もう〜ない」) replaces what it names.
+RELATIONS: tuple[Relation, ...] = (
+    Relation(
+        "home",
+        True,
+        _rx(
+            r"(?<!一緒に)住んで(?!いました|いた)|(?<!一緒に)住み|住まい|引越(?:ました|た|す|します|して|する|予定|先)|"
+            r"\blive in\b|\blives in\b|\bliving in\b"
+        ),
+        "where they live (live in, moved to; 住んでいる, 引っ越した)",
+    ),
+    Relation(
+        "household",
+        True,
+        _rx(r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"),
+        "who they live with (live alone, with roommates; 一人暮らし, 実家暮らし)",
+    ),
+    Relation(
+        "name",
+        True,
+        _rx(r"名前|と申します|と呼んで|って呼んで|\bmy name\b|\bname is\b|\bcall me\b|\bi go by\b"),
+        "the name they go by (my name is, call me; 名前は, と呼んでください)",
+    ),
+    Relation(
+        "job",
+        True,
+        _rx(
+            r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
+            r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
+            r"\bwork (?:at|for|as)\b|"
+            r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
+            r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
+        ),
+        "their job and employer (work at, work as; 勤めている, 転職した)",
+    ),
+    Relation("origin", True, _rx(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b"), "where they are from"),
+    Relation("birthday", True, _rx(r"誕生日|\bbirthday\b"), "their birthday"),
+    Relation("age", True, _rx(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b"), "their age"),
+    Relation(
+        "diet",
+        True,
+        _rx(
+            r"ベジタリアン|ヴィーガン|ビーガン|菜食|ペスカタリアン|(?:肉|魚)(?:も|を|は)?食べ(?:る|ます|ています|てる)|"
+            r"\b(?:vegetarian|vegan|pescatarian|pescetarian|omnivore|carnivore)\b|"
+            r"\bi (?:now |only )?eat (?:meat|fish|seafood|everything)\b|\bi'?m (?:on )?(?:a )?(?:keto|paleo) diet\b"
+        ),
+        "their diet (vegetarian, vegan, eats fish now; ベジタリアン, 魚は食べる)",
+    ),
+    Relation(
+        "relationship",
+        True,
+        _rx(
+            r"独身|既婚|結婚(?:して|した|しました)|離婚|婚約|付き合って|"
+            r"\bi'?m (?:single|married|divorced|engaged|widowed|separated)\b|\bi am (?:single|married|divorced|engaged)\b|"
+            r"\bi (?:just )?got (?:married|divorced|engaged)\b|\b(?:in a relationship|dating someone)\b"
+        ),
+        "their relationship status (single, married, engaged; 独身, 結婚した)",
+    ),
+    Relation("phone", True, _rx(r"電話番号|携帯(?:番号)?は|\bmy (?:phone|mobile|cell)(?: number)? is\b"), "their phone number"),
+    Relation("email", True, _rx(r"メール(?:アドレス)?は|\bmy e-?mail(?: address)? is\b"), "their e-mail address"),
+    Relation(
+        "reading",
+        True,
+        _rx(r"(?:を)?読んで(?:いる|います|る)(?:ところ)?(?:です)?$|\bi'?m (?:currently |now )?reading\b|\bi am reading\b"),
+        "the book they are reading now",
+    ),
+    Relation(
+        "project",
+        True,
+        _rx(r"プロジェクトは|\bmy (?:current )?project is\b|\bi'?m (?:currently )?working on (?:a |my |the )?\w+"),
+        "the project they are working on now",
+    ),
+    Relation("deadline", True, _rx(r"締め切り|締切|〆切|期限は|\bdeadline\b|\bdue (?:on|by)\b"), "a deadline"),
+    Relation(
+        "likes",
+        False,
+        _rx(r"好き|気に入って|お気に入り|愛用|\b(?:like|likes|love|loves|enjoy|enjoys|adore|fond of|fan of|into)\b"),
+        "likes (I like cats, I love sushi; 猫が好き)",
+    ),
+    Relation(
+        "dislikes",
+        False,
+        _rx(r"嫌い|苦手|\b(?:hate|hates|dislike|dislikes|can't stand|not a fan of)\b"),
+        "dislikes (I hate olives; ピーマンが苦手)",
+    ),
+    Relation("hobby", False, _rx(r"趣味|\bmy hobby\b|\bhobbies\b|\bin my free time\b"), "hobbies"),
+    Relation(
+        "pet",
+        False,
+        _rx(r"飼って|ペット|\bmy (?:dog|cat|puppy|kitten|rabbit|hamster|parrot|pet)\b|\bi have (?:a|an|two|three|\d+) (?:dog|cat|pet)s?\b"),
+        "pets (a dog named Rex; 猫を飼っている)",
+    ),
+    Relation(
+        "family",
+        False,
+        _rx(
+            r"(?:姉|兄|妹|弟|息子|娘|子ども|子供)が(?:い|二人|2人|一人|1人)|"
+            r"\bi have (?:a|an|two|three|\d+) (?:sister|brother|son|daughter|kid|child|children|twin)s?\b"
+        ),
+        "family members (I have a sister; 妹がいる)",
+    ),
+    Relation("allergy", False, _rx(r"アレルギー|\ballerg(?:y|ic)\b"), "allergies"),
+    Relation("language", False, _rx(r"(?:語|ご)を?(?:話|喋|しゃべ)|\bi speak\b|\bfluent in\b"), "languages they speak"),
+    Relation(
+        "visited",
+        False,
+        _rx(r"(?:に|へ)行った(?:こと)?|訪れ|\bi(?:'ve| have)? (?:visited|been to)\b"),
+        "places they have been",
+    ),
+)
+
+#: A statement that chooses among alike things ("I prefer window seats", 「紅茶派」, 「コーヒーのほうがいい」):
+#: one choice at a time in a group, so another choice of the same group replaces it.
+CHOICE = re.compile(
+    r"派(?:です|だ|なんです)?|(?:の方|のほう)?が(?:いい|良い)(?:です|な|なあ|んです)?$|(?:の方|のほう)が好き|"
+    r"最優先|優先|重視|一番|いちばん|"
+    r"\b(?:prefer|prefers|preferred|rather|would choose|go-to|always (?:pick|choose|get|order))\b",
+    re.IGNORECASE,
+)
+
+
+def one_value_relations(text: str) -> set[str]:
+    """The one-value relations (slots) ``text`` fills."""
+    return {r.name for r in RELATIONS if r.one_value and r.pattern.search(text)}
+
+
+def relation_summary() -> str:
+    """The vocabulary as two lines of instructions (the LLM's prompt says what the rules do)."""
+    one = "; ".join(r.examples for r in RELATIONS if r.one_value)
+    many = "; ".join(r.examples for r in RELATIONS if not r.one_value)
+    return (
+        f"Attributes that hold ONE value at a time (a new value supersedes the old: UPDATE): {one}; "
+        "'my favourite X'; a preference between alike choices (prefer the window seat, 紅茶派).\n"
+        f"Attributes that ACCUMULATE (another value is a new memory: ADD, never UPDATE or DELETE): {many}. "
+        "Only a negation or an explicit change (no longer, anymore, instead, now; もう〜ない, やめた, 今は) "
+        "replaces, and only the value it names."
+    )

@@ -1,0 +1,132 @@
+"""Secrets in what people say (passwords, PINs, API keys, card numbers, national identifiers), found
+and withheld before anything is stored: the one table of their patterns, Japanese and English."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["SECRET_RULES", "SecretRule", "redact_secrets", "withheld"]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRule:
+    """One kind of secret and how it is written.
+
+    Attributes:
+        kind: What it is, as the marker left in its place says (``password``, ``card number``...).
+        pattern: Where it is; the ``secret`` group, when the pattern has one, is what is withheld
+            (the words that introduce it stay: "my password is [withheld: password]").
+        luhn: Withhold only digit runs that pass the Luhn check (card numbers).
+    """
+
+    kind: str
+    pattern: re.Pattern[str]
+    luhn: bool = False
+
+
+#: A value a secret's introduction is followed by: the next word, without the punctuation that ends it.
+_VALUE = (
+    r"(?:[\"'“「『](?P<secret_quoted>[^\"'”」』\n]{1,80})[\"'”」』]"
+    r"|(?P<secret>[^\s\"'”」』、。，,]*[^\s\"'”」』、。，,.!?！？:;；：]))"
+)
+_IS_EN = r"(?:\s+(?:is|was|=|:|'s)|\s*[:=])\s*"
+_IS_JA = r"\s*(?:は|が|を|:|：|=|＝)\s*"
+
+#: The secrets, most specific first: the first rule that matches a place withholds it.
+SECRET_RULES: tuple[SecretRule, ...] = (
+    SecretRule(
+        "API key",
+        re.compile(
+            r"(?P<secret>\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{16,}|gh[opsu]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|"
+            r"xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|"
+            r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}))"
+        ),
+    ),
+    SecretRule(
+        "API key",
+        re.compile(
+            r"(?i)\b(?:api[ _-]?key|secret(?:[ _-]key)?|access[ _-]token|auth(?:entication)?[ _-]token|"
+            r"bearer token|client[ _-]secret|connection string)" + _IS_EN + r"(?P<secret>\S{8,})"
+            r"|(?:APIキー|API キー|アクセストークン|シークレット(?:キー)?|トークン)" + _IS_JA + r"(?P<secret_ja>[!-~]{8,})"
+        ),
+    ),
+    SecretRule(
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passcode|passwd|pass ?phrase|pw)" + _IS_EN + _VALUE
+            + r"|(?:パスワード|パスコード|合言葉)" + _IS_JA + r"(?P<secret_ja>[^\s、。]+?)(?=です|だよ|だ|よ|ね|[\s、。]|$)"
+        ),
+    ),
+    SecretRule(
+        "PIN",
+        re.compile(
+            r"(?i)\b(?:pin(?: code| number)?|security code|cvv|cvc)" + _IS_EN + r"(?P<secret>\d{3,12})\b"
+            r"|(?:暗証番号|PIN(?:コード)?|セキュリティコード)" + _IS_JA + r"(?P<secret_ja>[0-9０-９]{3,12})"
+        ),
+    ),
+    SecretRule(
+        "national identifier",
+        re.compile(
+            r"(?P<secret>\b\d{3}-\d{2}-\d{4}\b)"
+            r"|(?i:\b(?:ssn|social security(?: number)?|national insurance(?: number)?|passport(?: number)?|"
+            r"tax id|national id(?: number)?)" + _IS_EN + r"(?P<secret_en>[A-Z0-9][A-Z0-9 -]{5,14}[A-Z0-9]))\b"
+            r"|(?:マイナンバー|個人番号|パスポート番号|免許証番号)" + _IS_JA + r"(?P<secret_ja>[0-9０-９][0-9０-９ -]{7,14}[0-9０-９])"
+        ),
+    ),
+    SecretRule("card number", re.compile(r"(?P<secret>\b\d(?:[ -]?\d){12,18}\b)"), luhn=True),
+)
+
+_MARKER = "[withheld: {kind}]"
+_MARKER_RX = re.compile(r"\[withheld: [^\]]+\]")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _secret_span(match: re.Match[str], rule: SecretRule) -> tuple[int, int] | None:
+    """Where the secret of a match is (its named group that matched), if it is one."""
+    for name, value in match.groupdict().items():
+        if value is None or not name.startswith("secret"):
+            continue
+        if _MARKER_RX.match(match.string, match.start(name)):
+            return None  # withheld already
+        if rule.luhn:
+            digits = re.sub(r"\D", "", value)
+            if not (13 <= len(digits) <= 19 and _luhn(digits)):
+                return None
+        return match.span(name)
+    return None
+
+
+def redact_secrets(text: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` with every secret withheld (``[withheld: password]`` in its place), and the kinds withheld.
+
+    Deterministic and idempotent: a text withheld again stays as it is.
+    """
+    kinds: list[str] = []
+    for rule in SECRET_RULES:
+        pieces: list[str] = []
+        position = 0
+        for match in rule.pattern.finditer(text):
+            span = _secret_span(match, rule)
+            if span is None or span[0] < position:
+                continue
+            pieces += [text[position : span[0]], _MARKER.format(kind=rule.kind)]
+            position = span[1]
+            kinds.append(rule.kind)
+        if pieces:
+            text = "".join(pieces) + text[position:]
+    return text, tuple(dict.fromkeys(kinds))
+
+
+def withheld(text: str) -> tuple[str, ...]:
+    """The kinds of secret withheld in ``text`` (the markers :func:`redact_secrets` left), in order."""
+    return tuple(dict.fromkeys(m.group()[len("[withheld: ") : -1] for m in _MARKER_RX.finditer(text)))
