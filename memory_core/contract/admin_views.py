@@ -10,13 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
-from memory_core.service.admin import PurgeReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.ports import QueuedItem
+    from memory_core.service.admin import PurgeReport
     from memory_core.service.forgetting import ForgettingReport, RetentionCurve
 
 __all__ = [
+    "PURGED",
     "ExportResponse",
     "ForgettingPreviewResponse",
     "ForgettingResponse",
@@ -27,7 +28,6 @@ __all__ = [
     "RetentionCurvesResponse",
     "export_response",
     "forgetting_response",
-    "purge_report",
     "purge_response",
     "retention_curves_response",
 ]
@@ -174,7 +174,7 @@ def retention_curves_response(
 
 #: The :class:`PurgeResponse` fields that carry a :class:`~memory_core.service.admin.PurgeReport`'s
 #: counts and tombstone, each with the report's name for it.
-_PURGED = {
+PURGED = {
     "purged_memories": "memories",
     "purged_history": "history",
     "purged_queued": "queued",
@@ -183,23 +183,8 @@ _PURGED = {
 
 
 def purge_response(report: PurgeReport) -> PurgeResponse:
-    purged = {view: getattr(report, name) for view, name in _PURGED.items()}
+    purged = {view: getattr(report, name) for view, name in PURGED.items()}
     return PurgeResponse(user_id=report.user_id, agent_id=report.agent_id, **purged)
-
-
-def purge_report(answer: PurgeResponse, user_id: str, agent_id: str | None) -> PurgeReport:
-    """The report of a purge of ``user_id`` (``agent_id``: one agent) that answered ``answer``.
-
-    Args:
-        answer: The purge's answer.
-        user_id: The user purged.
-        agent_id: The agent purged (``None``: every agent of the user).
-
-    Returns:
-        The report (``checkpointed`` is the default: the answer does not say).
-    """
-    purged = {name: getattr(answer, view) for view, name in _PURGED.items()}
-    return PurgeReport(user_id=user_id, agent_id=agent_id, **purged)
 
 
 def export_response(
