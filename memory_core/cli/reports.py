@@ -50,6 +50,11 @@ def _shared(b: argparse.ArgumentParser, *flags: str) -> None:
         b.add_argument(flag, **_SHARED_OPTIONS[flag])
 
 
+def _query_cache_size(b: argparse.ArgumentParser, default: int, why: str) -> None:
+    """Add ``--query-cache-size``: how many query embeddings are cached, with its default and help ``why``."""
+    b.add_argument("--query-cache-size", type=non_negative_int, default=default, help=why)
+
+
 def _bench_search(b: argparse.ArgumentParser) -> None:
     b.add_argument("--store-size", type=int, default=100_000)
     b.add_argument("--scope-size", type=int, default=1_000)
@@ -103,12 +108,7 @@ def _bench_provider(b: argparse.ArgumentParser) -> None:
     b.add_argument("--runs", type=int, default=200)
     b.add_argument("--memories", type=int, default=200, help="memories in the benchmark scope")
     _shared(b, "--embedder", "--threads")
-    b.add_argument(
-        "--query-cache-size",
-        type=non_negative_int,
-        default=0,
-        help="query embeddings cached (the questions repeat: above 0, repeats skip the model)",
-    )
+    _query_cache_size(b, 0, "query embeddings cached (the questions repeat: above 0, repeats skip the model)")
     _shared(b, "--output", "--seed")
 
 
@@ -141,11 +141,8 @@ def _bench_serve(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--request-concurrency", type=non_negative_int, default=2, help="the server's --request-concurrency"
     )
-    b.add_argument(
-        "--query-cache-size",
-        type=non_negative_int,
-        default=1024,
-        help="the server's MEMORY_QUERY_CACHE_SIZE (the searchers' 10 questions repeat: 0 embeds every one)",
+    _query_cache_size(
+        b, 1024, "the server's MEMORY_QUERY_CACHE_SIZE (the searchers' 10 questions repeat: 0 embeds every one)"
     )
     _shared(b, "--output", "--seed")
 

@@ -7,7 +7,8 @@ import io
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, TextIO, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from memory_core.cli.arguments import non_negative_int, positive_int
 from memory_core.cli.context import check_new_store, settings_for
@@ -99,6 +100,31 @@ def _add_mcp(commands: Commands) -> None:
     p.set_defaults(handler=cmd_mcp)
 
 
+T = TypeVar("T")
+
+#: The ``serve`` options :class:`~memory_core.entrypoints.embedded.host.RuntimeOptions` takes as they are.
+_RUNTIME_OPTIONS = ("host", "port", "workers", "batch", "lock_seconds", "max_deliveries")
+#: The ``mcp`` options :class:`~memory_core.entrypoints.mcp.server.McpOptions` takes as they are.
+_MCP_OPTIONS = ("transport", "host", "port", "recall")
+
+
+def _options(make: Callable[..., T], args: argparse.Namespace, same: tuple[str, ...], **values: Any) -> T:
+    """The options of a server command: ``args``' options ``same`` under their own names, its
+    ``--token``, and ``values``.
+
+    Args:
+        make: The options' class.
+        args: The parsed command line.
+        same: The options passed under their own names, as they are.
+        **values: The other options.
+
+    Returns:
+        The options.
+    """
+    token = args.token or None  # an empty --token does not switch MEMORY_API_TOKEN off
+    return make(**{name: getattr(args, name) for name in same}, token=token, **values)
+
+
 class _ServeAnnouncer(io.TextIOBase):
     """``serve --json``: the runtime's lines go to standard error; once it listens, one JSON line on
     standard output says where (and nothing else is written there)."""
@@ -136,15 +162,11 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     """Run the embedded runtime until it is stopped."""
     from memory_core.entrypoints.embedded.host import RuntimeOptions, serve_async
 
-    options = RuntimeOptions(
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        batch=args.batch,
-        lock_seconds=args.lock_seconds,
-        max_deliveries=args.max_deliveries,
+    options = _options(
+        RuntimeOptions,
+        args,
+        _RUNTIME_OPTIONS,
         scheduler=not args.no_scheduler,
-        token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
         request_concurrency=args.request_concurrency or None,
         recall_window_seconds=args.recall_window,
     )
@@ -170,13 +192,5 @@ async def cmd_mcp(args: argparse.Namespace, out: TextIO) -> int:
     """Run the MCP server over one user's memories until it is stopped."""
     from memory_core.entrypoints.mcp.server import McpOptions, run_mcp
 
-    options = McpOptions(
-        user_id=args.user,
-        agent_id=args.agent,
-        transport=args.transport,
-        host=args.host,
-        port=args.port,
-        token=args.token or None,  # an empty --token does not switch MEMORY_API_TOKEN off
-        recall=args.recall,
-    )
+    options = _options(McpOptions, args, _MCP_OPTIONS, user_id=args.user, agent_id=args.agent)
     return await run_mcp(settings_for(args), options, out=out)

@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memory_core.client.base import MemoryBackend
 from memory_core.client.results import AddResult, AddStatus, MemoryExport
-from memory_core.contract.admin_views import ExportResponse, ForgettingResponse, PurgeResponse
+from memory_core.contract.admin_views import PURGED, ExportResponse, ForgettingResponse, PurgeResponse
 from memory_core.contract.routes import API_PREFIX, api_path, route
 from memory_core.contract.views import (
     MemoryDetail,
@@ -330,14 +330,8 @@ class RemoteMemoryClient(MemoryBackend):
     async def purge(self, user_id: str, agent_id: str | None) -> PurgeReport:
         params = {"confirm": "true"} | ({"agent_id": agent_id} if agent_id else {})
         answer = _view(PurgeResponse, await self.call("purge", path={"user_id": user_id}, params=params), "purge")
-        return PurgeReport(
-            user_id=user_id,
-            agent_id=agent_id,
-            memories=answer.purged_memories,
-            history=answer.purged_history,
-            queued=answer.purged_queued,
-            purged_at=answer.purged_at,
-        )
+        purged = {name: getattr(answer, view) for view, name in PURGED.items()}  # checkpointed: not said
+        return PurgeReport(user_id=user_id, agent_id=agent_id, **purged)
 
     async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
         return (await self._detail(scope, memory_id)).history

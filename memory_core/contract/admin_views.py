@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service.forgetting import ForgettingReport, RetentionCurve
 
 __all__ = [
+    "PURGED",
     "ExportResponse",
     "ForgettingPreviewResponse",
     "ForgettingResponse",
@@ -171,15 +172,19 @@ def retention_curves_response(
     )
 
 
+#: The :class:`PurgeResponse` fields that carry a :class:`~memory_core.service.admin.PurgeReport`'s
+#: counts and tombstone, each with the report's name for it.
+PURGED = {
+    "purged_memories": "memories",
+    "purged_history": "history",
+    "purged_queued": "queued",
+    "purged_at": "purged_at",
+}
+
+
 def purge_response(report: PurgeReport) -> PurgeResponse:
-    return PurgeResponse(
-        user_id=report.user_id,
-        agent_id=report.agent_id,
-        purged_memories=report.memories,
-        purged_history=report.history,
-        purged_queued=report.queued,
-        purged_at=report.purged_at,
-    )
+    purged = {view: getattr(report, name) for view, name in PURGED.items()}
+    return PurgeResponse(user_id=report.user_id, agent_id=report.agent_id, **purged)
 
 
 def export_response(

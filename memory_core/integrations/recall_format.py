@@ -11,7 +11,7 @@ The block, injected as one message::
 Each memory is sanitised and quoted on its own numbered line, with the metadata outside the quotes,
 so stored text cannot add headings, lines, entries or instructions of its own. The markers carry a
 nonce made for each run; extraction removes exactly the text between them
-(:func:`~memory_core.service.prompts.strip_recalled_memories`), so the block is never remembered again.
+(:func:`~memory_core.service.prompts.extraction.strip_recalled_memories`), so the block is never remembered again.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from memory_core.language.sanitize import (
     recall_start_marker,
     sanitize_memory_text,
 )
-from memory_core.service.prompts import strip_recalled_memories
+from memory_core.service.prompts.extraction import strip_recalled_memories
 
 __all__ = [
     "MAX_QUERY_CHARS",

@@ -25,7 +25,7 @@ from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
 from memory_core.service.consolidation.forget import join_clauses, statement_clauses
 from memory_core.service.journal import episode_id_for
-from memory_core.service.prompts import strip_recalled_memories
+from memory_core.service.prompts.extraction import strip_recalled_memories
 
 __all__ = [
     "EpisodePolicy",

@@ -20,15 +20,14 @@ from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError
 from memory_core.ports import ChatModel, Embedder
 from memory_core.service.extraction.extractor import MemoryExtractor
-from memory_core.service.prompts import (
-    RECALL_HEADER,
+from memory_core.service.prompts.consolidation import (
     ConsolidationDecision,
-    ExtractionOutput,
+    ShownMemory,
     build_consolidation_system_prompt,
     build_consolidation_user_prompt,
     short_ids,
 )
-from memory_core.service.prompts.consolidation import ShownMemory
+from memory_core.service.prompts.extraction import RECALL_HEADER, ExtractionOutput
 
 R = TypeVar("R")
 

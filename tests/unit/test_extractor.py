@@ -20,7 +20,7 @@ from memory_core.service.extraction.extractor import (
     expiry_after,
     llm_source,
 )
-from memory_core.service.prompts import RECALL_HEADER
+from memory_core.service.prompts.extraction import RECALL_HEADER
 
 T = TypeVar("T", bound=BaseModel)
 AT = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)

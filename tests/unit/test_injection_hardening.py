@@ -35,12 +35,8 @@ from memory_core.language.sanitize import (
 )
 from memory_core.service.episodes import EpisodePolicy, episode_candidates
 from memory_core.service.extraction.rules import extract_with_rules
-from memory_core.service.prompts import (
-    RECALL_HEADER,
-    ShownMemory,
-    build_consolidation_user_prompt,
-    strip_recalled_memories,
-)
+from memory_core.service.prompts.consolidation import ShownMemory, build_consolidation_user_prompt
+from memory_core.service.prompts.extraction import RECALL_HEADER, strip_recalled_memories
 
 NONCE = "3f9a0c1d2e4b5a69"
 START, END = recall_start_marker(NONCE), recall_end_marker(NONCE)

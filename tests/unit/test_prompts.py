@@ -10,17 +10,19 @@ import pytest
 from memory_core.domain.messages import MemoryCandidate, MessageRole, Turn, TurnMessage
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.service.prompts import (
-    CATEGORIES,
-    RECALL_HEADER,
+from memory_core.service.prompts.consolidation import (
     ConsolidationDecision,
-    ExtractionOutput,
     ShownMemory,
     build_consolidation_system_prompt,
     build_consolidation_user_prompt,
+    short_ids,
+)
+from memory_core.service.prompts.extraction import (
+    CATEGORIES,
+    RECALL_HEADER,
+    ExtractionOutput,
     build_extraction_system_prompt,
     build_extraction_user_prompt,
-    short_ids,
     strip_recalled_memories,
 )
 

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -76,6 +76,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+_Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
 #: What to run when the ``mcp`` package is missing.
 INSTALL_HINT = "memory-core mcp needs the mcp package: pip install 'memory-core[mcp]'"
@@ -135,6 +137,12 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         log_level="WARNING",
     )
 
+    def tool(name: str, title: str, **hints: bool) -> Callable[[_Tool], _Tool]:
+        """Register a tool as ``name``, titled ``title``, with its behaviour ``hints``; no tool reaches
+        beyond the user's memories (not open-world)."""
+        annotations = ToolAnnotations(title=title, **hints, open_world_hint=False)
+        return server.tool(name=name, title=title, annotations=annotations)
+
     async def run(action: str, call: Awaitable[BaseModel], text: Callable[[Any], str]) -> CallToolResult:
         """The tool's answer, or a ``ToolError`` the model can read (the server goes on)."""
         try:
@@ -157,11 +165,7 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
             structured_content=output.model_dump(mode="json"),
         )
 
-    @server.tool(
-        name="search_memories",
-        title="Search memories",
-        annotations=ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False),
-    )
+    @tool("search_memories", "Search memories", read_only_hint=True)
     async def search_memories(
         query: Annotated[
             str,
@@ -203,13 +207,7 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         options = {name: value for name, value in given.items() if name in SEARCH_OPTIONS}
         return await run("search memories", tools.search(query, **options), search_text)
 
-    @server.tool(
-        name="remember",
-        title="Remember",
-        annotations=ToolAnnotations(
-            title="Remember", read_only_hint=False, destructive_hint=False, open_world_hint=False
-        ),
-    )
+    @tool("remember", "Remember", read_only_hint=False, destructive_hint=False)
     async def remember(
         text: Annotated[
             str | None,
@@ -232,17 +230,7 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         it) or messages (a short conversation), not both. Returns the decisions made."""
         return await run("remember", tools.remember(text, messages), remember_text)
 
-    @server.tool(
-        name="forget",
-        title="Forget a memory",
-        annotations=ToolAnnotations(
-            title="Forget a memory",
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
+    @tool("forget", "Forget a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
     async def forget(
         memory_id: Annotated[
             str,
@@ -258,11 +246,7 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         search_memories or list_memories first."""
         return await run("forget", tools.forget(memory_id), forget_text)
 
-    @server.tool(
-        name="list_memories",
-        title="List memories",
-        annotations=ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False),
-    )
+    @tool("list_memories", "List memories", read_only_hint=True)
     async def list_memories(
         status: Annotated[
             Literal["active", "archived"] | None,

@@ -40,7 +40,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -523,7 +523,7 @@ def _table(report: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Grid:
-    """The index parameters a sweep tries."""
+    """The index parameters a sweep tries (:func:`sweep`'s keywords of the same names)."""
 
     connectivities: tuple[int, ...]
     expansion_adds: tuple[int, ...]
@@ -561,15 +561,7 @@ def _measure_sets(
         )
         if args.sweep:
             grid = _SWEEP_GRIDS[matrix.shape[0] <= _SMALL_SET]
-            report["sweeps"][name] = sweep(
-                matrix,
-                queries,
-                k=k_filter,
-                connectivities=grid.connectivities,
-                expansion_adds=grid.expansion_adds,
-                expansions=grid.expansions,
-                dtypes=grid.dtypes,
-            )
+            report["sweeps"][name] = sweep(matrix, queries, k=k_filter, **asdict(grid))
         if args.filters:
             index = ApproximateVectorIndex.build(matrix, threads=1, **params)
             report["filters"][name] = oversampling(index, matrix, queries, k=k_filter)

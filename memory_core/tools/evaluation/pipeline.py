@@ -145,17 +145,26 @@ async def _census(service: Any, case: PipelineCase, tally: _Tally) -> None:
         tally.evidence_turns.update((case.name, e) for e in evidence)
 
 
-async def _run_case(
-    case: PipelineCase,
-    folder: Path,
-    *,
-    embedder: Embedder,
-    chat_model: ChatModel | None,
-    before: Mapping[Configuration, MetricAccumulator],
-    after: MetricAccumulator,
-    tally: _Tally,
-    bar: Bar,
-) -> None:
+@dataclass
+class _SetRun:
+    """What every case of a set is run with, and what its cases add up to.
+
+    Attributes:
+        embedder: The passage and query embedder.
+        chat_model: The LLM of extraction and consolidation (None: the rules).
+        before: The metrics of each search configuration, before forgetting.
+        after: The metrics of the default configuration after a forgetting run.
+        tally: What ingesting the cases added up to.
+    """
+
+    embedder: Embedder
+    chat_model: ChatModel | None
+    before: dict[Configuration, MetricAccumulator]
+    after: MetricAccumulator = field(default_factory=MetricAccumulator)
+    tally: _Tally = field(default_factory=_Tally)
+
+
+async def _run_case(case: PipelineCase, folder: Path, run: _SetRun, bar: Bar) -> None:
     """Ingest one case into its own store, count what it kept, and ask its questions before and after
     a forgetting run."""
     from memory_core.bootstrap import build_service, load_settings
@@ -164,20 +173,20 @@ async def _run_case(
     service = build_service(
         load_settings(environ={}, sqlite_path=str(folder / f"{case.name}.db")),
         clock=clock,
-        embedder=embedder,
-        chat_model=chat_model,
+        embedder=run.embedder,
+        chat_model=run.chat_model,
     )
     try:
-        await _ingest(service, clock, case, tally, bar)
+        await _ingest(service, clock, case, run.tally, bar)
         clock.set(case.asked_at)
-        await _census(service, case, tally)
-        for config, acc in before.items():
+        await _census(service, case, run.tally)
+        for config, acc in run.before.items():
             await _ask(service, case, config, acc)
         await service.apply_forgetting(dry_run=False)
-        await _ask(service, case, DEFAULT, after)
+        await _ask(service, case, DEFAULT, run.after)
     finally:
         await service.close()
-    tally.store_bytes += sum(p.stat().st_size for p in folder.glob(f"{case.name}.db*"))
+    run.tally.store_bytes += sum(p.stat().st_size for p in folder.glob(f"{case.name}.db*"))
 
 
 def _llm_figures(
@@ -218,39 +227,28 @@ async def evaluate_cases(
     configs = [(mode, RankingProfile.IMPORTANT) for mode in modes]
     if DEFAULT not in configs:
         configs.insert(0, DEFAULT)
-    before = {c: MetricAccumulator() for c in configs}
-    after = MetricAccumulator()
+    run = _SetRun(embedder, chat_model, {c: MetricAccumulator() for c in configs})
     usage = getattr(chat_model, "usage", None)
     usage_before: dict[str, float] = usage.as_dict() if usage is not None else {}
-    tally = _Tally()
     bar = progress.bar("ingesting", sum(len(c.turns) for c in cases), unit="turns")
     with bar, tempfile.TemporaryDirectory(prefix="memory-core-eval-") as tmp:
         for case in cases:
-            await _run_case(
-                case,
-                Path(tmp),
-                embedder=embedder,
-                chat_model=chat_model,
-                before=before,
-                after=after,
-                tally=tally,
-                bar=bar,
-            )
+            await _run_case(case, Path(tmp), run, bar)
     return {
-        "llm": _llm_figures(chat_model, usage_before, tally),
+        "llm": _llm_figures(chat_model, usage_before, run.tally),
         "cases": len(cases),
         "questions": sum(len(c.questions) for c in cases),
-        "ingest": tally.figures(),
+        "ingest": run.tally.figures(),
         "results": [
             {"mode": mode.value, "profile": profile.value, "forgetting": False, "metrics": acc.result()}
-            for (mode, profile), acc in before.items()
+            for (mode, profile), acc in run.before.items()
         ]
         + [
             {
                 "mode": DEFAULT[0].value,
                 "profile": DEFAULT[1].value,
                 "forgetting": True,
-                "metrics": after.result(),
+                "metrics": run.after.result(),
             }
         ],
     }
