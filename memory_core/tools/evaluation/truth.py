@@ -8,7 +8,7 @@ turns added one by one with ``client.add`` as the Python API adds them (``occurr
 time minus the turn's ``days_ago``). Each probe then asks what an agent would be handed:
 :func:`~memory_core.integrations.reading.memories_for_run` with the provider's default options
 (``MemorySearchOptions()``: hybrid, ``important``, top 5, no score floor, no recall), and the same
-with ``kind=fact`` ("facts alone").
+with ``kind=fact`` ("facts alone", where ``values_lost`` also counts the values no active fact holds).
 
 The metrics (:mod:`memory_core.tools.evaluation.truth_metrics`), each overall, per category and per
 language, as ``n/N``:
@@ -209,9 +209,10 @@ async def observe_scenario(client: LocalMemoryClient, scenario: TruthScenario) -
                 tuple(await injected(client, scope, probe.query, FACT_OPTIONS)),
             )
         )
-    active = tuple(r.memory for r in await _records(client, scope, MemoryStatus.ACTIVE))
+    active = await _records(client, scope, MemoryStatus.ACTIVE)
+    facts = tuple(r.memory for r in active if r.kind is MemoryKind.FACT)
     found = await forbidden_found(client, scope, scenario)
-    return ScenarioObservation(scenario, tuple(probes), active, found)
+    return ScenarioObservation(scenario, tuple(probes), tuple(r.memory for r in active), facts, found)
 
 
 async def run_scenario(

@@ -45,8 +45,8 @@ METRICS: dict[str, bool] = {
     "unanswerable_silent": True,
     "answerable_hits": True,
 }
-#: The metrics also reported with the search restricted to facts.
-FACTS_ALONE = ("current_first", "answerable_hits")
+#: The metrics also reported for facts alone (the search restricted to facts; values kept by a fact).
+FACTS_ALONE = ("current_first", "answerable_hits", "values_lost")
 #: Hits of the injected memories a metric looks at (the provider's default ``top``).
 TOP = 5
 _SPACES = re.compile(r"\s+")
@@ -121,6 +121,8 @@ class ScenarioObservation:
     scenario: TruthScenario
     probes: tuple[ProbeObservation, ...]
     active: tuple[str, ...]
+    #: The texts of the scope's active facts (a subset of ``active``).
+    active_facts: tuple[str, ...] = ()
     #: Each forbidden string found, with where (``search``, ``list:deleted``, ``export``, ``history``...).
     found: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -229,10 +231,11 @@ def _score_scenario(tally: Tally, o: ScenarioObservation) -> None:
         if found:
             tally.fail("forgotten_found", s, found=found)
     for value in s.kept:
-        lost = not any(contains(text, value) for text in o.active)
-        tally.add("values_lost", s, lost)
-        if lost:
-            tally.fail("values_lost", s, value=value, active=list(o.active))
+        for name, texts in (("values_lost", o.active), ("facts:values_lost", o.active_facts)):
+            lost = not any(contains(text, value) for text in texts)
+            tally.add(name, s, lost)
+            if lost:
+                tally.fail(name, s, value=value, active=list(texts))
     for line in s.chatter:
         kept = [text for text in o.active if chatter_matches(line, text)]
         tally.add("chatter_kept", s, bool(kept))

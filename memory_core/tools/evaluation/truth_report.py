@@ -72,7 +72,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "(↑ higher is better, ↓ lower is better)\n\n"
     )
     text += _metrics_table(report, metrics, list(METRICS))
-    text += "\nfacts alone (the same probes, `kind=fact`):\n\n"
+    text += "\nfacts alone (the same probes searched with `kind=fact`; values kept by an active fact):\n\n"
     text += _metrics_table(report, report["facts_alone"], list(FACTS_ALONE))
     where = report.get("forgotten_found_where") or {}
     if where:
