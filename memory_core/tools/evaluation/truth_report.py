@@ -108,5 +108,5 @@ def draw_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
         f"what the memory believes now ({report['scenarios']} scenarios, {report['extraction']})", fontsize=9
     )
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncols=2)
+    ax.legend(fontsize=7, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return [save_chart(plt, fig, directory, "truth.png")]
