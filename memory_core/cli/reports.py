@@ -30,6 +30,7 @@ EXAMPLES = {
     "eval locomo": "memory-core eval locomo --data locomo10.json --output locomo.json",
     "eval japanese": "memory-core eval japanese --output ja.json",
     "eval pipeline": "memory-core eval pipeline --data locomo10.json",
+    "eval truth": "memory-core eval truth --lang en --category secret --show-failures 5",
 }
 
 
@@ -174,6 +175,7 @@ def add_arguments(commands: Commands) -> None:
     from memory_core.tools.evaluation import japanese as eval_japanese
     from memory_core.tools.evaluation import locomo as eval_locomo
     from memory_core.tools.evaluation import pipeline as eval_pipeline
+    from memory_core.tools.evaluation import truth as eval_truth
 
     eval_locomo.add_arguments(evals.add_parser("locomo", help="turn-level retrieval on LoCoMo (no LLM)"))
     eval_japanese.add_arguments(
@@ -181,6 +183,9 @@ def add_arguments(commands: Commands) -> None:
     )
     eval_pipeline.add_arguments(
         evals.add_parser("pipeline", help="end to end: turns through the real ingest path, then questions")
+    )
+    eval_truth.add_arguments(
+        evals.add_parser("truth", help="what the memory believes now: supersession, forgetting, secrets, chatter")
     )
     p.set_defaults(handler=cmd_eval)
 

@@ -441,6 +441,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "eval locomo": (["eval", "locomo", "--data", "missing.json"], {2}),  # the error, as JSON
     "eval japanese": (["eval", "japanese", "--modes", "keyword", "--profiles", "none", "--no-cache"], {0}),
     "eval pipeline": (["eval", "pipeline", "--no-cache"], {0}),
+    "eval truth": (["eval", "truth", "--lang", "en", "--category", "chatter", "--no-cache"], {0}),
     "mcp": (["mcp"], {2}),  # refused: mcp speaks its own protocol on standard output
     "doctor": (["doctor"], {0}),
     "queue list": (["queue", "list"], {0}),
