@@ -29,6 +29,25 @@ _FORGET_EN = re.compile(
     r"the\s+fact\s+that\s+)?(?P<what>.*)$",
     re.IGNORECASE,
 )
+#: Other ways to ask for forgetting: "delete / erase / remove my X (from your memory)", "stop remembering
+#: X", "don't keep X"; the object must be the user's own (my..., everything about..., what I said...), so
+#: "delete the file" or "remove the meeting" is a request about something else.
+_ERASE_EN = re.compile(
+    r"^(?:(?:please|pls|just|can you|could you|would you|you can|you may|go ahead and|kindly)\s+)*"
+    r"(?:(?:delete|erase|remove|wipe|clear|purge|discard|get rid of|drop)\s+"
+    r"(?P<what>(?:all (?:of )?)?(?:my|everything|anything|all|what i (?:said|told you)|whatever i said|the fact that|"
+    r"any (?:info|information|memories|mention|record)s?)\b.*?)"
+    r"(?:\s+(?:from|in|out of) (?:your |the )?(?:memory|memories|records?|notes?|mind))?"
+    r"|(?:stop remembering|don'?t remember|do not remember|don'?t keep|do not keep|don'?t store|do not store|"
+    r"no need to remember)\s+(?:that\s+)?(?P<what2>.+?))$",
+    re.IGNORECASE,
+)
+#: 「〜を消して」「〜を削除して」「〜は覚えないで」: the object must be something said or kept about the user.
+_ERASE_JA = re.compile(
+    r"^(?P<what>.*?(?:のこと|の情報|の話|の記録|のデータ|について|の件|全部|すべて|全て|ぜんぶ|私の|わたしの|僕の|俺の).*?)"
+    r"(?:は|を|も)?(?:全部|すべて|全て|ぜんぶ)?(?:消して|削除して|消去して|消しといて|消しておいて)"
+    r"|^(?P<what2>.+?)(?:は|を|も)?(?:覚えないで|覚えなくて(?:いい|良い)|記憶しないで|覚えておかなくて(?:いい|良い))"
+)
 _NO_LONGER_EN = re.compile(r"\b(?P<subj>i|i'm|i am)\s+no longer\s+(?P<rest>.+)$", re.IGNORECASE)
 _ANYMORE_EN = re.compile(
     r"\b(?P<subj>i)\s+(?:don't|do not)\s+(?P<rest>.+?)\s+any\s?more\b|"
@@ -38,6 +57,20 @@ _ANYMORE_EN = re.compile(
 _PRONOUN_ONLY = re.compile(
     r"^(?:それ|これ|あれ|さっきの|今の|その件|この件|that|this|it|everything)?$", re.IGNORECASE
 )
+
+
+def _erased(core: str, previous: str | None) -> str | None:
+    """What a request to delete, erase or stop remembering something names, or ``None``."""
+    for pattern in (_ERASE_EN, _ERASE_JA):
+        match = pattern.search(core)
+        if match is None:
+            continue
+        what = (match.group("what") or match.group("what2") or "").strip(" 、,")
+        what = _FORGET_JA_TRAIL.sub("", what).strip(" 、,") if pattern is _ERASE_JA else what
+        if _PRONOUN_ONLY.match(what):
+            return statement_text(previous) if previous else None
+        return statement_text(what) if what else None
+    return None
 
 
 def forget_target(sentence: str, previous: str | None) -> str | None:
@@ -68,6 +101,10 @@ def forget_target(sentence: str, previous: str | None) -> str | None:
         if _PRONOUN_ONLY.match(what.strip()):
             return statement_text(previous) if previous else None
         return statement_text(what)
+
+    erased = _erased(core, previous)
+    if erased is not None:
+        return erased
 
     if _NO_LONGER_JA.search(core):
         text = re.sub(r"もう(?:、)?", "", core, count=1)

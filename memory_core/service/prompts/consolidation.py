@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from memory_core.domain.messages import MemoryCandidate
 from memory_core.domain.validation import MAX_MEMORY_CHARS, check_length
+from memory_core.language.relations import relation_summary
 from memory_core.language.sanitize import strip_invisible
 
 __all__ = [
@@ -133,18 +134,24 @@ Events:
 Rules:
 1. Use only the ids shown. Never invent an id.
 2. A restated or paraphrased fact is NONE, never DELETE and never a second copy.
-3. A contradiction (different liking, negated statement, other day, time, number or place:
-   "コーヒーが好き" vs "紅茶が好き", "辛い料理が好き" vs "辛い料理が苦手", "月曜10時" vs "金曜10時")
-   is UPDATE of the old memory; it is never NONE and the two must not both stay.
-4. A forget request with no matching memory is NONE with target_id null.
-5. Write memory text in the user's language (Japanese stays Japanese), close to the user's words.
-6. reason is one short sentence.
+3. A contradiction (negated statement, other day, time or number, another value of an attribute that
+   holds one value: "辛い料理が好き" vs "辛い料理が苦手", "月曜10時" vs "金曜10時", "I live in Berlin" vs
+   "I moved to Munich") is UPDATE of the old memory; it is never NONE and the two must not both stay.
+4. Another value of an attribute that accumulates is ADD: "猫が好き" then "犬が好き", "I like tea" then
+   "I like coffee" are two memories. Never UPDATE or DELETE a liking because another one was said.
+5. A forget request with no matching memory is NONE with target_id null.
+6. Write memory text in the user's language (Japanese stays Japanese), close to the user's words.
+7. reason is one short sentence.
+
+The attributes:
 """
 
 
 def build_consolidation_system_prompt() -> str:
-    """The system prompt of the consolidation call (the same for every candidate)."""
-    return _SYSTEM_PROMPT
+    """The system prompt of the consolidation call (the same for every candidate): the events, the
+    rules, and the relation vocabulary the rule path follows too
+    (:func:`~memory_core.language.relations.relation_summary`)."""
+    return _SYSTEM_PROMPT + relation_summary() + "\n"
 
 
 def build_consolidation_user_prompt(candidate: MemoryCandidate, existing: Sequence[ShownMemory]) -> str:

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memory_core.ports import Embedder, EmbedderWrapper
+from memory_core.ports import ChatModel, Embedder, EmbedderWrapper
 from memory_core.tools.progress import NO_PROGRESS, Progress
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
     "CachingEmbedder",
+    "EvaluationModels",
     "add_cache_arguments",
     "cached_embeddings",
     "default_embedder",
+    "evaluation_models",
 ]
 
 #: Where the evaluations keep their embedding caches (``--cache``).
@@ -150,3 +154,35 @@ class CachingEmbedder(EmbedderWrapper):
 
     async def close(self) -> None:
         self.save()
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationModels:
+    """The models an end-to-end evaluation runs with: the (cached) embedder, the one it wraps, its
+    name, the chat model."""
+
+    embedder: CachingEmbedder
+    inner: Embedder
+    name: str
+    chat_model: ChatModel | None
+
+
+@contextlib.asynccontextmanager
+async def evaluation_models(args: argparse.Namespace, cache_name: str, command: str) -> AsyncIterator[EvaluationModels]:
+    """The embedder (``args.embedder_instance``, else the default one) behind the passage cache
+    ``<cache>/<cache_name>-passages-<embedder>.npz`` (none with ``--no-cache``), and with ``--llm`` the
+    configured chat model; on exit the cache is saved and the chat model closed."""
+    inner = getattr(args, "embedder_instance", None) or default_embedder()
+    cache = None if args.no_cache else Path(args.cache) / f"{cache_name}-passages-{inner.name}.npz"
+    embedder = CachingEmbedder(inner, cache)
+    chat_model = None
+    if args.llm:
+        from memory_core.bootstrap import load_settings, require_chat_model
+
+        chat_model = require_chat_model(load_settings(), f"{command} --llm")
+    try:
+        yield EvaluationModels(embedder, inner, inner.name, chat_model)
+    finally:
+        embedder.save()
+        if chat_model is not None:
+            await chat_model.close()

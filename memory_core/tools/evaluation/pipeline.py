@@ -41,7 +41,7 @@ from memory_core.domain.search import MemorySearchOptions, RankingProfile, Searc
 from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.tools.evaluation.cases import PipelineCase, japanese_cases, locomo_cases
-from memory_core.tools.evaluation.embeddings import CachingEmbedder, add_cache_arguments, default_embedder
+from memory_core.tools.evaluation.embeddings import add_cache_arguments, evaluation_models
 from memory_core.tools.evaluation.locomo import (
     add_audit_arguments,
     audit_path,
@@ -357,22 +357,15 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
 
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core eval pipeline``: the report on ``out``, progress to ``progress``."""
-    inner = getattr(args, "embedder_instance", None) or default_embedder()
-    cache = None if args.no_cache else Path(args.cache) / f"pipeline-passages-{inner.name}.npz"
-    embedder = CachingEmbedder(inner, cache)
     modes = [SearchMode(m) for m in args.modes]
-    chat_model = None
-    if args.llm:
-        from memory_core.bootstrap import load_settings, require_chat_model
-
-        chat_model = require_chat_model(load_settings(), "eval pipeline --llm")
-    report: dict[str, Any] = {
-        "benchmark": "pipeline",
-        "embedder": inner.name,
-        "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
-        "sets": {},
-    }
-    try:
+    async with evaluation_models(args, "pipeline", "eval pipeline") as models:
+        embedder, chat_model = models.embedder, models.chat_model
+        report: dict[str, Any] = {
+            "benchmark": "pipeline",
+            "embedder": models.name,
+            "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
+            "sets": {},
+        }
         if args.data:
             cases, data = locomo_cases(args.data, audit_path(args), args.limit_conversations)
             section = await evaluate_cases(
@@ -381,7 +374,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
             embedder.save()
             raw = await evaluate_raw(
                 data,
-                embedder=inner,
+                embedder=models.inner,
                 modes=[DEFAULT[0]],
                 profiles=[DEFAULT[1]],
                 cache_dir=None if args.no_cache else args.cache,
@@ -393,10 +386,6 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
             report["sets"]["Japanese"] = await evaluate_cases(
                 japanese_cases(args.set), embedder=embedder, modes=modes, progress=progress, chat_model=chat_model
             )
-    finally:
-        embedder.save()
-        if chat_model is not None:
-            await chat_model.close()
     publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 

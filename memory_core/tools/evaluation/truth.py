@@ -44,7 +44,7 @@ from memory_core.domain.validation import parse_model
 from memory_core.entrypoints.python_api.messages import turn_messages
 from memory_core.integrations.reading import memories_for_run
 from memory_core.ports import ChatModel, Embedder, FixedClock
-from memory_core.tools.evaluation.embeddings import CachingEmbedder, add_cache_arguments, default_embedder
+from memory_core.tools.evaluation.embeddings import add_cache_arguments, evaluation_models
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
     LANGUAGES,
@@ -289,40 +289,25 @@ async def evaluate(
     }
 
 
-def _chat_model(args: argparse.Namespace) -> ChatModel | None:
-    if not args.llm:
-        return None
-    from memory_core.bootstrap import load_settings, require_chat_model
-
-    return require_chat_model(load_settings(), "eval truth --llm")
-
-
 async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """``memory-core eval truth``: the report on ``out``, progress to ``progress``."""
     data = load_truth_set(args.set).select(args.lang or (), args.category or ())
-    inner = getattr(args, "embedder_instance", None) or default_embedder()
-    cache = None if args.no_cache else Path(args.cache) / f"truth-passages-{inner.name}.npz"
-    embedder = CachingEmbedder(inner, cache)
-    chat_model = _chat_model(args)
-    report: dict[str, Any] = {
-        "benchmark": "truth",
-        "set": {"name": data.name, "version": data.version},
-        "selection": {"lang": args.lang or list(LANGUAGES), "category": args.category or list(CATEGORIES)},
-        "embedder": inner.name,
-        "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
-    }
-    try:
+    async with evaluation_models(args, "truth", "eval truth") as models:
+        chat_model = models.chat_model
+        report: dict[str, Any] = {
+            "benchmark": "truth",
+            "set": {"name": data.name, "version": data.version},
+            "selection": {"lang": args.lang or list(LANGUAGES), "category": args.category or list(CATEGORIES)},
+            "embedder": models.name,
+            "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
+        }
         report |= await evaluate(
             data,
-            embedder=embedder,
+            embedder=models.embedder,
             chat_model=chat_model,
             progress=progress,
             show_failures=args.show_failures,
         )
-    finally:
-        embedder.save()
-        if chat_model is not None:
-            await chat_model.close()
     publish_report(report, args, out, render_markdown, draw_chart)
     return 0
 

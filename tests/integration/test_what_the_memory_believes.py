@@ -1,0 +1,139 @@
+"""What the memory believes now, through the Python API and over HTTP: a second liking adds, a change
+supersedes (and the episodes that said the old value stop being current), secrets are never stored,
+chatter is not memory, and more of what people say about themselves is kept."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_core.bootstrap import build_service, load_settings
+from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+from memory_core.entrypoints.python_api.memory import Memory
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db", embedder="hash") as m:
+        yield m
+
+
+def facts(memory: Memory, user: str) -> list[str]:
+    return sorted(r.memory for r in memory.get_all(user_id=user) if r.kind.value == "fact")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "both"),
+    [
+        ("I like cats.", "I like dogs.", ["I like cats", "I like dogs"]),
+        ("I like tea.", "I like coffee.", ["I like coffee", "I like tea"]),
+        ("猫が好き。", "犬が好き。", ["犬が好き", "猫が好き"]),
+        ("I love spicy ramen.", "My favorite food is sushi.", ["I love spicy ramen", "My favorite food is sushi"]),
+    ],
+)
+def test_a_second_liking_adds(memory: Memory, first: str, second: str, both: list[str]) -> None:
+    memory.add(first, user_id="u")
+    decisions = memory.add(second, user_id="u").decisions
+    assert [d.event.value for d in decisions if d.kind.value == "fact"] == ["ADD"]
+    assert facts(memory, "u") == sorted(both)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "now"),
+    [
+        ("I'm vegetarian.", "I eat fish now.", "I eat fish now"),
+        ("I prefer window seats.", "I prefer aisle seats now.", "I prefer aisle seats now"),
+        ("紅茶派です。", "やっぱりコーヒー派です。", "コーヒー派です"),
+    ],
+)
+def test_a_change_of_a_one_value_attribute_supersedes(memory: Memory, first: str, second: str, now: str) -> None:
+    memory.add(first, user_id="u")
+    memory.add(second, user_id="u")
+    assert facts(memory, "u") == [now]
+
+
+def test_the_episode_that_said_the_old_value_is_no_longer_current(memory: Memory) -> None:
+    memory.add("I live in Berlin.", user_id="u")
+    memory.add("I moved to Munich last month.", user_id="u")
+    found = [h.record.memory for h in memory.search("Where does the user live?", user_id="u", top=10).hits]
+    assert found and not any("Berlin" in text for text in found)
+    assert any("Munich" in text for text in found)
+    history = memory.search("Where does the user live?", user_id="u", top=10, include_superseded=True).hits
+    old = [h.record for h in history if "Berlin" in h.record.memory]
+    assert len(old) == 1 and old[0].kind.value == "episode"
+    fact = next(r for r in memory.get_all(user_id="u") if r.kind.value == "fact")
+    assert old[0].superseded_by == fact.id and old[0].valid_until == fact.valid_from
+    assert fact.valid_until is None and "Munich" in fact.memory
+
+
+def test_a_secret_is_never_stored(memory: Memory) -> None:
+    result = memory.add("My password is hunter2, and my PIN is 4321.", user_id="u")
+    assert any("withheld" in d.reason for d in result.decisions)
+    memory.add("Please forget my password.", user_id="u")
+    export = memory.export(user_id="u")
+    texts = [r.memory for r in export.memories] + [
+        str(state) for entry in export.history for state in (entry.before, entry.after, entry.reason)
+    ]
+    texts += [h.record.memory for h in memory.search("password", user_id="u", include_archived=True).hits]
+    assert texts and not any("hunter2" in t or "4321" in t for t in texts)
+
+
+def test_chatter_is_not_memory_and_a_repeat_reinforces(memory: Memory) -> None:
+    for text in ("hi", "What should I cook tonight?", "What should I cook tonight?", "Thanks!", "ok"):
+        assert memory.add(text, user_id="u").decisions == ()
+    assert memory.get_all(user_id="u") == []
+    memory.add("I go running on Sunday mornings.", user_id="u")
+    again = memory.add("I go running on Sunday mornings.", user_id="u").decisions
+    episodes = [r for r in memory.get_all(user_id="u") if r.kind.value == "episode"]
+    assert len(episodes) == 1 and len(episodes[0].provenance) == 2
+    assert {d.event.value for d in again} == {"NONE"}
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("Please call me Ally.", "Call me Ally"),
+        ("Rex passed away.", "Rex passed away"),
+        ("I have a sister.", "I have a sister"),
+        ("I eat fish now.", "I eat fish now"),
+        ("アリーと呼んでください。", "アリーと呼んでください"),
+        ("妹がいます。", "妹がいます"),
+    ],
+)
+def test_more_of_what_people_say_about_themselves_is_kept(memory: Memory, said: str, kept: str) -> None:
+    memory.add(said, user_id="u")
+    assert facts(memory, "u") == [kept]
+
+
+def test_over_http_the_same(tmp_path: Path) -> None:
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        service = build_service(load_settings(environ={}, sqlite_path=str(tmp_path / "s.db"), embedder="hash"))
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        try:
+            async with AsyncMemory(url=f"http://{server.host}:{server.port}") as remote:
+                for text in ("I like cats.", "I like dogs.", "I live in Berlin.", "I moved to Munich last month.",
+                             "My password is hunter2.", "hi", "What should I cook tonight?"):
+                    await remote.add(text, user_id="u")
+                found = await remote.search("Where does the user live?", user_id="u", top=10)
+                listed = await remote.get_all(user_id="u", limit=None)
+                exported = await remote.export(user_id="u")
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+        return (
+            [h.record.memory for h in found.hits],
+            sorted(r.memory for r in listed if r.kind.value == "fact"),
+            [r.memory for r in exported.memories],
+        )
+
+    found, fact_texts, exported = asyncio.run(scenario())
+    assert not any("Berlin" in t for t in found) and any("Munich" in t for t in found)
+    assert "I like cats" in fact_texts and "I like dogs" in fact_texts
+    assert not any("hunter2" in t for t in exported)
+    assert not any(t in ("hi", "What should I cook tonight?") for t in exported)
