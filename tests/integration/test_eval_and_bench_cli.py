@@ -449,6 +449,9 @@ def test_eval_pipeline_measures_what_the_ingest_path_remembers(tmp_path: Path) -
     assert {m for m, _, _ in configs} == {"hybrid", "keyword", "vector"}
     default = locomo["results"][0]["metrics"]["overall"]
     assert default["n"] == 4 and default["any@10"] == 1.0  # a handful of memories: all in the top 10
+    facts = [r for r in locomo["results"] if r.get("kind") == "fact"]
+    assert len(facts) == 1 and facts[0]["metrics"]["overall"]["n"] == 4  # facts alone, reported beside
+    assert "facts alone" in printed
     assert locomo["raw_turns"][0]["metrics"]["overall"]["n"] == 4
     japanese = report["sets"]["Japanese"]
     assert japanese["cases"] == 30 and japanese["questions"] == 65

@@ -77,10 +77,10 @@ def _covered(record: Any, evidence: set[str]) -> str | None:
 
 
 async def _ask(
-    service: Any, case: PipelineCase, config: Configuration, into: MetricAccumulator
+    service: Any, case: PipelineCase, config: Configuration, into: MetricAccumulator, kind: MemoryKind | None = None
 ) -> None:
     mode, profile = config
-    options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS))
+    options = MemorySearchOptions(mode=mode, ranking_profile=profile, top=max(DEFAULT_KS), kind=kind)
     for question, evidence, group in case.questions:
         result = await service.search(case.scope, question, options, recall=False)
         ranked = [_covered(h.record, evidence) or f"m:{h.record.id}" for h in result.hits]
@@ -153,6 +153,7 @@ class _SetRun:
         embedder: The passage and query embedder.
         chat_model: The LLM of extraction and consolidation (None: the rules).
         before: The metrics of each search configuration, before forgetting.
+        facts: The metrics of the default configuration searching facts alone (``kind=fact``).
         after: The metrics of the default configuration after a forgetting run.
         tally: What ingesting the cases added up to.
     """
@@ -160,6 +161,7 @@ class _SetRun:
     embedder: Embedder
     chat_model: ChatModel | None
     before: dict[Configuration, MetricAccumulator]
+    facts: MetricAccumulator = field(default_factory=MetricAccumulator)
     after: MetricAccumulator = field(default_factory=MetricAccumulator)
     tally: _Tally = field(default_factory=_Tally)
 
@@ -182,6 +184,7 @@ async def _run_case(case: PipelineCase, folder: Path, run: _SetRun, bar: Bar) ->
         await _census(service, case, run.tally)
         for config, acc in run.before.items():
             await _ask(service, case, config, acc)
+        await _ask(service, case, DEFAULT, run.facts, MemoryKind.FACT)
         await service.apply_forgetting(dry_run=False)
         await _ask(service, case, DEFAULT, run.after)
     finally:
@@ -247,6 +250,15 @@ async def evaluate_cases(
             {
                 "mode": DEFAULT[0].value,
                 "profile": DEFAULT[1].value,
+                "forgetting": False,
+                "kind": MemoryKind.FACT.value,
+                "metrics": run.facts.result(),
+            }
+        ]
+        + [
+            {
+                "mode": DEFAULT[0].value,
+                "profile": DEFAULT[1].value,
                 "forgetting": True,
                 "metrics": run.after.result(),
             }
@@ -300,6 +312,7 @@ def _search_table(section: Mapping[str, Any]) -> str:
     rows = []
     for r in section["results"]:
         label = f"{r['mode']} + {r['profile']}" + (", after forgetting" if r["forgetting"] else "")
+        label += ", facts alone" if r.get("kind") == MemoryKind.FACT.value else ""
         rows.append([label, *(r["metrics"]["overall"][n] for n in _SEARCH_METRICS)])
     for r in section.get("raw_turns", []):
         label = f"raw turns: {r['mode']} + {r['profile']}"
@@ -335,7 +348,8 @@ def draw_chart(report: Mapping[str, Any], directory: str | Path) -> list[str]:
     for name, section in report["sets"].items():
         labels, values = [], []
         for r in section["results"]:
-            labels.append(f"{r['mode']}\n{'after forgetting' if r['forgetting'] else r['profile']}")
+            facts = "\nfacts alone" if r.get("kind") == MemoryKind.FACT.value else ""
+            labels.append(f"{r['mode']}\n{'after forgetting' if r['forgetting'] else r['profile']}{facts}")
             values.append(r["metrics"]["overall"]["any@5"])
         for r in section.get("raw_turns", []):
             labels.append(f"raw turns\n{r['mode']}")
