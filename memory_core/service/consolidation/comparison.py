@@ -98,6 +98,18 @@ class Comparison:
         return len(old_other) <= 1 and len(new_other) <= room
 
     @property
+    def ended_object(self) -> str | None:
+        """What the new statement says has ended that the old one states holds ("I quit piano" and "I play
+        the piano": piano), when it is a good part of what the old one is about; else ``None``."""
+        if not self.new.ended or self.old.ended or self.old.polarity < 0 or not self.old.units:
+            return None
+        old_units = set(self.old.units)
+        shared = [u for u in self.new.units if u in old_units]
+        if not shared or 3 * len(set(shared)) < len(old_units):
+            return None
+        return self.surface(shared[0])
+
+    @property
     def exclusive_choice(self) -> bool:
         """The differing objects are exclusive choices of one group (window / aisle, 和室 / 洋室)."""
         return any(exclusive_group(u) for u in self.only_old) and any(exclusive_group(u) for u in self.only_new)

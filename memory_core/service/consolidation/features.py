@@ -39,7 +39,8 @@ _POSITIVE_JA = re.compile(
 _NEGATIVE_EN = re.compile(
     r"\b(?:hate|hates|dislike|dislikes|detest|can't stand|cannot stand|can not stand|not a fan|"
     r"allergic)\b|\b(?:don't|do not|doesn't|does not|didn't|did not|never|no longer|can't|cannot|"
-    r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure)\b)"
+    r"won't|isn't|aren't|wasn't|am not|'m not|is not|are not)\b(?!\s+(?:only|just|sure)\b)|"
+    r"\b(?:quit|stopped(?! by)|gave up(?: on)?|dropped out of)\b|\bany ?more\b"
 )
 _POSITIVE_EN = re.compile(
     r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|adore|fond|favou?rite|fan)\b"
@@ -50,6 +51,12 @@ _CHANGE_MARKERS = re.compile(
     r"今は|今では|いまは|最近は|最近|もう|これからは|今度から|代わりに|変えた|変わった|変更|"
     r"\bnow\b|\bnowadays\b|\bthese days\b|\banymore\b|\bany more\b|\binstead\b|\bno longer\b|"
     r"\bswitched\b|\bchanged\b|\bfrom now on\b"
+)
+#: The statement says something has ended ("I quit piano", "no more coffee", 「テニスはやめた」).
+_ENDED = re.compile(
+    r"\b(?:quit|quitting|stopped(?! by)|gave up|giving up|no more|done with|cancell?ed|got rid of|sold|"
+    r"deleted|no longer|any ?more)\b|やめ(?:た|ました|ちゃった|ています|てる)|辞め(?:た|ました)|止め(?:た|ました)|"
+    r"解約|退会|手放し|もう.+(?:ない|ません)"
 )
 _ADDITIVE_MARKERS = re.compile(
     r"(?<=[\u30a0-\u30ff\u4e00-\u9fffa-z0-9])も(?!う)|また|他に|ほかに|\balso\b|\btoo\b|\bas well\b|"
@@ -124,6 +131,7 @@ class StatementFeatures:
         other_person: The statement is about someone else ("My sister moved to Paris", 「姉は…」).
         choice: The statement chooses among alike things ("I prefer the window seat", 「紅茶派」), one
             choice at a time (:data:`~memory_core.language.relations.CHOICE`); a liking does not.
+        ended: The statement says something has ended ("I quit piano", "no more coffee", 「やめた」).
     """
 
     text: str
@@ -141,6 +149,7 @@ class StatementFeatures:
     bygone: bool = False
     other_person: bool = False
     choice: bool = False
+    ended: bool = False
 
     @property
     def single_valued(self) -> bool:
@@ -160,10 +169,12 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
     text, replaced = _take_replaced(text)
     change = bool(_CHANGE_MARKERS.search(text))
     choice = bool(CHOICE.search(text))
+    ended = bool(_ENDED.search(text))
     additive = bool(_ADDITIVE_MARKERS.search(text))
     other = bool(_OTHER_PERSON.search(strip_discourse_markers(statement)))
     slots = frozenset() if other else _slots(text, statement)
-    text, polarity = _take_polarity(_CHANGE_MARKERS.sub(" ", text))
+    text, polarity = _take_polarity(text)  # "no longer" and "anymore" negate before they mark a change
+    text = _CHANGE_MARKERS.sub(" ", text)
     surface = split_compounds(content_units(text))
     units = [canonical(u) for u in surface]
     return StatementFeatures(
@@ -182,6 +193,7 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
         bygone=bygone,
         other_person=other,
         choice=choice,
+        ended=ended,
     )
 
 

@@ -42,6 +42,13 @@ def _not_comparable(c: Comparison) -> str | _NotContradicting | None:
     return None
 
 
+def _ended(c: Comparison) -> str | _NotContradicting | None:
+    """The new statement ends what the old one states ("I play the piano" → "I quit piano", 「テニスを
+    しています」 → 「もうテニスはやめた」)."""
+    ended = c.ended_object
+    return None if ended is None else f"ended: the new statement says {ended!r} no longer holds"
+
+
 def _negation(c: Comparison) -> str | _NotContradicting | None:
     """好き vs 苦手 / 嫌い / 好きではない, like vs don't like / hate, over the same thing."""
     if not (c.polarity_conflict and c.related):
@@ -118,6 +125,7 @@ def _one_value(c: Comparison) -> str | _NotContradicting | None:
 #: ``_NOT_CONTRADICTING`` ends the search without one).
 CONTRADICTION_RULES: tuple[ContradictionRule, ...] = (
     _not_comparable,
+    _ended,
     _negation,
     _date_changed,
     _number_changed,
@@ -177,7 +185,8 @@ class _Pair:
     def lexical(self) -> bool:
         """The two statements share content words or name alike objects."""
         c = self.comparison
-        return c.related or c.alike_objects is not None or bool(c.old.slots & c.new.slots) or bool(c.replaced)
+        shared_slot = bool(c.old.slots & c.new.slots)
+        return c.related or c.alike_objects is not None or shared_slot or bool(c.replaced) or bool(c.ended_object)
 
     @property
     def same_predicate(self) -> bool:

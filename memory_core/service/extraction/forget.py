@@ -11,7 +11,7 @@ from memory_core.language.sentences import (
     statement_text,
 )
 
-__all__ = ["forget_target"]
+__all__ = ["ended_target", "forget_target"]
 
 #: The request forms of 忘れる ("忘れて", "忘れてください", "忘れていいよ"), not "忘れてた" / "忘れてない？".
 _FORGET_JA = re.compile(r"^(?P<what>.*?)(?:(?:忘れて|わすれて)(?!ない|いな|しま|た|る|ません)|忘れろ)")
@@ -102,10 +102,15 @@ def forget_target(sentence: str, previous: str | None) -> str | None:
             return statement_text(previous) if previous else None
         return statement_text(what)
 
-    erased = _erased(core, previous)
-    if erased is not None:
-        return erased
+    return _erased(core, previous)
 
+
+def ended_target(sentence: str) -> str | None:
+    """What a statement says no longer holds ("I no longer eat meat" → "I eat meat", 「もうベジタリアンでは
+    ない」 → 「ベジタリアン」), or ``None``. Such a statement is kept as a fact when it is one (its negation
+    supersedes what it ends); one that says nothing else is a request to forget what it ends."""
+    core = TRAILING_PUNCTUATION.sub("", sentence.strip())
+    core = LEADING_MARKERS_EN.sub("", LEADING_MARKERS_JA.sub("", core))
     if _NO_LONGER_JA.search(core):
         text = re.sub(r"もう(?:、)?", "", core, count=1)
         text = re.sub(

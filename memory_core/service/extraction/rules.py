@@ -20,7 +20,7 @@ from memory_core.language.sentences import (
     statement_text,
 )
 from memory_core.service.extraction.categories import LIFE_EVENT, category, is_past, is_recurring
-from memory_core.service.extraction.forget import forget_target
+from memory_core.service.extraction.forget import ended_target, forget_target
 from memory_core.service.extraction.statements import statement_parts
 from memory_core.service.prompts.extraction import strip_recalled_memories
 
@@ -114,6 +114,9 @@ def _rule_candidates_for_sentence(
     forget = forget_target(sentence, previous)
     if forget is not None:
         return _forget_request(sentence, forget)
+    ended = ended_target(sentence)
+    if ended is not None and category(TRAILING_PUNCTUATION.sub("", sentence), reference) is None:
+        return _forget_request(sentence, ended)  # it only ends something: forget that
     if is_question(sentence) or SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
         return []
     core = TRAILING_PUNCTUATION.sub("", sentence)
