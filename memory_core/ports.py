@@ -498,6 +498,13 @@ class HistoryStore(Protocol):
         """Every entry about one memory, oldest first."""
         ...
 
+    async def rewrite_entries(
+        self, scope: Scope, memory_ids: Sequence[str], rewrite: Callable[[HistoryEntry], HistoryEntry]
+    ) -> int:
+        """Replace the recorded changes of these memories by ``rewrite(entry)`` (what a forget request
+        withholds from them); returns how many entries changed."""
+        ...
+
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
         """Every entry a turn produced, in decision order."""
         ...

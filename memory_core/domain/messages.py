@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from memory_core.domain.records import MemoryRecord, Scope, SpeakerName
+from memory_core.domain.records import (
+    FORGOTTEN_TEXT,
+    QUOTING_METADATA,
+    MemoryRecord,
+    Scope,
+    SpeakerName,
+    forgotten_state,
+)
 from memory_core.domain.validation import (
     MAX_MEMORY_CHARS,
     MESSAGE_CONTROL_CHARACTERS,
@@ -244,6 +252,18 @@ class Decision(BaseModel):
     reason: str
 
 
+def _forgotten_state(state: dict[str, Any] | None, redact: Callable[[str], str] | None) -> dict[str, Any] | None:
+    if state is None or redact is None:
+        return forgotten_state(state)
+    text = redact(str(state.get("memory", ""))) or FORGOTTEN_TEXT
+    metadata = {k: v for k, v in dict(state.get("metadata") or {}).items() if k not in QUOTING_METADATA}
+    return {**state, "memory": text, "summary": "", "metadata": metadata}
+
+
+#: The reason a recorded change of a memory forgotten on request keeps.
+FORGOTTEN_REASON = "withheld: the memory was forgotten on request"
+
+
 class HistoryEntry(BaseModel):
     """One recorded change to a memory (kept forever, readable per memory and per turn)."""
 
@@ -258,6 +278,19 @@ class HistoryEntry(BaseModel):
     reason: str
     turn_id: str | None = None
     at: datetime
+
+    def forgotten(self, redact: Callable[[str], str] | None = None) -> HistoryEntry:
+        """This entry of a memory forgotten on request: the event, time and turn stay, and the reason
+        (which may quote what was said) says only that it was forgotten. Its states lose their words
+        (:func:`~memory_core.domain.records.forgotten_state`), or, with ``redact``, only the words
+        ``redact`` takes out of their text (a memory that lost part of what it said)."""
+        return self.model_copy(
+            update={
+                "before": _forgotten_state(self.before, redact),
+                "after": _forgotten_state(self.after, redact),
+                "reason": FORGOTTEN_REASON,
+            }
+        )
 
     @classmethod
     def of_change(

@@ -33,13 +33,17 @@ from memory_core.domain.validation import (
 )
 
 __all__ = [
+    "FORGOTTEN_TEXT",
     "IMMUTABLE_FIELDS",
     "MAX_PROVENANCE",
+    "QUOTING_METADATA",
     "MemoryKind",
     "MemoryRecord",
     "MemoryStatus",
     "Provenance",
     "Scope",
+    "forgotten_record",
+    "forgotten_state",
     "status_note",
 ]
 
@@ -220,6 +224,28 @@ class MemoryRecord(BaseModel):
         if not include_embedding:
             data.pop("embedding", None)
         return data
+
+
+#: The text a memory forgotten on request keeps: a tombstone says that it was, never what it said.
+FORGOTTEN_TEXT = "[forgotten on request]"
+#: Metadata keys that quote what was said (gone from a forgotten memory and its recorded states).
+QUOTING_METADATA = ("evidence", "status_reason")
+
+
+def forgotten_state(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A memory's recorded state (a record's JSON) as its tombstone: id, scope, kind, status, times and
+    sources stay; its words, summary, vector and the metadata that quotes it go."""
+    if state is None:
+        return None
+    metadata = {k: v for k, v in dict(state.get("metadata") or {}).items() if k not in QUOTING_METADATA}
+    return {**state, "memory": FORGOTTEN_TEXT, "summary": "", "embedding": None, "metadata": metadata}
+
+
+def forgotten_record(record: MemoryRecord) -> MemoryRecord:
+    """``record`` as the tombstone of a memory forgotten on request (see :func:`forgotten_state`)."""
+    state = forgotten_state(record.model_dump())
+    assert state is not None
+    return MemoryRecord.model_validate(state)
 
 
 def status_note(metadata: Mapping[str, Any], reason: str, at: datetime) -> dict[str, Any]:

@@ -31,7 +31,9 @@ _VALUE = (
     r"|(?P<secret>[^\s\"'”」』、。，,]*[^\s\"'”」』、。，,.!?！？:;；：]))"
 )
 _IS_EN = r"(?:\s+(?:is|was|=|:|'s)|\s*[:=])\s*"
-_IS_JA = r"\s*(?:は|が|を|:|：|=|＝)\s*"
+_IS_JA = r"\s*(?:は|が|を|:|：|=|＝|、|,)\s*"
+#: What a secret's name may be followed by before it is given: "the PIN for my debit card is ...".
+_OF_EN = r"(?:\s+(?:for|to|of|on)\s+(?:my|the|our|this)\s+[\w-]+(?:\s+[\w-]+)?)?"
 
 #: The secrets, most specific first: the first rule that matches a place withholds it.
 SECRET_RULES: tuple[SecretRule, ...] = (
@@ -54,15 +56,23 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "password",
         re.compile(
-            r"(?i)\b(?:password|passcode|passwd|pass ?phrase|pw)" + _IS_EN + _VALUE
+            r"(?i)\b(?:login|log-in|credentials?|sign-in)\b[^.\n]{0,40}?\b(?:is|are)\s+\S+\s*/\s*(?P<secret_login>\S+[^\s.,!?])"
+        ),
+    ),
+    SecretRule(
+        "password",
+        re.compile(
+            r"(?i)\b(?:password|passcode|passwd|pass ?phrase|pw)" + _OF_EN + _IS_EN + _VALUE
             + r"|(?:パスワード|パスコード|合言葉)" + _IS_JA + r"(?P<secret_ja>[^\s、。]+?)(?=です|だよ|だ|よ|ね|[\s、。]|$)"
         ),
     ),
     SecretRule(
         "PIN",
         re.compile(
-            r"(?i)\b(?:pin(?: code| number)?|security code|cvv|cvc)" + _IS_EN + r"(?P<secret>\d{3,12})\b"
-            r"|(?:暗証番号|PIN(?:コード)?|セキュリティコード)" + _IS_JA + r"(?P<secret_ja>[0-9０-９]{3,12})"
+            r"(?i)\b(?:pin(?: code| number)?|security code|cvv|cvc|(?:door|gate|entry|alarm|lock|access|safe|garage) code|code)"
+            + _OF_EN + _IS_EN + r"(?P<secret>\d(?:[ -]?\d){2,11})\b"
+            r"|(?:暗証番号|PIN(?:コード)?|セキュリティコード|ロック解除(?:の番号|コード)?|解除コード|(?:ドア|玄関)の?(?:番号|コード))"
+            + _IS_JA + r"(?P<secret_ja>[0-9０-９](?:[ -]?[0-9０-９]){2,11})"
         ),
     ),
     SecretRule(
@@ -71,7 +81,16 @@ SECRET_RULES: tuple[SecretRule, ...] = (
             r"(?P<secret>\b\d{3}-\d{2}-\d{4}\b)"
             r"|(?i:\b(?:ssn|social security(?: number)?|national insurance(?: number)?|passport(?: number)?|"
             r"tax id|national id(?: number)?)" + _IS_EN + r"(?P<secret_en>[A-Z0-9][A-Z0-9 -]{5,14}[A-Z0-9]))\b"
-            r"|(?:マイナンバー|個人番号|パスポート番号|免許証番号)" + _IS_JA + r"(?P<secret_ja>[0-9０-９][0-9０-９ -]{7,14}[0-9０-９])"
+            r"|(?:マイナンバー|個人番号|パスポート(?:の)?番号|免許証(?:の)?番号)" + _IS_JA
+            + r"(?P<secret_ja>[A-Z0-9０-９][A-Z0-9０-９ -]{6,14}[A-Z0-9０-９])"
+        ),
+    ),
+    SecretRule(
+        "card number",
+        re.compile(
+            r"(?i)\b(?:card|credit card|debit card|visa|mastercard|amex)(?: number| no\.?)" + _IS_EN
+            + r"(?P<secret>\d(?:[ -]?\d){11,18})\b"
+            r"|(?:クレカ|クレジットカード|カード|デビットカード)の?番号" + _IS_JA + r"(?P<secret_ja>\d(?:[ -]?\d){11,18})"
         ),
     ),
     SecretRule("card number", re.compile(r"(?P<secret>\b\d(?:[ -]?\d){12,18}\b)"), luhn=True),

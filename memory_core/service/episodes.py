@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from memory_core.domain.messages import (
@@ -16,14 +17,20 @@ from memory_core.domain.messages import (
     MessageRole,
     Turn,
 )
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope, status_note
+from memory_core.domain.records import (
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    Provenance,
+    Scope,
+    forgotten_record,
+    status_note,
+)
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
 from memory_core.language.chatter import is_chatter
-from memory_core.language.sentences import split_sentences
-from memory_core.language.text import has_japanese
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
-from memory_core.service.consolidation.forget import join_clauses, statement_clauses
+from memory_core.service.consolidation.forget import redact_sentences, statement_clauses
 from memory_core.service.journal import episode_id_for
 from memory_core.service.prompts.extraction import strip_recalled_memories
 
@@ -33,9 +40,12 @@ __all__ = [
     "close_superseded_episodes",
     "episode_candidates",
     "forget_in_episodes",
+    "forgotten_by",
     "forgotten_parts",
+    "forgotten_words",
     "provenance_of",
     "redact_episodes",
+    "withhold_forgotten",
 ]
 
 
@@ -121,32 +131,6 @@ def forgotten_parts(before: MemoryRecord, after: MemoryRecord) -> list[str]:
     return [c for c in statement_clauses(split_speaker(before.memory, speaker)[1]) if normalized_statement(c) not in left]
 
 
-def _redact(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
-    """``text`` without what states one of ``forgotten``; and whether anything was removed.
-
-    A sentence that says a forgotten statement goes; when it joins that statement with others ("I'm
-    vegetarian and I live in Berlin"), only the forgotten statement goes and the rest of it stays.
-    """
-    wanted = [w for w in map(normalized_statement, forgotten) if w]
-
-    def says(statement: str) -> bool:
-        said = normalized_statement(statement)
-        return bool(said) and any(w in said or said in w for w in wanted)
-
-    kept, removed = [], False
-    for sentence in split_sentences(text):
-        if not says(sentence):
-            kept.append(sentence)
-            continue
-        removed = True
-        clauses = statement_clauses(sentence)
-        rest = [c for c in clauses if not says(c)]
-        if len(clauses) > 1 and rest:
-            japanese = has_japanese(sentence)
-            kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
-    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
-
-
 async def forget_in_episodes(
     store: MemoryStore,
     history: HistoryStore | None,
@@ -154,10 +138,11 @@ async def forget_in_episodes(
     fact: MemoryRecord,
     turn: Turn,
     forgotten: Sequence[str] | None = None,
-) -> int:
+) -> list[str]:
     """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
     fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
-    The rest of what the user said stays. Returns how many episodes changed.
+    The rest of what the user said stays; an episode with nothing left keeps only its tombstone.
+    Returns the ids of the episodes changed.
 
     Each change is recorded in the history before it is written, so a crash between the two leaves
     the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
@@ -168,14 +153,14 @@ async def forget_in_episodes(
         reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
     else:  # part of a compound memory: the reason does not quote what was to be forgotten
         reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
-    changed = 0
+    changed: list[str] = []
     for turn_id, message in _sources(fact):
         episode = await store.get(scope, episode_id_for(scope, turn_id, message))
         if episode is None or episode.kind is not MemoryKind.EPISODE or episode.status is MemoryStatus.DELETED:
             continue
         speaker = speaker_of(episode)
         prefix = f"{speaker}: " if speaker else ""
-        remaining, removed = _redact(episode.memory[len(prefix) :], forgotten)
+        remaining, removed = redact_sentences(episode.memory[len(prefix) :], forgotten)
         if not removed:
             continue
         metadata = {**episode.metadata, "redacted_by_turn": turn.turn_id}
@@ -188,7 +173,7 @@ async def forget_in_episodes(
             event = MemoryEvent.UPDATE
         else:
             metadata = status_note(metadata, reason, turn.occurred_at)
-            after = episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+            after = forgotten_record(episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata}))
             event = MemoryEvent.DELETE
         if history is not None:
             # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
@@ -196,7 +181,7 @@ async def forget_in_episodes(
             if not await _recorded(history, entry):
                 await history.append([entry])
         await store.upsert([after])
-        changed += 1
+        changed.append(episode.id)
     return changed
 
 
@@ -261,14 +246,58 @@ async def redact_episodes(
     candidate: MemoryCandidate,
     decision: Decision,
     turn: Turn,
-) -> None:
+) -> list[str]:
     """Forget in the episodes what one step's decision forgot: a deleted fact, or the part of a
-    compound memory a forget request took out of it (the episodes lose that part only)."""
+    compound memory a forget request took out of it (the episodes lose that part only). Returns the
+    ids of the episodes changed."""
     if decision.event is MemoryEvent.DELETE and decision.after is not None:
-        await forget_in_episodes(store, history, embedder, decision.after, turn)
-    elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
+        return await forget_in_episodes(store, history, embedder, decision.after, turn)
+    if _partly_forgotten(candidate, decision) and decision.before and decision.after:
         gone = forgotten_parts(decision.before, decision.after)
-        await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
+        return await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
+    return []
+
+
+def forgotten_by(record: MemoryRecord, turn: Turn) -> bool:
+    """Whether a forget request of ``turn`` deleted ``record`` or took part of it out."""
+    marks = (record.metadata.get("deleted_by_turn"), record.metadata.get("partly_forgotten_by_turn"))
+    deleted = record.status is MemoryStatus.DELETED or marks[1] is not None
+    return deleted and turn.turn_id in marks
+
+
+def forgotten_words(before: MemoryRecord | None, after: MemoryRecord) -> list[str]:
+    """What a forget request took from a memory: all it said (and the words it came from), or the
+    statements of a compound memory it took out."""
+    if after.status is MemoryStatus.DELETED:
+        return [split_speaker(after.memory, speaker_of(after))[1], str(after.metadata.get("evidence") or "")]
+    return forgotten_parts(before, after) if before is not None else []
+
+
+async def withhold_forgotten(
+    store: MemoryStore, history: HistoryStore, record: MemoryRecord, words: Sequence[str]
+) -> MemoryRecord:
+    """After a forget request took ``record`` (or the ``words`` of part of it): a deleted memory keeps
+    only its tombstone (its id, time and reason, not its words or vector), and the recorded changes of
+    it and of the episodes it came from keep none of the forgotten words (a deleted one none at all;
+    :meth:`~memory_core.ports.HistoryStore.rewrite_entries`). Idempotent. Returns the record as kept."""
+    scope = record.scope
+
+    def redacted(text: str) -> str:
+        return redact_sentences(text, [w for w in words if w])[0]
+
+    kept = record
+    if record.status is MemoryStatus.DELETED:
+        kept = forgotten_record(record)
+        await store.upsert([kept])
+    own = None if kept is not record else redacted
+    await history.rewrite_entries(scope, [record.id], partial(HistoryEntry.forgotten, redact=own))
+    for turn_id, message in _sources(record):
+        episode = await store.get(scope, episode_id_for(scope, turn_id, message))
+        if episode is None or episode.id == record.id:
+            continue
+        redact = None if episode.status is MemoryStatus.DELETED else redacted
+        await history.rewrite_entries(scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
+    return kept
 
 
 async def catch_up_redactions(

@@ -20,8 +20,11 @@ from memory_core.service.consolidation.consolidator import Consolidation, Memory
 from memory_core.service.episodes import (
     EpisodePolicy,
     close_superseded_episodes,
+    forgotten_by,
+    forgotten_words,
     provenance_of,
     redact_episodes,
+    withhold_forgotten,
 )
 from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
@@ -219,6 +222,9 @@ async def _decide(
     await _write(run.store, decision)
     await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
     await close_superseded_episodes(run.store, run.history, decision.before, decision.after, turn)
+    if candidate.kind is CandidateKind.FORGET and decision.after is not None and forgotten_by(decision.after, turn):
+        words = forgotten_words(decision.before, decision.after)
+        await withhold_forgotten(run.store, run.history, decision.after, words)
     logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
     return StepResult(step, decision, outcome.path, outcome.fallback_reason)
 

@@ -9,9 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, Turn
-from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.records import FORGOTTEN_TEXT, MemoryRecord, Scope
 from memory_core.ports import Embedder, HistoryStore, MemoryStore, TurnJournal
-from memory_core.service.episodes import catch_up_redactions
+from memory_core.service.episodes import (
+    catch_up_redactions,
+    forgotten_by,
+    forgotten_words,
+    withhold_forgotten,
+)
 from memory_core.service.journal import decision_from_entry
 from memory_core.service.results import IngestResult, StepResult
 
@@ -70,6 +75,10 @@ async def _reapply(
     for memory_id, state in last.items():
         wanted = MemoryRecord.model_validate(state)
         await catch_up_redactions(store, history, embedder, wanted, first.get(memory_id), turn)
+        if forgotten_by(wanted, turn) and wanted.memory != FORGOTTEN_TEXT:
+            before = first.get(memory_id)
+            words = forgotten_words(None if before is None else MemoryRecord.model_validate(before), wanted)
+            wanted = await withhold_forgotten(store, history, wanted, words)
         await _restore(store, embedder, turn.scope, memory_id, wanted)
 
 
@@ -92,7 +101,9 @@ async def _restore(store: MemoryStore, embedder: Embedder, scope: Scope, memory_
         include_embedding=False
     ):
         return
-    if current is not None and current.memory == wanted.memory and current.embedding is not None:
+    if wanted.memory == FORGOTTEN_TEXT:
+        embedding = None  # a tombstone has no vector
+    elif current is not None and current.memory == wanted.memory and current.embedding is not None:
         embedding = current.embedding
     else:
         embedding = [float(x) for x in (await embedder.embed_passages([wanted.memory]))[0]]

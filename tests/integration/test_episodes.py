@@ -22,8 +22,8 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.cli.main import main
-from memory_core.domain.messages import HistoryEntry
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.messages import FORGOTTEN_REASON, HistoryEntry
+from memory_core.domain.records import FORGOTTEN_TEXT, MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import FixedClock
@@ -108,13 +108,16 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
             await service.ingest(turn(1, ("user", "Please forget that I'm vegetarian.")))
             records = await everything(service)
             facts = {r.memory: r.status for r in by_kind(records, MemoryKind.FACT)}
-            assert facts == {"I'm vegetarian": MemoryStatus.DELETED, "I live in Berlin": MemoryStatus.ACTIVE}
+            # The forgotten fact keeps only its tombstone: its id, status and time, not its words.
+            assert facts == {FORGOTTEN_TEXT: MemoryStatus.DELETED, "I live in Berlin": MemoryStatus.ACTIVE}
             episodes = by_kind(records, MemoryKind.EPISODE)
             assert [(e.memory, e.status) for e in episodes] == [("I live in Berlin.", MemoryStatus.ACTIVE)]
             history = await service.history_of(SCOPE, episodes[0].id)
-            assert [h.event.value for h in history] == ["ADD", "UPDATE"]
-            assert history[-1].before is not None and "vegetarian" in history[-1].before["memory"]
-            assert "vegetarian" not in json.dumps(history[-1].after)
+            assert [h.event.value for h in history] == ["ADD", "UPDATE"]  # that it changed stays known...
+            assert "vegetarian" not in json.dumps([h.model_dump(mode="json") for h in history])  # ...not what it said
+            for record in by_kind(records, MemoryKind.FACT):
+                entries = await service.history_of(SCOPE, record.id)
+                assert entries and "vegetarian" not in json.dumps([h.model_dump(mode="json") for h in entries])
             hits = await service.search(SCOPE, "vegetarian", {"ranking_profile": "none"}, recall=False)
             assert all("vegetarian" not in h.record.memory for h in hits.hits)
             # Forgetting everything a message said deletes its episode.
@@ -123,10 +126,11 @@ def test_a_forget_request_forgets_the_fact_and_what_the_episodes_said_of_it(tmp_
             jazz = [e for e in by_kind(await everything(service), MemoryKind.EPISODE) if e.provenance[0].turn_id == "t2"]
             assert [e.status for e in jazz] == [MemoryStatus.DELETED]
             (gone,) = jazz
-            assert gone.metadata["status_reason"].startswith("forgotten on request (turn t3): ")
+            assert gone.memory == FORGOTTEN_TEXT and "status_reason" not in gone.metadata
             assert gone.metadata["status_changed_at"] == (START + timedelta(days=3)).isoformat()
             entries = await service.history_of(SCOPE, gone.id)
             assert [(h.event.value, h.turn_id) for h in entries] == [("ADD", "t2"), ("DELETE", None)]
+            assert "jazz" not in json.dumps([h.model_dump(mode="json") for h in entries])
 
     asyncio.run(scenario())
 
@@ -156,15 +160,15 @@ def test_forgetting_part_of_a_sentence_keeps_the_rest_of_it(tmp_path: Path) -> N
             records = await everything(service)
             facts = {r.memory: r.status for r in by_kind(records, MemoryKind.FACT)}
             assert facts == {
-                "I'm vegetarian": MemoryStatus.DELETED,
+                FORGOTTEN_TEXT: MemoryStatus.DELETED,
                 "I live in Berlin": MemoryStatus.ACTIVE,
                 "I have two cats": MemoryStatus.ACTIVE,
             }
             compound = await service.get(SCOPE, "compound")
             assert compound.importance == 0.8 and compound.category == "profile"  # the rest is as it was
             history = await service.history_of(SCOPE, "compound")
-            assert [h.event.value for h in history][-1] == "UPDATE"
-            assert "names part of this memory" in (history[-1].reason or "")
+            assert [h.event.value for h in history][-1] == "UPDATE"  # recorded, but what it said is withheld
+            assert history[-1].reason == FORGOTTEN_REASON and "vegan" not in json.dumps(history[-1].model_dump(mode="json"))
             (episode,) = by_kind(records, MemoryKind.EPISODE)
             assert (episode.memory, episode.status) == ("I live in Berlin.", MemoryStatus.ACTIVE)
             for word in ("vegetarian", "vegan"):

@@ -20,8 +20,8 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.cli.main import main
-from memory_core.domain.messages import HistoryEntry, MemoryEvent
-from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.messages import FORGOTTEN_REASON, HistoryEntry, MemoryEvent
+from memory_core.domain.records import FORGOTTEN_TEXT, MemoryRecord, MemoryStatus, Scope
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import ChatModel, SchemaT
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
@@ -142,10 +142,13 @@ def test_history_per_memory_and_per_turn(tmp_path: Path) -> None:
             spicy_id = memory_id_for(SCOPE, "t1", 0)
             spicy = await pipeline.store.get(SCOPE, spicy_id)
             assert spicy is not None and spicy.status is MemoryStatus.DELETED
-            assert spicy.metadata["deleted_by_turn"] == "t4" and "forget request" in spicy.metadata["status_reason"]
+            # forgotten on request: only its tombstone is kept (id, status, times), not what it said
+            assert spicy.metadata["deleted_by_turn"] == "t4" and spicy.memory == FORGOTTEN_TEXT
+            assert spicy.embedding is None and "status_reason" not in spicy.metadata
             deleted = await pipeline.history.for_memory(SCOPE, spicy_id)
             assert deleted[-1].event is MemoryEvent.DELETE and deleted[-1].after is not None
             assert deleted[-1].after["status"] == "deleted"
+            assert all(e.reason == FORGOTTEN_REASON and "辛い" not in str(e.before) + str(e.after) for e in deleted)
             # the restated fact reinforced the memory (NONE), it did not duplicate or delete it
             ryokan = await pipeline.history.for_memory(SCOPE, memory_id_for(SCOPE, "t0", 1))
             assert [e.event for e in ryokan] == [MemoryEvent.ADD, MemoryEvent.NONE]

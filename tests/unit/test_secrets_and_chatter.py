@@ -23,6 +23,14 @@ from memory_core.language.secrets import redact_secrets, withheld
         ("My SSN is 123-45-6789", "123-45-6789", "national identifier"),
         ("card 4111 1111 1111 1111 expires soon", "4111 1111 1111 1111", "card number"),
         ("マイナンバーは1234 5678 9012です", "1234 5678 9012", "national identifier"),
+        ("The code for my garage door is 9-9-0-1.", "9-9-0-1", "PIN"),
+        ("the pin for the office safe is 55310", "55310", "PIN"),
+        ("Credentials for the staging box are admin / Pa55-Word-1", "Pa55-Word-1", "password"),
+        ("my card no. is 1234 5678 1234 5678, use it", "1234 5678 1234 5678", "card number"),
+        ("デビットカードの番号は1111 2222 3333 4444です", "1111 2222 3333 4444", "card number"),
+        ("玄関の番号は3141です", "3141", "PIN"),
+        ("パスポートの番号はXK1234567です", "XK1234567", "national identifier"),
+        ("Wi-Fiのパスワード、Hana#77umi にしたよ", "Hana#77umi", "password"),
     ],
 )
 def test_secrets_are_withheld(text: str, secret: str, kind: str) -> None:

@@ -50,6 +50,7 @@ from memory_core.adapters.azure.table_records import (
     dead_letter_entity,
     empty_journal_entity,
     entry_batches,
+    entry_entity,
     entry_from_entity,
     journal_entity,
     journal_from_entity,
@@ -208,6 +209,26 @@ class AzureTableHistoryStore(RetryingTable):
         query, params = self._range(partition_key(scope), *ENTRIES, " and memory_id eq @memory")
         rows = await self._query("read memory history", query, memory=memory_id, **params)
         return [entry_from_entity(r) for r in sorted(rows, key=lambda r: int(r["seq"]))]
+
+    async def rewrite_entries(
+        self, scope: Scope, memory_ids: Sequence[str], rewrite: Callable[[HistoryEntry], HistoryEntry]
+    ) -> int:
+        pk, changed = partition_key(scope), 0
+        for memory_id in memory_ids:
+            query, params = self._range(pk, *ENTRIES, " and memory_id eq @memory")
+            for row in await self._query("read memory history", query, memory=memory_id, **params):
+                entry = entry_from_entity(row)
+                forgotten = rewrite(entry)
+                if forgotten == entry:
+                    continue
+                step = row.get("step")
+                entity = entry_entity(
+                    pk, int(row["seq"]), forgotten, row.get("turn_id"), None if step is None else int(step),
+                    int(row.get("position", 0)),
+                )
+                await self._upsert("withhold forgotten history text", entity)
+                changed += 1
+        return changed
 
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
         query, params = self._range(partition_key(scope), *ENTRIES, " and turn_id eq @turn")

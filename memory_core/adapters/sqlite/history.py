@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -282,6 +282,36 @@ class SQLiteHistoryStore:
 
     async def for_memory(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
         return self._entries(scope, "AND memory_id = ? ORDER BY seq", (memory_id,))
+
+    async def rewrite_entries(
+        self, scope: Scope, memory_ids: Sequence[str], rewrite: Callable[[HistoryEntry], HistoryEntry]
+    ) -> int:
+        changed = 0
+        with self._lock:
+            self._begin()
+            try:
+                for memory_id in memory_ids:
+                    rows = self._conn.execute(
+                        f"SELECT entry_id, {_COLUMNS} FROM history_entries "  # noqa: S608 - constant columns
+                        "WHERE user_id = ? AND agent_id = ? AND memory_id = ?",
+                        (scope.user_id, scope.agent_id, memory_id),
+                    ).fetchall()
+                    for entry_id, *row in rows:
+                        entry = self._entry(row)
+                        forgotten = rewrite(entry)
+                        if forgotten == entry:
+                            continue
+                        fields = entry_fields(forgotten)
+                        self._conn.execute(
+                            "UPDATE history_entries SET before_json = ?, after_json = ?, reason = ? WHERE entry_id = ?",
+                            (fields["before"], fields["after"], fields["reason"], entry_id),
+                        )
+                        changed += 1
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return changed
 
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
         return self._entries(scope, "AND turn_id = ? ORDER BY step, position, seq", (turn_id,))

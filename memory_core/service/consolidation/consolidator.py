@@ -155,7 +155,7 @@ class MemoryConsolidator:
         *,
         store: MemoryStore,
         include_archived: bool = False,
-        kind: MemoryKind = MemoryKind.FACT,
+        kind: MemoryKind | None = MemoryKind.FACT,
     ) -> list[Neighbour]:
         """The scope's nearest memories to ``text`` with their cosine similarity (full records).
 
@@ -166,8 +166,9 @@ class MemoryConsolidator:
             store: The store.
             include_archived: Also archived memories (a forget request must reach them too);
                 otherwise only active ones.
-            kind: Which memories: facts (a fact is consolidated with facts) or episodes (an episode
-                is compared with episodes only for a repeat).
+            kind: Which memories: facts (a fact is consolidated with facts), episodes (an episode
+                is compared with episodes only for a repeat), or both (``None``: a forget request
+                reaches what was only ever said in an episode too).
         """
         options = MemorySearchOptions(
             mode=SearchMode.HYBRID,
@@ -244,6 +245,7 @@ class MemoryConsolidator:
             vector,
             store=store,
             include_archived=candidate.kind is CandidateKind.FORGET,
+            kind=None if candidate.kind is CandidateKind.FORGET else MemoryKind.FACT,
         )
         thresholds = self.thresholds(embedder.name)
         path: Literal["rules", "llm", "rules-fallback"] = "rules"

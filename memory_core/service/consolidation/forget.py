@@ -6,17 +6,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memory_core.domain.messages import MemoryCandidate, MemoryEvent
+from memory_core.domain.records import MemoryKind
+from memory_core.language.sentences import split_sentences
 from memory_core.language.text import has_japanese
-from memory_core.service.consolidation.decisions import Neighbour, SimilarityThresholds, Verdict, shortened
+from memory_core.service.consolidation.decisions import Neighbour, SimilarityThresholds, Verdict
 from memory_core.service.consolidation.features import (
     StatementFeatures,
+    normalized_statement,
     speaker_of,
     split_speaker,
     statement_features,
 )
 from memory_core.service.extraction.statements import statement_parts
 
-__all__ = ["decide_forget", "join_clauses", "remaining_statements", "statement_clauses"]
+__all__ = ["decide_forget", "join_clauses", "redact_sentences", "remaining_statements", "statement_clauses"]
 
 
 def statement_clauses(text: str) -> list[str]:
@@ -73,6 +76,51 @@ def remaining_statements(
     return f"{name}: {text}" if name else text
 
 
+def redact_sentences(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
+    """``text`` without what states one of ``forgotten``; and whether anything was removed.
+
+    A sentence that says a forgotten statement goes; when it joins that statement with others ("I'm
+    vegetarian and I live in Berlin"), only the forgotten statement goes and the rest of it stays.
+    """
+    wanted = [w for w in map(normalized_statement, forgotten) if w]
+
+    def says(statement: str) -> bool:
+        said = normalized_statement(statement)
+        return bool(said) and any(w in said or said in w for w in wanted)
+
+    kept, removed = [], False
+    for sentence in split_sentences(text):
+        if not says(sentence):
+            kept.append(sentence)
+            continue
+        removed = True
+        clauses = statement_clauses(sentence)
+        rest = [c for c in clauses if not says(c)]
+        if len(clauses) > 1 and rest:
+            japanese = has_japanese(sentence)
+            kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
+
+
+def _forget_in_episode(candidate: MemoryCandidate, wanted: StatementFeatures, n: Neighbour) -> Verdict:
+    """A forget request that names what an episode says (no fact holds it): the sentences that say it
+    go (UPDATE), or the whole episode when nothing else is left (DELETE)."""
+    speaker = speaker_of(n.record)
+    name, body = split_speaker(n.record.memory, speaker)
+    sentences = split_sentences(body)
+    kept = [s for s in sentences if not _named(wanted, statement_features(s, speaker))]
+    if kept and len(kept) < len(sentences):
+        text = "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()
+        return Verdict(
+            MemoryEvent.UPDATE,
+            n.record,
+            f"{name}: {text}" if name else text,
+            "forget request: the words of this episode that said it are removed",
+            supersedes=True,
+        )
+    return Verdict(MemoryEvent.DELETE, n.record, None, "forget request: this episode said what is to be forgotten")
+
+
 def decide_forget(
     candidate: MemoryCandidate, ordered: Sequence[Neighbour], thresholds: SimilarityThresholds
 ) -> Verdict:
@@ -84,7 +132,7 @@ def decide_forget(
     "京都の紅葉の話は忘れて" therefore leaves "京都に住んでいます" alone.
     """
     wanted = statement_features(candidate.memory, candidate.speaker)
-    best: tuple[float, float, Neighbour] | None = None
+    best: tuple[bool, float, float, Neighbour] | None = None
     for n in ordered:
         have = statement_features(n.record.memory, speaker_of(n.record))
         if wanted.speaker and have.speaker and wanted.speaker != have.speaker:
@@ -94,25 +142,28 @@ def decide_forget(
             continue
         if coverage < 1.0 and n.similarity < thresholds.related:
             continue
-        if best is None or (coverage, n.similarity) > best[:2]:
-            best = (coverage, n.similarity, n)
+        fact = n.record.kind is MemoryKind.FACT  # a fact first: its episodes lose its words with it
+        if best is None or (fact, coverage, n.similarity) > best[:3]:
+            best = (fact, coverage, n.similarity, n)
     if best is None:
         return Verdict(
-            MemoryEvent.NONE, None, None, f"forget request matched no memory: {shortened(candidate.memory)!r}"
+            MemoryEvent.NONE, None, None, "forget request: nothing remembered matches what it names"
         )
-    n = best[2]
+    n = best[3]
+    if n.record.kind is MemoryKind.EPISODE:
+        return _forget_in_episode(candidate, wanted, n)
     remainder = remaining_statements(n.record.memory, speaker_of(n.record), lambda part: _named(wanted, part))
     if remainder is not None:
         return Verdict(
             MemoryEvent.UPDATE,
             n.record,
             remainder,
-            f"forget request {shortened(candidate.memory)!r} names part of this memory: the rest is kept",
+            "forget request: it names part of this memory; the rest is kept",
             supersedes=True,
         )
     return Verdict(
         MemoryEvent.DELETE,
         n.record,
         None,
-        f"forget request {shortened(candidate.memory)!r} matches this memory (similarity {n.similarity:.2f})",
+        f"forget request: this memory says what is to be forgotten (similarity {n.similarity:.2f})",
     )

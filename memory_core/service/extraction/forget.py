@@ -73,8 +73,20 @@ def _erased(core: str, previous: str | None) -> str | None:
     return None
 
 
+#: Words after what a request names that only make it polite or emphatic ("..., please", "..., forget it").
+_POLITE_TAIL = re.compile(
+    r"(?:[\s,]+(?:please|pls|thanks|thank you|ok|okay|then|for me|forget it|if you can|will you|would you))+$",
+    re.IGNORECASE,
+)
+
+
 def forget_target(sentence: str, previous: str | None) -> str | None:
     """What an explicit forget request asks to forget, or ``None`` when it is not one."""
+    target = _forget_target(sentence, previous)
+    return None if target is None else _POLITE_TAIL.sub("", target).strip(" 、,") or None
+
+
+def _forget_target(sentence: str, previous: str | None) -> str | None:
     core = TRAILING_PUNCTUATION.sub("", sentence.strip())
     core = LEADING_MARKERS_JA.sub("", core)
     core = LEADING_MARKERS_EN.sub("", core)
