@@ -26,6 +26,7 @@ from memory_core.service.episodes import (
     redact_episodes,
     withhold_forgotten,
 )
+from memory_core.service.forget_sweep import sweep_forgotten
 from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
@@ -222,6 +223,7 @@ async def _decide(
     await _write(run.store, decision)
     await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
     await close_superseded_episodes(run.store, run.history, decision.before, decision.after, turn)
+    await sweep_forgotten(run.store, run.history, run.embedder, candidate, turn)
     if candidate.kind is CandidateKind.FORGET and decision.after is not None and forgotten_by(decision.after, turn):
         words = forgotten_words(decision.before, decision.after)
         await withhold_forgotten(run.store, run.history, decision.after, words)

@@ -17,6 +17,7 @@ from memory_core.service.episodes import (
     forgotten_words,
     withhold_forgotten,
 )
+from memory_core.service.forget_sweep import sweep_forgotten
 from memory_core.service.journal import decision_from_entry
 from memory_core.service.results import IngestResult, StepResult
 
@@ -61,6 +62,8 @@ async def resume(
     """
     recorded = await history.for_turn(turn.scope, turn.turn_id)
     await _reapply(store, history, embedder, turn, recorded)
+    for step in sorted(journal.completed_steps):  # a broad forget request's sweep may have stopped midway
+        await sweep_forgotten(store, history, embedder, journal.candidates[step], turn)
     return [
         StepResult(step, decision_from_entry(entry, journal.candidates[step]), "recorded")
         for entry, step in zip(recorded, sorted(journal.completed_steps), strict=False)

@@ -137,3 +137,51 @@ def test_over_http_the_same(tmp_path: Path) -> None:
     assert "I like cats" in fact_texts and "I like dogs" in fact_texts
     assert not any("hunter2" in t for t in exported)
     assert not any(t in ("hi", "What should I cook tonight?") for t in exported)
+
+
+def _everything_said(memory: Memory, user: str) -> list[str]:
+    export = memory.export(user_id=user)
+    texts = [r.memory for r in export.memories]
+    texts += [str(entry.before) + str(entry.after) + entry.reason for entry in export.history]
+    return texts
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "gone", "stays"),
+    [
+        (
+            ["My friend Priya lent me her bike.", "Priya is moving to Oslo.", "I like sci-fi novels."],
+            "Forget everything about Priya.",
+            "Priya",
+            "sci-fi",
+        ),
+        (
+            ["I have type 1 diabetes.", "I take insulin before meals.", "I'm a carpenter."],
+            "Please delete all my medical information.",
+            "insulin",
+            "carpenter",
+        ),
+        (
+            ["元彼のケンタとは春に別れた。", "ケンタは今大阪にいるらしい。", "私は薬剤師です。"],
+            "元彼の話は全部忘れて。",
+            "ケンタ",
+            "薬剤師",
+        ),
+        (
+            ["My password is hunter2.", "I work from home on Fridays."],
+            "Please forget my password.",
+            "hunter2",
+            "Fridays",
+        ),
+    ],
+)
+def test_a_forget_request_removes_every_trace_of_what_it_names(
+    memory: Memory, said: list[str], asked: str, gone: str, stays: str
+) -> None:
+    for text in said:
+        memory.add(text, user_id="u")
+    memory.add(asked, user_id="u")
+    assert not any(gone in text for text in _everything_said(memory, "u"))
+    found = memory.search(gone, user_id="u", include_archived=True, include_superseded=True, top=20).hits
+    assert not any(gone in hit.record.memory for hit in found)
+    assert any(stays in r.memory for r in memory.get_all(user_id="u"))  # what it did not name stays

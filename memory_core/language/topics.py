@@ -1,0 +1,114 @@
+"""What a broad forget request names: a kind of information ("my medical information", 「健康のこと」)
+or a person ("everything about Alex", "my ex", 「元彼の話」), and the words that speak of it. One table,
+Japanese and English."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["TOPICS", "Topic", "broad_terms", "mentions", "names_in"]
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    """A kind of information people ask to have forgotten as a whole.
+
+    Attributes:
+        name: Its name.
+        asked: How a request names it ("medical", 「健康」).
+        words: The words of a memory that speak of it (lower case; Japanese as written).
+    """
+
+    name: str
+    asked: re.Pattern[str]
+    words: tuple[str, ...]
+
+
+TOPICS: tuple[Topic, ...] = (
+    Topic(
+        "health",
+        re.compile(r"\b(?:medical|health|medication|medicines?|diagnos\w*|conditions?)\b|健康|病気|医療|持病|薬|(?:^|の)体(?:$|の)", re.I),
+        (
+            "diabetes", "diabetic", "blood pressure", "hypertension", "asthma", "cancer", "medication", "medicine",
+            "metformin", "insulin", "pills", "therapist", "therapy",
+            "diagnosed", "diagnosis", "surgery", "illness", "disease", "prescription", "depression", "anxiety",
+            "allergic", "allergy", "pregnant", "pregnancy", "病気", "持病", "薬", "診断", "手術", "血圧",
+            "通院", "治療", "糖尿病", "喘息", "処方", "アレルギー", "妊娠", "つわり", "生理",
+        ),
+    ),
+    Topic(
+        "contact",
+        re.compile(r"\bcontact (?:details|info\w*)\b|\bphone numbers?\b|\be-?mails?\b|連絡先|電話番号|メールアドレス", re.I),
+        ("phone", "mobile", "email", "e-mail", "@", "電話", "携帯", "メール"),
+    ),
+    Topic(
+        "address",
+        re.compile(r"\baddress\b|\bwhere i live\b|住所|どこに住んで", re.I),
+        (
+            "street", "avenue", "postcode", "zip code", "apartment", "live at", "address", "住所", "番地", "丁目",
+            "郵便番号", "号室",
+        ),
+    ),
+    Topic(
+        "money",
+        re.compile(r"\b(?:money|finances?|financial|salary|debts?|bank)\b|お金|給料|借金|年収|貯金", re.I),
+        ("salary", "debt", "loan", "owe", "bank", "savings", "mortgage", "給料", "借金", "年収", "貯金", "ローン", "銀行"),
+    ),
+)
+
+#: Relations a request may name a person by ("my ex", "my cousin", 「元彼」): the memories that use the
+#: word, and the names in them, are that person's.
+_RELATION_EN = r"ex|ex-boyfriend|ex-girlfriend|ex-husband|ex-wife|cousin|neighbou?r|flatmate|roommate|colleague|boss"
+_RELATION_JA = r"元彼|元カノ|元夫|元妻|元カレ|いとこ|従兄弟|従姉妹|同僚|上司"
+_RELATIONS = re.compile(rf"\bmy (?:{_RELATION_EN})\b|{_RELATION_JA}", re.I)
+_RELATION_WORDS = tuple(_RELATION_EN.split("|")) + tuple(_RELATION_JA.split("|"))
+#: A request that names only a person or a thing ("Leo, it's over", 「ミホ」): every mention of it goes.
+_BARE_NAME = re.compile(r"^([A-Z][a-z]+)(?:[,.!]|\s*$)|^([\u30a0-\u30ff]{2,8})$")
+_NOT_NAMES = frozenset({"My", "The", "That", "This", "What", "Everything", "All", "Anything", "It"})
+#: "everything about Alex", 「タクヤのこと(は全部)」: a name the request is about.
+_ABOUT_NAME = re.compile(r"\babout ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b|([\u30a0-\u30ff]{2,})(?:さん|くん|君|ちゃん)?の(?:こと|話)")
+_BROAD = re.compile(r"\b(?:everything|all|anything)\b|全部|すべて|全て|ぜんぶ|のこと|の話|について", re.I)
+#: The name a memory gives a person it names by a relation ("my ex, Jordan", 「元彼のタクヤ」).
+_NAME = re.compile(
+    rf"\b(?:{_RELATION_EN}),?\s+(?:called |named |is )?([A-Z][a-z]+)\b|"
+    rf"(?:{_RELATION_JA})の([\u30a0-\u30ff\u4e00-\u9fff]{{2,6}}?)(?:と|は|が|さん|くん|ちゃん|の)"
+)
+
+
+def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:
+    """The words whose memories a forget request names as a whole, and whether it names a person by a
+    relation (whose name is then read from the memories: :func:`names_in`). Empty when it names one
+    thing, not a person or a kind of information."""
+    terms: list[str] = []
+    for topic in TOPICS:
+        if topic.asked.search(request):
+            terms.extend(topic.words)
+    match = _ABOUT_NAME.search(request)
+    if match and _BROAD.search(request):
+        terms.append(next(g for g in match.groups() if g))
+    bare = _BARE_NAME.match(request.strip())
+    if bare and next(g for g in bare.groups() if g) not in _NOT_NAMES:
+        terms.append(next(g for g in bare.groups() if g))
+    by_relation = bool(_RELATIONS.search(request))
+    if by_relation:
+        terms.extend(_RELATION_WORDS)
+    return tuple(dict.fromkeys(terms)), by_relation
+
+
+def mentions(text: str, terms: tuple[str, ...]) -> bool:
+    """Whether ``text`` speaks of any of ``terms`` (whole words in English, as written in Japanese)."""
+    lowered = text.casefold()
+    for term in terms:
+        word = term.casefold()
+        if word.isascii():
+            if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", lowered):
+                return True
+        elif word in text:
+            return True
+    return False
+
+
+def names_in(text: str) -> set[str]:
+    """The names a memory gives the people it names by a relation ("my ex, Jordan": Jordan)."""
+    return {next(g for g in m.groups() if g) for m in _NAME.finditer(text)}

@@ -1,0 +1,134 @@
+"""A forget request that names a person or a kind of information as a whole ("forget everything about
+Alex", "delete my medical information", 「元彼の話は全部忘れて」): every memory of the scope that speaks
+of it goes, facts and the sentences of episodes alike (DESIGN section 7)."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryCandidate, MemoryEvent, Turn
+from memory_core.domain.records import (
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    Scope,
+    forgotten_record,
+    status_note,
+)
+from memory_core.language.sentences import split_sentences
+from memory_core.language.topics import broad_terms, mentions, names_in
+from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.service.consolidation.features import speaker_of, split_speaker
+from memory_core.service.episodes import forget_in_episodes, forgotten_words, withhold_forgotten
+
+__all__ = ["sweep_forgotten"]
+
+logger = logging.getLogger(__name__)
+
+#: Memories one sweep reads per page.
+_PAGE = 500
+
+
+async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
+    """Every memory of the turn's scope but those deleted before this turn."""
+    records: list[MemoryRecord] = []
+    cursor: str | None = None
+    while True:
+        page = await store.scan(turn.scope, after=cursor, limit=_PAGE)
+        records.extend(
+            r for r in page.records
+            if r.status is not MemoryStatus.DELETED or r.metadata.get("deleted_by_turn") == turn.turn_id
+        )
+        cursor = page.next_cursor
+        if cursor is None:
+            return records
+
+
+def _named(records: list[MemoryRecord], request: str) -> tuple[list[MemoryRecord], tuple[str, ...]]:
+    """The memories a broad request names, and the words that named them. A memory this turn's request
+    already deleted still tells the name a relation stands for ("my cousin": "my cousin Fatima")."""
+    terms, by_relation = broad_terms(request)
+    if not terms:
+        return [], ()
+    found = [r for r in records if mentions(r.memory, terms)]
+    if by_relation:  # the person the relation names is named in those memories: theirs go too
+        names = tuple(sorted(set().union(*(names_in(r.memory) for r in found))))
+        terms = (*terms, *names)
+        found = [r for r in records if mentions(r.memory, terms)]
+    return [r for r in found if r.status is not MemoryStatus.DELETED], terms
+
+
+async def _record(history: HistoryStore, entry: HistoryEntry) -> None:
+    """Append ``entry`` unless it is already its memory's last recorded change (a replay)."""
+    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
+    if not (entries and entries[-1].event is entry.event and entries[-1].after == entry.after):
+        await history.append([entry])
+
+
+async def _forget_fact(
+    store: MemoryStore, history: HistoryStore, embedder: Embedder, fact: MemoryRecord, turn: Turn, reason: str
+) -> None:
+    metadata = status_note({**fact.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
+    deleted = fact.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+    await _record(history, HistoryEntry.of_change(MemoryEvent.DELETE, fact.scope, fact.id, fact, deleted, reason=reason, at=turn.occurred_at))
+    await store.upsert([deleted])
+    await forget_in_episodes(store, history, embedder, deleted, turn)
+    await withhold_forgotten(store, history, deleted, forgotten_words(None, deleted))
+
+
+async def _forget_in_episode(
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    episode: MemoryRecord,
+    terms: tuple[str, ...],
+    turn: Turn,
+    reason: str,
+) -> None:
+    speaker = speaker_of(episode)
+    name, body = split_speaker(episode.memory, speaker)
+    kept = [s for s in split_sentences(body) if not mentions(s, terms)]
+    text = "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()
+    if text:
+        text = f"{name}: {text}" if name else text
+        vector = (await embedder.embed_passages([text]))[0]
+        after = episode.model_copy(update={"memory": text, "embedding": [float(x) for x in vector]})
+        event = MemoryEvent.UPDATE
+    else:
+        metadata = status_note({**episode.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
+        after = forgotten_record(episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata}))
+        event = MemoryEvent.DELETE
+    await _record(history, HistoryEntry.of_change(event, episode.scope, episode.id, episode, after, reason=reason, at=turn.occurred_at))
+    await store.upsert([after])
+
+    def withheld(sentence_text: str) -> str:
+        return " ".join(s for s in split_sentences(sentence_text) if not mentions(s, terms))
+
+    redact = None if event is MemoryEvent.DELETE else withheld
+    await history.rewrite_entries(episode.scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
+
+
+async def sweep_forgotten(
+    store: MemoryStore, history: HistoryStore, embedder: Embedder, candidate: MemoryCandidate, turn: Turn
+) -> int:
+    """Forget everything of the scope a broad forget request names (:func:`~memory_core.language.topics.broad_terms`):
+    each fact that speaks of it is deleted to its tombstone (with the words its episodes said of it),
+    each episode loses the sentences that speak of it (or goes, when nothing is left), and their
+    recorded changes keep none of those words. Recorded before it is written and idempotent (a
+    redelivered turn sweeps again and finds nothing left). Returns how many memories changed."""
+    if candidate.kind is not CandidateKind.FORGET:
+        return 0
+    found, terms = _named(await _current(store, turn), candidate.memory)
+    reason = f"forgotten on request (turn {turn.turn_id})"
+    for record in found:
+        current = await store.get(turn.scope, record.id)
+        if current is None or current.status is MemoryStatus.DELETED:
+            continue  # (a fact's episode already went with it)
+        if current.kind is MemoryKind.FACT:
+            await _forget_fact(store, history, embedder, current, turn, reason)
+        else:
+            await _forget_in_episode(store, history, embedder, current, terms, turn, reason)
+    if found:
+        logger.info("turn %s: a forget request took %s memories", turn.turn_id, len(found))
+    return len(found)
