@@ -21,6 +21,7 @@ __all__ = [
     "apply_recall",
     "discount_archived",
     "facts_first",
+    "in_score_order",
     "recall_purged",
     "recall_update",
     "search",
@@ -74,7 +75,19 @@ async def search(
     result = await store.search(scope, query, vector, wider)
     hits = discount_archived(result.hits) if cue else list(result.hits)
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
-    return result.model_copy(update={"hits": hits})
+    return result.model_copy(update={"hits": in_score_order(hits)})
+
+
+def in_score_order(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The hits as ranked, each score at most the one above it: an episode placed below the fact it
+    came from shows the score of its place, so the scores read in the order the hits are given (the
+    breakdown keeps what the engine scored)."""
+    ordered: list[SearchHit] = []
+    for hit in hits:
+        if ordered and hit.score > ordered[-1].score:
+            hit = hit.model_copy(update={"score": ordered[-1].score})
+        ordered.append(hit)
+    return ordered
 
 
 def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:

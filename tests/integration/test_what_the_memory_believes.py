@@ -185,3 +185,12 @@ def test_a_forget_request_removes_every_trace_of_what_it_names(
     found = memory.search(gone, user_id="u", include_archived=True, include_superseded=True, top=20).hits
     assert not any(gone in hit.record.memory for hit in found)
     assert any(stays in r.memory for r in memory.get_all(user_id="u"))  # what it did not name stays
+
+
+def test_hits_come_in_the_order_of_the_score_shown(memory: Memory) -> None:
+    memory.add("I live in Berlin.", user_id="u")
+    memory.add("I moved to Munich last month.", user_id="u")  # a fact and the episode it came from
+    hits = memory.search("Where does the user live?", user_id="u", top=10).hits
+    assert [h.record.kind.value for h in hits] == ["fact", "episode"]  # the fact first...
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)  # ...and the scores say so
