@@ -20,6 +20,7 @@ __all__ = [
     "CachingEmbedder",
     "EvaluationModels",
     "add_cache_arguments",
+    "add_llm_argument",
     "cached_embeddings",
     "default_embedder",
     "evaluation_models",
@@ -33,6 +34,15 @@ def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     """``--cache DIR`` and ``--no-cache``."""
     parser.add_argument("--cache", default=DEFAULT_CACHE_DIR, metavar="DIR", help="embedding cache folder")
     parser.add_argument("--no-cache", action="store_true")
+
+
+def add_llm_argument(parser: argparse.ArgumentParser, also: str = "") -> None:
+    """``--llm``: extract and consolidate with the configured chat model (:func:`evaluation_models` opens it)."""
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="extract and consolidate with the chat model MEMORY_LLM_PROVIDER configures" + also,
+    )
 
 
 def default_embedder() -> Any:

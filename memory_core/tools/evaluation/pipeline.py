@@ -41,7 +41,7 @@ from memory_core.domain.search import MemorySearchOptions, RankingProfile, Searc
 from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.tools.evaluation.cases import PipelineCase, japanese_cases, locomo_cases
-from memory_core.tools.evaluation.embeddings import add_cache_arguments, evaluation_models
+from memory_core.tools.evaluation.embeddings import add_cache_arguments, add_llm_argument, evaluation_models
 from memory_core.tools.evaluation.locomo import (
     add_audit_arguments,
     audit_path,
@@ -412,11 +412,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", metavar="PATH", help="the Japanese evaluation set (default: the packaged one)"
     )
     parser.add_argument("--skip-japanese", action="store_true", help="LoCoMo only")
-    parser.add_argument(
-        "--llm",
-        action="store_true",
-        help="extract and consolidate with the chat model MEMORY_LLM_PROVIDER configures, and report its cost",
-    )
+    add_llm_argument(parser, ", and report its cost")
     parser.add_argument(
         "--modes",
         nargs="+",

@@ -44,7 +44,7 @@ from memory_core.domain.validation import parse_model
 from memory_core.entrypoints.python_api.messages import turn_messages
 from memory_core.integrations.reading import memories_for_run
 from memory_core.ports import ChatModel, Embedder, FixedClock
-from memory_core.tools.evaluation.embeddings import add_cache_arguments, evaluation_models
+from memory_core.tools.evaluation.embeddings import add_cache_arguments, add_llm_argument, evaluation_models
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
     LANGUAGES,
@@ -315,11 +315,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``eval truth`` options."""
     parser.add_argument("--set", metavar="PATH", help="a scenario file (default: the packaged one)")
-    parser.add_argument(
-        "--llm",
-        action="store_true",
-        help="extract and consolidate with the chat model MEMORY_LLM_PROVIDER configures",
-    )
+    add_llm_argument(parser)
     parser.add_argument(
         "--lang", action="append", choices=list(LANGUAGES), help="only this language (repeatable)"
     )
