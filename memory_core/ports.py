@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, RecallUpdate, Turn
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.errors import ValidationError
 
 __all__ = [
@@ -339,19 +339,9 @@ class MemoryStore(Protocol):
         """The agent ids that hold memories of ``user_id`` (for export and purge of a user)."""
         ...
 
-    async def browse(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        category: str | None = None,
-        kind: MemoryKind | None = None,
-        order_by: OrderBy | None = None,
-        offset: int = 0,
-        limit: int = 100,
-    ) -> SortedPage:
-        """Records of ``scope`` matching the filters (``None``: any), sorted by ``order_by`` then id
-        (``None``: by id), skipping ``offset``, at most ``limit``; with the number that match in all.
+    async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
+        """Records of ``scope`` as ``listing`` asks: matching its filters, sorted by its order then id,
+        skipping its offset, at most its limit; with the number that match in all.
 
         Raises:
             ValidationError: A bad category, ``offset`` (0 to 100,000) or ``limit`` (1 to 1,000).

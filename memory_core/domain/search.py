@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory_core.domain.records import MemoryKind, MemoryRecord
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.domain.validation import parse_model, unit_interval, validate_category
 
 __all__ = [
+    "Listing",
     "MemorySearchOptions",
     "OrderBy",
     "RankingProfile",
@@ -109,6 +111,27 @@ class MemorySearchOptions(BaseModel):
             MemorySearchOptions,
             {name: value for name, value in values.items() if name in cls.model_fields and value is not None},
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What a filtered, sorted listing of a scope asks for (the inspector's table).
+
+    Attributes:
+        statuses: Only memories of these statuses (``None``: any).
+        category: Only this category (``None``: any).
+        kind: Only facts or only episodes (``None``: both).
+        order_by: Sorted by this field, then id (``None``: by id).
+        offset: Matching memories skipped (0 to 100,000).
+        limit: At most this many (1 to 1,000).
+    """
+
+    statuses: Sequence[MemoryStatus] | None = None
+    category: str | None = None
+    kind: MemoryKind | None = None
+    order_by: OrderBy | None = None
+    offset: int = 0
+    limit: int = 100
 
 
 class ScoreBreakdown(BaseModel):

@@ -11,8 +11,8 @@ from typing import Any, cast
 
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.validation import validate_scope_id
 from memory_core.errors import ConfigurationError, PermanentError
 from memory_core.ports import (
@@ -274,15 +274,9 @@ class MemoryService:
         """The agents that hold memories of ``user_id``."""
         return await self._store.agents(validate_scope_id(user_id, "user_id"))
 
-    async def browse(
-        self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, category: str | None = None,
-        kind: MemoryKind | None = None, order_by: OrderBy | None = None, offset: int = 0, limit: int = 100,
-    ) -> SortedPage:
+    async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
         """One page of a scope's memories, filtered and sorted (the inspector's table), with the count."""
-        return await self._store.browse(
-            Scope.of(scope.user_id, scope.agent_id), statuses=statuses, category=category, kind=kind,
-            order_by=order_by, offset=offset, limit=limit,
-        )
+        return await self._store.browse(Scope.of(scope.user_id, scope.agent_id), listing)
 
     async def users(self, *, after: str | None = None, limit: int = 100) -> tuple[_List[StatusCounts], str | None]:
         """Users holding memories, by id after ``after``, with counts by status; and the next cursor

@@ -18,7 +18,7 @@ import pytest
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
-from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.search import Listing, MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting
@@ -624,29 +624,29 @@ class StoreContract:
             ]
             await store.upsert([*records, make("someone else's", U1A2, id="b99"), make("theirs", U2A1, id="b98")])
             await store.mark_status(U1A1, "b05", MemoryStatus.DELETED, reason="test")
-            page = await store.browse(U1A1, limit=5)
+            page = await store.browse(U1A1, Listing(limit=5))
             assert [r.id for r in page.records] == ["b00", "b01", "b02", "b03", "b04"] and page.total == 12
             assert all(r.embedding is None for r in page.records)
-            newest = await store.browse(U1A1, order_by=OrderBy.UPDATED_AT_DESC, offset=2, limit=3)
+            newest = await store.browse(U1A1, Listing(order_by=OrderBy.UPDATED_AT_DESC, offset=2, limit=3))
             assert [r.id for r in newest.records] == ["b02", "b03", "b04"] and newest.total == 12
             # ties (equal importance) are broken by id
-            ranked = await store.browse(U1A1, order_by=OrderBy.IMPORTANCE_DESC, limit=4)
+            ranked = await store.browse(U1A1, Listing(order_by=OrderBy.IMPORTANCE_DESC, limit=4))
             assert [r.id for r in ranked.records] == ["b04", "b09", "b03", "b08"]
-            recalled = await store.browse(U1A1, order_by=OrderBy.ACCESS_COUNT_DESC, limit=2)
+            recalled = await store.browse(U1A1, Listing(order_by=OrderBy.ACCESS_COUNT_DESC, limit=2))
             assert [r.id for r in recalled.records] == ["b11", "b10"]
-            travel = await store.browse(U1A1, category="travel", kind=MemoryKind.FACT, limit=100)
+            travel = await store.browse(U1A1, Listing(category="travel", kind=MemoryKind.FACT, limit=100))
             assert [r.id for r in travel.records] == ["b01", "b05", "b07", "b11"] and travel.total == 4
             episodes = await store.browse(
-                U1A1, kind=MemoryKind.EPISODE, statuses=[MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
+                U1A1, Listing(kind=MemoryKind.EPISODE, statuses=[MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED])
             )
             assert [r.id for r in episodes.records] == ["b00", "b03", "b06", "b09"]
-            deleted = await store.browse(U1A1, statuses=[MemoryStatus.DELETED])
+            deleted = await store.browse(U1A1, Listing(statuses=[MemoryStatus.DELETED]))
             assert [r.id for r in deleted.records] == ["b05"] and deleted.total == 1
-            beyond = await store.browse(U1A1, offset=50)
+            beyond = await store.browse(U1A1, Listing(offset=50))
             assert beyond.records == [] and beyond.total == 12
             for bad in ({"offset": -1}, {"offset": 100_001}, {"limit": 0}, {"limit": 1001}, {"category": "a b"}):
                 with pytest.raises(ValidationError):
-                    await store.browse(U1A1, **bad)
+                    await store.browse(U1A1, Listing(**bad))
 
         self.run(scenario)
 

@@ -36,7 +36,7 @@ from memory_core.domain.records import (
     Scope,
     status_note,
 )
-from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.search_plan import plan_for
 from memory_core.domain.validation import (
     parse_model,
@@ -345,28 +345,19 @@ class AzureSearchMemoryStore:
         facets = await self._requests.facet_counts("agents", filter_, _AGENT_FACET)
         return sorted(agent_id for agent_id, count in facets if count > 0)
 
-    async def browse(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        category: str | None = None,
-        kind: MemoryKind | None = None,
-        order_by: OrderBy | None = None,
-        offset: int = 0,
-        limit: int = 100,
-    ) -> SortedPage:
+    async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
         """A filtered, sorted page of ``scope`` (``$orderby field, id``, ``$skip``, ``$count``)."""
         scope = Scope.of(scope.user_id, scope.agent_id)
+        offset, limit = listing.offset, listing.limit
         check_browse_window(offset, limit)
         clauses = [odata.scope_filter(scope)]
-        if statuses:
-            clauses.append(odata.status_filter(statuses))
-        if category is not None:
-            clauses.append(odata.eq("category", validate_category(category)))
-        if kind is not None:
-            clauses.append(odata.kind_filter(MemoryKind(kind)))
-        order = [*(odata.order_by(order_by) or []), "id asc"]
+        if listing.statuses:
+            clauses.append(odata.status_filter(listing.statuses))
+        if listing.category is not None:
+            clauses.append(odata.eq("category", validate_category(listing.category)))
+        if listing.kind is not None:
+            clauses.append(odata.kind_filter(MemoryKind(listing.kind)))
+        order = [*(odata.order_by(listing.order_by) or []), "id asc"]
 
         documents, total = await self._requests.counted_query(
             "browse",

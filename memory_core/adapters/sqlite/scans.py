@@ -13,7 +13,7 @@ import numpy as np
 from memory_core.adapters.sqlite.connection import IN_CHUNK, StoreConnection
 from memory_core.adapters.sqlite.schema import AT, COLUMN, SELECT_LIST, row_to_record
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import OrderBy
+from memory_core.domain.search import Listing, OrderBy
 from memory_core.domain.validation import (
     validate_category,
     validate_memory_id,
@@ -126,18 +126,10 @@ def agents(db: StoreConnection, user_id: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def browse(
-    db: StoreConnection,
-    scope: Scope,
-    *,
-    statuses: Sequence[MemoryStatus] | None,
-    category: str | None,
-    kind: MemoryKind | None,
-    order_by: OrderBy | None,
-    offset: int,
-    limit: int,
-) -> SortedPage:
+def browse(db: StoreConnection, scope: Scope, listing: Listing) -> SortedPage:
     """A filtered, sorted page of ``scope`` (``ORDER BY field, id LIMIT … OFFSET …``) and the count."""
+    statuses, category, kind, order_by = listing.statuses, listing.category, listing.kind, listing.order_by
+    offset, limit = listing.offset, listing.limit
     check_browse_window(offset, limit)
     clauses = ["user_id = ?", "agent_id = ?"]
     params: list[Any] = [scope.user_id, scope.agent_id]

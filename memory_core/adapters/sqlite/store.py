@@ -42,8 +42,8 @@ from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepa
 from memory_core.adapters.sqlite.scope_cache import ScopeCache, persist
 from memory_core.adapters.sqlite.search import SEMANTIC_NOTE, ScopeSearch, query_vector
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import MemorySearchOptions, OrderBy, SearchResult
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.search_plan import plan_for
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
@@ -213,22 +213,9 @@ class SQLiteMemoryStore:
     async def agents(self, user_id: str) -> list[str]:
         return scans.agents(self._db, user_id)
 
-    async def browse(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        category: str | None = None,
-        kind: MemoryKind | None = None,
-        order_by: OrderBy | None = None,
-        offset: int = 0,
-        limit: int = 100,
-    ) -> SortedPage:
+    async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
         """A filtered, sorted page of ``scope`` (``ORDER BY field, id LIMIT … OFFSET …``) and the count."""
-        scope = checked_scope(scope)
-        return scans.browse(
-            self._db, scope, statuses=statuses, category=category, kind=kind, order_by=order_by, offset=offset, limit=limit
-        )
+        return scans.browse(self._db, checked_scope(scope), listing)
 
     async def count_agents(self, user_id: str) -> list[StatusCounts]:
         return scans.count_agents(self._db, user_id)

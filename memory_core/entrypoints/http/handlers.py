@@ -40,7 +40,7 @@ from memory_core.contract.views import (
 )
 from memory_core.domain.messages import Turn, session_id_for
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
-from memory_core.domain.search import OrderBy
+from memory_core.domain.search import Listing, OrderBy
 from memory_core.domain.validation import validate_category, validate_memory_id
 from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Query
 from memory_core.entrypoints.http.targets import Subject
@@ -128,15 +128,8 @@ async def list_memories(api: Context, request: ApiRequest, subject: Subject) -> 
             "pages the listing by id; a filtered or sorted listing (category, kind, order, offset) "
             "pages with offset instead",
         )
-    sorted_page = await api.service.browse(
-        subject.scope,
-        statuses=statuses,
-        category=category,
-        kind=kind,
-        order_by=order,
-        offset=offset or 0,
-        limit=min(limit, MAX_BROWSE_LIMIT),
-    )
+    listing = Listing(statuses, category, kind, order, offset or 0, min(limit, MAX_BROWSE_LIMIT))
+    sorted_page = await api.service.browse(subject.scope, listing)
     return _ok(sorted_list_response(sorted_page, offset or 0))
 
 
