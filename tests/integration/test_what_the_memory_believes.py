@@ -194,3 +194,21 @@ def test_hits_come_in_the_order_of_the_score_shown(memory: Memory) -> None:
     assert [h.record.kind.value for h in hits] == ["fact", "episode"]  # the fact first...
     scores = [hit.score for hit in hits]
     assert scores == sorted(scores, reverse=True)  # ...and the scores say so
+
+
+@pytest.mark.parametrize(
+    ("first", "correction", "now", "old"),
+    [
+        ("My dentist appointment is on Thursday.", "Sorry, I meant Tuesday, not Thursday.", "Tuesday", "Thursday"),
+        ("来週、大阪に出張です。", "さっきの間違い、大阪じゃなくて京都です。", "京都", "大阪"),
+    ],
+)
+def test_a_correction_puts_the_right_value_in_place(
+    memory: Memory, first: str, correction: str, now: str, old: str
+) -> None:
+    memory.add(first, user_id="u")
+    memory.add(correction, user_id="u")
+    (fact,) = [r for r in memory.get_all(user_id="u") if r.kind.value == "fact"]
+    assert now in fact.memory and old not in fact.memory
+    top = memory.search(first, user_id="u").hits[0].record
+    assert now in top.memory  # what was first said is no longer what the agent is handed first

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MemoryEvent
 from memory_core.domain.records import MemoryRecord
+from memory_core.language.corrections import CORRECTION, corrected, correction_pair
 from memory_core.language.text import has_japanese
 from memory_core.service.consolidation.comparison import Comparison, compare_statements, compared
 from memory_core.service.consolidation.decisions import Neighbour, SimilarityThresholds, Verdict, shortened
@@ -340,6 +341,21 @@ def _decide_pair(p: _Pair) -> Verdict | _Skip | None:
     return None
 
 
+def _correction(candidate: MemoryCandidate, ordered: Sequence[Neighbour]) -> Verdict:
+    """A correction ("I meant Tuesday, not Thursday") puts the right value in the closest memory that says
+    the wrong one (an UPDATE that supersedes it), or changes nothing when none does."""
+    pair = correction_pair(candidate.memory)
+    if pair is None:
+        return Verdict(MemoryEvent.NONE, None, None, "not a correction")
+    for n in ordered:
+        text = corrected(n.record.memory, pair)
+        if text is not None and n.record.category != CORRECTION:
+            return Verdict(
+                MemoryEvent.UPDATE, n.record, text, f"corrected: {pair[1]!r} → {pair[0]!r}", supersedes=True
+            )
+    return Verdict(MemoryEvent.NONE, None, None, "a correction of nothing remembered")
+
+
 def decide_with_rules(
     candidate: MemoryCandidate, neighbours: Sequence[Neighbour], thresholds: SimilarityThresholds
 ) -> Verdict:
@@ -353,6 +369,8 @@ def decide_with_rules(
     ordered = sorted(neighbours, key=lambda n: (-n.similarity, n.record.id))
     if candidate.kind is CandidateKind.FORGET:
         return decide_forget(candidate, ordered, thresholds)
+    if candidate.category == CORRECTION:
+        return _correction(candidate, ordered)
     if not ordered:
         return Verdict(MemoryEvent.ADD, None, candidate.memory, "no similar memory in this scope")
     restated = _rule_same_text(candidate, ordered)

@@ -116,7 +116,7 @@ _PLAN_INTENT = re.compile(
     r"\bi(?:'m| am) (?:going|traveling|travelling|flying|visiting|moving|leaving|meeting|attending|"
     r"planning|starting|having|getting)\b|\bi (?:will|plan to|intend to|have to|need to|'ll|have an?|"
     r"have my|am going)\b|\bi'll\b|\bwe(?:'re| are| will|'ll) (?:going|traveling|travelling|flying|"
-    r"visiting|moving|leaving|meeting|getting)\b|\bmy (?:trip|flight|meeting|appointment|exam|interview|"
+    r"visiting|moving|leaving|meeting|getting)\b|\bmy (?:\w+ )?(?:trip|flight|meeting|appointment|exam|interview|"
     r"wedding|birthday|surgery|vacation|holiday)\b",
     re.IGNORECASE,
 )
@@ -132,7 +132,7 @@ _ROUTINE = re.compile(
 )
 _PROFILE = re.compile(
     r"^(?:私|わたし|僕|ぼく|俺|おれ|自分)(?:は|、).+(?:です|だ|でございます|やってます|しています|してます)$|"
-    r"住んで|住まい|出身|勤めて|勤務|働いて|職業|仕事は|名前は|と申します|と言います|といいます|歳です|歳だ|"
+    r"住んで|住まい|出身|実家(?:は|が)|勤めて|勤務|働いて|職業|仕事は|名前は|と申します|と言います|といいます|歳です|歳だ|"
     r"(?:子供|子ども|息子|娘|妻|夫|家族)(?:が|は)|飼って|話せます|話せる|"
     r"\bi live\b|\bi'm from\b|\bi am from\b|\bi (?:work|worked) (?:as|at|for|in)\b|\bmy name is\b|"
     r"\bcall me\b|\bi'm \d+\b|\bi am \d+\b|\bi(?:'m| am) an? (?!bit\b|little\b|lot\b|tad\b)\w+|"

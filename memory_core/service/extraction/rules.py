@@ -10,6 +10,7 @@ from datetime import date
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
 from memory_core.language.chatter import SMALL_TALK
+from memory_core.language.corrections import CORRECTION, correction_pair
 from memory_core.language.date_annotation import annotate_dates
 from memory_core.language.sentences import (
     JAPANESE_SCRIPT,
@@ -119,6 +120,10 @@ def _rule_candidates_for_sentence(
         return _forget_request(sentence, ended)  # it only ends something: forget that
     if is_question(sentence) or SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
         return []
+    if correction_pair(sentence) is not None and category(sentence, reference) is None:
+        # "Sorry, I meant Tuesday, not Thursday": says nothing of its own, corrects a memory
+        text = TRAILING_PUNCTUATION.sub("", sentence)[:MAX_MEMORY_CHARS]
+        return [MemoryCandidate(kind=CandidateKind.FACT, memory=text, category=CORRECTION, evidence=sentence)]
     core = TRAILING_PUNCTUATION.sub("", sentence)
     remembered = _remembered(core)
     naming = remembered is None and bool(_SELF_NAMING.search(core))
