@@ -13,8 +13,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from memory_core.domain.records import (
-    FORGOTTEN_TEXT,
-    QUOTING_METADATA,
     MemoryRecord,
     Scope,
     SpeakerName,
@@ -252,14 +250,6 @@ class Decision(BaseModel):
     reason: str
 
 
-def _forgotten_state(state: dict[str, Any] | None, redact: Callable[[str], str] | None) -> dict[str, Any] | None:
-    if state is None or redact is None:
-        return forgotten_state(state)
-    text = redact(str(state.get("memory", ""))) or FORGOTTEN_TEXT
-    metadata = {k: v for k, v in dict(state.get("metadata") or {}).items() if k not in QUOTING_METADATA}
-    return {**state, "memory": text, "summary": "", "metadata": metadata}
-
-
 #: The reason a recorded change of a memory forgotten on request keeps.
 FORGOTTEN_REASON = "withheld: the memory was forgotten on request"
 
@@ -286,8 +276,8 @@ class HistoryEntry(BaseModel):
         ``redact`` takes out of their text (a memory that lost part of what it said)."""
         return self.model_copy(
             update={
-                "before": _forgotten_state(self.before, redact),
-                "after": _forgotten_state(self.after, redact),
+                "before": forgotten_state(self.before, redact),
+                "after": forgotten_state(self.after, redact),
                 "reason": FORGOTTEN_REASON,
             }
         )

@@ -8,7 +8,7 @@ or SQL (see :func:`validate_scope_id`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -232,12 +232,18 @@ FORGOTTEN_TEXT = "[forgotten on request]"
 QUOTING_METADATA = ("evidence", "status_reason")
 
 
-def forgotten_state(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def forgotten_state(
+    state: Mapping[str, Any] | None, redact: Callable[[str], str] | None = None
+) -> dict[str, Any] | None:
     """A memory's recorded state (a record's JSON) as its tombstone: id, scope, kind, status, times and
-    sources stay; its words, summary, vector and the metadata that quotes it go."""
+    sources stay; its words, summary, vector and the metadata that quotes it go. With ``redact``, only
+    the words ``redact`` takes out of its text go (a memory that lost part of what it said)."""
     if state is None:
         return None
     metadata = {k: v for k, v in dict(state.get("metadata") or {}).items() if k not in QUOTING_METADATA}
+    if redact is not None:
+        text = redact(str(state.get("memory", ""))) or FORGOTTEN_TEXT
+        return {**state, "memory": text, "summary": "", "metadata": metadata}
     return {**state, "memory": FORGOTTEN_TEXT, "summary": "", "embedding": None, "metadata": metadata}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = [
     "JAPANESE_SCRIPT",
@@ -10,6 +11,7 @@ __all__ = [
     "LEADING_MARKERS_JA",
     "TRAILING_PUNCTUATION",
     "is_question",
+    "join_sentences",
     "split_sentences",
     "statement_text",
     "strip_discourse_markers",
@@ -120,6 +122,11 @@ def _ends_sentence(line: str, start: int, i: int) -> bool:
     if ch == "." and (i + 1 == len(line) or line[i + 1].isspace()):
         return not _is_abbreviation(line[start:i])
     return False
+
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Sentences as one text again (a space after each that does not end in Japanese punctuation)."""
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in sentences).strip()
 
 
 def strip_discourse_markers(text: str) -> str:

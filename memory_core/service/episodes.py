@@ -44,6 +44,7 @@ __all__ = [
     "forgotten_parts",
     "forgotten_words",
     "provenance_of",
+    "record_once",
     "redact_episodes",
     "withhold_forgotten",
 ]
@@ -138,11 +139,11 @@ async def forget_in_episodes(
     fact: MemoryRecord,
     turn: Turn,
     forgotten: Sequence[str] | None = None,
-) -> list[str]:
+) -> int:
     """Forget a deleted fact in the episodes that state it (DESIGN section 7): in each episode of the
     fact's provenance, the sentences that say it are removed; an episode with nothing left is deleted.
     The rest of what the user said stays; an episode with nothing left keeps only its tombstone.
-    Returns the ids of the episodes changed.
+    Returns how many episodes changed.
 
     Each change is recorded in the history before it is written, so a crash between the two leaves
     the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
@@ -153,7 +154,7 @@ async def forget_in_episodes(
         reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
     else:  # part of a compound memory: the reason does not quote what was to be forgotten
         reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
-    changed: list[str] = []
+    changed = 0
     for turn_id, message in _sources(fact):
         episode = await store.get(scope, episode_id_for(scope, turn_id, message))
         if episode is None or episode.kind is not MemoryKind.EPISODE or episode.status is MemoryStatus.DELETED:
@@ -175,13 +176,11 @@ async def forget_in_episodes(
             metadata = status_note(metadata, reason, turn.occurred_at)
             after = forgotten_record(episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata}))
             event = MemoryEvent.DELETE
-        if history is not None:
-            # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
-            entry = HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)
-            if not await _recorded(history, entry):
-                await history.append([entry])
+        # Not a step of the turn (no turn id): the turn's steps are its candidates' decisions.
+        entry = HistoryEntry.of_change(event, scope, episode.id, episode, after, reason=reason, at=turn.occurred_at)
+        await record_once(history, entry)
         await store.upsert([after])
-        changed.append(episode.id)
+        changed += 1
     return changed
 
 
@@ -220,10 +219,7 @@ async def close_superseded_episodes(
         if episode.status is MemoryStatus.DELETED or source.turn_id == turn.turn_id:
             continue
         ended = episode.model_copy(update={"valid_until": at, "superseded_by": after.id})
-        if history is not None:
-            entry = HistoryEntry.of_change(MemoryEvent.UPDATE, scope, episode.id, episode, ended, reason=reason, at=at)
-            if not await _recorded(history, entry):
-                await history.append([entry])
+        await record_once(history, HistoryEntry.of_change(MemoryEvent.UPDATE, scope, episode.id, episode, ended, reason=reason, at=at))
         await store.upsert([ended])
         closed += 1
     return closed
@@ -246,16 +242,14 @@ async def redact_episodes(
     candidate: MemoryCandidate,
     decision: Decision,
     turn: Turn,
-) -> list[str]:
+) -> None:
     """Forget in the episodes what one step's decision forgot: a deleted fact, or the part of a
-    compound memory a forget request took out of it (the episodes lose that part only). Returns the
-    ids of the episodes changed."""
+    compound memory a forget request took out of it (the episodes lose that part only)."""
     if decision.event is MemoryEvent.DELETE and decision.after is not None:
-        return await forget_in_episodes(store, history, embedder, decision.after, turn)
-    if _partly_forgotten(candidate, decision) and decision.before and decision.after:
+        await forget_in_episodes(store, history, embedder, decision.after, turn)
+    elif _partly_forgotten(candidate, decision) and decision.before and decision.after:
         gone = forgotten_parts(decision.before, decision.after)
-        return await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
-    return []
+        await forget_in_episodes(store, history, embedder, decision.after, turn, gone)
 
 
 def forgotten_by(record: MemoryRecord, turn: Turn) -> bool:
@@ -323,6 +317,13 @@ async def catch_up_redactions(
         await forget_in_episodes(store, history, embedder, wanted, turn, parts)
     elif before is not None:
         await close_superseded_episodes(store, history, MemoryRecord.model_validate(before), wanted, turn)
+
+
+async def record_once(history: HistoryStore | None, entry: HistoryEntry) -> None:
+    """Append ``entry`` to the history unless it is already its memory's last recorded change (a
+    change recorded, then a crash before its write, then the turn again)."""
+    if history is not None and not await _recorded(history, entry):
+        await history.append([entry])
 
 
 async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:

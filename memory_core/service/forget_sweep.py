@@ -12,15 +12,14 @@ from memory_core.domain.records import (
     MemoryKind,
     MemoryRecord,
     MemoryStatus,
-    Scope,
     forgotten_record,
     status_note,
 )
-from memory_core.language.sentences import split_sentences
+from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.topics import broad_terms, mentions, names_in
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import speaker_of, split_speaker
-from memory_core.service.episodes import forget_in_episodes, forgotten_words, withhold_forgotten
+from memory_core.service.episodes import forget_in_episodes, forgotten_words, record_once, withhold_forgotten
 
 __all__ = ["sweep_forgotten"]
 
@@ -59,19 +58,12 @@ def _named(records: list[MemoryRecord], request: str) -> tuple[list[MemoryRecord
     return [r for r in found if r.status is not MemoryStatus.DELETED], terms
 
 
-async def _record(history: HistoryStore, entry: HistoryEntry) -> None:
-    """Append ``entry`` unless it is already its memory's last recorded change (a replay)."""
-    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
-    if not (entries and entries[-1].event is entry.event and entries[-1].after == entry.after):
-        await history.append([entry])
-
-
 async def _forget_fact(
     store: MemoryStore, history: HistoryStore, embedder: Embedder, fact: MemoryRecord, turn: Turn, reason: str
 ) -> None:
     metadata = status_note({**fact.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
     deleted = fact.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
-    await _record(history, HistoryEntry.of_change(MemoryEvent.DELETE, fact.scope, fact.id, fact, deleted, reason=reason, at=turn.occurred_at))
+    await record_once(history, HistoryEntry.of_change(MemoryEvent.DELETE, fact.scope, fact.id, fact, deleted, reason=reason, at=turn.occurred_at))
     await store.upsert([deleted])
     await forget_in_episodes(store, history, embedder, deleted, turn)
     await withhold_forgotten(store, history, deleted, forgotten_words(None, deleted))
@@ -89,7 +81,7 @@ async def _forget_in_episode(
     speaker = speaker_of(episode)
     name, body = split_speaker(episode.memory, speaker)
     kept = [s for s in split_sentences(body) if not mentions(s, terms)]
-    text = "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()
+    text = join_sentences(kept)
     if text:
         text = f"{name}: {text}" if name else text
         vector = (await embedder.embed_passages([text]))[0]
@@ -99,11 +91,11 @@ async def _forget_in_episode(
         metadata = status_note({**episode.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
         after = forgotten_record(episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata}))
         event = MemoryEvent.DELETE
-    await _record(history, HistoryEntry.of_change(event, episode.scope, episode.id, episode, after, reason=reason, at=turn.occurred_at))
+    await record_once(history, HistoryEntry.of_change(event, episode.scope, episode.id, episode, after, reason=reason, at=turn.occurred_at))
     await store.upsert([after])
 
     def withheld(sentence_text: str) -> str:
-        return " ".join(s for s in split_sentences(sentence_text) if not mentions(s, terms))
+        return join_sentences([s for s in split_sentences(sentence_text) if not mentions(s, terms)])
 
     redact = None if event is MemoryEvent.DELETE else withheld
     await history.rewrite_entries(episode.scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))

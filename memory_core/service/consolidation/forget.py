@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.domain.records import MemoryKind
-from memory_core.language.sentences import split_sentences
+from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.text import has_japanese
 from memory_core.service.consolidation.decisions import Neighbour, SimilarityThresholds, Verdict
 from memory_core.service.consolidation.features import (
@@ -99,7 +99,7 @@ def redact_sentences(text: str, forgotten: Sequence[str]) -> tuple[str, bool]:
         if len(clauses) > 1 and rest:
             japanese = has_japanese(sentence)
             kept.append(join_clauses(rest, japanese) + ("。" if japanese else "."))
-    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip(), removed
+    return join_sentences(kept), removed
 
 
 def _forget_in_episode(candidate: MemoryCandidate, wanted: StatementFeatures, n: Neighbour) -> Verdict:
@@ -110,7 +110,7 @@ def _forget_in_episode(candidate: MemoryCandidate, wanted: StatementFeatures, n:
     sentences = split_sentences(body)
     kept = [s for s in sentences if not _named(wanted, statement_features(s, speaker))]
     if kept and len(kept) < len(sentences):
-        text = "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()
+        text = join_sentences(kept)
         return Verdict(
             MemoryEvent.UPDATE,
             n.record,
