@@ -28,13 +28,13 @@ from memory_core.contract.views import (
     MemoryView,
     SearchResponse,
     TurnAccepted,
+    memory_record,
     search_result,
 )
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.network import is_loopback
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult
-from memory_core.domain.validation import parse_model
 from memory_core.errors import (
     ConfigurationError,
     NotFoundError,
@@ -94,7 +94,7 @@ def _view(model: type[V], data: Any, operation: str) -> V:
 
 def _record(view: MemoryView) -> MemoryRecord:
     try:
-        return parse_model(MemoryRecord, view.model_dump())
+        return memory_record(view)
     except ValidationError as exc:
         raise PermanentError(f"a memory in the answer does not match the contract: {exc}") from None
 
@@ -299,7 +299,7 @@ class RemoteMemoryClient(MemoryBackend):
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
         detail = await self._detail(scope, memory_id)
-        return _record(MemoryView.model_validate(detail.model_dump(exclude={"history"})))
+        return _record(detail)
 
     async def page(
         self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int

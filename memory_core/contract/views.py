@@ -41,6 +41,7 @@ __all__ = [
     "agent_list_response",
     "memory_detail",
     "memory_list_response",
+    "memory_record",
     "memory_view",
     "search_response",
     "sorted_list_response",
@@ -251,6 +252,16 @@ def search_response(result: SearchResult) -> SearchResponse:
     return SearchResponse.model_validate({**result.model_dump(exclude={"hits"}), "hits": hits})
 
 
+def memory_record(view: MemoryView) -> MemoryRecord:
+    """The :class:`MemoryRecord` a view (or a :class:`MemoryDetail`) shows, without its embedding
+    (the inverse of :func:`memory_view`).
+
+    Raises:
+        ValidationError: The memory breaks a rule of the domain (names the field).
+    """
+    return parse_model(MemoryRecord, view.model_dump(include=set(MemoryView.model_fields)))
+
+
 def search_result(response: SearchResponse) -> SearchResult:
     """The :class:`SearchResult` a search response carries (the inverse of :func:`search_response`).
 
@@ -258,7 +269,7 @@ def search_result(response: SearchResponse) -> SearchResult:
         ValidationError: A memory of the response breaks a rule of the domain (names the field).
     """
     hits = [
-        {**hit.model_dump(exclude={"memory"}), "record": parse_model(MemoryRecord, hit.memory.model_dump())}
+        {**hit.model_dump(exclude={"memory"}), "record": memory_record(hit.memory)}
         for hit in response.hits
     ]
     return parse_model(SearchResult, {**response.model_dump(exclude={"hits"}), "hits": hits})
