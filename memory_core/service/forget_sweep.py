@@ -44,12 +44,12 @@ async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
             return records
 
 
-def _named(records: list[MemoryRecord], request: str) -> tuple[list[MemoryRecord], tuple[str, ...]]:
-    """The memories a broad request names, and the words that named them. A memory this turn's request
-    already deleted still tells the name a relation stands for ("my cousin": "my cousin Fatima")."""
-    terms, by_relation = broad_terms(request)
-    if not terms:
-        return [], ()
+def _named(
+    records: list[MemoryRecord], terms: tuple[str, ...], by_relation: bool
+) -> tuple[list[MemoryRecord], tuple[str, ...]]:
+    """The memories a broad request's ``terms`` name, and the words that named them. A memory this
+    turn's request already deleted still tells the name a relation stands for ("my cousin": "my cousin
+    Fatima")."""
     found = [r for r in records if mentions(r.memory, terms)]
     if by_relation:  # the person the relation names is named in those memories: theirs go too
         names = tuple(sorted(set().union(*(names_in(r.memory) for r in found))))
@@ -111,7 +111,10 @@ async def sweep_forgotten(
     redelivered turn sweeps again and finds nothing left). Returns how many memories changed."""
     if candidate.kind is not CandidateKind.FORGET:
         return 0
-    found, terms = _named(await _current(store, turn), candidate.memory)
+    terms, by_relation = broad_terms(candidate.memory)
+    if not terms:
+        return 0  # it names one thing: its decision did all there is to do (the scope is not read)
+    found, terms = _named(await _current(store, turn), terms, by_relation)
     reason = f"forgotten on request (turn {turn.turn_id})"
     for record in found:
         current = await store.get(turn.scope, record.id)
