@@ -106,30 +106,33 @@ def _remembered(core: str) -> str | None:
     return None
 
 
-def _rule_candidates_for_sentence(
-    sentence: str, previous: str | None, reference: date
-) -> list[MemoryCandidate]:
-    """The candidates of one sentence (``previous``: the sentence before it, which "forget that" names)."""
-    if len(sentence) > MAX_RULE_SENTENCE_CHARS:
-        return []
+def _forget_requested(sentence: str, core: str, previous: str | None, reference: date) -> list[MemoryCandidate] | None:
+    """The candidate of a request to forget (or of a statement that only ends something), or ``None``."""
     forget = forget_target(sentence, previous)
     if forget is not None:
         return _forget_request(sentence, forget)
     ended = ended_target(sentence)
-    if ended is not None and category(TRAILING_PUNCTUATION.sub("", sentence), reference) is None:
+    if ended is not None and category(core, reference) is None:
         return _forget_request(sentence, ended)  # it only ends something: forget that
-    if is_question(sentence) or SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
-        return []
-    if correction_pair(sentence) is not None and category(sentence, reference) is None:
-        # "Sorry, I meant Tuesday, not Thursday": says nothing of its own, corrects a memory
-        text = TRAILING_PUNCTUATION.sub("", sentence)[:MAX_MEMORY_CHARS]
-        return [MemoryCandidate(kind=CandidateKind.FACT, memory=text, category=CORRECTION, evidence=sentence)]
-    core = TRAILING_PUNCTUATION.sub("", sentence)
+    return None
+
+
+def _correction(sentence: str, core: str, reference: date) -> MemoryCandidate | None:
+    """"Sorry, I meant Tuesday, not Thursday": a sentence that says nothing of its own and corrects a
+    memory (consolidation puts the right value in place), or ``None``."""
+    if correction_pair(sentence) is None or category(sentence, reference) is not None:
+        return None
+    return MemoryCandidate(kind=CandidateKind.FACT, memory=core[:MAX_MEMORY_CHARS], category=CORRECTION, evidence=sentence)
+
+
+def _statements(sentence: str, core: str, reference: date) -> list[MemoryCandidate]:
+    """The statements of a sentence that is not a request to the assistant ("remember that ...", and a
+    request that says how the user is called, are statements)."""
     remembered = _remembered(core)
     naming = remembered is None and bool(_SELF_NAMING.search(core))
     if remembered is None and _REQUEST.search(core) and not naming:
         return []
-    body = TRAILING_PUNCTUATION.sub("", remembered if remembered is not None else sentence)
+    body = TRAILING_PUNCTUATION.sub("", remembered) if remembered is not None else core
     if naming:
         body = _POLITE_OPENING.sub("", body)
     parts = [(body, body)] if remembered is not None else statement_parts(body, distinct=True)
@@ -139,6 +142,22 @@ def _rule_candidates_for_sentence(
         for said, statement in parts
     ]
     return [c for c in found if c is not None]
+
+
+def _rule_candidates_for_sentence(
+    sentence: str, previous: str | None, reference: date
+) -> list[MemoryCandidate]:
+    """The candidates of one sentence (``previous``: the sentence before it, which "forget that" names)."""
+    if len(sentence) > MAX_RULE_SENTENCE_CHARS:
+        return []
+    core = TRAILING_PUNCTUATION.sub("", sentence)
+    forgetting = _forget_requested(sentence, core, previous, reference)
+    if forgetting is not None:
+        return forgetting
+    if is_question(sentence) or SMALL_TALK.search(LEADING_MARKERS_EN.sub("", sentence.strip())):
+        return []
+    correction = _correction(sentence, core, reference)
+    return [correction] if correction is not None else _statements(sentence, core, reference)
 
 
 def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
