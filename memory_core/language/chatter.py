@@ -31,8 +31,25 @@ _ACKNOWLEDGEMENT = re.compile(
     r"good job|well done|you'?re welcome|welcome|go on|continue|next|done|same|me too|agreed|exactly|"
     r"はい|いいえ|うん|ううん|ええ|いや|了解|りょうかい|承知(?:しました)?|わかった|分かった|わかりました|分かりました|"
     r"なるほど|そうなんだ|そうですね|そうだね|いいね|いいですね|オッケー|おけ|OK|大丈夫|だいじょうぶ|さようなら|"
-    r"またね|おやすみ|お疲れ(?:様)?(?:です)?|すごい|すごいね|へえ|へー|ふーん|よし|続けて|次)"
-    r"(?:[\s,、!！.。~〜ー]*(?:ok(?:ay)?|thanks?|thank you|です|ね|よ|!|！))*$",
+    r"またね|おやすみ|お疲れ(?:様)?(?:です)?|すごい|すごいね|へえ|へー|ふーん|よし|続けて|次|"
+    r"うーん|う〜ん|ううん|うむ|ねえ|ねぇ|えっと|えーと|あのー?|まあ|w+|ｗ+|草|笑|\(笑\)|（笑）)"
+    r"(?:[\s,、!！.。~〜ー]*(?:ok(?:ay)?|thanks?|thank you|です|ね|よ|!|！))*[\s~〜ー…!！]*$",
+    re.IGNORECASE,
+)
+#: Remarks on the weather ("hot today, huh", 「今日も暑いね」): the conversation's manners.
+_WEATHER = re.compile(
+    r"^(?:今日|きょう|今朝|最近)?(?:も|は)?(?:暑|寒|涼し|暖か|蒸し暑)い(?:ね|な|よね|ですね|です)?$|^いい天気(?:だ|です)?(?:ね|な)?$|"
+    r"^(?:(?:it'?s|so|such) )?(?:hot|cold|warm|chilly|humid|nice weather|lovely weather)(?: (?:today|out(?:side)?|again))?"
+    r"(?:,? (?:huh|isn'?t it|right))?$",
+    re.IGNORECASE,
+)
+#: A task for the assistant about a text it is given ("Summarize this", 「この文章を要約して」): what the
+#: user asks done, not what they say about themselves.
+_TASK = re.compile(
+    r"^(?:please |pls |can you |could you )?(?:summari[sz]e|translate|proofread|rewrite|reformat|paraphrase)"
+    r"\s+(?:this|that|the|it|these|those|my|following|below|into|to)\b|"
+    r"^(?:この|その|次の|以下の|下の|上の)?(?:文章|テキスト|メール|コード|段落|文|内容|記事)を?"
+    r"(?:要約|翻訳|校正|添削|整形|まとめ|直|英訳|和訳)",
     re.IGNORECASE,
 )
 #: A line a program wrote, not a person: log lines (a timestamp or level first), stack traces, JSON or
@@ -41,6 +58,7 @@ _MACHINE_LINE = re.compile(
     r"^\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\]?|"
     r"\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)\]?[\s:]|"
     r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w.$]+\([\w.]+:\d+\)|"
+    r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Fault)(?::\s|$)|"
     r"[{\[]\s*[\"{\[]|</?[a-z][\w-]*(?:\s[^>]*)?>|\$ |>>> |"
     r"(?:ping|pong|heartbeat|keep-?alive|healthcheck|health check)\s*$)",
     re.IGNORECASE,
@@ -50,8 +68,8 @@ _NO_WORDS = re.compile(r"^[\W_]*$")
 
 
 def is_chatter_sentence(sentence: str) -> bool:
-    """Whether one sentence says nothing to remember: manners, an acknowledgement, a question, or
-    symbols alone."""
+    """Whether one sentence says nothing to remember: manners (greetings, thanks, the weather), an
+    acknowledgement, a question, a task about a given text, or symbols alone."""
     core = TRAILING_PUNCTUATION.sub("", LEADING_MARKERS_EN.sub("", sentence.strip())).strip()
     if not core or _NO_WORDS.match(core):
         return True
@@ -60,6 +78,8 @@ def is_chatter_sentence(sentence: str) -> bool:
     bare = LEADING_MARKERS_EN.sub("", sentence.strip())
     short = len(core) <= 16 if JAPANESE_SCRIPT.search(core) else len(core.split()) <= 6
     whole = TRAILING_PUNCTUATION.sub("", sentence.strip())
+    if _WEATHER.match(core) or _TASK.match(bare):
+        return True
     return bool(SMALL_TALK.search(bare) and short) or any(_ACKNOWLEDGEMENT.match(t) for t in (core, whole))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CORRECTION", "corrected", "correction_pair"]
+__all__ = ["CORRECTION", "corrected", "correction_pair", "says_correction"]
 
 #: The category of a candidate that corrects a memory (consolidation applies it to the memory it corrects).
 CORRECTION = "correction"
@@ -14,6 +14,19 @@ CORRECTION = "correction"
 _MARKER = re.compile(
     r"\b(?:sorry|oops|wait|my mistake|my bad|correction|typo|i meant|i got (?:that|it) wrong|"
     r"scratch that)\b|間違|訂正|違った|違いました|ごめん|すみません",
+    re.IGNORECASE,
+)
+#: What says so on its own ("my mistake", "I got that wrong", 「間違えました」, 「訂正」, 「YじゃなくてX」).
+_STRONG = re.compile(
+    r"\b(?:my mistake|my bad|correction|typo|i meant|i got (?:that|it) wrong|scratch that|i misspoke|"
+    r"i said \w+(?: \w+)? but|actually,? it'?s|wait,? no)\b|間違|訂正|違った|違いました|言い間違",
+    re.IGNORECASE,
+)
+#: An apology or a hesitation ("sorry", 「ごめん」) says so only when what follows restates a value ("sorry,
+#: it's Elmwood", 「ごめん、ベルギー出身だった」), not in "sorry for the late reply".
+_SOFT = re.compile(
+    r"^\W*(?:sorry|oops|wait)\b[\s,.!:;-]*(?:it'?s|it is|i meant|actually|no\b|the \w+ is)|"
+    r"^\W*(?:ごめん|すみません|あ、)[^。]*(?:でした|だった|じゃなくて|ではなく)",
     re.IGNORECASE,
 )
 _WORDS = r"([\w'.:-]+(?: [\w'.:-]+)?)"
@@ -44,6 +57,12 @@ _DAY_OR_DATE = re.compile(
     r"august|september|october|november|december)\b",
     re.IGNORECASE,
 )
+
+
+def says_correction(text: str) -> bool:
+    """Whether ``text`` says that something said before was wrong (a correction whose old value it may
+    not repeat: "My mistake, it's at 5 pm", 「訂正します、火曜日でした」)."""
+    return bool(_STRONG.search(text) or _SOFT.search(text))
 
 
 def correction_pair(text: str) -> tuple[str, str] | None:

@@ -57,6 +57,17 @@ _STOP_JA_UNITS = frozenset(
         "少",
         "大変",
         "非常",
+        "よく",
+        "あまり",
+        "たまに",
+        "いつも",
+        "時々",
+        "ときどき",
+        "ちょっと",
+        "すごく",
+        "めっちゃ",
+        "余り",
+        "良く",
     }
 )
 
@@ -81,6 +92,7 @@ _LEXICON: tuple[str, ...] = (
     "japanese-food 和食|western-food 洋食|chinese-food 中華|italian イタリアン|french フレンチ|"
     "sushi 寿司 すし|ramen ラーメン|soba 蕎麦 そば|udon うどん|curry カレー|yakiniku 焼肉|pizza ピザ|"
     "pasta パスタ|burger バーガー ハンバーガー",
+    "pork 豚肉 豚 ポーク|beef 牛肉 牛 ビーフ|chicken 鶏肉 鶏 チキン|lamb ラム 羊肉",
     "!morning-person 朝型 morningperson 早起 早起き|night-owl 夜型 nightowl 夜更 夜更かし",
     "tokyo 東京|osaka 大阪|kyoto 京都|sapporo 札幌|fukuoka 福岡|nagoya 名古屋|yokohama 横浜|kobe 神戸|"
     "sendai 仙台|hiroshima 広島|naha 那覇|okinawa 沖縄|hokkaido 北海道|kanazawa 金沢|nara 奈良|"

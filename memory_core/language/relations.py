@@ -55,7 +55,10 @@ RELATIONS: tuple[Relation, ...] = (
     Relation(
         "name",
         True,
-        _rx(r"名前|と申します|と呼んで|って呼んで|\bmy name\b|\bname is\b|\bcall me\b|\bi go by\b"),
+        _rx(
+            r"名前|と申します|と呼んで|って呼んで|(?:と|って)呼ばれて|"
+            r"\bmy name\b|\bname is\b|\bcalls? me\b|\bi go by\b"
+        ),
         "the name they go by (my name is, call me; 名前は, と呼んでください)",
     ),
     Relation(
@@ -63,7 +66,8 @@ RELATIONS: tuple[Relation, ...] = (
         True,
         _rx(
             r"職業|仕事は|勤め|勤務|働いて(?!いました|いた)|転職|就職|入社|として働|"
-            r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)(?:して|やって)(?:います|いる|ます)|"
+            r"(?:師|者|員|士|家|手|ナー|ニア|ター|ャー|ント|スト)(?:を|として)?(?:して|やって)(?:います|いる|ます|る)|"
+            r"(?:会社|企業|事務所)で.{0,12}(?:して|やって)(?:います|いる|ます|る)|"
             r"\bwork (?:at|for|as)\b|"
             r"\bmy (?:job|occupation|profession) is\b|\bworking (?:as|at|for)\b|"
             r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
@@ -93,18 +97,39 @@ RELATIONS: tuple[Relation, ...] = (
         ),
         "their relationship status (single, married, engaged; 独身, 結婚した)",
     ),
-    Relation("phone", True, _rx(r"電話番号|携帯(?:番号)?は|\bmy (?:phone|mobile|cell)(?: number)? is\b"), "their phone number"),
-    Relation("email", True, _rx(r"メール(?:アドレス)?は|\bmy e-?mail(?: address)? is\b"), "their e-mail address"),
+    Relation(
+        "phone",
+        True,
+        _rx(
+            r"電話番号|携帯(?:番号)?は|番号(?:が|は)?変わ|\bmy (?:phone|mobile|cell)(?: number)? is\b|"
+            r"\bnew (?:phone |mobile |cell )?number\b|(?<![\d-])(?:\+?\d{1,3}[ -])?\d{2,4}-\d{3,4}-\d{3,4}(?![\d-])|"
+            r"(?<![\d-])\d{3}-\d{4}(?![\d-])"
+        ),
+        "their phone number (any phone number they give)",
+    ),
+    Relation(
+        "email",
+        True,
+        _rx(r"メール(?:アドレス)?(?:は|を|が)|\bmy e-?mail(?: address)? is\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+        "their e-mail address (any address they give)",
+    ),
     Relation(
         "reading",
         True,
-        _rx(r"(?:を)?読んで(?:いる|います|る)(?:ところ)?(?:です)?$|\bi'?m (?:currently |now )?reading\b|\bi am reading\b"),
+        _rx(
+            r"(?:を)?読んで(?:いる|います|る|ます)(?:ところ)?(?:です)?[。．.!！]*$|"
+            r"\bi'?m (?:currently |now )?reading\b|\bi am reading\b|\b(?:started|began|starting) reading\b"
+        ),
         "the book they are reading now",
     ),
     Relation(
         "project",
         True,
-        _rx(r"プロジェクトは|\bmy (?:current )?project is\b|\bi'?m (?:currently )?working on (?:a |my |the )?\w+"),
+        _rx(
+            r"プロジェクト(?:は|を担当)|担当(?:が変わ|になっ|しています|してる)|(?:チーム|部署)に(?:います|いる|入っ|異動)|"
+            r"\bmy (?:current )?project is\b|\bi'?m (?:currently )?working on (?:a |my |the )?\w+|"
+            r"\bi'?m (?:on|leading|running|heading) (?:the |a )?[\w -]{0,40}?\b(?:project|redesign|migration|launch|rollout)\b"
+        ),
         "the project they are working on now",
     ),
     Relation("deadline", True, _rx(r"締め切り|締切|〆切|期限は|\bdeadline\b|\bdue (?:on|by)\b"), "a deadline"),

@@ -52,10 +52,12 @@ _QUESTION_JA_END = (
     "ませんか",
     "のか",
     "んか",
-    "かな",
-    "かしら",
     "だろうか",
 )
+#: 「かな」「かしら」 close a question (「どこがいいかな」, 「コーヒーが好きかな」), except after a quoted title,
+#: where they soften an answer (「今一番好きな映画は『パーフェクトデイズ』かな」).
+_WONDERING_JA_END = ("かな", "かしら")
+_QUESTION_WORD_JA = re.compile(r"何|なに|なん|どこ|いつ|誰|だれ|どう|どれ|どの|どんな|なぜ|どうして|いくら|いくつ")
 _QUESTION_EN_START = re.compile(
     r"^(?:do|does|did|can|could|would|will|should|shall|is|are|am|was|were|have|has|may|might)\s+"
     r"(?:you|we|i|it|there|they|he|she)\b",
@@ -144,7 +146,7 @@ def strip_discourse_markers(text: str) -> str:
 
 
 def is_question(sentence: str) -> bool:
-    """Whether a sentence asks something: a question mark, a Japanese question ending (ですか, かな) or
+    """Whether a sentence asks something: a question mark, a Japanese question ending (ですか; かな with a question word) or
     an English question's opening ("Do you", "Can I")."""
     stripped = sentence.rstrip()
     if stripped.endswith(("?", "？")):
@@ -152,6 +154,8 @@ def is_question(sentence: str) -> bool:
     core = TRAILING_PUNCTUATION.sub("", stripped)
     if core.endswith(_QUESTION_JA_END):
         return True
+    if core.endswith(_WONDERING_JA_END):  # after a quoted title it softens an answer: 「『三体』かな」
+        return not core[: -len("かな")].endswith(("』", "」")) or bool(_QUESTION_WORD_JA.search(core))
     return bool(_QUESTION_EN_START.match(LEADING_MARKERS_EN.sub("", core)))
 
 

@@ -31,7 +31,8 @@ TOPICS: tuple[Topic, ...] = (
         re.compile(r"\b(?:medical|health|medication|medicines?|diagnos\w*|conditions?)\b|健康|病気|医療|持病|薬|(?:^|の)体(?:$|の)", re.I),
         (
             "diabetes", "diabetic", "blood pressure", "hypertension", "asthma", "cancer", "medication", "medicine",
-            "metformin", "insulin", "pills", "therapist", "therapy",
+            "metformin", "insulin", "pills", "therapist", "therapy", "psychiatrist", "psychologist", "counsellor",
+            "counselor", "adhd", "精神科", "心療内科", "カウンセリング",
             "diagnosed", "diagnosis", "surgery", "illness", "disease", "prescription", "depression", "anxiety",
             "allergic", "allergy", "pregnant", "pregnancy", "病気", "持病", "薬", "診断", "手術", "血圧",
             "通院", "治療", "糖尿病", "喘息", "処方", "アレルギー", "妊娠", "つわり", "生理",
@@ -40,14 +41,14 @@ TOPICS: tuple[Topic, ...] = (
     Topic(
         "contact",
         re.compile(r"\bcontact (?:details|info\w*)\b|\bphone numbers?\b|\be-?mails?\b|連絡先|電話番号|メールアドレス", re.I),
-        ("phone", "mobile", "email", "e-mail", "@", "電話", "携帯", "メール"),
+        ("phone", "mobile", "email", "e-mail", "@", "line id", "電話", "携帯", "メール", "LINE", "ID"),
     ),
     Topic(
         "address",
         re.compile(r"\baddress\b|\bwhere i live\b|住所|どこに住んで", re.I),
         (
-            "street", "avenue", "postcode", "zip code", "apartment", "live at", "address", "住所", "番地", "丁目",
-            "郵便番号", "号室",
+            "street", "avenue", "postcode", "zip code", "apartment", "live at", "address", "nearest station",
+            "住所", "番地", "丁目", "郵便番号", "号室", "最寄り", "区の", "市の", "マンション", "アパート", "階に住",
         ),
     ),
     Topic(
@@ -55,23 +56,59 @@ TOPICS: tuple[Topic, ...] = (
         re.compile(r"\b(?:money|finances?|financial|salary|debts?|bank)\b|お金|給料|借金|年収|貯金", re.I),
         ("salary", "debt", "loan", "owe", "bank", "savings", "mortgage", "給料", "借金", "年収", "貯金", "ローン", "銀行"),
     ),
+    Topic(
+        "work",
+        re.compile(r"\b(?:my job|my work|work stuff|my career|my employer)\b|仕事|職場|会社|勤め先|キャリア", re.I),
+        (
+            "job", "work at", "work as", "work for", "working at", "office", "employer", "colleague", "manager",
+            "promotion", "product line", "launching", "client", "仕事", "会社", "職場", "勤め", "勤務", "働い",
+            "上司", "同僚", "部署", "転職", "昇進", "出社", "在宅勤務", "研究職",
+        ),
+    ),
+    Topic(
+        "religion",
+        re.compile(r"\b(?:religion|religious|faith|church)\b|宗教|信仰", re.I),
+        (
+            "religion", "catholic", "christian", "protestant", "muslim", "buddhist", "jewish", "hindu", "mass",
+            "church", "mosque", "temple", "synagogue", "lent", "ramadan", "pray", "prayer", "baptised", "baptized",
+            "宗教", "信仰", "教会", "洗礼", "礼拝", "ミサ", "お祈り", "クリスチャン", "仏教",
+        ),
+    ),
+    Topic(
+        "dating",
+        re.compile(r"\b(?:dating|love life|romantic life|romance)\b|恋愛|婚活|恋バナ", re.I),
+        (
+            "date", "dating", "hinge", "tinder", "bumble", "crush", "boyfriend", "girlfriend", "恋愛", "婚活",
+            "マッチングアプリ", "デート", "彼氏", "彼女", "片思い", "合コン",
+        ),
+    ),
 )
 
 #: Relations a request may name a person by ("my ex", "my cousin", 「元彼」): the memories that use the
 #: word, and the names in them, are that person's.
 _RELATION_EN = r"ex|ex-boyfriend|ex-girlfriend|ex-husband|ex-wife|cousin|neighbou?r|flatmate|roommate|colleague|boss"
-_RELATION_JA = r"元彼|元カノ|元夫|元妻|元カレ|いとこ|従兄弟|従姉妹|同僚|上司"
+_RELATION_JA = r"元彼|元カノ|元夫|元妻|元カレ|いとこ|従兄弟|従姉妹|同僚|上司|義母|義理の母|義父|義理の父|姑|舅|隣"
 _RELATIONS = re.compile(rf"\bmy (?:{_RELATION_EN})\b|{_RELATION_JA}", re.I)
-_RELATION_WORDS = tuple(_RELATION_EN.split("|")) + tuple(_RELATION_JA.split("|"))
+_RELATION_WORDS = (
+    *(w.replace("neighbou?r", "neighbour") for w in _RELATION_EN.split("|")),
+    "neighbor",
+    *_RELATION_JA.split("|"),
+)
 #: A request that names only a person or a thing ("Leo, it's over", 「ミホ」): every mention of it goes.
-_BARE_NAME = re.compile(r"^([A-Z][a-z]+)(?:[,.!]|\s*$)|^([\u30a0-\u30ff]{2,8})$")
+_BARE_NAME = re.compile(
+    r"^([A-Z][a-z]+)(?:[,.!]|\s*$)|^([\u30a0-\u30ff]{2,8})$|"
+    r"^([\u4e00-\u9fff]{2,3})(?:さん|くん|君|ちゃん|様|部長|課長|先生)?$"
+)
 _NOT_NAMES = frozenset({"My", "The", "That", "This", "What", "Everything", "All", "Anything", "It"})
 #: "everything about Alex", 「タクヤのこと(は全部)」: a name the request is about.
-_ABOUT_NAME = re.compile(r"\babout ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b|([\u30a0-\u30ff]{2,})(?:さん|くん|君|ちゃん)?の(?:こと|話)")
+_ABOUT_NAME = re.compile(
+    r"\babout ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b|"
+    r"(?<![\u30a0-\u30ff\u4e00-\u9fff])([\u30a0-\u30ff]{2,}|[\u4e00-\u9fff]{2,3})(?:さん|くん|君|ちゃん|様|部長|課長|先生)?の(?:こと|話)"
+)
 _BROAD = re.compile(r"\b(?:everything|all|anything)\b|全部|すべて|全て|ぜんぶ|のこと|の話|について", re.I)
 #: The name a memory gives a person it names by a relation ("my ex, Jordan", 「元彼のタクヤ」).
 _NAME = re.compile(
-    rf"\b(?:{_RELATION_EN}),?\s+(?:called |named |is )?([A-Z][a-z]+)\b|"
+    rf"\b(?:{_RELATION_EN}),?\s+(?:called |named |is )?(?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?([A-Z][a-z]+)\b|"
     rf"(?:{_RELATION_JA})の([\u30a0-\u30ff\u4e00-\u9fff]{{2,6}}?)(?:と|は|が|さん|くん|ちゃん|の)"
 )
 
@@ -97,12 +134,13 @@ def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:
 
 
 def mentions(text: str, terms: tuple[str, ...]) -> bool:
-    """Whether ``text`` speaks of any of ``terms`` (whole words in English, as written in Japanese)."""
+    """Whether ``text`` speaks of any of ``terms`` (whole words in English, also beside Japanese: 「LINEのID」;
+    as written in Japanese)."""
     lowered = text.casefold()
     for term in terms:
         word = term.casefold()
         if word.isascii():
-            if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", lowered):
+            if re.search(rf"(?<![A-Za-z0-9_-]){re.escape(word)}(?![A-Za-z0-9_-])", lowered):
                 return True
         elif word in text:
             return True

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from memory_core.domain.messages import (
     CandidateKind,
     Decision,
@@ -29,9 +31,12 @@ from memory_core.domain.records import (
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
 from memory_core.language.chatter import is_chatter
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.service.consolidation.decisions import SimilarityThresholds
 from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
 from memory_core.service.consolidation.forget import redact_sentences, statement_clauses
+from memory_core.service.consolidation.supersession import Supersession, superseded_episodes
 from memory_core.service.journal import episode_id_for
+from memory_core.service.neighbours import nearest_memories
 from memory_core.service.prompts.extraction import strip_recalled_memories
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "provenance_of",
     "record_once",
     "redact_episodes",
+    "supersede_with_episode",
     "withhold_forgotten",
 ]
 
@@ -223,6 +229,69 @@ async def close_superseded_episodes(
         await store.upsert([ended])
         closed += 1
     return closed
+
+
+#: How many of the scope's nearest episodes a new one is compared with (and facts with an episode).
+_NEAREST = 10
+
+
+async def supersede_with_episode(
+    store: MemoryStore,
+    history: HistoryStore | None,
+    thresholds: SimilarityThresholds,
+    episode: MemoryRecord | None,
+    turn: Turn,
+) -> int:
+    """Close what a new episode supersedes (:func:`~memory_core.service.consolidation.supersession.superseded_episodes`):
+    the earlier episode gets ``valid_until`` (when the later one was said) and ``superseded_by``, and so
+    does each fact that came from it alone, so what was said stays, dated, but is never shown as what
+    holds now. A turn that arrives after a later statement is closed itself. Recorded in the history
+    before it is written, and idempotent (a redelivered turn does it again). Returns how many memories
+    were closed."""
+    if episode is None or episode.kind is not MemoryKind.EPISODE or episode.embedding is None:
+        return 0
+    if episode.status is not MemoryStatus.ACTIVE or episode.superseded:
+        return 0
+    vector = np.asarray(episode.embedding, dtype=np.float32)
+    nearest = await nearest_memories(store, episode.scope, episode.memory, vector, k=_NEAREST, kind=MemoryKind.EPISODE)
+    closed = 0
+    for change in superseded_episodes(episode, nearest, thresholds):
+        closed += await _close(store, history, change.earlier, change, turn)
+        for fact in await _facts_from(store, change.earlier):
+            closed += await _close(store, history, fact, change, turn)
+    return closed
+
+
+async def _facts_from(store: MemoryStore, episode: MemoryRecord) -> list[MemoryRecord]:
+    """The current facts whose every source is ``episode`` (what the user said there and nowhere else)."""
+    if episode.embedding is None or not episode.provenance:
+        return []
+    source = (episode.provenance[0].turn_id, episode.provenance[0].message)
+    vector = np.asarray(episode.embedding, dtype=np.float32)
+    nearest = await nearest_memories(store, episode.scope, episode.memory, vector, k=_NEAREST, kind=MemoryKind.FACT)
+    return [
+        n.record
+        for n in nearest
+        if n.record.provenance
+        and not n.record.superseded
+        and all((p.turn_id, p.message) == source for p in n.record.provenance)
+    ]
+
+
+async def _close(
+    store: MemoryStore, history: HistoryStore | None, record: MemoryRecord, change: Supersession, turn: Turn
+) -> int:
+    """Mark ``record`` as replaced by ``change.later`` from when that was said."""
+    current = await store.get(record.scope, record.id)
+    if current is None or current.superseded or current.status is not MemoryStatus.ACTIVE:
+        return 0
+    at = change.later.valid_from or turn.occurred_at
+    reason = f"superseded by episode {change.later.id} (turn {turn.turn_id}): {change.reason}"
+    ended = current.model_copy(update={"valid_until": at, "superseded_by": change.later.id})
+    entry = HistoryEntry.of_change(MemoryEvent.UPDATE, current.scope, current.id, current, ended, reason=reason, at=at)
+    await record_once(history, entry)
+    await store.upsert([ended])
+    return 1
 
 
 def _sources(fact: MemoryRecord) -> list[tuple[str, int]]:

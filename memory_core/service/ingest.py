@@ -24,6 +24,7 @@ from memory_core.service.episodes import (
     forgotten_words,
     provenance_of,
     redact_episodes,
+    supersede_with_episode,
     withhold_forgotten,
 )
 from memory_core.service.forget_sweep import sweep_forgotten
@@ -114,7 +115,8 @@ async def ingest_turn(
         fallback_reason=journal.fallback_reason,
     )
     if journal.completed_steps:
-        result.steps.extend(await resume(store, history, run.embedder, turn, journal))
+        thresholds = consolidator.thresholds(run.embedder.name)
+        result.steps.extend(await resume(store, history, run.embedder, turn, journal, thresholds))
     result.steps.extend(await _decide_pending(run, journal, consolidator, prepared))
     if await _purged_meanwhile(run, tombstone):
         return _dropped(turn, started)
@@ -223,6 +225,9 @@ async def _decide(
     await _write(run.store, decision)
     await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
     await close_superseded_episodes(run.store, run.history, decision.before, decision.after, turn)
+    if candidate.kind is CandidateKind.EPISODE and decision.event is MemoryEvent.ADD:
+        thresholds = consolidator.thresholds(run.embedder.name)
+        await supersede_with_episode(run.store, run.history, thresholds, decision.after, turn)
     await sweep_forgotten(run.store, run.history, run.embedder, candidate, turn)
     if candidate.kind is CandidateKind.FORGET and decision.after is not None and forgotten_by(decision.after, turn):
         words = forgotten_words(decision.before, decision.after)

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, Turn
-from memory_core.domain.records import FORGOTTEN_TEXT, MemoryRecord, Scope
+from memory_core.domain.records import FORGOTTEN_TEXT, MemoryKind, MemoryRecord, Scope
 from memory_core.ports import Embedder, HistoryStore, MemoryStore, TurnJournal
+from memory_core.service.consolidation.decisions import SimilarityThresholds
 from memory_core.service.episodes import (
     catch_up_redactions,
     forgotten_by,
     forgotten_words,
+    supersede_with_episode,
     withhold_forgotten,
 )
 from memory_core.service.forget_sweep import sweep_forgotten
@@ -53,15 +55,21 @@ def _placeholder(entry: HistoryEntry) -> MemoryCandidate:
 
 
 async def resume(
-    store: MemoryStore, history: HistoryStore, embedder: Embedder, turn: Turn, journal: TurnJournal
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    turn: Turn,
+    journal: TurnJournal,
+    thresholds: SimilarityThresholds,
 ) -> list[StepResult]:
-    """Re-apply the steps an earlier attempt at ``turn`` decided (their writes may not have happened).
+    """Re-apply the steps an earlier attempt at ``turn`` decided (their writes may not have happened),
+    and what followed them (``thresholds``: the consolidator's, for the episodes a new one supersedes).
 
     Returns:
         Their recorded decisions, in order.
     """
     recorded = await history.for_turn(turn.scope, turn.turn_id)
-    await _reapply(store, history, embedder, turn, recorded)
+    await _reapply(store, history, embedder, turn, recorded, thresholds)
     for step in sorted(journal.completed_steps):  # a broad forget request's sweep may have stopped midway
         await sweep_forgotten(store, history, embedder, journal.candidates[step], turn)
     return [
@@ -71,7 +79,12 @@ async def resume(
 
 
 async def _reapply(
-    store: MemoryStore, history: HistoryStore, embedder: Embedder, turn: Turn, entries: Sequence[HistoryEntry]
+    store: MemoryStore,
+    history: HistoryStore,
+    embedder: Embedder,
+    turn: Turn,
+    entries: Sequence[HistoryEntry],
+    thresholds: SimilarityThresholds,
 ) -> None:
     """Bring the store to the recorded after-states of a turn's decided steps (idempotent)."""
     first, last = _recorded_states(entries)
@@ -83,6 +96,8 @@ async def _reapply(
             words = forgotten_words(None if before is None else MemoryRecord.model_validate(before), wanted)
             wanted = await withhold_forgotten(store, history, wanted, words)
         await _restore(store, embedder, turn.scope, memory_id, wanted)
+        if memory_id not in first and wanted.kind is MemoryKind.EPISODE:  # an episode the turn added
+            await supersede_with_episode(store, history, thresholds, await store.get(turn.scope, memory_id), turn)
 
 
 def _recorded_states(entries: Sequence[HistoryEntry]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -212,3 +212,43 @@ def test_a_correction_puts_the_right_value_in_place(
     assert now in fact.memory and old not in fact.memory
     top = memory.search(first, user_id="u").hits[0].record
     assert now in top.memory  # what was first said is no longer what the agent is handed first
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "old", "new"),
+    [
+        (["I'm reading Project Hail Mary.", "I cook on Sundays."], "What book is the user reading?", "Hail Mary", "Piranesi"),
+        (["The dentist is on Monday."], "When is the dentist?", "Monday", "Wednesday"),
+        (["My mobile is 090-1111-0000."], "What is the user's phone number?", "090-1111-0000", "090-2222-0000"),
+    ],
+)
+def test_an_episode_that_a_later_one_replaces_is_never_shown_as_current(
+    memory: Memory, said: list[str], asked: str, old: str, new: str
+) -> None:
+    latest = {
+        "Piranesi": "Started reading Piranesi this week.",
+        "Wednesday": "My mistake, it's on Wednesday.",
+        "090-2222-0000": "New number: 090-2222-0000.",
+    }[new]
+    for text in said:
+        memory.add(text, user_id="u")
+    memory.add(latest, user_id="u")
+    current = [h.record for h in memory.search(asked, user_id="u", top=10).hits]
+    assert any(new in r.memory for r in current)
+    assert not any(old in r.memory and new not in r.memory for r in current)
+    everything = memory.search(asked, user_id="u", top=10, include_superseded=True).hits
+    closed = [h.record for h in everything if old in h.record.memory and new not in h.record.memory]
+    replacing = next(r for r in current if r.kind.value == "episode" and new in r.memory)
+    assert closed and all(r.superseded_by == replacing.id and r.valid_until == replacing.valid_from for r in closed)
+    reasons = [e.reason for r in closed for e in memory.history(r.id, user_id="u")]
+    assert any(f"superseded by episode {replacing.id}" in reason for reason in reasons)
+
+
+def test_a_turn_that_arrives_late_does_not_replace_what_was_said_after_it(memory: Memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    memory.add("I live in Osaka.", user_id="u", occurred_at=now)
+    memory.add("I live in Kyoto.", user_id="u", occurred_at=now - timedelta(minutes=30))
+    current = [h.record.memory for h in memory.search("Where does the user live?", user_id="u", top=10).hits]
+    assert any("Osaka" in t for t in current) and not any("Kyoto" in t for t in current)

@@ -103,9 +103,11 @@ class Comparison:
         the piano": piano), when it is a good part of what the old one is about; else ``None``."""
         if not self.new.ended or self.old.ended or self.old.polarity < 0 or not self.old.units:
             return None
+        if self.alike_objects is not None:  # "I eat beef" is not ended by "I don't eat pork anymore"
+            return None
         old_units = set(self.old.units)
         shared = [u for u in self.new.units if u in old_units]
-        if not shared or 3 * len(set(shared)) < len(old_units):
+        if not shared or 4 * len(set(shared)) < len(old_units):
             return None
         return self.surface(shared[0])
 

@@ -17,11 +17,9 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import (
     MemoryKind,
     MemoryRecord,
-    MemoryStatus,
     Provenance,
     Scope,
 )
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.language.secrets import withheld
@@ -36,6 +34,7 @@ from memory_core.service.consolidation.decisions import (
 from memory_core.service.consolidation.features import normalized_statement
 from memory_core.service.consolidation.records import RecordChange
 from memory_core.service.consolidation.rules import decide_with_rules, find_contradiction
+from memory_core.service.neighbours import nearest_memories
 from memory_core.service.prompts.consolidation import (
     ConsolidationDecision,
     ShownMemory,
@@ -170,33 +169,9 @@ class MemoryConsolidator:
                 is compared with episodes only for a repeat), or both (``None``: a forget request
                 reaches what was only ever said in an episode too).
         """
-        options = MemorySearchOptions(
-            mode=SearchMode.HYBRID,
-            ranking_profile=RankingProfile.NONE,
-            top=self._k,
-            vector_k=max(self._k, 50),
-            include_archived=include_archived,
-            kind=kind,
+        return await nearest_memories(
+            store, scope, text, vector, k=self._k, kind=kind, include_archived=include_archived
         )
-        allowed = {MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED} if include_archived else {MemoryStatus.ACTIVE}
-        result = await store.search(scope, text, [float(x) for x in vector], options)
-        found: list[Neighbour] = []
-        for hit in result.hits:
-            if hit.record.status not in allowed:
-                continue
-            record = await store.get(scope, hit.record.id)
-            if record is None or record.status not in allowed:
-                continue
-            if record.embedding is not None:
-                stored = np.asarray(record.embedding, dtype=np.float32)
-                norm = float(np.linalg.norm(stored)) * float(np.linalg.norm(vector))
-                similarity = float(stored @ vector) / norm if norm else 0.0
-            elif hit.breakdown.vector_score:
-                similarity = 2.0 - 1.0 / hit.breakdown.vector_score
-            else:
-                similarity = 0.0
-            found.append(Neighbour(record, similarity))
-        return found
 
     async def consolidate(
         self,
@@ -264,6 +239,14 @@ class MemoryConsolidator:
                     f"{verdict.reason} (rules; model answer rejected: {fallback})",
                     verdict.supersedes,
                 )
+        later = _said_later(verdict, now)
+        if later is not None:  # what the candidate replaces was said after it: it held until then
+            verdict = Verdict(
+                MemoryEvent.ADD,
+                None,
+                candidate.memory,
+                f"{verdict.reason}; said before memory {later.id}, which holds now",
+            )
         if (
             verdict.text is not None
             and verdict.text != candidate.memory
@@ -275,6 +258,9 @@ class MemoryConsolidator:
         decision = self._build(
             _NewMemory(candidate, scope, now, new_memory_id, text_vector), verdict, turn_id, provenance
         )
+        if later is not None and decision.after is not None:
+            closed = decision.after.model_copy(update={"valid_until": later.valid_from, "superseded_by": later.id})
+            decision = decision.model_copy(update={"after": closed})
         model = self._chat_model.name if path == "llm" and self._chat_model is not None else None
         return Consolidation(
             decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found), model=model
@@ -412,6 +398,15 @@ class MemoryConsolidator:
             if problem.startswith("invented id"):
                 break  # asking again with the same prompt rarely helps; the rules decide
         return None, problem
+
+
+def _said_later(verdict: Verdict, now: datetime) -> MemoryRecord | None:
+    """The memory a superseding verdict would replace, when that was said after the candidate (a turn
+    that arrives late: validity follows when things were said, not when they arrived)."""
+    target = verdict.target
+    if verdict.event is not MemoryEvent.UPDATE or not verdict.supersedes or target is None:
+        return None
+    return target if target.valid_from is not None and target.valid_from > now else None
 
 
 def _verdict_from_answer(

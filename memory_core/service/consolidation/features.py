@@ -25,13 +25,13 @@ __all__ = [
 
 # Polarity: negative expressions first (they contain the positive ones).
 _NEGATIVE_JA = re.compile(
-    r"(?:大|だい)?(?:好|す)き(?:じゃ|では|で?も)(?:な(?:い|かった|くなった)|ありません)|"
+    r"(?:大|だい)?(?:好|す)き(?:じゃ|では|で?も)(?:な(?:い|かった|くな(?:った|りました|ってきた))|ありません)|"
     r"(?:好|す)きになれない|苦手|にがて|(?:大)?嫌い|きらい|無理|ダメ|だめ|NG|避け|控え|やめた|止めた|弱い|弱く|"
     r"(?:食べ|飲め|飲|食べれ|乗れ|行け|でき|出来)(?:られ)?(?:ない|ません)|"
     r"(?:な(?:い|かった)|ません|ず)(?:です|でした|よ|ね)*$"
 )
 _POSITIVE_JA = re.compile(
-    r"(?:大|だい)?(?:好|す)き|気に入って|お気に入り|愛用|好み|好んで|得意|派|(?:が|の方が|のほうが)(?:いい|良い)|"
+    r"(?:大|だい)?(?:好|す)き|(?:大)?好物|気に入って|お気に入り|愛用|好み|好んで|得意|派|(?:が|の方が|のほうが)(?:いい|良い)|"
     r"最優先|優先|重視|できれば|出来れば"
 )
 #: A negation of the statement: its predicate negated ("I don't like", "I'm not a fan", "can't eat"),
@@ -55,8 +55,8 @@ _CHANGE_MARKERS = re.compile(
 #: The statement says something has ended ("I quit piano", "no more coffee", 「テニスはやめた」).
 _ENDED = re.compile(
     r"\b(?:quit|quitting|stopped(?! by)|gave up|giving up|no more|done with|cancell?ed|got rid of|sold|"
-    r"deleted|no longer|any ?more)\b|やめ(?:た|ました|ちゃった|ています|てる)|辞め(?:た|ました)|止め(?:た|ました)|"
-    r"解約|退会|手放し|もう.+(?:ない|ません)"
+    r"deleted|no longer|any ?more|passed away|died)\b|やめ(?:た|ました|ちゃった|ています|てる)|辞め(?:た|ました)|"
+    r"止め(?:た|ました)|解約|退会|手放し|亡くな|死んじゃ|(?:消|削除)し(?:た|ました|ちゃった)|もう.+(?:ない|ません)"
 )
 _ADDITIVE_MARKERS = re.compile(
     r"(?<=[\u30a0-\u30ff\u4e00-\u9fffa-z0-9])も(?!う)|また|他に|ほかに|\balso\b|\btoo\b|\bas well\b|"
