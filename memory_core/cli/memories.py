@@ -109,6 +109,10 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "min_importance": ("--min-importance", {"type": float}),
     "min_retention_score": ("--min-retention", {"type": float}),
+    "min_score": (
+        "--min-score",
+        {"type": float, "help": "only memories at least this relevant (0-1, comparable across queries)"},
+    ),
     "kind": ("--kind", {"choices": [k.value for k in MemoryKind], "help": "only facts or only episodes"}),
     "vector_k": ("--vector-k", {"type": int, "help": "nearest neighbours of the vector leg (default 50)"}),
     "vector_weight": (

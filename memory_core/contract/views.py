@@ -98,6 +98,11 @@ class SearchHitView(BaseModel):
     score: float
     reranker_score: float | None
     breakdown: ScoreBreakdown
+    relevance: float | None = Field(
+        default=None,
+        description="How well the memory answers the query, 0-1, comparable across queries "
+        "(null: the embedder has no calibration, or the search used no vector).",
+    )
 
 
 class SearchRequest(MemorySearchOptions):
@@ -116,6 +121,9 @@ class SearchRequest(MemorySearchOptions):
     category: str | None = Field(default=None, json_schema_extra=CATEGORY_SCHEMA)
     min_importance: float | None = Field(default=None, ge=0, le=1)
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
+    min_score: float | None = Field(
+        default=None, ge=0, le=1, description="Only memories at least this relevant (0-1, a hit's relevance)."
+    )
     recall: bool = True
 
     def options(self) -> MemorySearchOptions:

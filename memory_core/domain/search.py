@@ -79,6 +79,9 @@ class MemorySearchOptions(BaseModel):
     include_superseded: bool = False
     min_importance: float | None = None
     min_retention_score: float | None = None
+    #: Leave out hits less relevant than this (0-1, :attr:`SearchHit.relevance`; a hit without a
+    #: relevance, from an embedder with no calibration or a keyword search, is kept).
+    min_score: float | None = None
     #: Only memories of this kind (``fact`` or ``episode``); both when ``None``.
     kind: MemoryKind | None = None
     #: Nearest neighbours taken by the vector leg (Azure's ``k``).
@@ -92,7 +95,7 @@ class MemorySearchOptions(BaseModel):
     def _category(cls, value: str | None) -> str | None:
         return None if value is None else validate_category(value)
 
-    @field_validator("min_importance", "min_retention_score")
+    @field_validator("min_importance", "min_retention_score", "min_score")
     @classmethod
     def _bounds(cls, value: float | None) -> float | None:
         return None if value is None else unit_interval(value, "minimum")
@@ -155,9 +158,15 @@ class SearchHit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
+    #: Orders the hits of this search (fused ranks times the profile's boosts); not comparable across
+    #: searches.
     score: float
     reranker_score: float | None = None
     breakdown: ScoreBreakdown
+    #: How well the memory answers the query, 0-1, comparable across queries
+    #: (:mod:`memory_core.domain.relevance`); ``None`` when the embedder has no calibration or the
+    #: search used no vector.
+    relevance: float | None = None
 
 
 class SearchResult(BaseModel):

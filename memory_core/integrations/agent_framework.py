@@ -17,8 +17,9 @@ from memory_core.client.base import MemoryClient
 from memory_core.client.local import OPEN_OPTIONS, LocalMemoryClient
 from memory_core.client.remote import CLIENT_OPTIONS, RemoteMemoryClient
 from memory_core.domain.records import MemoryKind, Scope
+from memory_core.domain.relevance import DEFAULT_RELEVANCE_FLOOR
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
-from memory_core.domain.validation import parse_model, validate_scope_id
+from memory_core.domain.validation import parse_model, unit_interval, validate_scope_id
 from memory_core.errors import ConfigurationError, ValidationError
 from memory_core.integrations.delivery import TurnDelivery
 from memory_core.integrations.outbox import DEFAULT_OUTBOX_PATH, TurnOutbox
@@ -41,6 +42,14 @@ __all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE_ID = "memory_core"
+
+
+def _floor(value: float | None) -> float | None:
+    """The relevance floor, checked (0-1, or ``None``)."""
+    try:
+        return None if value is None else unit_interval(value, "relevance_floor")
+    except ValueError as exc:
+        raise ValidationError("relevance_floor", str(exc).removeprefix("relevance_floor ")) from None
 
 
 def _check_timing(
@@ -82,7 +91,10 @@ class MemoryContextProvider(ContextProvider):
         kind: Only facts or only episodes (``None``: both).
         vector_k: Nearest neighbours the vector leg takes (hybrid and vector modes).
         vector_weight: Weight of the vector leg in hybrid fusion (the keyword leg has 1).
-        min_score: Drop hits whose search score is below this (after ranking).
+        min_score: Leave out memories less relevant than this (0-1, ``SearchHit.relevance``).
+        relevance_floor: Inject nothing when the most relevant memory is below this (0-1; default
+            ``DEFAULT_RELEVANCE_FLOOR``, 0.5): a question about nothing remembered gets no memories.
+            ``None``: always inject what the search found.
         injection_role: Role of the injected message: ``user`` (default), ``assistant`` or ``system``.
         recall: Count injected memories as recalled (reinforces them).
         store_turns: Publish turns in ``after_run``.
@@ -121,6 +133,7 @@ class MemoryContextProvider(ContextProvider):
         vector_k: int | None = None,
         vector_weight: float | None = None,
         min_score: float | None = None,
+        relevance_floor: float | None = DEFAULT_RELEVANCE_FLOOR,
         injection_role: InjectionRole = "user",
         recall: bool = True,
         store_turns: bool = True,
@@ -153,7 +166,7 @@ class MemoryContextProvider(ContextProvider):
             ready_timeout=ready_timeout,
             flush_interval=flush_interval,
         )
-        self.min_score = min_score
+        self.relevance_floor = _floor(relevance_floor)
         self.injection_role: InjectionRole = injection_role
         self.recall = recall
         self.store_turns = store_turns
@@ -335,7 +348,7 @@ class MemoryContextProvider(ContextProvider):
             read,
             query,
             self.options,
-            min_score=self.min_score,
+            floor=self.relevance_floor,
             recall=self.recall,
             search_timeout=self.search_timeout,
             ready_timeout=self.ready_timeout,

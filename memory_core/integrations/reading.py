@@ -12,7 +12,7 @@ from memory_core.client.base import MemoryClient
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchResult
 
-__all__ = ["memories_for_run"]
+__all__ = ["below_floor", "memories_for_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ async def memories_for_run(
     query: str,
     options: MemorySearchOptions,
     *,
-    min_score: float | None,
+    floor: float | None,
     recall: bool,
     search_timeout: float,
     ready_timeout: float,
@@ -36,24 +36,26 @@ async def memories_for_run(
         scope: The scope searched.
         query: The search text.
         options: The search options.
-        min_score: Keep only hits scoring at least this (``None``: all).
-        recall: Count the memories given as recalled (by the search itself, or after the
-            ``min_score`` filter, in the ``background``).
+        floor: Give nothing when the best hit's relevance (0-1, :attr:`SearchHit.relevance`) is below
+            this: the question is about nothing remembered (``None``, or hits without a relevance:
+            no floor).
+        recall: Count the memories given as recalled (by the search itself, or after the floor,
+            in the ``background``).
         search_timeout: Seconds the search may take.
         ready_timeout: Seconds to wait first for the client to be ready (``0``: never wait).
-        background: Runs a coroutine in the background (the recall after a ``min_score`` filter).
+        background: Runs a coroutine in the background (the recall after the floor).
     """
     if ready_timeout > 0:
         await _wait_ready(client, scope, ready_timeout)
     started = time.perf_counter()
     result = await _search(
-        client, scope, query, options, recall=recall and min_score is None, timeout=search_timeout
+        client, scope, query, options, recall=recall and floor is None, timeout=search_timeout
     )
     if result is None:
         return []
     hits = list(result.hits)
-    if min_score is not None:
-        hits = [hit for hit in hits if hit.score >= min_score]
+    if floor is not None:
+        hits = [] if below_floor(hits, floor) else hits
         if hits and recall:
             background(_record_recall(client, scope, hits, timeout=search_timeout))
     logger.debug(
@@ -63,6 +65,12 @@ async def memories_for_run(
         (time.perf_counter() - started) * 1000,
     )
     return hits
+
+
+def below_floor(hits: Sequence[SearchHit], floor: float) -> bool:
+    """Whether the best relevance among ``hits`` is below ``floor`` (never when none has a relevance)."""
+    known = [h.relevance for h in hits if h.relevance is not None]
+    return bool(known) and max(known) < floor
 
 
 async def _wait_ready(client: MemoryClient, scope: Scope, timeout: float) -> None:

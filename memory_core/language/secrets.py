@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SECRET_RULES", "SecretRule", "redact_secrets", "withheld"]
+from memory_core.language.sentences import join_sentences, split_sentences
+
+__all__ = ["SECRETS_ONLY", "SECRET_RULES", "SecretRule", "redact_secrets", "withheld", "without_secrets"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
 )
 
 _MARKER = "[withheld: {kind}]"
+#: The category of an episode candidate whose message gave nothing but secrets: nothing is kept of it.
+SECRETS_ONLY = "secrets-only"
 _MARKER_RX = re.compile(r"\[withheld: [^\]]+\]")
 
 
@@ -149,3 +153,28 @@ def redact_secrets(text: str) -> tuple[str, tuple[str, ...]]:
 def withheld(text: str) -> tuple[str, ...]:
     """The kinds of secret withheld in ``text`` (the markers :func:`redact_secrets` left), in order."""
     return tuple(dict.fromkeys(m.group()[len("[withheld: ") : -1] for m in _MARKER_RX.finditer(text)))
+
+
+#: Where an English sentence joins statements ("My locker code is ... and I love green tea"). A Japanese
+#: sentence goes whole: the part before 「、」 often names what the secret is for (「会社のメールのパスワード、…」).
+_JOINS = re.compile(r"(,?\s+(?:and|but|so)\s+|;\s*)")
+
+
+def without_secrets(text: str) -> str:
+    """``text`` without the statements that gave a secret (withheld by :func:`redact_secrets`): what is
+    left of such a statement would still say what the secret is for ("my wifi password is ..."). A
+    sentence in English that joins statements keeps the others ("My PIN is ... and I love green tea" →
+    "I love green tea.")."""
+    if not _MARKER_RX.search(text):
+        return text
+    kept = []
+    for sentence in split_sentences(text):
+        if not _MARKER_RX.search(sentence):
+            kept.append(sentence)
+            continue
+        pieces = _JOINS.split(sentence) if sentence.isascii() else [sentence]  # statement, join, ...
+        clean = [pieces[i] for i in range(0, len(pieces), 2) if not _MARKER_RX.search(pieces[i])]
+        if clean:
+            rest = " and ".join(c.strip() for c in clean).strip()
+            kept.append(rest[:1].upper() + rest[1:])
+    return join_sentences(kept)

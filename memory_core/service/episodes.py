@@ -30,6 +30,7 @@ from memory_core.domain.records import (
 )
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
 from memory_core.language.chatter import is_chatter
+from memory_core.language.secrets import SECRETS_ONLY, withheld, without_secrets
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.decisions import SimilarityThresholds
 from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
@@ -88,19 +89,22 @@ def episode_candidates(
             continue
         # The user's words as stored memory text: control characters (other than line breaks and tabs)
         # cannot be stored, so they are dropped rather than losing the episode.
-        text = CONTROL_CHARACTERS.sub("", strip_recalled_memories(message.text)).strip()
-        if not text or is_chatter(text):
+        said = CONTROL_CHARACTERS.sub("", strip_recalled_memories(message.text)).strip()
+        # A sentence that gave a secret is not kept (the secret itself is withheld already): what is
+        # left of it would still say what the secret is for. The decision notes it.
+        text = without_secrets(said)
+        if not said or (text and is_chatter(text)) or (not text and not withheld(said)):
             continue
-        memory = f"{message.name}: {text}" if message.name else text
+        memory = f"{message.name}: {text or said}" if message.name else text or said
         episodes.append(
             MemoryCandidate(
                 kind=CandidateKind.EPISODE,
                 memory=memory[:MAX_MEMORY_CHARS],
-                category="episode",
+                category="episode" if text else SECRETS_ONLY,
                 importance=policy.importance,
                 confidence=1.0,
                 source="episode",
-                evidence=text,
+                evidence=said,
                 message=index,
                 speaker=message.name,
             )

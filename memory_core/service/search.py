@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.relevance import RelevanceCalibration, calibration_for, relevance
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode, SearchResult
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.ports import Embedder, HistoryStore, MemoryStore
+from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
 from memory_core.service.journal import dropped_by_purge
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "recall_purged",
     "recall_update",
     "search",
+    "with_relevance",
 ]
 
 #: Longest query text accepted.
@@ -75,7 +79,42 @@ async def search(
     result = await store.search(scope, query, vector, wider)
     hits = discount_archived(result.hits) if cue else list(result.hits)
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
+    if vector is not None:
+        hits = await with_relevance(store, scope, query, vector, hits, calibration_for(embedder.name))
+    if opts.min_score is not None:
+        hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
     return result.model_copy(update={"hits": in_score_order(hits)})
+
+
+async def with_relevance(
+    store: MemoryStore,
+    scope: Scope,
+    query: str,
+    vector: Sequence[float],
+    hits: Sequence[SearchHit],
+    calibration: RelevanceCalibration | None,
+) -> list[SearchHit]:
+    """The hits with their relevance (:mod:`memory_core.domain.relevance`): the cosine of the query's
+    vector and each memory's stored one, read in one batch when the hits came without vectors (the
+    same on SQLite and Azure AI Search, whose hybrid query has no similarity of its own to give)."""
+    if calibration is None or not hits:
+        return list(hits)
+    missing = [h.record.id for h in hits if h.record.embedding is None]
+    stored: Mapping[str, MemoryRecord] = {}
+    if missing and supports(store, BatchReader):
+        stored = await cast(BatchReader, store).get_many(scope, missing)
+    wanted = np.asarray(vector, dtype=np.float32)
+    wanted /= float(np.linalg.norm(wanted)) or 1.0
+    found = []
+    for hit in hits:
+        record = stored.get(hit.record.id, hit.record)
+        embedding = hit.record.embedding or record.embedding
+        if embedding is not None:
+            values = np.asarray(embedding, dtype=np.float32)
+            cosine = float(values @ wanted) / (float(np.linalg.norm(values)) or 1.0)
+            hit = hit.model_copy(update={"relevance": relevance(cosine, query, hit.record.memory, calibration)})
+        found.append(hit)
+    return found
 
 
 def in_score_order(hits: Sequence[SearchHit]) -> list[SearchHit]:

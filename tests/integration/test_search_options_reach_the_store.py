@@ -46,6 +46,7 @@ CHANGED: dict[str, Any] = {
     "include_superseded": True,
     "min_importance": 0.25,
     "min_retention_score": 0.125,
+    "min_score": 0.375,
     "kind": MemoryKind.FACT,
     "vector_k": 17,
     "vector_weight": 2.5,

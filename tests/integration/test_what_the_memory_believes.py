@@ -72,15 +72,21 @@ def test_the_episode_that_said_the_old_value_is_no_longer_current(memory: Memory
 
 
 def test_a_secret_is_never_stored(memory: Memory) -> None:
-    result = memory.add("My password is hunter2, and my PIN is 4321.", user_id="u")
-    assert any("withheld" in d.reason for d in result.decisions)
+    result = memory.add("My password is hunter2, and my PIN is 4321. I work from home on Fridays.", user_id="u")
+    assert any("password, PIN withheld" in d.reason for d in result.decisions)
+    only = memory.add("The wifi password is hunter3.", user_id="u")
+    assert [(d.event.value, d.reason.startswith("not kept: it gave a secret")) for d in only.decisions] == [
+        ("NONE", True)
+    ]
+    kept = [r.memory for r in memory.get_all(user_id="u")]
+    assert any("Fridays" in t for t in kept) and not any("password" in t.lower() for t in kept)
     memory.add("Please forget my password.", user_id="u")
     export = memory.export(user_id="u")
     texts = [r.memory for r in export.memories] + [
         str(state) for entry in export.history for state in (entry.before, entry.after, entry.reason)
     ]
     texts += [h.record.memory for h in memory.search("password", user_id="u", include_archived=True).hits]
-    assert texts and not any("hunter2" in t or "4321" in t for t in texts)
+    assert texts and not any("hunter2" in t or "hunter3" in t or "4321" in t for t in texts)
 
 
 def test_chatter_is_not_memory_and_a_repeat_reinforces(memory: Memory) -> None:

@@ -193,6 +193,9 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         min_retention_score: Annotated[
             float | None, Field(ge=0, le=1, description="Only memories retained at least this well.")
         ] = None,
+        min_score: Annotated[
+            float | None, Field(ge=0, le=1, description="Only memories at least this relevant (0-1).")
+        ] = None,
         order_by: Annotated[OrderBy | None, Field(description="A field order instead of relevance.")] = None,
         vector_k: Annotated[int | None, Field(ge=1, le=1000, description="Neighbours of the vector leg.")] = None,
         vector_weight: Annotated[

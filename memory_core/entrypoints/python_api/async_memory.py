@@ -273,6 +273,7 @@ class AsyncMemory:
         include_superseded: bool = False,
         min_importance: float | None = None,
         min_retention_score: float | None = None,
+        min_score: float | None = None,
         order_by: OrderBy | str | None = None,
         vector_k: int | None = None,
         vector_weight: float | None = None,
@@ -299,6 +300,8 @@ class AsyncMemory:
             include_superseded: Also memories superseded by something said later (what held before).
             min_importance: Only memories at least this important (0-1).
             min_retention_score: Only memories with at least this retention (0-1).
+            min_score: Only memories at least this relevant (0-1, ``hit.relevance``: how well the
+                memory answers the query, comparable across queries).
             order_by: An explicit order instead of relevance (``"updated_at desc"``...).
             vector_k: Nearest neighbours the vector leg takes (default 50).
             vector_weight: Weight of the vector leg in hybrid fusion (default: by the query's language).

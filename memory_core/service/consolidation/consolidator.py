@@ -22,7 +22,7 @@ from memory_core.domain.records import (
 )
 from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
-from memory_core.language.secrets import withheld
+from memory_core.language.secrets import SECRETS_ONLY, withheld
 from memory_core.ports import ChatModel, Embedder, MemoryStore
 from memory_core.service.consolidation.decisions import (
     DEFAULT_THRESHOLDS,
@@ -211,6 +211,9 @@ class MemoryConsolidator:
         if vector is None:
             vector = (await embedder.embed_passages([candidate.memory]))[0]
         vector = np.asarray(vector, dtype=np.float32)
+        refused = _refused_for_a_secret(candidate)
+        if refused is not None:
+            return refused
         if candidate.kind is CandidateKind.EPISODE:
             new = _NewMemory(candidate, scope, now, new_memory_id, vector)
             return Consolidation(decision=await self._episode_decision(new, store, turn_id, provenance), path="rules")
@@ -239,14 +242,7 @@ class MemoryConsolidator:
                     f"{verdict.reason} (rules; model answer rejected: {fallback})",
                     verdict.supersedes,
                 )
-        later = _said_later(verdict, now)
-        if later is not None:  # what the candidate replaces was said after it: it held until then
-            verdict = Verdict(
-                MemoryEvent.ADD,
-                None,
-                candidate.memory,
-                f"{verdict.reason}; said before memory {later.id}, which holds now",
-            )
+        verdict, later = _said_before_what_it_replaces(verdict, candidate, now)
         if (
             verdict.text is not None
             and verdict.text != candidate.memory
@@ -294,7 +290,7 @@ class MemoryConsolidator:
         speaker = candidate.speaker or "user"
         return self._added(
             new,
-            "episode: the user's words" + _withheld_note(candidate.memory),
+            "episode: the user's words" + _withheld_note(candidate.evidence or candidate.memory),
             memory=candidate.memory,
             # The speaker and the date, searchable as words ("Caroline", "May 2023", "2023-05-08").
             summary=f"{speaker} on {now:%Y-%m-%d} ({now.day} {now:%B %Y})",
@@ -400,13 +396,31 @@ class MemoryConsolidator:
         return None, problem
 
 
-def _said_later(verdict: Verdict, now: datetime) -> MemoryRecord | None:
-    """The memory a superseding verdict would replace, when that was said after the candidate (a turn
-    that arrives late: validity follows when things were said, not when they arrived)."""
+def _said_before_what_it_replaces(
+    verdict: Verdict, candidate: MemoryCandidate, now: datetime
+) -> tuple[Verdict, MemoryRecord | None]:
+    """A superseding verdict whose target was said after the candidate (a turn that arrives late:
+    validity follows when things were said, not when they arrived) becomes an ADD of the candidate, and
+    the target is returned: the new memory held until it."""
     target = verdict.target
     if verdict.event is not MemoryEvent.UPDATE or not verdict.supersedes or target is None:
+        return verdict, None
+    if target.valid_from is None or target.valid_from <= now:
+        return verdict, None
+    reason = f"{verdict.reason}; said before memory {target.id}, which holds now"
+    return Verdict(MemoryEvent.ADD, None, candidate.memory, reason), target
+
+
+def _refused_for_a_secret(candidate: MemoryCandidate) -> Consolidation | None:
+    """NONE for a candidate that gave a secret (what is left of it still says what the secret is for):
+    a fact with a withheld secret in it, or an episode of secrets alone."""
+    if candidate.kind is CandidateKind.FORGET:
         return None
-    return target if target.valid_from is not None and target.valid_from > now else None
+    if candidate.category != SECRETS_ONLY and not (candidate.kind is CandidateKind.FACT and withheld(candidate.memory)):
+        return None
+    note = _withheld_note(candidate.evidence or candidate.memory)
+    decision = Decision(event=MemoryEvent.NONE, candidate=candidate, reason=f"not kept: it gave a secret{note}")
+    return Consolidation(decision=decision, path="rules")
 
 
 def _verdict_from_answer(

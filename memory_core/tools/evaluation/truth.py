@@ -39,6 +39,7 @@ from typing import Any, TextIO
 from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.relevance import DEFAULT_RELEVANCE_FLOOR
 from memory_core.domain.search import MemorySearchOptions, SearchHit
 from memory_core.domain.validation import parse_model
 from memory_core.entrypoints.python_api.messages import turn_messages
@@ -103,7 +104,7 @@ async def injected(
         scope,
         query,
         options,
-        min_score=None,
+        floor=DEFAULT_RELEVANCE_FLOOR,
         recall=False,
         search_timeout=30,
         ready_timeout=0,
