@@ -116,6 +116,7 @@ _SYNONYMS: tuple[str, ...] = (
     "birthday 誕生日",
     "kid 子供 子ども",
     "lesson レッスン",
+    "apply application applying applied 応募",
 )
 
 

@@ -95,11 +95,12 @@ async def with_relevance(
     calibration: RelevanceCalibration | None,
 ) -> list[SearchHit]:
     """The hits with their relevance (:mod:`memory_core.domain.relevance`): the cosine of the query's
-    vector and each memory's stored one, read in one batch when the hits came without vectors (the
-    same on SQLite and Azure AI Search, whose hybrid query has no similarity of its own to give)."""
+    vector and each memory's, from the vector leg's score (``1 / (2 - cosine)``) when the hit has one,
+    else from the stored vector, read in one batch (Azure AI Search's hybrid query gives no score per
+    leg)."""
     if calibration is None or not hits:
         return list(hits)
-    missing = [h.record.id for h in hits if h.record.embedding is None]
+    missing = [h.record.id for h in hits if h.record.embedding is None and not h.breakdown.vector_score]
     stored: Mapping[str, MemoryRecord] = {}
     if missing and supports(store, BatchReader):
         stored = await cast(BatchReader, store).get_many(scope, missing)
@@ -107,11 +108,14 @@ async def with_relevance(
     wanted /= float(np.linalg.norm(wanted)) or 1.0
     found = []
     for hit in hits:
-        record = stored.get(hit.record.id, hit.record)
-        embedding = hit.record.embedding or record.embedding
+        embedding = hit.record.embedding or stored.get(hit.record.id, hit.record).embedding
+        cosine: float | None = None
         if embedding is not None:
             values = np.asarray(embedding, dtype=np.float32)
             cosine = float(values @ wanted) / (float(np.linalg.norm(values)) or 1.0)
+        elif hit.breakdown.vector_score:  # the vector leg's score, 1 / (2 - cosine)
+            cosine = 2.0 - 1.0 / hit.breakdown.vector_score
+        if cosine is not None:
             hit = hit.model_copy(update={"relevance": relevance(cosine, query, hit.record.memory, calibration)})
         found.append(hit)
     return found
