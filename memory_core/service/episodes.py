@@ -356,14 +356,16 @@ async def withhold_forgotten(
     if record.status is MemoryStatus.DELETED:
         kept = forgotten_record(record)
         await store.upsert([kept])
-    own = None if kept is not record else redacted
-    await history.rewrite_entries(scope, [record.id], partial(HistoryEntry.forgotten, redact=own))
     for turn_id, message in _sources(record):
         episode = await store.get(scope, episode_id_for(scope, turn_id, message))
         if episode is None or episode.id == record.id:
             continue
         redact = None if episode.status is MemoryStatus.DELETED else redacted
         await history.rewrite_entries(scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
+    # The memory's own entries last: a redelivered turn reads from them whether this was done, so a
+    # crash before this line has it done again (and the episodes' entries are rewritten first).
+    own = None if kept is not record else redacted
+    await history.rewrite_entries(scope, [record.id], partial(HistoryEntry.forgotten, redact=own))
     return kept
 
 
