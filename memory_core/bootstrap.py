@@ -35,6 +35,7 @@ from memory_core.service.episodes import EpisodePolicy
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.azure.entra_tokens import EntraTokenValidator
     from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
+    from memory_core.adapters.models.openai_clients import AzureOpenAIConnection, CompatibleConnection
     from memory_core.adapters.sqlite.queue import SQLiteQueue
 
 __all__ = [
@@ -85,19 +86,19 @@ def _model_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "azure_openai":
         openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder: Embedder = openai_models.OpenAIEmbedder.azure(
+            _azure_openai_connection(settings),
             deployment=settings.azure_openai_embedding_deployment,
             dimensions=settings.embedding_dimensions,
-            **_azure_openai_connection(settings),
         )
         return embedder
     if settings.embedder in {"openai", "compatible"}:
         openai_models = _openai_models(f"MEMORY_EMBEDDER={settings.embedder}", "openai_embedder")
         embedder = openai_models.OpenAIEmbedder.openai_compatible(
+            _compatible_connection(settings),
             model=settings.embedding_model,
             dimensions=settings.embedding_dimensions,
             send_dimensions=settings.embedder == "openai",
             provider=settings.embedder,
-            **_compatible_connection(settings),
         )
         return embedder
     from memory_core.adapters.models.local_embedder import E5LocalEmbedder
@@ -174,27 +175,31 @@ def _openai_models(what: str, module: str) -> ModuleType:
     return openai_models
 
 
-def _azure_openai_connection(settings: Settings) -> dict[str, Any]:
+def _azure_openai_connection(settings: Settings) -> AzureOpenAIConnection:
     """How the chat model and the embedder reach Azure OpenAI: the endpoint, the API version, the
-    managed identity, the timeout and the extra headers."""
-    return {
-        "endpoint": settings.azure_openai_endpoint,
-        "api_version": settings.azure_openai_api_version,
-        "client_id": settings.azure_client_id or None,
-        "timeout": settings.llm_timeout_seconds,
-        "headers": settings.llm_header_map(),
-    }
+    managed identity, the timeout and the extra headers (after :func:`_openai_models`)."""
+    from memory_core.adapters.models.openai_clients import AzureOpenAIConnection
+
+    return AzureOpenAIConnection(
+        endpoint=settings.azure_openai_endpoint,
+        api_version=settings.azure_openai_api_version,
+        client_id=settings.azure_client_id or None,
+        timeout=settings.llm_timeout_seconds,
+        headers=settings.llm_header_map(),
+    )
 
 
-def _compatible_connection(settings: Settings) -> dict[str, Any]:
+def _compatible_connection(settings: Settings) -> CompatibleConnection:
     """How the chat model and the embedder reach OpenAI or a compatible server: the API root, the key,
-    the timeout and the extra headers."""
-    return {
-        "base_url": settings.llm_api_root,
-        "api_key": settings.llm_api_key or None,
-        "timeout": settings.llm_timeout_seconds,
-        "headers": settings.llm_header_map(),
-    }
+    the timeout and the extra headers (after :func:`_openai_models`)."""
+    from memory_core.adapters.models.openai_clients import CompatibleConnection
+
+    return CompatibleConnection(
+        base_url=settings.llm_api_root,
+        api_key=settings.llm_api_key or None,
+        timeout=settings.llm_timeout_seconds,
+        headers=settings.llm_header_map(),
+    )
 
 
 def require_chat_model(settings: Settings, what: str) -> ChatModel:
@@ -229,12 +234,10 @@ def build_chat_model(settings: Settings) -> ChatModel | None:
     model: ChatModel
     if provider == "azure":
         model = OpenAIChatModel.azure(
-            deployment=settings.azure_openai_chat_deployment, **_azure_openai_connection(settings)
+            _azure_openai_connection(settings), deployment=settings.azure_openai_chat_deployment
         )
     else:
-        model = OpenAIChatModel.openai_compatible(
-            model=settings.llm_model, **_compatible_connection(settings)
-        )
+        model = OpenAIChatModel.openai_compatible(_compatible_connection(settings), model=settings.llm_model)
     return model
 
 

@@ -6,7 +6,7 @@ Fakes in the tests subclass these classes rather than mocking them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
@@ -47,6 +47,7 @@ __all__ = [
     "SystemClock",
     "TurnJournal",
     "TurnPublisher",
+    "TurnStart",
     "UserDirectory",
     "WalCheckpointer",
     "check_browse_window",
@@ -449,6 +450,28 @@ class TurnJournal:
     processed_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """What a turn's first attempt records in its journal (:meth:`HistoryStore.begin_turn`).
+
+    Attributes:
+        scope: The turn's scope.
+        turn_id: The turn's stable id.
+        candidates: The candidates extracted, in order.
+        extraction_path: How they were extracted (``rules``, ``llm``, ``rules-fallback``...).
+        fallback_reason: Why extraction fell back to rules, if it did.
+        at: When the attempt began.
+    """
+
+    scope: Scope
+    turn_id: str
+    _: KW_ONLY
+    candidates: tuple[MemoryCandidate, ...]
+    extraction_path: str
+    fallback_reason: str | None
+    at: datetime
+
+
 class HistoryStore(Protocol):
     """The decision history of every memory, and which turns have been ingested.
 
@@ -461,17 +484,8 @@ class HistoryStore(Protocol):
         """Append entries that belong to no turn step (for example a delete made through the API)."""
         ...
 
-    async def begin_turn(
-        self,
-        scope: Scope,
-        turn_id: str,
-        *,
-        candidates: Sequence[MemoryCandidate],
-        extraction_path: str,
-        fallback_reason: str | None,
-        at: datetime,
-    ) -> TurnJournal:
-        """Record a turn's candidates unless an earlier attempt did; return the recorded journal."""
+    async def begin_turn(self, start: TurnStart) -> TurnJournal:
+        """Record a turn's start unless an earlier attempt did; return the recorded journal."""
         ...
 
     async def journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:

@@ -206,8 +206,8 @@ class MemoryContextProvider(ContextProvider):
             settings: Ready settings instead of the environment (which names the chat model with
                 ``MEMORY_LLM_PROVIDER`` and its settings).
             chat_model: An LLM for extraction and consolidation instead of the one the settings name
-                (for example ``OpenAIChatModel.openai_compatible(base_url=..., model=...)``); it stays
-                open when the provider closes.
+                (for example ``OpenAIChatModel.openai_compatible(CompatibleConnection(base_url=...),
+                model=...)``); it stays open when the provider closes.
             **kwargs: Provider options (``user_id``, ``agent_id``, ``top``, ...).
         """
         opening = {name: kwargs.pop(name) for name in OPEN_OPTIONS if name in kwargs}

@@ -15,7 +15,15 @@ import numpy as np
 from memory_core.domain.messages import CandidateKind, Decision, MemoryCandidate, MemoryEvent, Turn
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import parse_model
-from memory_core.ports import Clock, Embedder, EmbedderWrapper, HistoryStore, MemoryStore, TurnJournal
+from memory_core.ports import (
+    Clock,
+    Embedder,
+    EmbedderWrapper,
+    HistoryStore,
+    MemoryStore,
+    TurnJournal,
+    TurnStart,
+)
 from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
 from memory_core.service.episodes import (
     EpisodePolicy,
@@ -165,12 +173,14 @@ async def _begin(
         return journal
     extraction = prepared.extraction if prepared is not None else await extractor.extract(turn)
     return await history.begin_turn(
-        turn.scope,
-        turn.turn_id,
-        candidates=turn_candidates(turn, extraction, episodes),
-        extraction_path=str(extraction.path),
-        fallback_reason=extraction.fallback_reason,
-        at=clock.now(),
+        TurnStart(
+            turn.scope,
+            turn.turn_id,
+            candidates=tuple(turn_candidates(turn, extraction, episodes)),
+            extraction_path=str(extraction.path),
+            fallback_reason=extraction.fallback_reason,
+            at=clock.now(),
+        )
     )
 
 

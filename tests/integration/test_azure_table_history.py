@@ -26,7 +26,7 @@ from memory_core.config import Settings
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, MemoryEvent
 from memory_core.domain.records import Scope
 from memory_core.errors import ConfigurationError, TransientError
-from memory_core.ports import DeadLetter
+from memory_core.ports import DeadLetter, TurnStart
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 S1 = Scope.of("u1", "a1")
@@ -90,20 +90,24 @@ def both(fn: Callable[[Any], Coroutine[Any, Any, None]]) -> Callable[[str, Path]
 @both
 async def test_begin_turn_keeps_the_first_attempts_candidates(store: Any) -> None:
     first = await store.begin_turn(
-        S1,
-        "t1",
-        candidates=[MemoryCandidate(memory="likes tea")],
-        extraction_path="llm",
-        fallback_reason=None,
-        at=T0,
+        TurnStart(
+            S1,
+            "t1",
+            candidates=(MemoryCandidate(memory="likes tea"),),
+            extraction_path="llm",
+            fallback_reason=None,
+            at=T0,
+        )
     )
     again = await store.begin_turn(
-        S1,
-        "t1",
-        candidates=[MemoryCandidate(memory="something else")],
-        extraction_path="rules",
-        fallback_reason="timeout",
-        at=T0 + timedelta(hours=1),
+        TurnStart(
+            S1,
+            "t1",
+            candidates=(MemoryCandidate(memory="something else"),),
+            extraction_path="rules",
+            fallback_reason="timeout",
+            at=T0 + timedelta(hours=1),
+        )
     )
     assert again == first
     assert [c.memory for c in again.candidates] == ["likes tea"]
@@ -115,12 +119,14 @@ async def test_begin_turn_keeps_the_first_attempts_candidates(store: Any) -> Non
 @both
 async def test_record_step_is_atomic_and_idempotent(store: Any) -> None:
     await store.begin_turn(
-        S1,
-        "t1",
-        candidates=[MemoryCandidate(memory="a"), MemoryCandidate(memory="b")],
-        extraction_path="rules",
-        fallback_reason=None,
-        at=T0,
+        TurnStart(
+            S1,
+            "t1",
+            candidates=(MemoryCandidate(memory="a"), MemoryCandidate(memory="b")),
+            extraction_path="rules",
+            fallback_reason=None,
+            at=T0,
+        )
     )
     assert await store.record_step(S1, "t1", 1, [entry("m2", turn="t1")]) is True
     assert await store.record_step(S1, "t1", 0, [entry("m1", turn="t1")]) is True
@@ -153,7 +159,9 @@ async def test_mark_turn_processed_keeps_the_first_time(store: Any) -> None:
     assert journal.processed_at == T0 and journal.candidates == () and journal.extraction_path == "none"
     assert await store.turn_processed(S1, "recall-1")
     assert not await store.turn_processed(S2, "recall-1")
-    await store.begin_turn(S1, "t1", candidates=[], extraction_path="rules", fallback_reason=None, at=T0)
+    await store.begin_turn(
+        TurnStart(S1, "t1", candidates=(), extraction_path="rules", fallback_reason=None, at=T0)
+    )
     await store.mark_turn_processed(S1, "t1", T0 + timedelta(minutes=3))
     assert (await store.journal(S1, "t1")).processed_at == T0 + timedelta(minutes=3)
 
@@ -162,7 +170,7 @@ async def test_mark_turn_processed_keeps_the_first_time(store: Any) -> None:
 async def test_purge_removes_one_agent_or_the_whole_user(store: Any) -> None:
     for scope in (S1, S1B, S2):
         await store.begin_turn(
-            scope, "t1", candidates=[], extraction_path="rules", fallback_reason=None, at=T0
+            TurnStart(scope, "t1", candidates=(), extraction_path="rules", fallback_reason=None, at=T0)
         )
         await store.record_step(scope, "t1", 0, [entry("m1", scope, turn="t1")])
         await store.append([entry("m2", scope)])
@@ -191,12 +199,14 @@ def test_layout_partition_per_scope_and_ordered_row_keys() -> None:
         service = FakeTableService()
         store = history_store(service)
         await store.begin_turn(
-            S1,
-            "t1",
-            candidates=[MemoryCandidate(memory="x")],
-            extraction_path="rules",
-            fallback_reason=None,
-            at=T0,
+            TurnStart(
+                S1,
+                "t1",
+                candidates=(MemoryCandidate(memory="x"),),
+                extraction_path="rules",
+                fallback_reason=None,
+                at=T0,
+            )
         )
         await store.record_step(S1, "t1", 0, [entry("m1", turn="t1")])
         await store.record_step(S1, "t1", 1, [entry("m2", turn="t1")])
@@ -285,12 +295,14 @@ def test_long_records_are_split_over_properties_and_read_back_whole() -> None:
         text = "記憶" * 20_000  # 40,000 characters: three chunks, each under the 64 KiB property limit
         long_entry = entry("m1", turn="t1", text=text)
         await store.begin_turn(
-            S1,
-            "t1",
-            candidates=[MemoryCandidate(memory="記" * 3000)] * 12,
-            extraction_path="llm",
-            fallback_reason=None,
-            at=T0,
+            TurnStart(
+                S1,
+                "t1",
+                candidates=(MemoryCandidate(memory="記" * 3000),) * 12,
+                extraction_path="llm",
+                fallback_reason=None,
+                at=T0,
+            )
         )
         await store.record_step(S1, "t1", 0, [long_entry])
         (back,) = await store.for_turn(S1, "t1")

@@ -34,7 +34,7 @@ from memory_core.adapters.azure.table_history import DEFAULT_TABLE, AzureTableHi
 from memory_core.adapters.azure.table_records import entry_entity
 from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.errors import PermanentError, ValidationError
-from memory_core.ports import DeadLetter
+from memory_core.ports import DeadLetter, TurnStart
 
 JAPANESE = "記憶は時間とともに薄れるが、大切なことは残る。"
 EMOJI = "🍵🗻🌸"  # outside the BMP: two UTF-16 code units each
@@ -91,16 +91,20 @@ def test_azurite_starts_quickly(azurite: Azurite) -> None:
 @on_azurite
 async def test_turn_journal_steps_and_history(store: AzureTableHistoryStore) -> None:
     first = await store.begin_turn(
-        S1, "t1", candidates=[MemoryCandidate(memory="緑茶が好き"), MemoryCandidate(memory="b")],
-        extraction_path="llm", fallback_reason=None, at=T0,
+        TurnStart(
+            S1, "t1", candidates=(MemoryCandidate(memory="緑茶が好き"), MemoryCandidate(memory="b")),
+            extraction_path="llm", fallback_reason=None, at=T0,
+        )
     )  # fmt: skip
     again = await store.begin_turn(
-        S1,
-        "t1",
-        candidates=[],
-        extraction_path="rules",
-        fallback_reason="timeout",
-        at=T0 + timedelta(hours=1),
+        TurnStart(
+            S1,
+            "t1",
+            candidates=(),
+            extraction_path="rules",
+            fallback_reason="timeout",
+            at=T0 + timedelta(hours=1),
+        )
     )
     assert again == first and [c.memory for c in again.candidates] == ["緑茶が好き", "b"]
     assert await store.record_step(S1, "t1", 1, [entry("m2", turn="t1")]) is True
@@ -140,7 +144,7 @@ async def test_concurrent_writers_of_one_scope_take_turns_on_the_counter(
 async def test_purge_removes_one_agent_or_the_whole_user(store: AzureTableHistoryStore) -> None:
     for scope in (S1, S1B, S2):
         await store.begin_turn(
-            scope, "t1", candidates=[], extraction_path="rules", fallback_reason=None, at=T0
+            TurnStart(scope, "t1", candidates=(), extraction_path="rules", fallback_reason=None, at=T0)
         )
         await store.record_step(scope, "t1", 0, [entry("m1", scope, turn="t1")])
         await store.append([entry("m2", scope)])
@@ -257,16 +261,16 @@ def test_the_service_agrees_an_oversized_entity_is_too_large(azurite: Azurite) -
 async def test_journal_candidates_over_the_budget_are_refused_naming_the_field(
     store: AzureTableHistoryStore,
 ) -> None:
-    candidates = [MemoryCandidate(memory=repeat(JAPANESE + EMOJI, 4000)) for _ in range(60)]
+    candidates = tuple(MemoryCandidate(memory=repeat(JAPANESE + EMOJI, 4000)) for _ in range(60))
     with pytest.raises(ValidationError, match="candidates") as refused:
         await store.begin_turn(
-            S1, "t1", candidates=candidates, extraction_path="llm", fallback_reason=None, at=T0
+            TurnStart(S1, "t1", candidates=candidates, extraction_path="llm", fallback_reason=None, at=T0)
         )
     assert refused.value.field == "candidates"
     assert await store.journal(S1, "t1") is None
     # Within the budget, the same long Japanese and emoji text round-trips whole.
     journal = await store.begin_turn(
-        S1, "t1", candidates=candidates[:12], extraction_path="llm", fallback_reason=None, at=T0
+        TurnStart(S1, "t1", candidates=candidates[:12], extraction_path="llm", fallback_reason=None, at=T0)
     )
     assert [c.memory for c in journal.candidates] == [c.memory for c in candidates[:12]]
 

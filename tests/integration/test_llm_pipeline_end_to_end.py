@@ -16,6 +16,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.adapters.models.openai_chat import OpenAIChatModel
+from memory_core.adapters.models.openai_clients import CompatibleConnection
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.domain.records import MemoryStatus, Scope
@@ -54,7 +55,7 @@ def fact(memory: str, evidence: str, importance: float = 0.8) -> dict[str, Any]:
 def test_llm_answers_retries_and_fallbacks_through_the_service(tmp_path: Path) -> None:
     async def scenario(server: FakeOpenAIServer) -> None:
         model = OpenAIChatModel.openai_compatible(
-            base_url=server.base_url, model="test-model", timeout=0.5, max_retries=1
+            CompatibleConnection(base_url=server.base_url, timeout=0.5, max_retries=1), model="test-model"
         )
         history = SQLiteHistoryStore(tmp_path / "m.db")
         service = build_service(

@@ -353,7 +353,8 @@ def test_local_client_takes_a_chat_model_and_leaves_it_open(tmp_path: Path, serv
     from memory_core.domain.messages import Turn
 
     async def scenario() -> None:
-        model = openai_chat.OpenAIChatModel.openai_compatible(base_url=server.base_url, model="mine")
+        connection = openai_clients.CompatibleConnection(base_url=server.base_url)
+        model = openai_chat.OpenAIChatModel.openai_compatible(connection, model="mine")
         client = LocalMemoryClient.open(
             sqlite_path=tmp_path / "m.db", embedder=HashingEmbedder(), chat_model=model, episodes=False
         )

@@ -15,6 +15,7 @@ from fake_openai_server import FakeOpenAIServer, Reply
 from openai import AsyncOpenAI
 
 from memory_core.adapters.models.openai_chat import OpenAIChatModel
+from memory_core.adapters.models.openai_clients import AzureOpenAIConnection, CompatibleConnection
 from memory_core.adapters.models.openai_embedder import AzureOpenAIEmbedder
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
 from memory_core.errors import ConfigurationError, PermanentError, TransientError, ValidationError
@@ -61,9 +62,8 @@ async def _run(factory: Callable[[], Awaitable[R]]) -> R:
 
 
 def model_for(server: FakeOpenAIServer, *, timeout: float = 5.0, max_retries: int = 2) -> OpenAIChatModel:
-    return OpenAIChatModel.openai_compatible(
-        base_url=server.base_url, model="gpt-test", timeout=timeout, max_retries=max_retries
-    )
+    connection = CompatibleConnection(base_url=server.base_url, timeout=timeout, max_retries=max_retries)
+    return OpenAIChatModel.openai_compatible(connection, model="gpt-test")
 
 
 async def ask(model: OpenAIChatModel, schema: type[Any] = ExtractionOutput) -> Any:
@@ -176,7 +176,9 @@ def test_bad_request_is_permanent_and_not_retried(server: FakeOpenAIServer) -> N
 def test_unreachable_endpoint_is_transient() -> None:
     with FakeOpenAIServer() as gone:
         base_url = gone.base_url
-    model = OpenAIChatModel.openai_compatible(base_url=base_url, model="m", timeout=1.0, max_retries=0)
+    model = OpenAIChatModel.openai_compatible(
+        CompatibleConnection(base_url=base_url, timeout=1.0, max_retries=0), model="m"
+    )
     with pytest.raises(TransientError, match="connect"):
         run(lambda: ask(model))
 
@@ -195,12 +197,14 @@ def test_azure_uses_bearer_token_and_deployment_path(server: FakeOpenAIServer) -
 
     server.script(Reply.json(VALID))
     model = OpenAIChatModel.azure(
-        endpoint=server.origin,
+        AzureOpenAIConnection(
+            endpoint=server.origin,
+            api_version="2024-10-21",
+            token_provider=token_provider,
+            timeout=5.0,
+            max_retries=0,
+        ),
         deployment="chat-deploy",
-        api_version="2024-10-21",
-        token_provider=token_provider,
-        timeout=5.0,
-        max_retries=0,
     )
     run(lambda: ask(model))
     (request,) = server.requests
@@ -366,12 +370,11 @@ def test_azure_embedder_returns_unit_vectors(server: FakeOpenAIServer) -> None:
 
     async def scenario() -> tuple[np.ndarray, np.ndarray, AzureOpenAIEmbedder]:
         embedder = AzureOpenAIEmbedder.azure(
-            endpoint=server.origin,
+            AzureOpenAIConnection(
+                endpoint=server.origin, api_version="2024-10-21", token_provider=token_provider, max_retries=0
+            ),
             deployment="emb",
-            api_version="2024-10-21",
             dimensions=3,
-            token_provider=token_provider,
-            max_retries=0,
         )
         try:
             return await embedder.embed_passages(["a", "b"]), await embedder.embed_query("q"), embedder
@@ -395,7 +398,8 @@ def test_azure_without_a_provider_owns_a_default_credential(server: FakeOpenAISe
     from azure.identity.aio import DefaultAzureCredential
 
     async def scenario() -> list[str]:
-        model = OpenAIChatModel.azure(endpoint=server.origin, deployment="d", api_version="2024-10-21")
+        connection = AzureOpenAIConnection(endpoint=server.origin, api_version="2024-10-21")
+        model = OpenAIChatModel.azure(connection, deployment="d")
         credential = model._credential
         assert isinstance(credential, DefaultAzureCredential)
         closed: list[str] = []
@@ -420,8 +424,9 @@ def test_azure_without_a_provider_or_transport_is_a_configuration_error(server: 
         pass
     else:
         pytest.skip("aiohttp is installed; the credential can be built")
+    connection = AzureOpenAIConnection(endpoint=server.origin, api_version="2024-10-21")
     with pytest.raises(ConfigurationError, match="aiohttp"):
-        OpenAIChatModel.azure(endpoint=server.origin, deployment="d", api_version="2024-10-21")
+        OpenAIChatModel.azure(connection, deployment="d")
 
 
 def test_a_model_that_rejects_a_parameter_is_asked_again_without_it_and_never_again(

@@ -22,6 +22,7 @@ from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import Scope
 from memory_core.errors import TransientError, ValidationError
+from memory_core.ports import TurnStart
 from memory_core.service.episodes import EpisodePolicy
 from memory_core.service.extraction.extractor import MemoryExtractor
 from memory_core.service.preparation import PreparedTurn, prepare_turns
@@ -110,7 +111,9 @@ def test_a_turn_already_begun_or_ingested_is_not_prepared(tmp_path: Path) -> Non
             await ingest(pipeline, TURNS[0])
             # TURNS[1] was begun (its journal holds the candidates) and then the process died
             await pipeline.history.begin_turn(
-                SCOPE, TURNS[1].turn_id, candidates=[], extraction_path="rules", fallback_reason=None, at=START
+                TurnStart(
+                    SCOPE, TURNS[1].turn_id, candidates=(), extraction_path="rules", fallback_reason=None, at=START
+                )
             )
             return await prepare(pipeline, TURNS[:3])
         finally:

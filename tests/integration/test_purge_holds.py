@@ -31,7 +31,15 @@ from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn, sessio
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
-from memory_core.ports import DeadLetter, FixedClock, QueuedLister, ScopePurger, WalCheckpointer, supports
+from memory_core.ports import (
+    DeadLetter,
+    FixedClock,
+    QueuedLister,
+    ScopePurger,
+    TurnStart,
+    WalCheckpointer,
+    supports,
+)
 from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
@@ -139,7 +147,9 @@ def test_the_table_tombstone_is_ids_and_a_time_in_its_own_partition() -> None:
     async def body() -> None:
         service = FakeTableService()
         store = history_store(service)
-        await store.begin_turn(S1, "t1", candidates=[], extraction_path="rules", fallback_reason=None, at=NOW)
+        await store.begin_turn(
+            TurnStart(S1, "t1", candidates=(), extraction_path="rules", fallback_reason=None, at=NOW)
+        )
         await store.record_step(
             S1,
             "t1",

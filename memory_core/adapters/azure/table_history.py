@@ -60,7 +60,7 @@ from memory_core.adapters.azure.table_records import (
     tombstone_entity,
 )
 from memory_core.adapters.history_codec import iso_time
-from memory_core.domain.messages import HistoryEntry, MemoryCandidate, session_id_for
+from memory_core.domain.messages import HistoryEntry, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.errors import (
@@ -69,7 +69,7 @@ from memory_core.errors import (
     PermanentError,
     ValidationError,
 )
-from memory_core.ports import DeadLetter, TurnJournal
+from memory_core.ports import DeadLetter, TurnJournal, TurnStart
 
 __all__ = ["DEFAULT_TABLE", "AzureTableHistoryStore"]
 
@@ -154,31 +154,15 @@ class AzureTableHistoryStore(RetryingTable):
                     "append history", pk, partial(append_ops, pk, batch), len(batch)
                 )
 
-    async def begin_turn(
-        self,
-        scope: Scope,
-        turn_id: str,
-        *,
-        candidates: Sequence[MemoryCandidate],
-        extraction_path: str,
-        fallback_reason: str | None,
-        at: datetime,
-    ) -> TurnJournal:
-        """Record the turn's candidates unless an earlier attempt did; return what is recorded."""
-        entity = journal_entity(
-            partition_key(scope),
-            turn_id,
-            candidates=candidates,
-            extraction_path=extraction_path,
-            fallback_reason=fallback_reason,
-            at=at,
-        )
+    async def begin_turn(self, start: TurnStart) -> TurnJournal:
+        """Record the turn's start unless an earlier attempt did; return what is recorded."""
+        entity = journal_entity(partition_key(start.scope), start)
         await self._ensure_table()
         with contextlib.suppress(ConflictError):  # an earlier attempt recorded its candidates: those win
             await self._call("begin turn", lambda: self._client.create_entity(entity))
-        journal = await self.journal(scope, turn_id)
+        journal = await self.journal(start.scope, start.turn_id)
         if journal is None:  # pragma: no cover - purged in between
-            raise NotFoundError(f"the journal of turn {turn_id!r} vanished while it was being begun")
+            raise NotFoundError(f"the journal of turn {start.turn_id!r} vanished while it was being begun")
         return journal
 
     async def journal(self, scope: Scope, turn_id: str) -> TurnJournal | None:

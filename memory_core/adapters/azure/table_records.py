@@ -49,10 +49,10 @@ from memory_core.adapters.history_codec import (
     iso_time,
     journal_from_fields,
 )
-from memory_core.domain.messages import HistoryEntry, MemoryCandidate
+from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.records import Scope
 from memory_core.errors import ValidationError
-from memory_core.ports import DeadLetter, TurnJournal
+from memory_core.ports import DeadLetter, TurnJournal, TurnStart
 
 __all__ = [
     "MAX_DEAD_LETTER_BODY",
@@ -184,15 +184,7 @@ def step_ops(pk: str, turn_id: str, step: int, entries: Sequence[HistoryEntry], 
 
 
 # -- turn journals, tombstones, checkpoints ------------------------------------------------------
-def journal_entity(
-    pk: str,
-    turn_id: str,
-    *,
-    candidates: Sequence[MemoryCandidate],
-    extraction_path: str,
-    fallback_reason: str | None,
-    at: datetime,
-) -> dict[str, Any]:
+def journal_entity(pk: str, start: TurnStart) -> dict[str, Any]:
     """The journal a turn's first attempt records.
 
     Raises:
@@ -200,14 +192,14 @@ def journal_entity(
     """
     entity: dict[str, Any] = {
         "PartitionKey": pk,
-        "RowKey": journal_key(turn_id),
-        "extraction_path": extraction_path,
-        "started_at": iso_time(at),
+        "RowKey": journal_key(start.turn_id),
+        "extraction_path": start.extraction_path,
+        "started_at": iso_time(start.at),
     }
-    if fallback_reason is not None:
-        entity["fallback_reason"] = fallback_reason
-    put_text(entity, "candidates", candidates_json(candidates))
-    check_entity(entity, f"journal of turn {turn_id!r}")
+    if start.fallback_reason is not None:
+        entity["fallback_reason"] = start.fallback_reason
+    put_text(entity, "candidates", candidates_json(start.candidates))
+    check_entity(entity, f"journal of turn {start.turn_id!r}")
     return entity
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,10 +24,9 @@ import pydantic
 from openai import AsyncOpenAI
 
 from memory_core.adapters.models.openai_clients import (
+    AzureOpenAIConnection,
     ClientOwner,
-    TokenProvider,
-    azure_client,
-    compatible_client,
+    CompatibleConnection,
 )
 from memory_core.adapters.models.openai_errors import (
     invalid_answer,
@@ -117,67 +115,29 @@ class OpenAIChatModel(ClientOwner):
         self.usage = ModelUsage()
 
     @classmethod
-    def azure(
-        cls,
-        *,
-        endpoint: str,
-        deployment: str,
-        api_version: str,
-        token_provider: TokenProvider | None = None,
-        client_id: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        headers: Mapping[str, str] | None = None,
-    ) -> OpenAIChatModel:
+    def azure(cls, connection: AzureOpenAIConnection, *, deployment: str) -> OpenAIChatModel:
         """A chat model on an Azure OpenAI deployment with Microsoft Entra ID tokens.
 
         Args:
-            endpoint: ``https://NAME.openai.azure.com``, or ``https://NAME.openai.azure.com/openai/v1``
-                (``AZURE_OPENAI_ENDPOINT``).
+            connection: The resource and how to reach it.
             deployment: The chat deployment (``AZURE_OPENAI_CHAT_DEPLOYMENT``).
-            api_version: Data-plane API version (``AZURE_OPENAI_API_VERSION``); ``v1`` for the
-                ``/openai/v1`` endpoint.
-            token_provider: Async callable returning a bearer token; when ``None`` one is made from
-                ``DefaultAzureCredential`` (with ``client_id``) and closed with this object.
-            client_id: User-assigned managed identity (``AZURE_CLIENT_ID``), when no provider is given.
-            timeout: Seconds per HTTP attempt.
-            max_retries: Transport retries after the first attempt.
-            headers: Extra HTTP headers on every request (for example a gateway's).
         """
-        if not endpoint or not deployment:
+        if not connection.endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI needs an endpoint and a chat deployment")
-        client, credential = azure_client(
-            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries, headers
-        )
+        client, credential = connection.client(deployment)
         return cls(client, model=deployment, owns_client=True, credential=credential)
 
     @classmethod
-    def openai_compatible(
-        cls,
-        *,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        headers: Mapping[str, str] | None = None,
-    ) -> OpenAIChatModel:
+    def openai_compatible(cls, connection: CompatibleConnection, *, model: str) -> OpenAIChatModel:
         """A chat model on OpenAI or any OpenAI-compatible endpoint (``.../v1``).
 
         Args:
-            base_url: The API root, for example ``https://api.openai.com/v1`` or
-                ``http://127.0.0.1:11434/v1``.
+            connection: The endpoint and how to reach it.
             model: Model name.
-            api_key: Bearer key if the endpoint wants one; endpoints without authentication get a
-                placeholder.
-            timeout: Seconds per HTTP attempt.
-            max_retries: Transport retries after the first attempt.
-            headers: Extra HTTP headers on every request.
         """
-        if not base_url or not model:
+        if not connection.base_url or not model:
             raise ConfigurationError("an OpenAI-compatible chat model needs a base URL and a model name")
-        client = compatible_client(base_url, api_key, timeout, max_retries, headers)
-        return cls(client, model=model, owns_client=True)
+        return cls(connection.client(), model=model, owns_client=True)
 
     @property
     def name(self) -> str:

@@ -8,6 +8,7 @@ either Azure endpoint: the versioned one (``/openai/deployments/NAME/...?api-ver
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from openai import AsyncAzureOpenAI, AsyncOpenAI
@@ -17,12 +18,12 @@ from memory_core.errors import ConfigurationError
 __all__ = [
     "AZURE_OPENAI_SCOPE",
     "AZURE_OPENAI_V1",
+    "AzureOpenAIConnection",
     "ClientOwner",
+    "CompatibleConnection",
     "TokenProvider",
-    "azure_client",
     "azure_token_provider",
     "azure_v1_base_url",
-    "compatible_client",
 ]
 
 #: The Entra ID scope of Azure OpenAI (Cognitive Services) data-plane calls.
@@ -71,48 +72,84 @@ def azure_v1_base_url(endpoint: str, api_version: str) -> str | None:
     return f"{root}/openai/v1/"
 
 
-def azure_client(
-    endpoint: str,
-    deployment: str,
-    api_version: str,
-    token_provider: TokenProvider | None,
-    client_id: str | None,
-    timeout: float,
-    max_retries: int,
-    headers: Mapping[str, str] | None = None,
-) -> tuple[AsyncOpenAI, Any]:
-    """An Azure OpenAI client with Entra ID tokens, and the credential it created (``None`` if given a provider).
+@dataclass(frozen=True, slots=True)
+class AzureOpenAIConnection:
+    """How a model reaches an Azure OpenAI resource, with Microsoft Entra ID tokens.
 
-    On the ``/openai/v1`` endpoint this is a plain ``AsyncOpenAI`` client whose key is the token provider
-    (the SDK sends it as the bearer token); otherwise an ``AsyncAzureOpenAI`` client on the deployment.
+    Attributes:
+        endpoint: ``https://NAME.openai.azure.com``, or ``https://NAME.openai.azure.com/openai/v1``
+            (``AZURE_OPENAI_ENDPOINT``).
+        api_version: Data-plane API version (``AZURE_OPENAI_API_VERSION``); ``v1`` for the
+            ``/openai/v1`` endpoint.
+        token_provider: Async callable returning a bearer token; when ``None`` one is made from
+            ``DefaultAzureCredential`` (with ``client_id``) and closed with the model.
+        client_id: User-assigned managed identity (``AZURE_CLIENT_ID``), when no provider is given.
+        timeout: Seconds per HTTP attempt.
+        max_retries: Transport retries after the first attempt.
+        headers: Extra HTTP headers on every request (for example a gateway's).
     """
-    credential: Any = None
-    if token_provider is None:
-        token_provider, credential = azure_token_provider(client_id)
-    v1 = azure_v1_base_url(endpoint, api_version)
-    transport = _transport(timeout, max_retries, headers)
-    client: AsyncOpenAI
-    if v1 is not None:
-        client = AsyncOpenAI(base_url=v1, api_key=token_provider, **transport)
-    else:
-        client = AsyncAzureOpenAI(
-            azure_endpoint=endpoint,
-            azure_deployment=deployment,
-            api_version=api_version,
-            azure_ad_token_provider=token_provider,
-            **transport,
+
+    endpoint: str
+    api_version: str
+    token_provider: TokenProvider | None = None
+    client_id: str | None = None
+    timeout: float = 30.0
+    max_retries: int = 3
+    headers: Mapping[str, str] | None = None
+
+    def client(self, deployment: str) -> tuple[AsyncOpenAI, Any]:
+        """A client on ``deployment``, and the credential it created (``None`` if given a provider).
+
+        On the ``/openai/v1`` endpoint this is a plain ``AsyncOpenAI`` client whose key is the token
+        provider (the SDK sends it as the bearer token); otherwise an ``AsyncAzureOpenAI`` client on the
+        deployment.
+        """
+        credential: Any = None
+        token_provider = self.token_provider
+        if token_provider is None:
+            token_provider, credential = azure_token_provider(self.client_id)
+        v1 = azure_v1_base_url(self.endpoint, self.api_version)
+        transport = _transport(self.timeout, self.max_retries, self.headers)
+        client: AsyncOpenAI
+        if v1 is not None:
+            client = AsyncOpenAI(base_url=v1, api_key=token_provider, **transport)
+        else:
+            client = AsyncAzureOpenAI(
+                azure_endpoint=self.endpoint,
+                azure_deployment=deployment,
+                api_version=self.api_version,
+                azure_ad_token_provider=token_provider,
+                **transport,
+            )
+        return client, credential
+
+
+@dataclass(frozen=True, slots=True)
+class CompatibleConnection:
+    """How a model reaches OpenAI or an OpenAI-compatible server.
+
+    Attributes:
+        base_url: The API root, for example ``https://api.openai.com/v1`` or ``http://127.0.0.1:11434/v1``.
+        api_key: Bearer key if the endpoint wants one; endpoints without authentication get a placeholder.
+        timeout: Seconds per HTTP attempt.
+        max_retries: Transport retries after the first attempt.
+        headers: Extra HTTP headers on every request.
+    """
+
+    base_url: str
+    api_key: str | None = None
+    timeout: float = 30.0
+    max_retries: int = 3
+    headers: Mapping[str, str] | None = None
+
+    def client(self) -> AsyncOpenAI:
+        """An ``AsyncOpenAI`` client on :attr:`base_url`; without a key, a placeholder one (the SDK would
+        otherwise read ``OPENAI_API_KEY`` itself)."""
+        return AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key or "unused",
+            **_transport(self.timeout, self.max_retries, self.headers),
         )
-    return client, credential
-
-
-def compatible_client(
-    base_url: str, api_key: str | None, timeout: float, max_retries: int, headers: Mapping[str, str] | None
-) -> AsyncOpenAI:
-    """An ``AsyncOpenAI`` client on ``base_url``; an endpoint without authentication gets a placeholder key
-    (the SDK would otherwise read ``OPENAI_API_KEY`` itself)."""
-    return AsyncOpenAI(
-        base_url=base_url, api_key=api_key or "unused", **_transport(timeout, max_retries, headers)
-    )
 
 
 class _Transport(TypedDict):

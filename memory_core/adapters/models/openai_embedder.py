@@ -4,7 +4,7 @@ OpenAI-compatible server (float32 unit vectors)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,10 +12,9 @@ import openai
 from openai import AsyncOpenAI
 
 from memory_core.adapters.models.openai_clients import (
+    AzureOpenAIConnection,
     ClientOwner,
-    TokenProvider,
-    azure_client,
-    compatible_client,
+    CompatibleConnection,
 )
 from memory_core.adapters.models.openai_errors import translate_error
 from memory_core.errors import ConfigurationError, PermanentError
@@ -65,59 +64,43 @@ class OpenAIEmbedder(ClientOwner):
 
     @classmethod
     def azure(
-        cls,
-        *,
-        endpoint: str,
-        deployment: str,
-        api_version: str,
-        dimensions: int = 1536,
-        token_provider: TokenProvider | None = None,
-        client_id: str | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        headers: Mapping[str, str] | None = None,
+        cls, connection: AzureOpenAIConnection, *, deployment: str, dimensions: int = 1536
     ) -> OpenAIEmbedder:
-        """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens (either
-        endpoint, as for :meth:`OpenAIChatModel.azure`)."""
-        if not endpoint or not deployment:
+        """An embedder on an Azure OpenAI embeddings deployment with Microsoft Entra ID tokens.
+
+        Args:
+            connection: The resource and how to reach it.
+            deployment: The embeddings deployment.
+            dimensions: The model's vector size.
+        """
+        if not connection.endpoint or not deployment:
             raise ConfigurationError("Azure OpenAI embeddings need an endpoint and a deployment")
-        client, credential = azure_client(
-            endpoint, deployment, api_version, token_provider, client_id, timeout, max_retries, headers
-        )
+        client, credential = connection.client(deployment)
         return cls(client, model=deployment, dimensions=dimensions, owns_client=True, credential=credential)
 
     @classmethod
     def openai_compatible(
         cls,
+        connection: CompatibleConnection,
         *,
-        base_url: str,
         model: str,
         dimensions: int,
-        api_key: str | None = None,
         send_dimensions: bool = False,
         provider: str = "compatible",
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        headers: Mapping[str, str] | None = None,
     ) -> OpenAIEmbedder:
         """An embedder on OpenAI or an OpenAI-compatible endpoint (``.../v1/embeddings``).
 
         Args:
-            base_url: The API root.
+            connection: The endpoint and how to reach it.
             model: Model name.
             dimensions: The model's vector size (or the size to ask for, with ``send_dimensions``).
-            api_key: Bearer key if the endpoint wants one.
             send_dimensions: Send ``dimensions`` (OpenAI's text-embedding-3 models take it).
             provider: The first part of :attr:`name`.
-            timeout: Seconds per HTTP attempt.
-            max_retries: Transport retries after the first attempt.
-            headers: Extra HTTP headers on every request.
         """
-        if not base_url:
+        if not connection.base_url:
             raise ConfigurationError("an OpenAI-compatible embedder needs a base URL")
-        client = compatible_client(base_url, api_key, timeout, max_retries, headers)
         return cls(
-            client,
+            connection.client(),
             model=model,
             dimensions=dimensions,
             owns_client=True,

@@ -33,10 +33,10 @@ from memory_core.adapters.history_codec import (
     journal_from_fields,
 )
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
-from memory_core.domain.messages import HistoryEntry, MemoryCandidate
+from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
-from memory_core.ports import TurnJournal
+from memory_core.ports import TurnJournal, TurnStart
 
 __all__ = ["SQLiteHistoryStore", "history_entry_id"]
 
@@ -216,18 +216,10 @@ class SQLiteHistoryStore:
                 self._abort(exc)
                 raise
 
-    async def begin_turn(
-        self,
-        scope: Scope,
-        turn_id: str,
-        *,
-        candidates: Sequence[MemoryCandidate],
-        extraction_path: str,
-        fallback_reason: str | None,
-        at: datetime,
-    ) -> TurnJournal:
-        """Record the turn's candidates unless an earlier attempt did; return what is recorded."""
-        payload = candidates_json(candidates)
+    async def begin_turn(self, start: TurnStart) -> TurnJournal:
+        """Record the turn's start unless an earlier attempt did; return what is recorded."""
+        scope = start.scope
+        payload = candidates_json(start.candidates)
         with self._lock:
             self._begin()
             try:
@@ -237,14 +229,14 @@ class SQLiteHistoryStore:
                     (
                         scope.user_id,
                         scope.agent_id,
-                        turn_id,
+                        start.turn_id,
                         payload,
-                        extraction_path,
-                        fallback_reason,
-                        iso_time(at),
+                        start.extraction_path,
+                        start.fallback_reason,
+                        iso_time(start.at),
                     ),
                 )
-                journal = self._journal(scope, turn_id)
+                journal = self._journal(scope, start.turn_id)
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 self._abort(exc)

@@ -35,7 +35,6 @@ import numpy as np
 
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.language.date_annotation import strip_date_annotations
 from memory_core.ports import FixedClock
 from memory_core.tools.evaluation.embeddings import (
@@ -52,9 +51,8 @@ from memory_core.tools.evaluation.japanese_data import (
 )
 from memory_core.tools.evaluation.metrics import DEFAULT_KS
 from memory_core.tools.evaluation.retrieval import (
-    DEFAULT_MODES,
-    DEFAULT_PROFILES,
     Question,
+    SearchGrid,
     add_configuration_arguments,
     results_and_best_tables,
     search_configurations,
@@ -125,15 +123,14 @@ async def evaluate_retrieval(
     data: JapaneseSet,
     *,
     embedder: Any,
-    modes: Sequence[SearchMode] = DEFAULT_MODES,
-    profiles: Sequence[RankingProfile] = DEFAULT_PROFILES,
+    grid: SearchGrid,
     distractors: Sequence[str] = (),
     distractors_per_user: int = 0,
     seed: int = 7,
     cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
-    """Retrieval metrics per mode x profile (see the module docstring); progress to ``progress``."""
+    """Retrieval metrics in each configuration of ``grid`` (module docstring); progress to ``progress``."""
     texts, owners = _memories(data, distractors, distractors_per_user, seed)
     key = f"ja-{data.version}"
     passages = cached_embeddings(
@@ -175,7 +172,7 @@ async def evaluate_retrieval(
     results = await search_configurations(
         records,
         questions,
-        [(m, p) for m in modes for p in profiles],
+        grid,
         clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
         progress=progress,
     )
@@ -335,8 +332,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         report["retrieval"] = await evaluate_retrieval(
             data,
             embedder=embedder,
-            modes=[SearchMode(m) for m in args.modes],
-            profiles=[RankingProfile(p) for p in args.profiles],
+            grid=SearchGrid.from_args(args),
             distractors=distractors,
             distractors_per_user=args.distractors_per_user,
             seed=args.seed,

@@ -23,7 +23,6 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.search import RankingProfile, SearchMode
 from memory_core.ports import FixedClock
 from memory_core.tools.evaluation.embeddings import (
     DEFAULT_CACHE_DIR,
@@ -42,9 +41,8 @@ from memory_core.tools.evaluation.locomo_data import (
 )
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, METRICS, metric_label
 from memory_core.tools.evaluation.retrieval import (
-    DEFAULT_MODES,
-    DEFAULT_PROFILES,
     Question,
+    SearchGrid,
     add_configuration_arguments,
     results_and_best_tables,
     search_configurations,
@@ -116,8 +114,7 @@ async def evaluate(
     data: LocomoData,
     *,
     embedder: Any,
-    modes: Sequence[SearchMode] = DEFAULT_MODES,
-    profiles: Sequence[RankingProfile] = DEFAULT_PROFILES,
+    grid: SearchGrid,
     text_format: str = "dated",
     embed_format: str | None = None,
     vector_k: int = 50,
@@ -126,13 +123,12 @@ async def evaluate(
     categories: Sequence[int] = EVALUATED_CATEGORIES,
     progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
-    """Search every evaluated question in every mode x profile; metrics and latency per configuration.
+    """Search every evaluated question in every configuration of ``grid``; metrics and latency of each.
 
     Args:
         data: From :func:`load_locomo`.
         embedder: Passage and query embedder (see :func:`~memory_core.tools.evaluation.embeddings.cached_embeddings`).
-        modes: Search modes to run.
-        profiles: Ranking profiles to run.
+        grid: The search modes and ranking profiles to run.
         text_format: One of :data:`TEXT_FORMATS`: the memory text (what BM25 indexes).
         embed_format: The text that is embedded (default: ``text_format``), e.g. ``speaker`` to keep
             the date out of the vector while BM25 still sees it.
@@ -160,7 +156,7 @@ async def evaluate(
     results = await search_configurations(
         _records(data, passages, text_format),
         _asked(data, questions, query_vectors),
-        [(m, p) for m in modes for p in profiles],
+        grid,
         clock=FixedClock(datetime(2000, 1, 1, tzinfo=UTC)),
         progress=progress,
         vector_k=vector_k,
@@ -260,8 +256,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
     report = await evaluate(
         data,
         embedder=embedder,
-        modes=[SearchMode(m) for m in args.modes],
-        profiles=[RankingProfile(p) for p in args.profiles],
+        grid=SearchGrid.from_args(args),
         text_format=args.text_format,
         embed_format=args.embed_format,
         vector_k=args.vector_k,

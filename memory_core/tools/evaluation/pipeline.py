@@ -48,7 +48,7 @@ from memory_core.tools.evaluation.locomo import (
 )
 from memory_core.tools.evaluation.locomo import evaluate as evaluate_raw
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, MetricAccumulator, metric_label
-from memory_core.tools.evaluation.retrieval import Configuration, group_table
+from memory_core.tools.evaluation.retrieval import Configuration, SearchGrid, group_table
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
 from memory_core.tools.reporting import (
     add_report_arguments,
@@ -389,8 +389,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
             raw = await evaluate_raw(
                 data,
                 embedder=models.inner,
-                modes=[DEFAULT[0]],
-                profiles=[DEFAULT[1]],
+                grid=SearchGrid((DEFAULT[0],), (DEFAULT[1],)),
                 cache_dir=None if args.no_cache else args.cache,
                 progress=progress,
             )

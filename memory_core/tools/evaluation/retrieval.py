@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_PROFILES",
     "Configuration",
     "Question",
+    "SearchGrid",
     "add_configuration_arguments",
     "group_table",
     "results_and_best_tables",
@@ -42,6 +43,29 @@ DEFAULT_MODES = (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID)
 DEFAULT_PROFILES = (RankingProfile.NONE, RankingProfile.IMPORTANT, RankingProfile.RECENT)
 #: Records written to the store per upsert.
 _UPSERT_BATCH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchGrid:
+    """The configurations an evaluation searches in: every mode with every profile.
+
+    Attributes:
+        modes: The search modes, in order.
+        profiles: The ranking profiles each mode is run with, in order.
+    """
+
+    modes: tuple[SearchMode, ...] = DEFAULT_MODES
+    profiles: tuple[RankingProfile, ...] = DEFAULT_PROFILES
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SearchGrid:
+        """The ``--modes`` and ``--profiles`` of :func:`add_configuration_arguments`."""
+        return cls(tuple(SearchMode(m) for m in args.modes), tuple(RankingProfile(p) for p in args.profiles))
+
+    @property
+    def configurations(self) -> list[Configuration]:
+        """Each mode with each profile, mode by mode."""
+        return [(mode, profile) for mode in self.modes for profile in self.profiles]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +136,18 @@ async def _search_configuration(
 async def search_configurations(
     records: Sequence[MemoryRecord],
     questions: Sequence[Question],
-    configurations: Sequence[Configuration],
+    grid: SearchGrid,
     *,
     clock: FixedClock,
     progress: Progress = NO_PROGRESS,
     **fields: Any,
 ) -> list[dict[str, Any]]:
-    """Put ``records`` in an in-memory store and ask every question in every configuration, in order.
+    """Put ``records`` in an in-memory store; ask every question in each configuration of ``grid``, in order.
 
     Args:
         records: The memories (with their embeddings).
         questions: The questions, in the order they are asked.
-        configurations: The modes x profiles to run.
+        grid: The modes x profiles to run.
         clock: The store's clock (set to each question's ``asked_at``).
         progress: Where progress is reported.
         **fields: Other :class:`~memory_core.domain.search.MemorySearchOptions` fields (``vector_k``, ...).
@@ -132,6 +156,7 @@ async def search_configurations(
         One entry per configuration: ``mode``, ``profile``, ``metrics`` (overall and per group) and
         ``latency_ms`` (p50 and p95 of the store's search, query embedding excluded).
     """
+    configurations = grid.configurations
     store = await _memory_store(records, clock)
     bar = progress.bar("searching", len(configurations) * len(questions), unit="questions")
     try:
