@@ -10,18 +10,15 @@ __all__ = ["CORRECTION", "corrected", "correction_pair", "says_correction"]
 #: The category of a candidate that corrects a memory (consolidation applies it to the memory it corrects).
 CORRECTION = "correction"
 
-#: What says a statement corrects an earlier one.
-_MARKER = re.compile(
-    r"\b(?:sorry|oops|wait|my mistake|my bad|correction|typo|i meant|i got (?:that|it) wrong|"
-    r"scratch that)\b|間違|訂正|違った|違いました|ごめん|すみません",
-    re.IGNORECASE,
-)
-#: What says so on its own ("my mistake", "I got that wrong", 「間違えました」, 「訂正」, 「YじゃなくてX」).
-_STRONG = re.compile(
+#: What says so on its own ("my mistake", "I got that wrong", 「間違えました」, 「訂正」).
+_STRONG_WORDS = (
     r"\b(?:my mistake|my bad|correction|typo|i meant|i got (?:that|it) wrong|scratch that|i misspoke|"
-    r"i said \w+(?: \w+)? but|actually,? it'?s|wait,? no)\b|間違|訂正|違った|違いました|言い間違",
-    re.IGNORECASE,
+    r"i said \w+(?: \w+)? but|actually,? it'?s|wait,? no)\b|間違|訂正|違った|違いました|言い間違"
 )
+_STRONG = re.compile(_STRONG_WORDS, re.IGNORECASE)
+#: What says a statement with a right and a wrong value corrects an earlier one (an apology is enough
+#: there: "Sorry, Tuesday, not Thursday").
+_MARKER = re.compile(_STRONG_WORDS + r"|\b(?:sorry|oops|wait)\b|ごめん|すみません", re.IGNORECASE)
 #: An apology or a hesitation ("sorry", 「ごめん」) says so only when what follows restates a value ("sorry,
 #: it's Elmwood", 「ごめん、ベルギー出身だった」), not in "sorry for the late reply".
 _SOFT = re.compile(
