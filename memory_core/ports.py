@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, RecallUpdate, Turn
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
@@ -324,16 +325,8 @@ class MemoryStore(Protocol):
         """Ranked memories of ``scope`` for ``query`` / ``vector`` under ``options``."""
         ...
 
-    async def scan(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        after: str | None = None,
-        limit: int = 100,
-        with_embedding: bool = False,
-    ) -> Page:
-        """Records of ``scope`` ordered by id, from just after the cursor ``after``."""
+    async def scan(self, scope: Scope, request: PageRequest) -> Page:
+        """Records of ``scope`` ordered by id, as ``request`` asks: from just after its cursor."""
         ...
 
     async def agents(self, user_id: str) -> list[str]:

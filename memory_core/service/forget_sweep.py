@@ -8,6 +8,7 @@ import logging
 from functools import partial
 
 from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryCandidate, MemoryEvent, Turn
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import (
     MemoryKind,
     MemoryRecord,
@@ -34,7 +35,7 @@ async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
     records: list[MemoryRecord] = []
     cursor: str | None = None
     while True:
-        page = await store.scan(turn.scope, after=cursor, limit=_PAGE)
+        page = await store.scan(turn.scope, PageRequest(after=cursor, limit=_PAGE))
         records.extend(
             r for r in page.records
             if r.status is not MemoryStatus.DELETED or r.metadata.get("deleted_by_turn") == turn.turn_id

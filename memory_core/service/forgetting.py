@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import ForgettingCounts, HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.validation import validate_positive_int
@@ -350,7 +351,7 @@ async def preview_forgetting(
         if size <= 0:
             report.next_cursor = after
             break
-        scanned = await store.scan(scope, statuses=statuses, after=after, limit=size)
+        scanned = await store.scan(scope, PageRequest(statuses=statuses, after=after, limit=size))
         page = _retention_page(scanned.records, scanned.next_cursor)
         report.scanned += len(page)
         if len(page):

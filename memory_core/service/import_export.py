@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import parse_model, validate_scope_id
@@ -252,7 +253,7 @@ async def export_records(
         scope = Scope.of(user_id, agent)
         cursor: str | None = None
         while True:
-            page = await store.scan(scope, after=cursor, limit=EXPORT_PAGE, with_embedding=True)
+            page = await store.scan(scope, PageRequest(after=cursor, limit=EXPORT_PAGE, with_embedding=True))
             for record in page.records:
                 yield record
             if page.next_cursor is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import validate_memory_id, validate_scope_id
 from memory_core.errors import NotFoundError, UnsupportedError, ValidationError
@@ -37,7 +38,7 @@ async def resolve_memory_id(store: MemoryStore, scope: Scope, text: str) -> str:
     if await store.get(scope, text) is not None:
         return text
     # Ids are listed in order, so the ids starting with ``text`` come right after it.
-    page = await store.scan(scope, after=text, limit=PREFIX_CANDIDATES + 1)
+    page = await store.scan(scope, PageRequest(after=text, limit=PREFIX_CANDIDATES + 1))
     matches = [r.id for r in page.records if r.id.startswith(text)]
     if not matches:
         raise NotFoundError(

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
@@ -268,7 +269,7 @@ class MemoryService:
     ) -> Page:
         """One page of a scope's memories, by id."""
         scope = Scope.of(scope.user_id, scope.agent_id)
-        return await self._store.scan(scope, statuses=statuses, after=cursor, limit=limit)
+        return await self._store.scan(scope, PageRequest(statuses=statuses, after=cursor, limit=limit))
 
     async def agents(self, user_id: str) -> _List[str]:
         """The agents that hold memories of ``user_id``."""

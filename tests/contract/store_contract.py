@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, OrderBy, RankingProfile, SearchMode
@@ -105,7 +106,7 @@ async def all_ids(store: MemoryStore, scope: Scope, **kwargs: Any) -> list[str]:
     ids: list[str] = []
     cursor = None
     while True:
-        page = await store.scan(scope, after=cursor, limit=kwargs.pop("limit", 100), **kwargs)
+        page = await store.scan(scope, PageRequest(after=cursor, **kwargs))
         ids.extend(r.id for r in page.records)
         if page.next_cursor is None:
             return ids
@@ -249,7 +250,7 @@ class StoreContract:
                 with pytest.raises(ValidationError):
                     await store.search(smuggled, "secret", None, opts(mode=SearchMode.KEYWORD))
                 with pytest.raises(ValidationError):
-                    await store.scan(smuggled)
+                    await store.scan(smuggled, PageRequest())
                 with pytest.raises(ValidationError):
                     await store.get(smuggled, "a")
                 with pytest.raises(ValidationError):
@@ -464,7 +465,7 @@ class StoreContract:
             pages = []
             cursor = None
             while True:
-                page = await store.scan(U1A1, after=cursor, limit=10)
+                page = await store.scan(U1A1, PageRequest(after=cursor, limit=10))
                 pages.append([r.id for r in page.records])
                 if page.next_cursor is None:
                     break

@@ -50,6 +50,7 @@ from memory_core.adapters.azure.search_index import (
 from memory_core.adapters.azure.search_store import RETENTION_FIELDS, AzureSearchMemoryStore
 from memory_core.config import Settings
 from memory_core.domain.fusion import FUSIONS, fusion_for
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
 from memory_core.domain.records import MemoryStatus, Scope
@@ -808,7 +809,7 @@ def test_hostile_scope_ids_are_rejected_before_any_request(value: str) -> None:
     with pytest.raises(ValidationError):
         run(store.search(forged, "coffee", None, MemorySearchOptions()))
     with pytest.raises(ValidationError):
-        run(store.scan(Scope.model_construct(user_id="u1", agent_id=value)))
+        run(store.scan(Scope.model_construct(user_id="u1", agent_id=value), PageRequest()))
     with pytest.raises(ValidationError):
         run(store.purge(value))
     with pytest.raises(ValidationError):
@@ -836,7 +837,7 @@ def test_hostile_memory_ids_and_cursors_are_rejected(value: str) -> None:
     with pytest.raises(ValidationError):
         run(store.get(SCOPE, value))
     with pytest.raises(ValidationError):
-        run(store.scan(SCOPE, after=value))
+        run(store.scan(SCOPE, PageRequest(after=value)))
     with pytest.raises(ValidationError):
         run(store.recall(SCOPE, [value], HumanMemoryPolicy()))
     with pytest.raises(ValidationError):
@@ -1140,10 +1141,9 @@ def test_scan_is_keyset_paged(monkeypatch: pytest.MonkeyPatch) -> None:
     page = run(
         make_store(transport).scan(
             SCOPE,
-            statuses=[MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED],
-            after="m0",
-            limit=2,
-            with_embedding=True,
+            PageRequest(
+                statuses=[MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED], after="m0", limit=2, with_embedding=True
+            ),
         )
     )
     body = check_request(transport.requests[0], "POST", SEARCH)
@@ -1158,7 +1158,7 @@ def test_scan_is_keyset_paged(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r.id for r in page.records] == ["m0", "m1"]
     assert page.next_cursor == "m1"
     transport.add(search_response(records[2]))
-    last = run(make_store(transport).scan(SCOPE, after="m1", limit=2))
+    last = run(make_store(transport).scan(SCOPE, PageRequest(after="m1", limit=2)))
     second = check_request(transport.requests[1], "POST", SEARCH)
     assert second["filter"] == "user_id eq 'u1' and agent_id eq 'a1' and id gt 'm1'"
     assert second["select"] == SELECT  # no vectors unless asked for

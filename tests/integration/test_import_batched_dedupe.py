@@ -27,6 +27,7 @@ from fake_search_service import FakeSearchService
 from memory_core.adapters.azure.search_index import ensure_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
@@ -134,7 +135,7 @@ async def contents(store: MemoryStore, scopes: Sequence[Scope]) -> dict[Scope, l
         held[scope] = []
         cursor = None
         while True:
-            page = await store.scan(scope, after=cursor, limit=1000, with_embedding=True)
+            page = await store.scan(scope, PageRequest(after=cursor, limit=1000, with_embedding=True))
             held[scope] += page.records
             if page.next_cursor is None:
                 break

@@ -29,6 +29,7 @@ from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.domain.messages import session_id_for
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import Scope
 
 SEED = 20261129
@@ -101,7 +102,7 @@ async def _snapshot(db: Path, users: list[str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for user in users:
             scope = Scope.of(user, "agent")
-            page = await store.scan(scope, limit=10_000, with_embedding=True)
+            page = await store.scan(scope, PageRequest(limit=10_000, with_embedding=True))
             entries = await history.for_scope(scope)
             out[user] = {
                 "records": [r.to_json_dict() for r in page.records],

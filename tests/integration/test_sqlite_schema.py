@@ -16,6 +16,7 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.schema import APPLICATION_ID, COLUMNS, RECORD_COLUMNS, SCHEMA_VERSION
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.bootstrap import build_service, load_settings
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.errors import ConflictError
@@ -41,7 +42,7 @@ async def export(path: Path) -> dict[str, Any]:
         for user in ("u1", "u2"):
             for agent in await store.agents(user):
                 scope = Scope.of(user, agent)
-                page = await store.scan(scope, limit=1000, with_embedding=True)
+                page = await store.scan(scope, PageRequest(limit=1000, with_embedding=True))
                 data["memories"] += [r.to_json_dict() for r in page.records]
                 data["history"] += [e.model_dump(mode="json") for e in await history.for_scope(scope)]
         return json.loads(json.dumps(data, sort_keys=True))

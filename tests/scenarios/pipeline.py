@@ -11,6 +11,7 @@ from typing import Any
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.messages import Turn
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.ports import Embedder, FixedClock
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
@@ -73,7 +74,7 @@ class Pipeline:
         )
 
     async def active(self, scope: Scope = SCOPE) -> list[str]:
-        page = await self.store.scan(scope, statuses=[MemoryStatus.ACTIVE], limit=1000)
+        page = await self.store.scan(scope, PageRequest(statuses=[MemoryStatus.ACTIVE], limit=1000))
         return sorted(r.memory for r in page.records)
 
     async def export(self, scope: Scope = SCOPE, turn_ids: list[str] | None = None) -> dict[str, Any]:
@@ -81,7 +82,7 @@ class Pipeline:
         records: list[dict[str, Any]] = []
         cursor = None
         while True:
-            page = await self.store.scan(scope, after=cursor, limit=500, with_embedding=True)
+            page = await self.store.scan(scope, PageRequest(after=cursor, limit=500, with_embedding=True))
             records.extend(r.to_json_dict() for r in page.records)
             cursor = page.next_cursor
             if cursor is None:

@@ -11,6 +11,7 @@ import pytest
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.domain.messages import Turn
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import Scope
 from memory_core.ports import EmbedderWrapper, FixedClock
 from memory_core.runtime.batching import BatchingEmbedder
@@ -142,7 +143,7 @@ async def _ingest(turns: list[Turn], *, concurrency: int) -> tuple[list[tuple[st
         await asyncio.gather(*(lane(own) for own in lanes))
         stored: dict[str, list] = {}
         for user in users:
-            page = await service._store.scan(Scope.of(user, "bench-agent"), limit=1000, with_embedding=True)
+            page = await service._store.scan(Scope.of(user, "bench-agent"), PageRequest(limit=1000, with_embedding=True))
             stored[user] = [r.model_dump() for r in page.records]
     finally:
         await service.close()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory_core.domain.messages import Turn
+from memory_core.domain.paging import MAX_SCAN_LIMIT, PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions
 from memory_core.domain.validation import parse_model, validate_category
@@ -89,6 +90,14 @@ def test_search_options_bounds() -> None:
     with pytest.raises(ValidationError):
         parse_model(MemorySearchOptions, {"filter": "user_id ne 'x'"})
     assert parse_model(MemorySearchOptions, {"category": "Plan"}).category == "plan"
+
+
+@pytest.mark.parametrize("limit", [0, MAX_SCAN_LIMIT + 1, True, 2.0, "10"])
+def test_a_page_request_refuses_a_limit_out_of_range(limit: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        PageRequest(limit=limit)  # type: ignore[arg-type]
+    assert (info.value.field, info.value.message) == ("limit", f"must be an integer between 1 and {MAX_SCAN_LIMIT}")
+    assert PageRequest(limit=MAX_SCAN_LIMIT).limit == MAX_SCAN_LIMIT and PageRequest().limit == 100
 
 
 def test_turn_schema_and_messages() -> None:

@@ -27,6 +27,7 @@ from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
 from memory_core.adapters.azure.retry import RetrySettings, Sleep
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, close_credential
 from memory_core.adapters.azure.search_query import check_query_vector, search_request
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import (
     IMMUTABLE_FIELDS,
@@ -63,8 +64,6 @@ __all__ = ["MAX_PAGE", "RETENTION_FIELDS", "AzureSearchMemoryStore"]
 
 logger = logging.getLogger(__name__)
 
-#: Largest ``limit`` of :meth:`AzureSearchMemoryStore.scan` (the SDK follows the service's pages).
-MAX_SCAN_LIMIT = 10_000
 #: Most agents listed for one user.
 MAX_AGENTS = 1000
 #: The facet that lists a user's agents.
@@ -313,27 +312,17 @@ class AzureSearchMemoryStore:
             notes=request.notes,
         )
 
-    async def scan(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        after: str | None = None,
-        limit: int = 100,
-        with_embedding: bool = False,
-    ) -> Page:
+    async def scan(self, scope: Scope, request: PageRequest) -> Page:
         """Records of ``scope`` ordered by id, after the cursor (``$filter id gt …``, no ``$skip``)."""
         scope = Scope.of(scope.user_id, scope.agent_id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SCAN_LIMIT:
-            raise ValidationError("limit", f"must be an integer between 1 and {MAX_SCAN_LIMIT}")
         clauses = [odata.scope_filter(scope)]
-        if statuses is not None:
-            clauses.append(odata.status_filter(statuses))
+        if request.statuses is not None:
+            clauses.append(odata.status_filter(request.statuses))
         documents, more = await self._requests.keyset_page(
             odata.and_(*clauses),
-            after=after,
-            limit=limit,
-            select=[*SELECT_FIELDS, VECTOR_FIELD] if with_embedding else list(SELECT_FIELDS),
+            after=request.after,
+            limit=request.limit,
+            select=[*SELECT_FIELDS, VECTOR_FIELD] if request.with_embedding else list(SELECT_FIELDS),
             operation="scan",
         )
         records = [from_document(d) for d in documents]

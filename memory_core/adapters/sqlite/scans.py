@@ -12,6 +12,7 @@ import numpy as np
 
 from memory_core.adapters.sqlite.connection import IN_CHUNK, StoreConnection
 from memory_core.adapters.sqlite.schema import AT, COLUMN, SELECT_LIST, row_to_record
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, OrderBy
 from memory_core.domain.validation import (
@@ -87,31 +88,22 @@ def get_many(db: StoreConnection, scope: Scope, memory_ids: Sequence[str]) -> di
     return {i: found[i] for i in ids if i in found}
 
 
-def scan(
-    db: StoreConnection,
-    scope: Scope,
-    *,
-    statuses: Sequence[MemoryStatus] | None,
-    after: str | None,
-    limit: int,
-    with_embedding: bool,
-) -> Page:
-    """Records of ``scope`` by id after the cursor ``after`` (a keyset page of ``limit``)."""
-    if not 1 <= limit <= 10_000:
-        raise ValidationError("limit", "must be between 1 and 10000")
+def scan(db: StoreConnection, scope: Scope, request: PageRequest) -> Page:
+    """Records of ``scope`` by id after the request's cursor (a keyset page of its ``limit``)."""
+    limit = request.limit
     clauses = ["user_id = ?", "agent_id = ?"]
     params: list[Any] = [scope.user_id, scope.agent_id]
-    if after is not None:
+    if request.after is not None:
         clauses.append("id > ?")
-        params.append(validate_memory_id(after, "cursor"))
-    _status_clause(statuses, clauses, params)
+        params.append(validate_memory_id(request.after, "cursor"))
+    _status_clause(request.statuses, clauses, params)
     params.append(limit + 1)
     with db.lock:
         rows = db.conn.execute(
             f"SELECT {SELECT_LIST} FROM memories WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?",  # noqa: S608
             params,
         ).fetchall()
-    records = [row_to_record(r, with_embedding=with_embedding) for r in rows[:limit]]
+    records = [row_to_record(r, with_embedding=request.with_embedding) for r in rows[:limit]]
     next_cursor = records[-1].id if len(rows) > limit else None
     return Page(records=records, next_cursor=next_cursor)
 

@@ -41,6 +41,7 @@ from memory_core.adapters.sqlite.scans import checked_scope
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepare_schema, row_to_record
 from memory_core.adapters.sqlite.scope_cache import ScopeCache, persist
 from memory_core.adapters.sqlite.search import SEMANTIC_NOTE, ScopeSearch, query_vector
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
@@ -198,17 +199,8 @@ class SQLiteMemoryStore:
         """
         return scans.get_many(self._db, checked_scope(scope), memory_ids)
 
-    async def scan(
-        self,
-        scope: Scope,
-        *,
-        statuses: Sequence[MemoryStatus] | None = None,
-        after: str | None = None,
-        limit: int = 100,
-        with_embedding: bool = False,
-    ) -> Page:
-        scope = checked_scope(scope)
-        return scans.scan(self._db, scope, statuses=statuses, after=after, limit=limit, with_embedding=with_embedding)
+    async def scan(self, scope: Scope, request: PageRequest) -> Page:
+        return scans.scan(self._db, checked_scope(scope), request)
 
     async def agents(self, user_id: str) -> list[str]:
         return scans.agents(self._db, user_id)

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
 from memory_core.ports import FixedClock
@@ -127,7 +128,8 @@ async def measure(
         embeddings: list[list[float] | None] = []
         cursor: str | None = None
         while True:
-            page = await store.scan(Scope.of(f"user{s:05d}", "bench"), after=cursor, limit=10_000, with_embedding=True)
+            request = PageRequest(after=cursor, limit=10_000, with_embedding=True)
+            page = await store.scan(Scope.of(f"user{s:05d}", "bench"), request)
             embeddings.extend(r.embedding for r in page.records)
             cursor = page.next_cursor
             if cursor is None:

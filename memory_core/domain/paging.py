@@ -1,0 +1,39 @@
+"""What one page of a keyset-paged scan of a scope asks for (:meth:`~memory_core.ports.MemoryStore.scan`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory_core.domain.records import MemoryStatus
+from memory_core.errors import ValidationError
+
+__all__ = ["MAX_SCAN_LIMIT", "PageRequest"]
+
+#: Most records one page of a scan holds.
+MAX_SCAN_LIMIT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """One page of a scope's records in id order, as a scan reads them.
+
+    Attributes:
+        statuses: Records of these statuses only (``None``: every status).
+        after: The cursor: records whose id comes after it (``None``: from the first id).
+        limit: At most this many records (1 to :data:`MAX_SCAN_LIMIT`).
+        with_embedding: The records carry their embeddings.
+
+    Raises:
+        ValidationError: ``limit`` is not an integer between 1 and :data:`MAX_SCAN_LIMIT` (names it).
+    """
+
+    statuses: Sequence[MemoryStatus] | None = None
+    after: str | None = None
+    limit: int = 100
+    with_embedding: bool = False
+
+    def __post_init__(self) -> None:
+        limit = self.limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SCAN_LIMIT:
+            raise ValidationError("limit", f"must be an integer between 1 and {MAX_SCAN_LIMIT}")
