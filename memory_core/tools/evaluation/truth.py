@@ -7,7 +7,7 @@ clock is pinned (to each turn's time while it is added, then to the set's refere
 turns added one by one with ``client.add`` as the Python API adds them (``occurred_at`` = the reference
 time minus the turn's ``days_ago``). Each probe then asks what an agent would be handed:
 :func:`~memory_core.integrations.reading.memories_for_run` with the provider's default options
-(``MemorySearchOptions()``: hybrid, ``important``, top 5, no score floor, no recall), and the same
+(``MemorySearchOptions()``: hybrid, ``important``, top 5, no recall) and relevance floor (0.5), and the same
 with ``kind=fact`` ("facts alone", where ``values_lost`` also counts the values no active fact holds).
 
 The metrics (:mod:`memory_core.tools.evaluation.truth_metrics`), each overall, per category and per
