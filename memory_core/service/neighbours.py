@@ -3,6 +3,8 @@ candidate with, and what a new episode may supersede."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
@@ -10,13 +12,21 @@ from memory_core.domain.search import MemorySearchOptions, RankingProfile, Searc
 from memory_core.ports import MemoryStore
 from memory_core.service.consolidation.decisions import Neighbour
 
-__all__ = ["nearest_memories"]
+__all__ = ["cosine_similarity", "nearest_memories"]
 
 
-def _cosine(stored: list[float], vector: np.ndarray) -> float:
-    values = np.asarray(stored, dtype=np.float32)
-    norm = float(np.linalg.norm(values)) * float(np.linalg.norm(vector))
-    return float(values @ vector) / norm if norm else 0.0
+def cosine_similarity(
+    vector: Sequence[float] | np.ndarray, embedding: Sequence[float] | None, vector_score: float | None
+) -> float | None:
+    """The cosine of ``vector`` and a memory's: from its stored ``embedding``, else from the vector
+    leg's score of its hit (``1 / (2 - cosine)``); ``None`` when there is neither."""
+    if embedding is not None:
+        values, wanted = np.asarray(embedding, dtype=np.float32), np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(values)) * float(np.linalg.norm(wanted))
+        return float(values @ wanted) / norm if norm else 0.0
+    if vector_score:
+        return 2.0 - 1.0 / vector_score
+    return None
 
 
 async def nearest_memories(
@@ -58,11 +68,6 @@ async def nearest_memories(
         record = await store.get(scope, hit.record.id)
         if record is None or record.status not in allowed:
             continue
-        if record.embedding is not None:
-            similarity = _cosine(record.embedding, vector)
-        elif hit.breakdown.vector_score:
-            similarity = 2.0 - 1.0 / hit.breakdown.vector_score
-        else:
-            similarity = 0.0
-        found.append(Neighbour(record, similarity))
+        similarity = cosine_similarity(vector, record.embedding, hit.breakdown.vector_score)
+        found.append(Neighbour(record, 0.0 if similarity is None else similarity))
     return found

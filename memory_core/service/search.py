@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-import numpy as np
-
 from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
@@ -17,6 +15,7 @@ from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
 from memory_core.service.journal import dropped_by_purge
+from memory_core.service.neighbours import cosine_similarity
 
 __all__ = [
     "ARCHIVED_CUE",
@@ -104,17 +103,10 @@ async def with_relevance(
     stored: Mapping[str, MemoryRecord] = {}
     if missing and supports(store, BatchReader):
         stored = await cast(BatchReader, store).get_many(scope, missing)
-    wanted = np.asarray(vector, dtype=np.float32)
-    wanted /= float(np.linalg.norm(wanted)) or 1.0
     found = []
     for hit in hits:
         embedding = hit.record.embedding or stored.get(hit.record.id, hit.record).embedding
-        cosine: float | None = None
-        if embedding is not None:
-            values = np.asarray(embedding, dtype=np.float32)
-            cosine = float(values @ wanted) / (float(np.linalg.norm(values)) or 1.0)
-        elif hit.breakdown.vector_score:  # the vector leg's score, 1 / (2 - cosine)
-            cosine = 2.0 - 1.0 / hit.breakdown.vector_score
+        cosine = cosine_similarity(vector, embedding, hit.breakdown.vector_score)
         if cosine is not None:
             hit = hit.model_copy(update={"relevance": relevance(cosine, query, hit.record.memory, calibration)})
         found.append(hit)
