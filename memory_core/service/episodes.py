@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -228,11 +229,18 @@ async def close_superseded_episodes(
             continue
         if episode.status is MemoryStatus.DELETED or source.turn_id == turn.turn_id:
             continue
-        ended = episode.model_copy(update={"valid_until": at, "superseded_by": after.id})
-        await record_once(history, HistoryEntry.of_change(MemoryEvent.UPDATE, scope, episode.id, episode, ended, reason=reason, at=at))
-        await store.upsert([ended])
+        await _supersede(store, history, episode, after.id, at, reason)
         closed += 1
     return closed
+
+
+async def _supersede(
+    store: MemoryStore, history: HistoryStore | None, record: MemoryRecord, by: str, at: datetime, reason: str
+) -> None:
+    """Close ``record``: it held until ``at``, when memory ``by`` replaced it (recorded, then written)."""
+    ended = record.model_copy(update={"valid_until": at, "superseded_by": by})
+    await record_once(history, HistoryEntry.of_change(MemoryEvent.UPDATE, record.scope, record.id, record, ended, reason=reason, at=at))
+    await store.upsert([ended])
 
 
 #: How many of the scope's nearest episodes a new one is compared with (and facts with an episode).
@@ -289,12 +297,8 @@ async def _close(
     current = await store.get(record.scope, record.id)
     if current is None or current.superseded or current.status is not MemoryStatus.ACTIVE:
         return 0
-    at = change.later.valid_from or turn.occurred_at
     reason = f"superseded by episode {change.later.id} (turn {turn.turn_id}): {change.reason}"
-    ended = current.model_copy(update={"valid_until": at, "superseded_by": change.later.id})
-    entry = HistoryEntry.of_change(MemoryEvent.UPDATE, current.scope, current.id, current, ended, reason=reason, at=at)
-    await record_once(history, entry)
-    await store.upsert([ended])
+    await _supersede(store, history, current, change.later.id, change.later.valid_from or turn.occurred_at, reason)
     return 1
 
 
