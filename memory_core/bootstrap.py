@@ -128,7 +128,10 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 
     sqlite = SQLiteMemoryStore(
-        settings.sqlite_path, clock=clock, vector_index_min_scope=settings.vector_index_min_scope
+        settings.sqlite_path,
+        clock=clock,
+        policy=settings.policy(),
+        vector_index_min_scope=settings.vector_index_min_scope,
     )
     if embedder is not None:
         recorded = sqlite.get_meta("embedder")

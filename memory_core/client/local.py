@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence, Set
@@ -27,6 +28,7 @@ from memory_core.domain.search import MemorySearchOptions, SearchResult
 from memory_core.errors import ValidationError
 from memory_core.ports import ChatModel, Embedder, TurnPublisher
 from memory_core.runtime.offload import StorageThread, offloaded
+from memory_core.runtime.scheduler import ForgettingScheduler
 from memory_core.runtime.worker import QueueWorker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +44,17 @@ T = TypeVar("T")
 
 #: The keyword arguments of :meth:`LocalMemoryClient.open` besides settings fields (what a caller
 #: that opens a local memory on behalf of its own caller passes on).
-OPEN_OPTIONS = ("sqlite_path", "embedder", "publisher", "queue", "worker", "close_timeout", "settings", "chat_model")
+OPEN_OPTIONS = (
+    "sqlite_path",
+    "embedder",
+    "publisher",
+    "queue",
+    "worker",
+    "close_timeout",
+    "settings",
+    "chat_model",
+    "forgetting",
+)
 
 class LocalMemoryClient(MemoryBackend):
     """Memory in this process: the embedded store, queue and service, through a ``MemoryService``.
@@ -72,6 +84,10 @@ class LocalMemoryClient(MemoryBackend):
             wires it); the worker runs its queue calls there too. ``None``: on the event loop.
         settings: The settings the service was built from (as :meth:`open` passes them): a purge
             then reaches the embedded queue beside the store too.
+        forgetting: Keep the forgetting policy running while the client is open (on first use: a
+            run at once when one is due or was never scheduled, then at ``MEMORY_FORGET_SCHEDULE``;
+            needs ``settings``). :meth:`open` turns it on for the embedded store; with Azure AI
+            Search the Functions timer runs it.
     """
 
     #: Seconds between two looks at the queue while waiting for turns to be ingested.
@@ -92,6 +108,7 @@ class LocalMemoryClient(MemoryBackend):
         close_timeout: float = 10.0,
         queue_thread: StorageThread | None = None,
         settings: Settings | None = None,
+        forgetting: bool = False,
     ) -> None:
         if close_timeout < 0:
             raise ValidationError("close_timeout", "must not be negative")
@@ -113,6 +130,9 @@ class LocalMemoryClient(MemoryBackend):
         self._worker_task: asyncio.Task[Any] | None = None
         self._stop: asyncio.Event | None = None
         self._warm_task: asyncio.Task[None] | None = None
+        self._want_forgetting = forgetting and settings is not None
+        self._forgetting_task: asyncio.Task[None] | None = None
+        self._forgetting_stop = asyncio.Event()
         self._written: set[Scope] = set()  # scopes this client queued turns for
         # Per session, the queued turns a wait already timed out on (pruned as they leave the queue).
         self._given_up: OrderedDict[str, set[str]] = OrderedDict()
@@ -142,6 +162,7 @@ class LocalMemoryClient(MemoryBackend):
         close_timeout: float = 10.0,
         settings: Settings | None = None,
         chat_model: ChatModel | None = None,
+        forgetting: bool | None = None,
         **overrides: Any,
     ) -> LocalMemoryClient:
         """Build an embedded memory service from settings (environment plus overrides) and own it.
@@ -157,6 +178,8 @@ class LocalMemoryClient(MemoryBackend):
             settings: Ready :class:`~memory_core.config.Settings` (overrides are then ignored).
             chat_model: The LLM of extraction and consolidation, instead of the one the settings name
                 (``MEMORY_LLM_PROVIDER``); it stays open when the client closes.
+            forgetting: Run the forgetting policy in this process while the client is open (default:
+                on for the embedded store, off for Azure AI Search, whose Functions timer runs it).
             **overrides: Other settings fields (``embedder="hash"``, ``llm_provider="compatible"``,
                 ``llm_base_url=...``, ``llm_model=...``, ``half_life_days=30``...).
         """
@@ -195,6 +218,7 @@ class LocalMemoryClient(MemoryBackend):
                 close_timeout=close_timeout,
                 queue_thread=thread,
                 settings=settings,
+                forgetting=settings.store != "azure_search" if forgetting is None else forgetting,
             )
         except BaseException:
             if sqlite_queue is not None:
@@ -202,6 +226,33 @@ class LocalMemoryClient(MemoryBackend):
             if thread is not None:
                 thread.close()
             raise
+
+    def _ensure_background(self) -> None:
+        """Start what runs while the client is open and is not running yet: the worker, forgetting."""
+        self._ensure_worker()
+        self._ensure_forgetting()
+
+    def _ensure_forgetting(self) -> None:
+        if not self._want_forgetting or self._forgetting_task is not None or self.settings is None:
+            return
+        scheduler = ForgettingScheduler(
+            self.service,
+            self.settings.forget_schedule,
+            now=self.service.now,
+            past_due_seconds=math.inf,  # a run due while no process had the store open is the rule here
+            due_when_unscheduled=True,
+        )
+        self._forgetting_task = asyncio.ensure_future(self._keep_forgetting(scheduler))
+
+    async def _keep_forgetting(self, scheduler: ForgettingScheduler) -> None:
+        try:
+            due = await scheduler.next_due()
+            logger.debug("forgetting in this process; next run due %s", due.isoformat())
+            await scheduler.run(self._forgetting_stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # forgetting never fails the caller; the next open tries again
+            logger.warning("forgetting stopped in this process: %s: %s", type(exc).__name__, exc)
 
     def _ensure_worker(self) -> None:
         if not self._want_worker or self._worker_task is not None or self.queue is None:
@@ -228,8 +279,9 @@ class LocalMemoryClient(MemoryBackend):
         return self._worker_task is not None and not self._worker_task.done()
 
     async def start(self) -> None:
-        """Start the in-process worker (with ``worker``) and begin loading the embedding model."""
-        self._ensure_worker()
+        """Start the in-process worker (with ``worker``) and forgetting (with ``forgetting``), and begin
+        loading the embedding model."""
+        self._ensure_background()
         self._ensure_warm()
 
     async def wait_ready(self, scope: Scope, *, timeout: float) -> bool:
@@ -247,7 +299,7 @@ class LocalMemoryClient(MemoryBackend):
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout)
-        self._ensure_worker()
+        self._ensure_background()
         try:
             await asyncio.wait_for(asyncio.shield(self._ensure_warm()), timeout=max(0.0, timeout))
         except TimeoutError:
@@ -347,11 +399,11 @@ class LocalMemoryClient(MemoryBackend):
     async def search(
         self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True
     ) -> SearchResult:
-        self._ensure_worker()
+        self._ensure_background()
         return await self.service.search(scope, query, options, recall=recall)
 
     async def publish_turn(self, turn: Turn) -> None:
-        self._ensure_worker()
+        self._ensure_background()
         if self.queue is not None:
             self._written.add(turn.scope)  # (also for a send that outlives its caller's timeout)
         await self.service.publish_turn(turn)
@@ -363,6 +415,7 @@ class LocalMemoryClient(MemoryBackend):
 
     async def add(self, turn: Turn) -> AddResult:
         """Extract and consolidate ``turn`` now, whatever the client's publisher; the decisions."""
+        self._ensure_forgetting()
         async with self._writing:
             return add_result(await self.service.ingest(turn))
 
@@ -419,6 +472,7 @@ class LocalMemoryClient(MemoryBackend):
                 await self._stop_worker(self._worker_task, self._stop)
         finally:
             self._worker_task = None
+            await self._stop_forgetting()
             if self._warm_task is not None and not self._warm_task.done():
                 self._warm_task.cancel()
                 await asyncio.gather(self._warm_task, return_exceptions=True)
@@ -429,6 +483,17 @@ class LocalMemoryClient(MemoryBackend):
                 if self._monitor is not None:
                     self._monitor.close_sync()
                     self._monitor = None
+
+    async def _stop_forgetting(self) -> None:
+        """Stop forgetting after the page in hand (a run stopped half-way resumes at the next open)."""
+        task, self._forgetting_task = self._forgetting_task, None
+        if task is None:
+            return
+        self._forgetting_stop.set()
+        _, running = await asyncio.wait({task}, timeout=max(1.0, self.close_timeout))
+        if running:
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     async def _stop_worker(self, task: asyncio.Task[Any], stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()

@@ -11,6 +11,7 @@ an explicit delete, and physical removal is a separate purge.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,12 +26,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "COUNTERS",
+    "RETENTION_INPUTS",
     "Assessment",
     "ForgettingCounts",
     "HumanMemoryPolicy",
 ]
 
 _SECONDS_PER_DAY = 86400.0
+
+#: The record fields retention is computed from (times as epoch seconds in a store's columns).
+RETENTION_INPUTS = ("updated_at", "last_accessed_at", "expires_at", "importance", "access_count")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +130,14 @@ class HumanMemoryPolicy:
             update={"retention_score": assessment.retention_score, "status": assessment.status}
         )
 
+    def as_of(self, record: MemoryRecord, now: datetime) -> MemoryRecord:
+        """``record`` as read at ``now``: its retention computed now, its status as stored (only a
+        forgetting run changes a status, and records the change)."""
+        retention = self.retention(record, now)
+        if retention == record.retention_score:
+            return record
+        return record.model_copy(update={"retention_score": retention})
+
     def recall(self, record: MemoryRecord, now: datetime) -> MemoryRecord:
         """``record`` after being returned to an agent: touched, counted, re-scored, status re-derived."""
         now = ensure_utc(now)
@@ -159,6 +172,18 @@ class HumanMemoryPolicy:
         expired = ~np.isnan(expires_at) & (expires_at <= now_epoch)
         result: np.ndarray = np.where(expired, 0.0, retention)
         return result
+
+    def retention_of_columns(self, columns: Mapping[str, np.ndarray], *, now_epoch: float) -> np.ndarray:
+        """:meth:`retention_array` over a store's columns (epoch seconds, NaN for missing times), keyed
+        by the record field names: the retention at ``now_epoch``, whatever the stored score says."""
+        return self.retention_array(
+            now_epoch=now_epoch,
+            updated_at=columns["updated_at"],
+            last_accessed_at=columns["last_accessed_at"],
+            expires_at=columns["expires_at"],
+            importance=columns["importance"],
+            access_count=columns["access_count"],
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

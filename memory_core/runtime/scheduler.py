@@ -167,6 +167,8 @@ class ForgettingScheduler:
         page_size: Memories scanned per page (one store call per page).
         now: Source of the current UTC time.
         past_due_seconds: A run starting this much after its due time is logged as past due.
+        due_when_unscheduled: A store no run was ever scheduled for is due at once (how a memory
+            opened in an application process catches up), instead of at the schedule's next time.
     """
 
     def __init__(
@@ -177,6 +179,7 @@ class ForgettingScheduler:
         page_size: int = 1000,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         past_due_seconds: float = 60.0,
+        due_when_unscheduled: bool = False,
     ) -> None:
         if page_size < 1:
             raise ConfigurationError("the forgetting page size must be at least 1")
@@ -185,13 +188,16 @@ class ForgettingScheduler:
         self.page_size = page_size
         self.now = now
         self.past_due_seconds = past_due_seconds
+        self.due_when_unscheduled = due_when_unscheduled
 
     async def next_due(self) -> datetime:
-        """When the next run is due (the stored bookmark, else the schedule's next time)."""
+        """When the next run is due (the stored bookmark, else now or the schedule's next time)."""
         stored = await self.service.get_checkpoint(_DUE_KEY)
         if stored is not None:
             with contextlib.suppress(ValueError):
                 return datetime.fromisoformat(stored)
+        if self.due_when_unscheduled:
+            return self.now()
         return self.schedule.next_after(self.now())
 
     async def run_job(self, stop: asyncio.Event | None = None) -> ForgettingRun:

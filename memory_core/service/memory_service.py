@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -143,6 +144,9 @@ class MemoryService:
         An empty query is a keyword match-all (every memory the filters allow).
         """
         result = await search_use_case.search(self._store, self._embedder, scope, query, options)
+        now = self.now()
+        hits = [h.model_copy(update={"record": self._policy.as_of(h.record, now)}) for h in result.hits]
+        result = result.model_copy(update={"hits": hits})
         if recall and result.hits:
             await self.record_recall(scope, [hit.record.id for hit in result.hits])
         return result
@@ -254,8 +258,9 @@ class MemoryService:
 
     # -- inspection ---------------------------------------------------------------------------------
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
-        """One memory of any status (with its embedding); :class:`NotFoundError` when ``scope`` has none."""
-        return await inspection.get_memory(self._store, scope, memory_id)
+        """One memory of any status (with its embedding), its retention as of now; :class:`NotFoundError`
+        when ``scope`` has none."""
+        return self._policy.as_of(await inspection.get_memory(self._store, scope, memory_id), self.now())
 
     async def history_of(self, scope: Scope, memory_id: str) -> _List[HistoryEntry]:
         """Every recorded change to one memory, oldest first (empty without a history)."""
@@ -267,17 +272,23 @@ class MemoryService:
         self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, cursor: str | None = None,
         limit: int = 100,
     ) -> Page:
-        """One page of a scope's memories, by id."""
+        """One page of a scope's memories, by id, each with its retention as of now."""
         scope = Scope.of(scope.user_id, scope.agent_id)
-        return await self._store.scan(scope, PageRequest(statuses=statuses, after=cursor, limit=limit))
+        page = await self._store.scan(scope, PageRequest(statuses=statuses, after=cursor, limit=limit))
+        now = self.now()
+        return replace(page, records=[self._policy.as_of(r, now) for r in page.records])
 
     async def agents(self, user_id: str) -> _List[str]:
         """The agents that hold memories of ``user_id``."""
         return await self._store.agents(validate_scope_id(user_id, "user_id"))
 
     async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
-        """One page of a scope's memories, filtered and sorted (the inspector's table), with the count."""
-        return await self._store.browse(Scope.of(scope.user_id, scope.agent_id), listing)
+        """One page of a scope's memories, filtered and sorted (the inspector's table), with the count;
+        each with its retention as of now (a sort by retention follows the scores stored at the last
+        forgetting run)."""
+        page = await self._store.browse(Scope.of(scope.user_id, scope.agent_id), listing)
+        now = self.now()
+        return replace(page, records=[self._policy.as_of(r, now) for r in page.records])
 
     async def users(self, *, after: str | None = None, limit: int = 100) -> tuple[_List[StatusCounts], str | None]:
         """Users holding memories, by id after ``after``, with counts by status; and the next cursor

@@ -471,7 +471,7 @@ def test_json_prints_exactly_one_document(
     assert code in codes, (code, capsys.readouterr().err)
     document = json.loads(out)  # one document: a second one, or any text, would not parse
     assert document is not None
-    if code != 0:
+    if code != 0 and not document.get("missed"):  # a benchmark that misses a target reports it, exit 1
         assert set(document) == {"error"} and set(document["error"]) == {"code", "message", "field"}
     assert capsys.readouterr().out == ""  # nothing reached the real standard output behind its back
 

@@ -3,7 +3,9 @@
 The legs are :mod:`memory_core.adapters.sqlite.legs`; relevance is the one leg's score, or the
 Reciprocal Rank Fusion of both (:func:`memory_core.domain.fusion.reciprocal_rank_fusion`) with the
 weights of the :class:`~memory_core.domain.search_plan.SearchPlan`; the ranking profile
-(:mod:`memory_core.domain.ranking`) multiplies the relevance. Semantic search is hybrid here, and the
+(:mod:`memory_core.domain.ranking`) multiplies the relevance. The profile's ``retention_score`` and
+the ``min_retention_score`` filter read the retention at the query's time, computed by the policy
+from the stored inputs (a stored score is only as fresh as the last forgetting run). Semantic search is hybrid here, and the
 result says the semantic ranker is not available locally.
 """
 
@@ -23,6 +25,7 @@ from memory_core.adapters.sqlite.schema import SELECT_LIST
 from memory_core.adapters.sqlite.scope_cache import ScopeCache
 from memory_core.adapters.sqlite.scope_index import STATUS_CODES, ScopeIndex
 from memory_core.domain.fusion import reciprocal_rank_fusion
+from memory_core.domain.policy import RETENTION_INPUTS, HumanMemoryPolicy
 from memory_core.domain.ranking import apply_profile
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, ScoreBreakdown, SearchHit
@@ -68,6 +71,7 @@ class ScopeSearch:
     scopes: ScopeCache
     ann: ScopeVectorIndexes
     statistics: CorpusStatistics
+    policy: HumanMemoryPolicy
 
     def run(
         self,
@@ -83,7 +87,7 @@ class ScopeSearch:
         marker = self.db.change_marker()
         index = self.scopes.index(self.db, key, marker, self.ann)
         _check_query_dimensions(index, vector)
-        mask = _filter_mask(index, options, now_epoch)
+        mask = _filter_mask(index, options, now_epoch, self.policy)
         keyword = vectors = None
         if plan.text is not None:
             keyword = keyword_leg(self.db.conn, self.statistics, index, plan.text, query, mask, marker)
@@ -92,14 +96,25 @@ class ScopeSearch:
         relevance, selected = _fuse(plan, keyword, vectors, len(index))
         candidates = np.flatnonzero(selected)
         profile = plan.profile
+        retention = self.policy.retention_of_columns(
+            {name: index.columns[name][candidates] for name in RETENTION_INPUTS}, now_epoch=now_epoch
+        )
         cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
+        if "retention_score" in cols:  # the retention now, not the one stored at the last forgetting run
+            cols["retention_score"] = retention
         ranked = apply_profile(relevance[candidates], profile, cols, now_epoch=now_epoch)
         order = _order(candidates, ranked[0], index, options.order_by, options.top)
         missing = index.missing_rows(int(candidates[p]) for p in order)
         if missing:
             index.add_rows(self.db.rows_by_pk(_ROWS_BY_PK, missing))
         hits = _hits(
-            index, candidates, order, ranked, relevance, (keyword, vectors), profile.name if profile else None
+            index,
+            candidates,
+            order,
+            (ranked, retention),
+            relevance,
+            (keyword, vectors),
+            profile.name if profile else None,
         )
         return hits, index
 
@@ -114,8 +129,11 @@ def _check_query_dimensions(index: ScopeIndex, vector: np.ndarray | None) -> Non
         )
 
 
-def _filter_mask(index: ScopeIndex, options: MemorySearchOptions, now_epoch: float) -> np.ndarray:
-    """The documents the options' filters allow (status, expiry, supersession, category, kind, minimums)."""
+def _filter_mask(
+    index: ScopeIndex, options: MemorySearchOptions, now_epoch: float, policy: HumanMemoryPolicy
+) -> np.ndarray:
+    """The documents the options' filters allow (status, expiry, supersession, category, kind, minimums;
+    the retention minimum on the retention at ``now_epoch``)."""
     cols = index.columns
     status = cols["status"]
     mask = status == STATUS_CODES[MemoryStatus.ACTIVE]
@@ -133,7 +151,7 @@ def _filter_mask(index: ScopeIndex, options: MemorySearchOptions, now_epoch: flo
     if options.min_importance is not None:
         mask &= cols["importance"] >= options.min_importance
     if options.min_retention_score is not None:
-        mask &= cols["retention_score"] >= options.min_retention_score
+        mask &= policy.retention_of_columns(cols, now_epoch=now_epoch) >= options.min_retention_score
     result: np.ndarray = mask
     return result
 
@@ -179,13 +197,14 @@ def _hits(
     index: ScopeIndex,
     candidates: np.ndarray,
     order: np.ndarray,
-    ranked: Ranked,
+    scored: tuple[Ranked, np.ndarray],
     relevance: np.ndarray,
     legs: tuple[Leg | None, Leg | None],
     profile_name: str | None,
 ) -> list[SearchHit]:
-    """The hits in ``order``, each with its score breakdown (leg scores and ranks, boosts)."""
-    final, multiplier, per_function = ranked
+    """The hits in ``order``, each with its retention now and its score breakdown (leg scores and
+    ranks, boosts)."""
+    (final, multiplier, per_function), retention = scored
     keyword, vector = legs
     hits = []
     for position in order:
@@ -198,7 +217,7 @@ def _hits(
         vec = vector.at(at) if vector is not None else (None, None)
         hits.append(
             SearchHit.model_construct(
-                record=record,
+                record=record.model_copy(update={"retention_score": float(retention[position])}),
                 score=float(final[position]),
                 reranker_score=None,
                 breakdown=ScoreBreakdown.model_construct(

@@ -71,6 +71,8 @@ class SQLiteMemoryStore:
         path: The database file (created with its folder if missing); ``":memory:"`` for a private
             in-memory store.
         clock: Source of "now" for expiry filters, freshness and recall.
+        policy: How retention is computed: search ranks and filters by the retention at the query's
+            time, from the stored inputs (default: the design's policy).
         cache_documents: Upper bound on memories held in the per-scope search caches.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode;
             ``FULL`` also survives power loss).
@@ -84,6 +86,7 @@ class SQLiteMemoryStore:
         path: str | Path,
         *,
         clock: Clock | None = None,
+        policy: HumanMemoryPolicy | None = None,
         cache_documents: int = 200_000,
         synchronous: str = "NORMAL",
         vector_index_min_scope: int = 0,
@@ -94,6 +97,7 @@ class SQLiteMemoryStore:
         if self._path != ":memory:":
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._clock: Clock = clock or SystemClock()
+        self._policy = policy or HumanMemoryPolicy()
         refuse_empty_file(self._path, "store")  # a missing file is a new store; an empty one is not
         self._db = StoreConnection(
             sqlite3.connect(self._path, check_same_thread=False, isolation_level=None), self._path
@@ -237,7 +241,7 @@ class SQLiteMemoryStore:
         plan = plan_for(options, query)
         unit_vector = query_vector(vector, plan)
         now_epoch = self._clock.now().timestamp()
-        search = ScopeSearch(self._db, self._cache, self._ann, self._statistics)
+        search = ScopeSearch(self._db, self._cache, self._ann, self._statistics, self._policy)
         with self._lock:
             self._conn.execute("BEGIN")  # one read snapshot: the index and the rows of its hits agree
             try:

@@ -141,6 +141,9 @@ class AsyncMemory:
             Entra ID tokens; it is not closed here.
         api_scope: With ``credential``: the API's scope, ``api://<application ID URI or client id>/.default``.
         timeout: With ``url``: seconds per HTTP request.
+        forgetting: Without ``url``: keep the forgetting policy running while the memory is open (a
+            run at first use when one is due, then at ``MEMORY_FORGET_SCHEDULE``; default: on for the
+            embedded store, off for Azure AI Search, whose Functions timer runs it).
         **settings: :class:`~memory_core.config.Settings` fields over the ``MEMORY_*`` environment
             (``embedder="hash"``, ``half_life_days=30``, ``store="azure_search"``,
             ``azure_search_endpoint=...``, ``llm_provider="openai"``...).
@@ -161,6 +164,7 @@ class AsyncMemory:
         credential: Any | None = None,
         api_scope: str | None = None,
         timeout: float = 30.0,
+        forgetting: bool | None = None,
         **settings: Any,
     ) -> None:
         self._closed = False
@@ -176,10 +180,12 @@ class AsyncMemory:
             if given:
                 raise ConfigurationError(f"{given[0]} goes with url= (a remote memory-core API)")
 
-            self._backend = LocalMemoryClient.open(settings=load_settings(**_settings_overrides(path, settings)))
+            self._backend = LocalMemoryClient.open(
+                settings=load_settings(**_settings_overrides(path, settings)), forgetting=forgetting
+            )
         else:
-            if path is not None or settings:
-                name = "path" if path is not None else sorted(settings)[0]
+            if path is not None or settings or forgetting is not None:
+                name = "path" if path is not None else "forgetting" if forgetting is not None else sorted(settings)[0]
                 raise ConfigurationError(
                     f"{name} does not go with url=: a remote API runs with its own settings; pass url, "
                     "api_token, function_key, credential, api_scope and timeout only"
