@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,14 +15,22 @@ from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
+from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
 
 __all__ = [
     "ARCHIVED_CUE",
+    "CUES",
+    "ENDED_CUE",
+    "ENDED_RELEVANCE",
     "MAX_QUERY_CHARS",
+    "RELEVANCE_WEIGHT",
+    "Cue",
     "apply_recall",
+    "by_relevance_and_rank",
     "discount_archived",
+    "discounted",
     "facts_first",
     "in_score_order",
     "recall_purged",
@@ -39,6 +48,17 @@ MAX_TOP = 1000
 #: relevance than an active one (measured end to end, after forgetting, any@5: 0.8 0.493, 0.9 0.592,
 #: 0.95 0.621, 1.0 (archiving would change nothing for the ``none`` profile) 0.636; docs/evaluation.md).
 ARCHIVED_CUE = 0.9
+#: How much a memory that says something has ended counts against current ones (see :data:`CUES`):
+#: its rank score is multiplied by ``ENDED_CUE`` and its relevance counts ``ENDED_RELEVANCE`` less in
+#: the order. Measured with ``eval truth`` (current value first, explicit changes; docs/evaluation.md).
+ENDED_CUE = 0.85
+ENDED_RELEVANCE = 0.1
+#: How much of the order is the relevance (the query-to-memory similarity, :mod:`memory_core.domain.
+#: relevance`) against the fused rank score with its profile: rank fusion rewards shared words ("Does
+#: the user like mushrooms?" put "I like olives on pizza too" above "I don't like mushrooms anymore").
+#: ``eval truth`` current value first: 0 (rank only) 0.844, 0.3 0.857, 0.5 0.905, **0.7 0.912**, 1.0
+#: 0.884 (docs/evaluation.md, which also gives LoCoMo end to end for each).
+RELEVANCE_WEIGHT = 0.7
 
 
 async def search(
@@ -69,17 +89,22 @@ async def search(
         vector = (await embedder.embed_query(query)).tolist()
     # An archived memory is not gone: a strong cue still recalls it (DESIGN section 7). Archived
     # memories compete with active ones at a discount (``ARCHIVED_CUE``) unless they were asked for.
-    cue = bool(query.strip()) and not opts.include_archived and opts.order_by is None
+    ranked = bool(query.strip()) and opts.order_by is None  # (else sorted by a field, or match-all)
+    cue = ranked and not opts.include_archived
     # Ask for more than ``top``: an episode placed after the facts that came from it, or an archived
     # memory that loses to active ones, leaves its place to the next memory rather than to nothing.
     wider = opts.model_copy(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
     result = await store.search(scope, query, vector, wider)
-    hits = discount_archived(result.hits) if cue else list(result.hits)
-    hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
+    hits = list(result.hits)
+    if ranked:
+        hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
         hits = await with_relevance(store, scope, query, vector, hits, calibration_for(embedder.name))
+        if ranked:
+            hits = by_relevance_and_rank(hits)
+    hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
     if opts.min_score is not None:
         hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
     return result.model_copy(update={"hits": in_score_order(hits)})
@@ -113,6 +138,22 @@ async def with_relevance(
     return found
 
 
+def by_relevance_and_rank(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The hits ordered by :data:`RELEVANCE_WEIGHT` of their relevance and the rest of their rank score
+    (relative to the best one), when every hit has a relevance (else as they are). A memory that says
+    something ended counts :data:`ENDED_RELEVANCE` less relevant here (its shown relevance is not
+    changed)."""
+    if not hits or any(h.relevance is None for h in hits):
+        return list(hits)
+    best = max(h.score for h in hits) or 1.0
+
+    def key(hit: SearchHit) -> float:
+        relevance = cast(float, hit.relevance) - (ENDED_RELEVANCE if _ended(hit) else 0.0)
+        return -(RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * hit.score / best)
+
+    return sorted(hits, key=key)
+
+
 def in_score_order(hits: Sequence[SearchHit]) -> list[SearchHit]:
     """The hits as ranked, each score at most the one above it: an episode placed below the fact it
     came from shows the score of its place, so the scores read in the order the hits are given (the
@@ -125,17 +166,58 @@ def in_score_order(hits: Sequence[SearchHit]) -> list[SearchHit]:
     return ordered
 
 
-def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """Hits re-ranked with every archived memory's score multiplied by :data:`ARCHIVED_CUE` (its
-    breakdown's ``boost`` says so), so it only comes back when it matches much better than the active
-    memories around it."""
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """A kind of memory that competes at a discount unless it matches clearly better than the rest.
+
+    Attributes:
+        name: What the cue is about (for the docs and the tests).
+        applies: Whether a hit is of this kind.
+        factor: What its score is multiplied by (its breakdown's ``boost`` too).
+    """
+
+    name: str
+    applies: Callable[[SearchHit], bool]
+    factor: float
+
+
+def _archived(hit: SearchHit) -> bool:
+    return hit.record.status is MemoryStatus.ARCHIVED
+
+
+def _ended(hit: SearchHit) -> bool:
+    return says_it_ended(hit.record.memory)
+
+
+#: The discounts of a search with a query, as data: an archived memory (not asked for) and a memory
+#: that says something has ended ("No more yoga for me", 「テニスはやめた」: true now, but the answer
+#: to "what exercise does the user do?" is what they do) come after a current memory of about the
+#: same relevance, and first when nothing else matches as well.
+CUES: tuple[Cue, ...] = (
+    Cue("archived", _archived, ARCHIVED_CUE),
+    Cue("ended", _ended, ENDED_CUE),
+)
+
+
+def discounted(hits: Sequence[SearchHit], cues: Sequence[Cue] = CUES) -> list[SearchHit]:
+    """Hits re-ranked with the score of each hit a cue applies to multiplied by its factor (its
+    breakdown's ``boost`` says so)."""
     adjusted = []
     for hit in hits:
-        if hit.record.status is MemoryStatus.ARCHIVED:
-            breakdown = hit.breakdown.model_copy(update={"boost": hit.breakdown.boost * ARCHIVED_CUE})
-            hit = hit.model_copy(update={"score": hit.score * ARCHIVED_CUE, "breakdown": breakdown})
+        factor = 1.0
+        for cue in cues:
+            if cue.applies(hit):
+                factor *= cue.factor
+        if factor != 1.0:
+            breakdown = hit.breakdown.model_copy(update={"boost": hit.breakdown.boost * factor})
+            hit = hit.model_copy(update={"score": hit.score * factor, "breakdown": breakdown})
         adjusted.append(hit)
     return sorted(adjusted, key=lambda hit: -hit.score)
+
+
+def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """:func:`discounted` by the archived cue alone."""
+    return discounted(hits, CUES[:1])
 
 
 def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
@@ -143,27 +225,34 @@ def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
 
     A fact distilled from what was said outranks the episode of the same words (the fact's provenance
     points to the episode); the episode stays in the result below it, since it may say more than the
-    fact. Everything else keeps its rank.
+    fact. An episode more relevant than the fact keeps its place: it says what the question asks and
+    the fact does not (「番号変わりました。080-3333-4444になります。」 above the fact 「番号変わりました」).
+    Everything else keeps its rank.
     """
-    position: dict[tuple[str, int], int] = {}
+    position: dict[tuple[str, int], list[int]] = {}
     for at, hit in enumerate(hits):
         if hit.record.kind is MemoryKind.FACT:
             for source in hit.record.provenance:
-                position[(source.turn_id, source.message)] = at
+                position.setdefault((source.turn_id, source.message), []).append(at)
     keys = []
     for at, hit in enumerate(hits):
         key = float(at)
         if hit.record.kind is MemoryKind.EPISODE:
             citing = [
-                position[(s.turn_id, s.message)]
+                cited
                 for s in hit.record.provenance
-                if (s.turn_id, s.message) in position
+                for cited in position.get((s.turn_id, s.message), ())
+                if not _more_relevant(hit, hits[cited])
             ]
             if citing and max(citing) > at:
                 key = max(citing) + 0.5
         keys.append(key)
     order = sorted(range(len(hits)), key=lambda i: keys[i])
     return [hits[i] for i in order][:top]
+
+
+def _more_relevant(episode: SearchHit, fact: SearchHit) -> bool:
+    return episode.relevance is not None and fact.relevance is not None and episode.relevance > fact.relevance
 
 
 def recall_update(scope: Scope, memory_ids: Sequence[str], at: datetime) -> RecallUpdate:

@@ -179,6 +179,12 @@ def _everything_said(memory: Memory, user: str) -> list[str]:
             "hunter2",
             "Fridays",
         ),
+        (
+            ["My nickname at uni was Pickles.", "I'm learning the cello."],
+            "Forget my old uni nickname.",  # "old" qualifies what it names; the memory need not say it
+            "Pickles",
+            "cello",
+        ),
     ],
 )
 def test_a_forget_request_removes_every_trace_of_what_it_names(

@@ -18,6 +18,7 @@ from memory_core.language.text import analyze, normalize
 __all__ = [
     "StatementFeatures",
     "normalized_statement",
+    "says_it_ended",
     "speaker_of",
     "split_speaker",
     "statement_features",
@@ -155,6 +156,20 @@ class StatementFeatures:
     def single_valued(self) -> bool:
         """The predicate holds one value at a time (住んで, favorite, name...)."""
         return bool(self.slots)
+
+
+#: What now holds, said beside what ended ("I'm a tea person now, no more coffee", 「今は紅茶派です」).
+_NOW_HOLDS = re.compile(r"今は|今では|いまは|これからは|代わりに|\bnow\b|\binstead\b|\bthese days\b|\bnowadays\b")
+
+
+def says_it_ended(statement: str) -> bool:
+    """Whether ``statement`` says only that something has ended ("I quit piano", "No more yoga for me",
+    「テニスはやめた」): not a liking given up ("I don't like mushrooms anymore" answers "does the user
+    like mushrooms?"), and not beside what holds now ("I'm a tea person now, no more coffee")."""
+    text = normalize(statement)
+    if _POSITIVE_JA.search(text) or _POSITIVE_EN.search(text) or _NOW_HOLDS.search(text):
+        return False
+    return statement_features(statement).ended
 
 
 @functools.lru_cache(maxsize=4096)

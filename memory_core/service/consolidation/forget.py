@@ -4,6 +4,7 @@ that joins several statements once some of them go."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.domain.records import MemoryKind
@@ -20,6 +21,11 @@ from memory_core.service.consolidation.features import (
 from memory_core.service.extraction.statements import statement_parts
 
 __all__ = ["decide_forget", "join_clauses", "redact_sentences", "remaining_statements", "statement_clauses"]
+
+
+#: Words a forget request qualifies what it names with, in time ("my old school nickname", "my
+#: previous address", 「昔の」「以前の」): the memory it names need not say them.
+_QUALIFIERS = frozenset({"old", "former", "previous", "past", "earlier", "昔", "以前", "前"})
 
 
 def statement_clauses(text: str) -> list[str]:
@@ -132,6 +138,8 @@ def decide_forget(
     "京都の紅葉の話は忘れて" therefore leaves "京都に住んでいます" alone.
     """
     wanted = statement_features(candidate.memory, candidate.speaker)
+    if wanted.terms - _QUALIFIERS:  # "my old school nickname" names the nickname, old or not
+        wanted = replace(wanted, terms=wanted.terms - _QUALIFIERS)
     best: tuple[bool, float, float, Neighbour] | None = None
     for n in ordered:
         have = statement_features(n.record.memory, speaker_of(n.record))
