@@ -17,7 +17,8 @@ from memory_core.domain.messages import HistoryEntry, MemoryCandidate, RecallUpd
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
-from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
+from memory_core.domain.search import Listing, SearchResult
+from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import ValidationError
 
 __all__ = [
@@ -315,14 +316,8 @@ class MemoryStore(Protocol):
         """One record of any status, or ``None``."""
         ...
 
-    async def search(
-        self,
-        scope: Scope,
-        query: str,
-        vector: Sequence[float] | None,
-        options: MemorySearchOptions,
-    ) -> SearchResult:
-        """Ranked memories of ``scope`` for ``query`` / ``vector`` under ``options``."""
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Ranked memories of the request's scope for its query and vector, under its options."""
         ...
 
     async def scan(self, scope: Scope, request: PageRequest) -> Page:

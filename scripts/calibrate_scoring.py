@@ -42,6 +42,7 @@ from memory_core.config import Settings
 from memory_core.domain.ranking import ScoringProfile, profile_for
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import utcnow
 
 __all__ = ["ALTERNATIVES", "main"]
@@ -209,7 +210,7 @@ async def calibrate(
                 options = MemorySearchOptions(
                     mode=mode, ranking_profile=ranking, top=len(records), vector_k=50
                 )
-                result = await store.search(SCOPE, QUERY, vector, options)
+                result = await store.search(SearchRequest(SCOPE, QUERY, vector, options))
                 return {h.record.id: (h.score, h.breakdown.boost) for h in result.hits}
 
             base = await scores(SearchMode.KEYWORD, RankingProfile.NONE)

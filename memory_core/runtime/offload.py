@@ -12,7 +12,8 @@ private event loop there) and everything else (properties, synchronous helpers) 
 The caller keeps using the port it knows::
 
     store = offloaded(SQLiteMemoryStore(path), StorageThread("store"))
-    await store.search(...)   # runs on the "store" thread; the loop keeps serving
+    request = SearchRequest(scope, query, vector, options)
+    await store.search(request)   # runs on the "store" thread; the loop keeps serving
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import numpy as np
 
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.ports import MemoryStore
 from memory_core.service.consolidation.decisions import Neighbour
 
@@ -60,7 +61,7 @@ async def nearest_memories(
         kind=kind,
     )
     allowed = {MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED} if include_archived else {MemoryStatus.ACTIVE}
-    result = await store.search(scope, text, [float(x) for x in vector], options)
+    result = await store.search(SearchRequest(scope, text, [float(x) for x in vector], options))
     found: list[Neighbour] = []
     for hit in result.hits:
         if hit.record.status not in allowed:

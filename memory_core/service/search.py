@@ -12,6 +12,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.relevance import RelevanceCalibration, calibration_for, relevance
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode, SearchResult
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
@@ -96,7 +97,7 @@ async def search(
     wider = opts.model_copy(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
-    result = await store.search(scope, query, vector, wider)
+    result = await store.search(SearchRequest(scope, query, vector, wider))
     hits = list(result.hits)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])

@@ -20,6 +20,7 @@ from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting
@@ -93,7 +94,7 @@ def opts(**kwargs: Any) -> MemorySearchOptions:
 async def ids_of(store: MemoryStore, scope: Scope, query: str, **kwargs: Any) -> list[str]:
     options = opts(**kwargs)
     vec = None if options.mode == SearchMode.KEYWORD else vector(query)
-    result = await store.search(scope, query, vec, options)
+    result = await store.search(SearchRequest(scope, query, vec, options))
     return [hit.record.id for hit in result.hits]
 
 
@@ -248,7 +249,7 @@ class StoreContract:
                 # A scope smuggled past the constructor is still checked by the store.
                 smuggled = Scope.model_construct(user_id=bad, agent_id="agent-1")
                 with pytest.raises(ValidationError):
-                    await store.search(smuggled, "secret", None, opts(mode=SearchMode.KEYWORD))
+                    await store.search(SearchRequest(smuggled, "secret", None, opts(mode=SearchMode.KEYWORD)))
                 with pytest.raises(ValidationError):
                     await store.scan(smuggled, PageRequest())
                 with pytest.raises(ValidationError):
@@ -421,10 +422,12 @@ class StoreContract:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             await store.upsert([make("likes spicy curry", id="c", importance=0.7)])
             result = await store.search(
-                U1A1,
-                "spicy curry",
-                vector("spicy curry"),
-                MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT),
+                SearchRequest(
+                    U1A1,
+                    "spicy curry",
+                    vector("spicy curry"),
+                    MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT),
+                )
             )
             hit = result.hits[0]
             assert hit.breakdown.keyword_rank == 0 and hit.breakdown.vector_rank == 0

@@ -55,6 +55,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
 from memory_core.ports import MemoryStore
@@ -627,7 +628,7 @@ def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: Ra
     transport = CapturingTransport([search_response(record, scores=[0.8], extras=extras)])
     store = make_store(transport)
     options = MemorySearchOptions(mode=mode, ranking_profile=ranking)
-    result = run(store.search(SCOPE, "coffee", VECTOR, options))
+    result = run(store.search(SearchRequest(SCOPE, "coffee", VECTOR, options)))
     (captured,) = transport.requests
     assert check_request(captured, "POST", SEARCH) == expected_search_body(mode, ranking)
     assert result.mode == mode and result.ranking_profile == ranking and result.notes == []
@@ -658,7 +659,7 @@ def test_search_filters(options: MemorySearchOptions, extra_filter: str | None) 
     transport = CapturingTransport([search_response()])
     run(
         make_store(transport).search(
-            SCOPE, "coffee", None, options.model_copy(update={"mode": SearchMode.KEYWORD})
+            SearchRequest(SCOPE, "coffee", None, options.model_copy(update={"mode": SearchMode.KEYWORD}))
         )
     )
     body = check_request(transport.requests[0], "POST", SEARCH)
@@ -680,7 +681,7 @@ def test_search_order_by(order: OrderBy) -> None:
     options = MemorySearchOptions(
         mode=SearchMode.KEYWORD, ranking_profile=RankingProfile.NONE, order_by=order, top=7
     )
-    run(make_store(transport).search(SCOPE, "coffee", None, options))
+    run(make_store(transport).search(SearchRequest(SCOPE, "coffee", None, options)))
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["orderby"] == order.value
     assert body["top"] == 7
@@ -689,7 +690,7 @@ def test_search_order_by(order: OrderBy) -> None:
 
 def test_query_text_is_plain_words_never_query_syntax() -> None:
     transport = CapturingTransport([search_response()])
-    run(make_store(transport).search(SCOPE, 'non-smoking "quiet" room* (a|b)', None, KEYWORD))
+    run(make_store(transport).search(SearchRequest(SCOPE, 'non-smoking "quiet" room* (a|b)', None, KEYWORD)))
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["search"] == 'non\\-smoking \\"quiet\\" room\\* \\(a\\|b\\)'
 
@@ -697,7 +698,7 @@ def test_query_text_is_plain_words_never_query_syntax() -> None:
 def test_search_vector_k_and_exhaustive_knn() -> None:
     transport = CapturingTransport([search_response()])
     store = make_store(transport, exhaustive_knn=True)
-    run(store.search(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.VECTOR, vector_k=12)))
+    run(store.search(SearchRequest(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.VECTOR, vector_k=12))))
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["vectorQueries"] == [
         {"kind": "vector", "vector": VECTOR, "k": 12, "fields": "embedding", "exhaustive": True}
@@ -709,7 +710,7 @@ def test_hybrid_vector_weight_is_sent_as_the_vector_query_weight() -> None:
     transport = CapturingTransport([search_response()])
     store = make_store(transport)
     options = MemorySearchOptions(mode=SearchMode.HYBRID, vector_weight=0.5)
-    run(store.search(SCOPE, "window seat", VECTOR, options))
+    run(store.search(SearchRequest(SCOPE, "window seat", VECTOR, options)))
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["vectorQueries"] == [
         {"kind": "vector", "vector": VECTOR, "k": 50, "fields": "embedding", "weight": 0.5}
@@ -719,10 +720,10 @@ def test_hybrid_vector_weight_is_sent_as_the_vector_query_weight() -> None:
 def test_the_query_language_chooses_the_fusion() -> None:
     transport = CapturingTransport([search_response(), search_response(), search_response(), search_response()])
     store = make_store(transport)
-    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID)))
-    run(store.search(SCOPE, "window seat", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID)))
-    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.KEYWORD)))
-    run(store.search(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID, vector_weight=2.0)))
+    run(store.search(SearchRequest(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID))))
+    run(store.search(SearchRequest(SCOPE, "window seat", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID))))
+    run(store.search(SearchRequest(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.KEYWORD))))
+    run(store.search(SearchRequest(SCOPE, "京都の旅館が好き", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID, vector_weight=2.0))))
     japanese, english, keyword, weighted = (check_request(r, "POST", SEARCH) for r in transport.requests)
     # a Japanese query's text leg counts a memory only with every word (searchMode=all), in hybrid only
     assert japanese["searchMode"] == "all" and "searchMode" not in english and "searchMode" not in keyword
@@ -746,7 +747,7 @@ def test_search_debug_scores_fill_the_breakdown() -> None:
     }
     transport = CapturingTransport([search_response(make_record(), scores=[0.3], extras=[debug])])
     store = make_store(transport, debug_scores=True)
-    result = run(store.search(SCOPE, "coffee", VECTOR, MemorySearchOptions()))
+    result = run(store.search(SearchRequest(SCOPE, "coffee", VECTOR, MemorySearchOptions())))
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["debug"] == "vector"
     breakdown = result.hits[0].breakdown
@@ -759,18 +760,18 @@ def test_search_without_a_vector_or_without_text() -> None:
     store = make_store(transport)
     for mode in (SearchMode.VECTOR, SearchMode.HYBRID, SearchMode.SEMANTIC):
         with pytest.raises(ValidationError, match="needs a query vector"):
-            run(store.search(SCOPE, "coffee", None, MemorySearchOptions(mode=mode)))
+            run(store.search(SearchRequest(SCOPE, "coffee", None, MemorySearchOptions(mode=mode))))
     assert transport.requests == []
     # An empty keyword query matches everything the filters allow (no "search" sent means "*").
     transport.add(search_response(make_record()))
-    everything = run(store.search(SCOPE, "  ", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    everything = run(store.search(SearchRequest(SCOPE, "  ", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
     body = check_request(transport.requests[-1], "POST", SEARCH)
     assert "search" not in body and "vectorQueries" not in body and len(everything.hits) == 1
     # Hybrid with no words is the vector leg alone; semantic cannot rerank without words.
     transport.add(search_response(), search_response())
-    run(store.search(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID)))
+    run(store.search(SearchRequest(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.HYBRID))))
     assert "search" not in check_request(transport.requests[-1], "POST", SEARCH)
-    semantic = run(store.search(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.SEMANTIC)))
+    semantic = run(store.search(SearchRequest(SCOPE, "", VECTOR, MemorySearchOptions(mode=SearchMode.SEMANTIC))))
     body = check_request(transport.requests[-1], "POST", SEARCH)
     assert "queryType" not in body and "search" not in body and body["vectorQueries"]
     assert semantic.notes == ["the semantic ranker needs query text; results are not reranked"]
@@ -779,7 +780,7 @@ def test_search_without_a_vector_or_without_text() -> None:
 def test_search_rejects_a_vector_of_the_wrong_size() -> None:
     transport = CapturingTransport()
     with pytest.raises(ValidationError, match="dimensions"):
-        run(make_store(transport).search(SCOPE, "coffee", [1.0, 2.0], MemorySearchOptions()))
+        run(make_store(transport).search(SearchRequest(SCOPE, "coffee", [1.0, 2.0], MemorySearchOptions())))
     assert transport.requests == []
 
 
@@ -807,7 +808,7 @@ def test_hostile_scope_ids_are_rejected_before_any_request(value: str) -> None:
     # Even a scope that skipped validation is validated again by the store and the filter compiler.
     forged = Scope.model_construct(user_id=value, agent_id="a1")
     with pytest.raises(ValidationError):
-        run(store.search(forged, "coffee", None, MemorySearchOptions()))
+        run(store.search(SearchRequest(forged, "coffee", None, MemorySearchOptions())))
     with pytest.raises(ValidationError):
         run(store.scan(Scope.model_construct(user_id="u1", agent_id=value), PageRequest()))
     with pytest.raises(ValidationError):
@@ -826,7 +827,7 @@ def test_hostile_categories_are_rejected(value: str) -> None:
     with pytest.raises(ValidationError):
         odata.search_filter(SCOPE, forged, NOW)
     with pytest.raises(ValidationError):
-        run(make_store(transport).search(SCOPE, "coffee", None, forged))
+        run(make_store(transport).search(SearchRequest(SCOPE, "coffee", None, forged)))
     assert transport.requests == []
 
 
@@ -1392,7 +1393,7 @@ def test_429_with_retry_after_is_honoured_then_succeeds() -> None:
         429, {"error": {"code": "Throttled", "message": "Too many requests"}}, Retry_After="7"
     )
     transport = CapturingTransport([throttled, search_response(make_record())])
-    result = run(make_store(transport, sleep).search(SCOPE, "coffee", VECTOR, MemorySearchOptions()))
+    result = run(make_store(transport, sleep).search(SearchRequest(SCOPE, "coffee", VECTOR, MemorySearchOptions())))
     assert len(result.hits) == 1
     assert sleep.calls == [7.0]
     assert transport.sleeps == []  # the SDK's own retry policy is off; the store owns retries
@@ -1424,10 +1425,10 @@ def test_503_is_retried_with_backoff() -> None:
 def test_timeouts_are_retried_then_transient(error: Exception) -> None:
     sleep = SleepRecorder()
     transport = CapturingTransport([error, search_response(make_record())])
-    assert len(run(make_store(transport, sleep).search(SCOPE, "coffee", None, KEYWORD)).hits) == 1
+    assert len(run(make_store(transport, sleep).search(SearchRequest(SCOPE, "coffee", None, KEYWORD))).hits) == 1
     transport.add(error, error, error)
     with pytest.raises(TransientError, match="after 3 attempts"):
-        run(make_store(transport, sleep).search(SCOPE, "coffee", None, KEYWORD))
+        run(make_store(transport, sleep).search(SearchRequest(SCOPE, "coffee", None, KEYWORD)))
 
 
 @pytest.mark.parametrize(

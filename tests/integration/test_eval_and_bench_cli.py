@@ -22,6 +22,7 @@ from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.cli.main import main
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.ports import FixedClock
 
 
@@ -251,10 +252,12 @@ def test_bulk_built_store_has_the_statistics_upserts_would_give(tmp_path: Path) 
     async def search() -> int:
         store = SQLiteMemoryStore(path, clock=FixedClock(now))
         result = await store.search(
-            Scope.of("user000001", "bench"),
-            "coffee 旅行",
-            [1.0] * 8,
-            MemorySearchOptions(mode=SearchMode.HYBRID, top=5),
+            SearchRequest(
+                Scope.of("user000001", "bench"),
+                "coffee 旅行",
+                [1.0] * 8,
+                MemorySearchOptions(mode=SearchMode.HYBRID, top=5),
+            )
         )
         await store.close()
         return len(result.hits)
@@ -329,7 +332,9 @@ def test_store_reindexes_when_the_analyzer_changes(tmp_path: Path) -> None:
     async def search() -> list[str]:
         store = SQLiteMemoryStore(path, clock=FixedClock(now))
         result = await store.search(
-            Scope.of("u", "a"), "paintings of a landscape", None, MemorySearchOptions(mode=SearchMode.KEYWORD)
+            SearchRequest(
+                Scope.of("u", "a"), "paintings of a landscape", None, MemorySearchOptions(mode=SearchMode.KEYWORD)
+            )
         )
         await store.close()
         return [h.record.id for h in result.hits]

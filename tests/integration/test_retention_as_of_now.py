@@ -16,6 +16,7 @@ from memory_core.client.local import LocalMemoryClient
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import ConfigurationError
 from memory_core.ports import FixedClock
 
@@ -58,14 +59,16 @@ def test_the_embedded_search_ranks_and_filters_by_the_retention_now(tmp_path: Pa
         try:
             await store.upsert(stale_pair(now))
             options = MemorySearchOptions(mode=SearchMode.KEYWORD, ranking_profile=RankingProfile.IMPORTANT)
-            result = await store.search(SCOPE, "window seat", None, options)
+            result = await store.search(SearchRequest(SCOPE, "window seat", None, options))
             assert [h.record.id for h in result.hits] == ["fresh", "old"]
             shown = {h.record.id: h.record.retention_score for h in result.hits}
             stored = {r.id: r for r in stale_pair(now)}
             for memory_id, retention in shown.items():
                 assert abs(retention - POLICY.retention(stored[memory_id], now)) < 1e-9
             assert shown["old"] < 0.05 < 0.6 < shown["fresh"]
-            kept = await store.search(SCOPE, "window seat", None, options.model_copy(update={"min_retention_score": 0.5}))
+            kept = await store.search(
+                SearchRequest(SCOPE, "window seat", None, options.model_copy(update={"min_retention_score": 0.5}))
+            )
             assert [h.record.id for h in kept.hits] == ["fresh"]
             # What is stored is unchanged: only a forgetting run writes retention.
             assert (await store.get(SCOPE, "old")).retention_score == 0.95  # type: ignore[union-attr]

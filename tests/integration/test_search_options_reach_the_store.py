@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,6 +29,7 @@ from memory_core.cli.memories import SEARCH_FLAGS, option_flag
 from memory_core.contract.views import SearchRequest
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
+from memory_core.domain.search_request import SearchRequest as StoreSearchRequest
 from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.service import MemoryService
@@ -71,11 +72,9 @@ class RecordingStore(SQLiteMemoryStore):
 
     received: ClassVar[list[MemorySearchOptions]] = []
 
-    async def search(
-        self, scope: Scope, query: str, vector: Sequence[float] | None, options: MemorySearchOptions
-    ) -> SearchResult:
-        type(self).received.append(options)
-        return await super().search(scope, query, vector, options)
+    async def search(self, request: StoreSearchRequest) -> SearchResult:
+        type(self).received.append(request.options)
+        return await super().search(request)
 
 
 @pytest.fixture

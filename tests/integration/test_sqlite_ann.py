@@ -22,6 +22,7 @@ from memory_core.adapters.sqlite.vector_index import ApproximateVectorIndex
 from memory_core.bootstrap import build_store, load_settings
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import ConfigurationError
 from memory_core.ports import FixedClock
 
@@ -64,7 +65,7 @@ def fill(store: SQLiteMemoryStore, scope: Scope, vectors: np.ndarray, prefix: st
 
 def vector_search(store: SQLiteMemoryStore, query: np.ndarray, scope: Scope = SCOPE, **options: Any) -> list[str]:
     opts = MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE, top=10, vector_k=50, **options)
-    return [hit.record.id for hit in run(store.search(scope, "", [float(x) for x in query], opts)).hits]
+    return [hit.record.id for hit in run(store.search(SearchRequest(scope, "", [float(x) for x in query], opts))).hits]
 
 
 def graph(store: SQLiteMemoryStore) -> dict[str, Any]:
@@ -127,9 +128,9 @@ def test_a_large_scope_answers_through_its_graph_as_exact_search_does(
         same = sum(vector_search(approximate, q) == vector_search(exact, q) for q in queries)
         hybrid = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.IMPORTANT, top=10)
         for q in queries[:10]:
-            args = (SCOPE, "memory", [float(x) for x in q], hybrid)
-            assert [h.record.id for h in run(approximate.search(*args)).hits] == [
-                h.record.id for h in run(exact.search(*args)).hits
+            request = SearchRequest(SCOPE, "memory", [float(x) for x in q], hybrid)
+            assert [h.record.id for h in run(approximate.search(request)).hits] == [
+                h.record.id for h in run(exact.search(request)).hits
             ]
         vector_search(approximate, queries[0], scope=SMALL)  # a small scope: exact, no graph
         stats = graph(approximate)

@@ -14,6 +14,7 @@ from memory_core.adapters.sqlite import ann as sqlite_ann
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 
 SCOPE = Scope.of("user-1", "agent-1")
 
@@ -32,8 +33,8 @@ def test_without_usearch_every_scope_is_searched_exactly_with_a_warning(
     async def scenario() -> tuple[list[str], list[str]]:
         await store.upsert([make(t, SCOPE, id=f"m-{i:03d}") for i, t in enumerate(texts)])
         query = make("ramen").embedding
-        found = await store.search(SCOPE, "ramen", query, options)
-        expected = await exact.search(SCOPE, "ramen", query, options)
+        found = await store.search(SearchRequest(SCOPE, "ramen", query, options))
+        expected = await exact.search(SearchRequest(SCOPE, "ramen", query, options))
         return [h.record.id for h in found.hits], [h.record.id for h in expected.hits]
 
     try:

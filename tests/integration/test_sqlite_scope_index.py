@@ -20,6 +20,7 @@ from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.ports import FixedClock
 
 SCOPE = Scope.of("user-big", "agent-1")
@@ -70,7 +71,7 @@ def _results(store: SQLiteMemoryStore) -> list[Any]:
         for options in _options():
             if options.mode == SearchMode.VECTOR and not query:
                 continue
-            result = run(store.search(SCOPE, query, vector, options))
+            result = run(store.search(SearchRequest(SCOPE, query, vector, options)))
             out.append([(h.record.id, h.record.memory, h.score, h.breakdown.model_dump()) for h in result.hits])
     return out
 
@@ -153,18 +154,18 @@ def test_a_saved_index_never_keeps_purged_or_replaced_text(tmp_path: Path, small
     records = [_record(rng, i) for i in range(400)]
     records[7] = _record(rng, 7, text="zanzibarquokka likes ramen")
     run(store.upsert(records))
-    run(store.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    run(store.search(SearchRequest(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
     assert _saved(path) is not None
     run(store.upsert([_record(rng, 7, text="likes ramen")]))  # the marker word is edited out
     assert _saved(path) is None
-    run(store.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    run(store.search(SearchRequest(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
     assert _saved(path) is not None  # saved again, without the word
     assert run(store.checkpoint_wal())
     assert b"zanzibarquokka" not in path.read_bytes()
 
     run(store.upsert([_record(rng, 8, text="wombatcanary plans a trip")]))
     other = SQLiteMemoryStore(path, clock=FixedClock(NOW))
-    run(other.search(SCOPE, "trip", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    run(other.search(SearchRequest(SCOPE, "trip", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
     other.close_sync()
     run(store.purge(SCOPE.user_id))
     assert _saved(path) is None
@@ -204,7 +205,7 @@ def test_a_busy_file_does_not_hold_up_a_search(tmp_path: Path, small_threshold: 
     blocker.execute("BEGIN IMMEDIATE")  # another process is writing
     try:
         started = time.monotonic()
-        result = run(reader.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+        result = run(reader.search(SearchRequest(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
         waited = time.monotonic() - started
     finally:
         blocker.execute("ROLLBACK")
@@ -265,11 +266,11 @@ def test_a_scope_without_vectors_answers_alike_loaded_or_rebuilt(tmp_path: Path,
     run(store.upsert([_record(rng, i, OTHER) for i in range(3)]))  # the store's vectors: 64 dimensions
     run(store.upsert([_record(rng, i).model_copy(update={"embedding": None}) for i in range(300)]))
     options = MemorySearchOptions(mode=SearchMode.HYBRID)
-    built = run(store.search(SCOPE, "ramen", [1.0, 0.0, 0.0], options))
+    built = run(store.search(SearchRequest(SCOPE, "ramen", [1.0, 0.0, 0.0], options)))
     store.close_sync()
     assert _saved(path) is not None
     loaded = SQLiteMemoryStore(path, clock=FixedClock(NOW))
-    again = run(loaded.search(SCOPE, "ramen", [1.0, 0.0, 0.0], options))
+    again = run(loaded.search(SearchRequest(SCOPE, "ramen", [1.0, 0.0, 0.0], options)))
     loaded.close_sync()
     assert [h.record.id for h in again.hits] == [h.record.id for h in built.hits]
 
@@ -283,7 +284,7 @@ def test_the_index_holds_columns_not_the_rows_it_applied(tmp_path: Path, small_t
     _results(live)
     for start in range(300, 800, 100):
         run(writer.upsert([_record(rng, i) for i in range(start, start + 100)]))
-        run(live.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD, top=5)))
+        run(live.search(SearchRequest(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD, top=5))))
     (index,) = live._cache.values()
     assert len(index) == 800 and len(index._rows) == 0 and len(index._records) < 300  # hits only
     live.close_sync()
@@ -301,7 +302,7 @@ def test_a_saved_index_dropped_by_another_process_is_saved_again(tmp_path: Path,
     run(writer.upsert([_record(rng, 300)]))  # new, then its text changes: the saved copy is dropped
     run(writer.upsert([_record(rng, 300, text="a changed text")]))
     assert _saved(path) is None
-    run(live.search(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD)))
+    run(live.search(SearchRequest(SCOPE, "ramen", None, MemorySearchOptions(mode=SearchMode.KEYWORD))))
     assert _saved(path) is not None
     live.close_sync()
     writer.close_sync()

@@ -19,6 +19,7 @@ from memory_core.adapters.sqlite.legs import BM25_B, BM25_K1
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.records import MemoryRecord
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.language.text import index_terms, query_terms
 from memory_core.ports import FixedClock
@@ -76,7 +77,7 @@ def test_bm25_matches_the_formula_with_index_wide_statistics(tmp_path: Path) -> 
         await store.upsert(
             [make(v["memory"], U2A1, id=k, category=v["category"]) for k, v in other_scope.items()]
         )
-        result = await store.search(U1A1, "spicy ramen preference", None, KEYWORD)
+        result = await store.search(SearchRequest(U1A1, "spicy ramen preference", None, KEYWORD))
         await store.close()
         return {h.record.id: h.score for h in result.hits}
 
@@ -123,7 +124,7 @@ def test_a_failed_batch_writes_nothing(tmp_path: Path) -> None:
             )
         assert await store.get(U1A1, "b") is None
         assert await store.count() == 1
-        result = await store.search(U1A1, "second", None, KEYWORD)
+        result = await store.search(SearchRequest(U1A1, "second", None, KEYWORD))
         assert result.hits == []
         await store.close()
 
@@ -150,10 +151,10 @@ def test_query_vector_of_the_wrong_size_is_rejected(tmp_path: Path) -> None:
         store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
         await store.upsert([make("tea", id="a")])
         with pytest.raises(ValidationError) as info:
-            await store.search(U1A1, "tea", [1.0, 0.0, 0.0], MemorySearchOptions(mode=SearchMode.VECTOR))
+            await store.search(SearchRequest(U1A1, "tea", [1.0, 0.0, 0.0], MemorySearchOptions(mode=SearchMode.VECTOR)))
         assert info.value.field == "vector"
         with pytest.raises(ValidationError):
-            await store.search(U1A1, "tea", None, MemorySearchOptions(mode=SearchMode.HYBRID))
+            await store.search(SearchRequest(U1A1, "tea", None, MemorySearchOptions(mode=SearchMode.HYBRID)))
         await store.close()
 
     run(scenario())
@@ -184,13 +185,13 @@ def test_a_reader_sees_what_another_process_wrote(tmp_path: Path) -> None:
     async def scenario() -> None:
         reader = SQLiteMemoryStore(path, clock=FixedClock(NOW))
         await reader.upsert([make("local tea note", id="local")])
-        assert [h.record.id for h in (await reader.search(U1A1, "tea", None, KEYWORD)).hits] == ["local"]
+        assert [h.record.id for h in (await reader.search(SearchRequest(U1A1, "tea", None, KEYWORD))).hits] == ["local"]
         subprocess.run(
             [sys.executable, "-c", WRITER, str(path), "remote", "remote tea note", "local"], check=True
         )
-        hits = (await reader.search(U1A1, "tea", None, KEYWORD)).hits
+        hits = (await reader.search(SearchRequest(U1A1, "tea", None, KEYWORD))).hits
         assert sorted(h.record.id for h in hits) == ["remote"]
-        assert [h.record.id for h in (await reader.search(U1A1, "rewritten", None, KEYWORD)).hits] == [
+        assert [h.record.id for h in (await reader.search(SearchRequest(U1A1, "rewritten", None, KEYWORD))).hits] == [
             "local"
         ]
         await reader.close()
@@ -203,10 +204,10 @@ def test_hybrid_search_uses_vectors_from_the_cache_after_updates(tmp_path: Path)
         store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
         await store.upsert([make("apples", id="a"), make("bananas", id="b")])
         options = MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE, top=1)
-        assert (await store.search(U1A1, "x", vector("bananas"), options)).hits[0].record.id == "b"
+        assert (await store.search(SearchRequest(U1A1, "x", vector("bananas"), options))).hits[0].record.id == "b"
         await store.merge(U1A1, "a", {"memory": "bananas", "embedding": vector("bananas")})
         await store.merge(U1A1, "b", {"memory": "apples", "embedding": vector("apples")})
-        assert (await store.search(U1A1, "x", vector("bananas"), options)).hits[0].record.id == "a"
+        assert (await store.search(SearchRequest(U1A1, "x", vector("bananas"), options))).hits[0].record.id == "a"
         await store.close()
 
     run(scenario())
@@ -217,10 +218,10 @@ def test_records_without_embeddings_are_keyword_only(tmp_path: Path) -> None:
         store = SQLiteMemoryStore(tmp_path / "m.db", clock=FixedClock(NOW))
         await store.upsert([make("plain text", id="p", with_vector=False), make("plain vector", id="v")])
         vec = MemorySearchOptions(mode=SearchMode.VECTOR, ranking_profile=RankingProfile.NONE)
-        assert [h.record.id for h in (await store.search(U1A1, "plain", vector("plain"), vec)).hits] == ["v"]
+        assert [h.record.id for h in (await store.search(SearchRequest(U1A1, "plain", vector("plain"), vec))).hits] == ["v"]
         hyb = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE)
         assert sorted(
-            h.record.id for h in (await store.search(U1A1, "plain", vector("plain"), hyb)).hits
+            h.record.id for h in (await store.search(SearchRequest(U1A1, "plain", vector("plain"), hyb))).hits
         ) == ["p", "v"]
         await store.close()
 
@@ -262,7 +263,7 @@ def test_vector_weight_scales_the_vector_leg_in_fusion(tmp_path: Path) -> None:
             options = MemorySearchOptions(
                 mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE, vector_k=1, vector_weight=weight
             )
-            hits = (await store.search(U1A1, "green tea", query_vector, options)).hits
+            hits = (await store.search(SearchRequest(U1A1, "green tea", query_vector, options))).hits
             return [(h.record.id, h.score) for h in hits]
 
         light = await ranked(0.5)
@@ -287,15 +288,15 @@ def test_a_japanese_query_counts_a_keyword_match_only_with_every_word(tmp_path: 
             ]
         )
         hyb = MemorySearchOptions(mode=SearchMode.HYBRID, ranking_profile=RankingProfile.NONE, top=10)
-        result = await store.search(U1A1, "京都の旅館", vector("温泉"), hyb)
+        result = await store.search(SearchRequest(U1A1, "京都の旅館", vector("温泉"), hyb))
         legs = {h.record.id: h.breakdown for h in result.hits}
         assert legs["all"].keyword_rank is not None
         assert legs["part"].keyword_rank is None and legs["none"].keyword_rank is None
         # keyword search itself still matches any word, and an English query's hybrid too
-        kw = await store.search(U1A1, "京都の旅館", None, KEYWORD)
+        kw = await store.search(SearchRequest(U1A1, "京都の旅館", None, KEYWORD))
         assert {h.record.id for h in kw.hits} == {"all", "part"}
         await store.upsert([make("tea in Kyoto", id="en-part"), make("ryokan tea in Kyoto", id="en-all")])
-        english = await store.search(U1A1, "ryokan Kyoto", vector("温泉"), hyb)
+        english = await store.search(SearchRequest(U1A1, "ryokan Kyoto", vector("温泉"), hyb))
         assert {h.record.id for h in english.hits if h.breakdown.keyword_rank is not None} == {"en-all", "en-part"}
         await store.close()
 
@@ -321,8 +322,8 @@ def test_a_file_of_an_older_analyzer_is_re_indexed_on_open(tmp_path: Path) -> No
 
     async def read() -> list[str]:
         store = SQLiteMemoryStore(path, clock=FixedClock(NOW))
-        hits = [h.record.id for h in (await store.search(U1A1, "泊まる", None, KEYWORD)).hits]
-        painted = [h.record.id for h in (await store.search(U1A1, "painting", None, KEYWORD)).hits]
+        hits = [h.record.id for h in (await store.search(SearchRequest(U1A1, "泊まる", None, KEYWORD))).hits]
+        painted = [h.record.id for h in (await store.search(SearchRequest(U1A1, "painting", None, KEYWORD))).hits]
         await store.close()
         return hits + painted
 

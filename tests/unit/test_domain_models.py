@@ -9,7 +9,8 @@ import pytest
 from memory_core.domain.messages import Turn
 from memory_core.domain.paging import MAX_SCAN_LIMIT, PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.search import MemorySearchOptions
+from memory_core.domain.search import MemorySearchOptions, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model, validate_category
 from memory_core.errors import ValidationError
 
@@ -98,6 +99,18 @@ def test_a_page_request_refuses_a_limit_out_of_range(limit: object) -> None:
         PageRequest(limit=limit)  # type: ignore[arg-type]
     assert (info.value.field, info.value.message) == ("limit", f"must be an integer between 1 and {MAX_SCAN_LIMIT}")
     assert PageRequest(limit=MAX_SCAN_LIMIT).limit == MAX_SCAN_LIMIT and PageRequest().limit == 100
+
+
+def test_a_search_request_keeps_what_it_is_given() -> None:
+    scope = Scope.of("u", "a")
+    keyword = SearchRequest(scope, "tea")
+    assert (keyword.vector, keyword.options) == (None, MemorySearchOptions())
+    vector = [0.6, 0.8]
+    options = MemorySearchOptions(mode=SearchMode.VECTOR)
+    request = SearchRequest(scope, "tea", vector, options)
+    assert request.vector is vector and request.options is options  # never copied
+    with pytest.raises(AttributeError):
+        request.query = "coffee"  # type: ignore[misc]
 
 
 def test_turn_schema_and_messages() -> None:

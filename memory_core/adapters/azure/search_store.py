@@ -39,6 +39,7 @@ from memory_core.domain.records import (
 )
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.search_plan import plan_for
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import (
     parse_model,
     validate_category,
@@ -277,23 +278,18 @@ class AzureSearchMemoryStore:
         logger.info("memory %s marked %s", updated.id, status.value)
         return updated.without_embedding()
 
-    async def search(
-        self,
-        scope: Scope,
-        query: str,
-        vector: Sequence[float] | None,
-        options: MemorySearchOptions,
-    ) -> SearchResult:
-        """Ranked memories of ``scope``: one request rendered from the search plan
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Ranked memories of the request's scope: one request rendered from the search plan
         (:mod:`memory_core.adapters.azure.search_query`; DESIGN section 4 for the semantics of each mode)."""
-        scope = Scope.of(scope.user_id, scope.agent_id)
-        options = parse_model(MemorySearchOptions, options)
+        scope = Scope.of(request.scope.user_id, request.scope.agent_id)
+        options = parse_model(MemorySearchOptions, request.options)
+        query, vector = request.query, request.vector
         if query is not None and not isinstance(query, str):
             raise ValidationError("query", "must be a string")
         text = (query or "").strip()
         plan = plan_for(options, text)
         check_query_vector(plan, vector, self.dimensions)
-        request = search_request(
+        rendered = search_request(
             plan,
             text,
             vector,
@@ -303,13 +299,13 @@ class AzureSearchMemoryStore:
             exhaustive=self._exhaustive,
             debug=self._debug_scores,
         )
-        documents = await self._requests.query("search", **request.kwargs)
+        documents = await self._requests.query("search", **rendered.kwargs)
         profile = plan.profile.name if plan.profile else None
         return SearchResult(
             hits=[search_hit(document, profile) for document in documents],
             mode=options.mode,
             ranking_profile=options.ranking_profile,
-            notes=request.notes,
+            notes=rendered.notes,
         )
 
     async def scan(self, scope: Scope, request: PageRequest) -> Page:

@@ -46,6 +46,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.search_plan import plan_for
+from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.ports import (
@@ -225,21 +226,16 @@ class SQLiteMemoryStore:
         return scans.count(self._db, scope)
 
     # -- search ---------------------------------------------------------------------------------
-    async def search(
-        self,
-        scope: Scope,
-        query: str,
-        vector: Sequence[float] | None,
-        options: MemorySearchOptions,
-    ) -> SearchResult:
+    async def search(self, request: SearchRequest) -> SearchResult:
         """Ranked memories of one scope: filters, candidate legs, fusion, profile, order, breakdown.
 
         See the module docstring for the scoring.
         """
-        scope = checked_scope(scope)
-        options = parse_model(MemorySearchOptions, options)
+        scope = checked_scope(request.scope)
+        options = parse_model(MemorySearchOptions, request.options)
+        query = request.query
         plan = plan_for(options, query)
-        unit_vector = query_vector(vector, plan)
+        unit_vector = query_vector(request.vector, plan)
         now_epoch = self._clock.now().timestamp()
         search = ScopeSearch(self._db, self._cache, self._ann, self._statistics, self._policy)
         with self._lock:

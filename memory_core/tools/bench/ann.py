@@ -365,6 +365,7 @@ async def measure_store(
     from memory_core.adapters.sqlite.store import SQLiteMemoryStore
     from memory_core.domain.records import MemoryRecord, Scope
     from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+    from memory_core.domain.search_request import SearchRequest
 
     scope = Scope.of("bench-user", "bench-agent")
     written = datetime.now(UTC)
@@ -401,7 +402,7 @@ async def measure_store(
         }
 
         async def search(store: SQLiteMemoryStore, query: np.ndarray, options: MemorySearchOptions) -> list[str]:
-            found = await store.search(scope, "memory", query.tolist(), options)
+            found = await store.search(SearchRequest(scope, "memory", query.tolist(), options))
             return [hit.record.id for hit in found.hits]
 
         try:

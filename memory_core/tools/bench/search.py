@@ -27,6 +27,7 @@ from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.ports import FixedClock
 from memory_core.tools.bench.synthetic import random_sentence, synthetic_memory, unit_vectors
 from memory_core.tools.progress import NO_PROGRESS, Progress
@@ -118,7 +119,7 @@ async def measure(
         scope = Scope.of(f"user{s:05d}", "bench")
         vector = unit_vectors(rng, 1, dims)[0].tolist()
         t0 = time.perf_counter()
-        await store.search(scope, random_sentence(rng), vector, options)
+        await store.search(SearchRequest(scope, random_sentence(rng), vector, options))
         cold.append((time.perf_counter() - t0) * 1000)
     warm: list[float] = []
     lower: list[float] = []
@@ -142,7 +143,7 @@ async def measure(
         text = random_sentence(rng)
         vector = unit_vectors(rng, 1, dims)[0]
         t0 = time.perf_counter()
-        result = await store.search(scope, text, vector.tolist(), options)
+        result = await store.search(SearchRequest(scope, text, vector.tolist(), options))
         warm.append((time.perf_counter() - t0) * 1000)
         assert len(result.hits) == 5
         lower.append(_exact_floor_ms(matrices[s], vector))
@@ -244,7 +245,9 @@ async def _measure_growth_point(
         cold: list[float] = []
         for s in range(used):
             t0 = time.perf_counter()
-            await store.search(_scope_name(s), random_sentence(rng), unit_vectors(rng, 1, dims)[0].tolist(), options)
+            await store.search(
+                SearchRequest(_scope_name(s), random_sentence(rng), unit_vectors(rng, 1, dims)[0].tolist(), options)
+            )
             cold.append((time.perf_counter() - t0) * 1000)
         warm: list[float] = []
         bar = progress.bar(f"searching ({scopes} scope(s) of {scope_size:,})", queries, unit="queries")
@@ -252,7 +255,7 @@ async def _measure_growth_point(
             scope = _scope_name(q % used)
             text, vector = random_sentence(rng), unit_vectors(rng, 1, dims)[0].tolist()
             t0 = time.perf_counter()
-            await store.search(scope, text, vector, options)
+            await store.search(SearchRequest(scope, text, vector, options))
             warm.append((time.perf_counter() - t0) * 1000)
             bar.update(q + 1)
         bar.finish()
@@ -264,7 +267,9 @@ async def _measure_growth_point(
     try:
         for s in range(min(used, 5)):
             t0 = time.perf_counter()
-            await store.search(_scope_name(s), random_sentence(rng), unit_vectors(rng, 1, dims)[0].tolist(), options)
+            await store.search(
+                SearchRequest(_scope_name(s), random_sentence(rng), unit_vectors(rng, 1, dims)[0].tolist(), options)
+            )
             reload.append((time.perf_counter() - t0) * 1000)
     finally:
         await store.close()

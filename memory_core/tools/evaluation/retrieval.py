@@ -18,6 +18,7 @@ import numpy as np
 
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search_request import SearchRequest
 from memory_core.ports import FixedClock
 from memory_core.tools.evaluation.metrics import DEFAULT_KS, METRICS, MetricAccumulator, metric_label
 from memory_core.tools.progress import NO_PROGRESS, Bar, Progress
@@ -121,7 +122,7 @@ async def _search_configuration(
         clock.set(question.asked_at)
         vector = None if mode == SearchMode.KEYWORD else question.vector.tolist()
         started = time.perf_counter()
-        result = await store.search(question.scope, question.text, vector, options)
+        result = await store.search(SearchRequest(question.scope, question.text, vector, options))
         latency.append((time.perf_counter() - started) * 1000.0)
         metrics.add([h.record.id for h in result.hits], question.relevant, question.groups)
         bar.advance()
