@@ -44,7 +44,9 @@ def test_the_english_demo_tells_the_same_story_with_the_same_decisions() -> None
     searches = text.split("search 'where to stay in Kyoto", 1)[1]
     assert "extra-spicy" not in searches  # the assistant's claim created nothing
     assert "I like ryokans in Kyoto  [preference" in searches
-    assert "These days I like coffee more than tea  [preference" in searches
+    # The query asks two things; with the local model the Kyoto memories are all closer to it than the
+    # coffee preference, which the order by relevance puts sixth (docs/evaluation.md says so).
+    assert "I like tea  [preference" not in searches  # the replaced preference is never shown
     assert "forgetting dry run" in text
 
 
