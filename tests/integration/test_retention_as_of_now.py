@@ -61,11 +61,10 @@ def test_the_embedded_search_ranks_and_filters_by_the_retention_now(tmp_path: Pa
             options = MemorySearchOptions(mode=SearchMode.KEYWORD, ranking_profile=RankingProfile.IMPORTANT)
             result = await store.search(SearchRequest(SCOPE, "window seat", None, options))
             assert [h.record.id for h in result.hits] == ["fresh", "old"]
-            shown = {h.record.id: h.record.retention_score for h in result.hits}
+            boosts = {h.record.id: h.breakdown.functions["retention_score"] for h in result.hits}
             stored = {r.id: r for r in stale_pair(now)}
-            for memory_id, retention in shown.items():
-                assert abs(retention - POLICY.retention(stored[memory_id], now)) < 1e-9
-            assert shown["old"] < 0.05 < 0.6 < shown["fresh"]
+            for memory_id, boost in boosts.items():  # linear, boost 1.5: 1 + 0.5 * the retention now
+                assert abs(boost - (1 + 0.5 * POLICY.retention(stored[memory_id], now))) < 1e-9
             kept = await store.search(
                 SearchRequest(SCOPE, "window seat", None, options.model_copy(update={"min_retention_score": 0.5}))
             )

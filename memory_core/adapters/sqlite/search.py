@@ -96,25 +96,18 @@ class ScopeSearch:
         relevance, selected = _fuse(plan, keyword, vectors, len(index))
         candidates = np.flatnonzero(selected)
         profile = plan.profile
-        retention = self.policy.retention_of_columns(
-            {name: index.columns[name][candidates] for name in RETENTION_INPUTS}, now_epoch=now_epoch
-        )
         cols = {} if profile is None else {f: index.columns[f][candidates] for f in profile.fields}
         if "retention_score" in cols:  # the retention now, not the one stored at the last forgetting run
-            cols["retention_score"] = retention
+            cols["retention_score"] = self.policy.retention_of_columns(
+                {name: index.columns[name][candidates] for name in RETENTION_INPUTS}, now_epoch=now_epoch
+            )
         ranked = apply_profile(relevance[candidates], profile, cols, now_epoch=now_epoch)
         order = _order(candidates, ranked[0], index, options.order_by, options.top)
         missing = index.missing_rows(int(candidates[p]) for p in order)
         if missing:
             index.add_rows(self.db.rows_by_pk(_ROWS_BY_PK, missing))
         hits = _hits(
-            index,
-            candidates,
-            order,
-            (ranked, retention),
-            relevance,
-            (keyword, vectors),
-            profile.name if profile else None,
+            index, candidates, order, ranked, relevance, (keyword, vectors), profile.name if profile else None
         )
         return hits, index
 
@@ -197,14 +190,14 @@ def _hits(
     index: ScopeIndex,
     candidates: np.ndarray,
     order: np.ndarray,
-    scored: tuple[Ranked, np.ndarray],
+    ranked: Ranked,
     relevance: np.ndarray,
     legs: tuple[Leg | None, Leg | None],
     profile_name: str | None,
 ) -> list[SearchHit]:
-    """The hits in ``order``, each with its retention now and its score breakdown (leg scores and
-    ranks, boosts)."""
-    (final, multiplier, per_function), retention = scored
+    """The hits in ``order``, each with its score breakdown (leg scores and ranks, boosts); a hit's
+    record is as stored (the service shows its retention now)."""
+    final, multiplier, per_function = ranked
     keyword, vector = legs
     hits = []
     for position in order:
@@ -217,7 +210,7 @@ def _hits(
         vec = vector.at(at) if vector is not None else (None, None)
         hits.append(
             SearchHit.model_construct(
-                record=record.model_copy(update={"retention_score": float(retention[position])}),
+                record=record,
                 score=float(final[position]),
                 reranker_score=None,
                 breakdown=ScoreBreakdown.model_construct(
