@@ -144,8 +144,8 @@ class MemoryService:
         An empty query is a keyword match-all (every memory the filters allow).
         """
         result = await search_use_case.search(self._store, self._embedder, scope, query, options)
-        now = self.now()
-        hits = [h.model_copy(update={"record": self._policy.as_of(h.record, now)}) for h in result.hits]
+        records = self._as_of_now([h.record for h in result.hits])
+        hits = [h.model_copy(update={"record": r}) for h, r in zip(result.hits, records, strict=True)]
         result = result.model_copy(update={"hits": hits})
         if recall and result.hits:
             await self.record_recall(scope, [hit.record.id for hit in result.hits])
@@ -262,6 +262,11 @@ class MemoryService:
         when ``scope`` has none."""
         return self._policy.as_of(await inspection.get_memory(self._store, scope, memory_id), self.now())
 
+    def _as_of_now(self, records: Iterable[MemoryRecord]) -> _List[MemoryRecord]:
+        """``records`` as read now: each with its retention now (:meth:`HumanMemoryPolicy.as_of`)."""
+        now = self.now()
+        return [self._policy.as_of(record, now) for record in records]
+
     async def history_of(self, scope: Scope, memory_id: str) -> _List[HistoryEntry]:
         """Every recorded change to one memory, oldest first (empty without a history)."""
         if self._history is None:
@@ -275,8 +280,7 @@ class MemoryService:
         """One page of a scope's memories, by id, each with its retention as of now."""
         scope = Scope.of(scope.user_id, scope.agent_id)
         page = await self._store.scan(scope, PageRequest(statuses=statuses, after=cursor, limit=limit))
-        now = self.now()
-        return replace(page, records=[self._policy.as_of(r, now) for r in page.records])
+        return replace(page, records=self._as_of_now(page.records))
 
     async def agents(self, user_id: str) -> _List[str]:
         """The agents that hold memories of ``user_id``."""
@@ -287,8 +291,7 @@ class MemoryService:
         each with its retention as of now (a sort by retention follows the scores stored at the last
         forgetting run)."""
         page = await self._store.browse(Scope.of(scope.user_id, scope.agent_id), listing)
-        now = self.now()
-        return replace(page, records=[self._policy.as_of(r, now) for r in page.records])
+        return replace(page, records=self._as_of_now(page.records))
 
     async def users(self, *, after: str | None = None, limit: int = 100) -> tuple[_List[StatusCounts], str | None]:
         """Users holding memories, by id after ``after``, with counts by status; and the next cursor

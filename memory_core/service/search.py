@@ -30,7 +30,6 @@ __all__ = [
     "Cue",
     "apply_recall",
     "by_relevance_and_rank",
-    "discount_archived",
     "discounted",
     "facts_first",
     "in_score_order",
@@ -214,11 +213,6 @@ def discounted(hits: Sequence[SearchHit], cues: Sequence[Cue] = CUES) -> list[Se
             hit = hit.model_copy(update={"score": hit.score * factor, "breakdown": breakdown})
         adjusted.append(hit)
     return sorted(adjusted, key=lambda hit: -hit.score)
-
-
-def discount_archived(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """:func:`discounted` by the archived cue alone."""
-    return discounted(hits, CUES[:1])
 
 
 def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:

@@ -162,6 +162,7 @@ class StatementFeatures:
 _NOW_HOLDS = re.compile(r"今は|今では|いまは|これからは|代わりに|\bnow\b|\binstead\b|\bthese days\b|\bnowadays\b")
 
 
+@functools.lru_cache(maxsize=4096)
 def says_it_ended(statement: str) -> bool:
     """Whether ``statement`` says only that something has ended ("I quit piano", "No more yoga for me",
     「テニスはやめた」): not a liking given up ("I don't like mushrooms anymore" answers "does the user
