@@ -7,7 +7,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CHOICE", "RELATIONS", "Relation", "one_value_relations", "relation_summary"]
+__all__ = [
+    "CHOICE",
+    "RELATIONS",
+    "Relation",
+    "asked_relations",
+    "one_value_relations",
+    "relation_summary",
+    "tells",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,12 +27,18 @@ class Relation:
         one_value: A new value replaces the old one (otherwise values accumulate).
         pattern: How a statement says it.
         examples: How people say it, for the LLM's instructions.
+        asked: How a question asks for it ("Where does the user live?", 「ユーザーの仕事は？」), for search:
+            a memory that tells the relation a question asks for answers it, whatever its words.
+        told: What else tells it in a memory, for search only ("I'm a chef at a bistro" tells the job,
+            "We moved to Bristol" the home; ``pattern`` stays narrow, since it decides what replaces).
     """
 
     name: str
     one_value: bool
     pattern: re.Pattern[str]
     examples: str
+    asked: re.Pattern[str] | None = None
+    told: re.Pattern[str] | None = None
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -45,12 +59,18 @@ RELATIONS: tuple[Relation, ...] = (
             r"\blive in\b|\blives in\b|\bliving in\b"
         ),
         "where they live (live in, moved to; 住んでいる, 引っ越した)",
+        _rx(
+            r"\bwhere (?:does|do|did|is) .{0,40}\b(?:live|living|based|stay|staying)\b|\bwhich (?:city|town|country)\b|"
+            r"\bhome ?town\b|どこに住|どこ在住|住んで|住まい|住所"
+        ),
+        _rx(r"\b(?:moved|moving|relocated|relocating) to\b|\bour (?:new )?(?:flat|house|apartment|home)\b|在住|に越して"),
     ),
     Relation(
         "household",
         True,
         _rx(r"人暮らし|実家暮らし|同居|一緒に住|\blive (?:alone|with)\b|\bliving (?:alone|with)\b|\broommates?\b"),
         "who they live with (live alone, with roommates; 一人暮らし, 実家暮らし)",
+        _rx(r"\blives? with\b|\bliving with\b|\blive alone\b|誰と(?:住|暮ら)|一緒に住|同居|一人暮らし"),
     ),
     Relation(
         "name",
@@ -60,6 +80,7 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bmy name\b|\bname is\b|\bcalls? me\b|\bi go by\b"
         ),
         "the name they go by (my name is, call me; 名前は, と呼んでください)",
+        _rx(r"\bname\b|\bnickname\b|\bwhat (?:should|do|does) .{0,30}\bcall\b|名前|呼び方|(?:何|なん)て呼|(?:何|なん)と呼"),
     ),
     Relation(
         "job",
@@ -73,10 +94,34 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bi (?:\w+ )?(?:started|got|landed|took|accepted) (?:a |my |the )?new job\b|\bmy new job\b"
         ),
         "their job and employer (work at, work as; 勤めている, 転職した)",
+        _rx(
+            r"\b(?:job|jobs|work|works|occupation|profession|career|employer|employed|living)\b|"
+            r"仕事|職業|勤め|勤務|働い|職場|勤務先"
+        ),
+        _rx(
+            r"\bi(?:'m| am| was) an? (?:[\w-]+ ){0,2}[\w-]*(?:er|or|ist|ian|ant|ent|chef|cook|nurse|doctor|clerk|"
+            r"pilot|coach|barista|admin|analyst|engineer)\b|\bi(?:'m| am| was) an? [\w -]{1,40}? (?:at|for) (?:a|an|the|my|(?-i:[A-Z]))|"
+            r"\bpromoted to\b|\b(?:work|worked|working) (?:at|as|for|in)\b|\bmy (?:boss|manager|colleagues?|employer)\b|"
+            r"(?:師|者|員|士|家|医|官|職人|料理人|社長|ナー|ダー|ニア|ター|ャー|ント|スト|マン)(?:です|だ|でした|をして|として|になり|になっ|に昇進)|"
+            r"昇進|会社員"
+        ),
     ),
-    Relation("origin", True, _rx(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b"), "where they are from"),
-    Relation("birthday", True, _rx(r"誕生日|\bbirthday\b"), "their birthday"),
-    Relation("age", True, _rx(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b"), "their age"),
+    Relation(
+        "origin",
+        True,
+        _rx(r"出身|\bi'?m from\b|\bi am from\b|\bborn in\b"),
+        "where they are from",
+        _rx(r"\bwhere .{0,40}\bfrom\b|\bhome ?town\b|\bgrow up\b|出身"),
+        _rx(r"\bgrew up in\b|育ち"),
+    ),
+    Relation("birthday", True, _rx(r"誕生日|\bbirthday\b"), "their birthday", _rx(r"\bbirthday\b|\bborn\b|誕生日|生まれ")),
+    Relation(
+        "age",
+        True,
+        _rx(r"[0-9]+\s*(?:歳|才)|\byears old\b|\bmy age\b"),
+        "their age",
+        _rx(r"\bhow old\b|\bage\b|何歳|年齢|(?:お)?いくつ"),
+    ),
     Relation(
         "diet",
         True,
@@ -86,6 +131,7 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bi (?:now |only )?eat (?:meat|fish|seafood|everything)\b|\bi'?m (?:on )?(?:a )?(?:keto|paleo) diet\b"
         ),
         "their diet (vegetarian, vegan, eats fish now; ベジタリアン, 魚は食べる)",
+        _rx(r"\bdiet\b|\beats? (?:meat|fish)\b|\bvegetarian\b|\bvegan\b|食生活|食事制限|(?:肉|魚)(?:は|を)?食べ|ベジタリアン"),
     ),
     Relation(
         "relationship",
@@ -96,6 +142,8 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bi (?:just )?got (?:married|divorced|engaged)\b|\b(?:in a relationship|dating someone)\b"
         ),
         "their relationship status (single, married, engaged; 独身, 結婚した)",
+        _rx(r"\brelationship\b|\bmarried\b|\bsingle\b|\bengaged\b|\bdating\b|結婚|独身|恋人|婚約|付き合"),
+        _rx(r"\b(?:wife|husband|fiancée?|girlfriend|boyfriend|partner)\b|妻|夫|彼氏|彼女|婚約者"),
     ),
     Relation(
         "phone",
@@ -106,12 +154,14 @@ RELATIONS: tuple[Relation, ...] = (
             r"(?<![\d-])\d{3}-\d{4}(?![\d-])"
         ),
         "their phone number (any phone number they give)",
+        _rx(r"\bphone\b|\bmobile\b|\bcell\b|電話|携帯"),
     ),
     Relation(
         "email",
         True,
         _rx(r"メール(?:アドレス)?(?:は|を|が)|\bmy e-?mail(?: address)? is\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
         "their e-mail address (any address they give)",
+        _rx(r"\be-?mail\b|メール"),
     ),
     Relation(
         "reading",
@@ -121,6 +171,8 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bi'?m (?:currently |now )?reading\b|\bi am reading\b|\b(?:started|began|starting) reading\b"
         ),
         "the book they are reading now",
+        _rx(r"\breading\b|\bbooks?\b|読んで|読書|(?:何の|どんな)本"),
+        _rx(r"\breading\b|読んで|読み始め"),
     ),
     Relation(
         "project",
@@ -131,8 +183,16 @@ RELATIONS: tuple[Relation, ...] = (
             r"\bi'?m (?:on|leading|running|heading) (?:the |a )?[\w -]{0,40}?\b(?:project|redesign|migration|launch|rollout)\b"
         ),
         "the project they are working on now",
+        _rx(r"\bprojects?\b|\bworking on\b|プロジェクト|担当"),
     ),
-    Relation("deadline", True, _rx(r"締め切り|締切|〆切|期限は|\bdeadline\b|\bdue (?:on|by)\b"), "a deadline"),
+    Relation(
+        "deadline",
+        True,
+        _rx(r"締め切り|締切|〆切|期限は|\bdeadline\b|\bdue (?:on|by)\b"),
+        "a deadline",
+        _rx(r"\bdeadline\b|\bdue\b|締め切り|締切|〆切|期限"),
+        _rx(r"\bdue\b|期限"),
+    ),
     Relation(
         "likes",
         False,
@@ -184,6 +244,16 @@ CHOICE = re.compile(
 def one_value_relations(text: str) -> set[str]:
     """The one-value relations (slots) ``text`` fills."""
     return {r.name for r in RELATIONS if r.one_value and r.pattern.search(text)}
+
+
+def asked_relations(question: str) -> tuple[Relation, ...]:
+    """The relations ``question`` asks for (a search query: "What does the user do for work?": the job)."""
+    return tuple(r for r in RELATIONS if r.asked is not None and r.asked.search(question))
+
+
+def tells(relation: Relation, text: str) -> bool:
+    """Whether a memory's ``text`` tells ``relation`` (its statement pattern, or what else tells it)."""
+    return bool(relation.pattern.search(text) or (relation.told is not None and relation.told.search(text)))
 
 
 def relation_summary() -> str:

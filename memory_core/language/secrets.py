@@ -8,7 +8,16 @@ from dataclasses import dataclass
 
 from memory_core.language.sentences import join_sentences, split_sentences
 
-__all__ = ["SECRETS_ONLY", "SECRET_RULES", "SecretRule", "redact_secrets", "withheld", "without_secrets"]
+__all__ = [
+    "SECRETS_ONLY",
+    "SECRET_QUESTIONS",
+    "SECRET_RULES",
+    "SecretRule",
+    "asks_for_secret",
+    "redact_secrets",
+    "withheld",
+    "without_secrets",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,23 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule("card number", re.compile(r"(?P<secret>\b\d(?:[ -]?\d){12,18}\b)"), luhn=True),
 )
 
+#: How a question asks for a secret's value, by kind ("What is the user's VPN password?", 「マイナンバーは？」).
+#: No memory holds one (they are withheld before anything is stored), so no memory answers it.
+SECRET_QUESTIONS: dict[str, re.Pattern[str]] = {
+    "API key": re.compile(
+        r"\b(?:api[ _-]?keys?|access[ _-]tokens?|auth(?:entication)?[ _-]tokens?|secret[ _-]keys?|client[ _-]secrets?)\b|"
+        r"APIキー|API キー|アクセストークン|シークレットキー",
+        re.I,
+    ),
+    "password": re.compile(r"\b(?:password|passwords|passcode|passwd|pass ?phrase)\b|パスワード|パスコード|合言葉", re.I),
+    "PIN": re.compile(r"\b(?:pin|pin code|pin number|cvv|cvc|security code)\b|暗証番号|PINコード|セキュリティコード", re.I),
+    "national identifier": re.compile(
+        r"\b(?:ssn|social security(?: number)?|national insurance number|passport number|national id(?: number)?)\b|"
+        r"マイナンバー|個人番号|パスポート(?:の)?番号|免許証(?:の)?番号",
+        re.I,
+    ),
+    "card number": re.compile(r"\b(?:credit|debit) card (?:number|details)\b|\bcard number\b|カード(?:の)?番号", re.I),
+}
 _MARKER = "[withheld: {kind}]"
 #: The category of an episode candidate whose message gave nothing but secrets: nothing is kept of it.
 SECRETS_ONLY = "secrets-only"
@@ -148,6 +174,11 @@ def redact_secrets(text: str) -> tuple[str, tuple[str, ...]]:
         if pieces:
             text = "".join(pieces) + text[position:]
     return text, tuple(dict.fromkeys(kinds))
+
+
+def asks_for_secret(question: str) -> str | None:
+    """The kind of secret ``question`` asks the value of (:data:`SECRET_QUESTIONS`), or ``None``."""
+    return next((kind for kind, pattern in SECRET_QUESTIONS.items() if pattern.search(question)), None)
 
 
 def withheld(text: str) -> tuple[str, ...]:

@@ -25,9 +25,10 @@ TRAILING_PUNCTUATION = re.compile(r"[\s。．.！!？?、,」』）)\"'”]+$")
 #: English words a sentence opens with that say nothing of their own ("Well,", "Actually", "Ugh,").
 LEADING_MARKERS_EN = re.compile(
     r"^(?:(?:well|so|and|but|also|actually|oh|btw|by the way|just so you know|fyi|anyway|anyways|ok|okay|yeah|"
-    r"yes|no|ugh|omg|oh my god|oh my gosh|wow|whoa|haha|hahaha|lol|hmm|hm|honestly|guess what|oh no|yay|aw|aww|"
+    r"yes|ugh|omg|oh my god|oh my gosh|wow|whoa|haha|hahaha|lol|hmm|hm|honestly|guess what|oh no|yay|aw|aww|"
     r"gosh|phew|ah|um|uh|so yeah|you know what)"
-    r"\s*[,!]?\s+)+",
+    # "no" only with its comma: "No more yoga for me" says no more yoga
+    r"\s*[,!]?\s+|no\s*[,!]\s*)+",
     re.IGNORECASE,
 )
 #: Japanese discourse markers followed by a comma or a space (「ちなみに、」).

@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TOPICS", "Topic", "broad_terms", "mentions", "names_in"]
+from memory_core.language.relations import RELATIONS, tells
+
+__all__ = ["TOPICS", "BroadRequest", "Topic", "broad_request", "broad_terms", "mentions", "names_in"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,11 +20,14 @@ class Topic:
         name: Its name.
         asked: How a request names it ("medical", 「健康」).
         words: The words of a memory that speak of it (lower case; Japanese as written).
+        relations: The relations of the vocabulary (:mod:`memory_core.language.relations`) whose
+            statements speak of it too, whatever their words (「ホストをしてました」 is about work).
     """
 
     name: str
     asked: re.Pattern[str]
     words: tuple[str, ...]
+    relations: tuple[str, ...] = ()
 
 
 TOPICS: tuple[Topic, ...] = (
@@ -42,6 +47,7 @@ TOPICS: tuple[Topic, ...] = (
         "contact",
         re.compile(r"\bcontact (?:details|info\w*)\b|\bphone numbers?\b|\be-?mails?\b|連絡先|電話番号|メールアドレス", re.I),
         ("phone", "mobile", "email", "e-mail", "@", "line id", "電話", "携帯", "メール", "LINE", "ID"),
+        ("phone", "email"),
     ),
     Topic(
         "address",
@@ -58,12 +64,13 @@ TOPICS: tuple[Topic, ...] = (
     ),
     Topic(
         "work",
-        re.compile(r"\b(?:my job|my work|work stuff|my career|my employer)\b|仕事|職場|会社|勤め先|キャリア", re.I),
+        re.compile(r"\bmy (?:(?:old|former|previous|past|current) )?(?:job|work|career|employer)\b|\bwork stuff\b|仕事|職場|会社|勤め先|キャリア", re.I),
         (
             "job", "work at", "work as", "work for", "working at", "office", "employer", "colleague", "manager",
             "promotion", "product line", "launching", "client", "仕事", "会社", "職場", "勤め", "勤務", "働い",
             "上司", "同僚", "部署", "転職", "昇進", "出社", "在宅勤務", "研究職",
         ),
+        ("job",),
     ),
     Topic(
         "religion",
@@ -111,6 +118,56 @@ _NAME = re.compile(
     rf"\b(?:{_RELATION_EN}),?\s+(?:called |named |is )?(?:(?:Mr|Mrs|Ms|Dr)\.?\s+)?([A-Z][a-z]+)\b|"
     rf"(?:{_RELATION_JA})の([\u30a0-\u30ff\u4e00-\u9fff]{{2,6}}?)(?:と|は|が|さん|くん|ちゃん|の)"
 )
+
+
+#: A request that asks for the past of what it names ("my old job", 「昔の仕事」, 「前の職場」): only what
+#: the memories say of the past goes, not what holds now (「今は料理人です」 stays).
+_PAST_QUALIFIER = re.compile(r"\b(?:old|former|previous|past|earlier)\b|(?:昔|以前|前|かつて)の", re.I)
+#: A statement about the past: what used to be, not what is.
+_PAST_STATEMENT = re.compile(
+    r"\bused to\b|\bformerly\b|\bback then\b|\bi was\b|\bwe were\b|\bi (?:worked|lived|studied|had)\b|"
+    r"\b(?:years|months) ago\b|昔|以前|かつて|ていました|てました|てた$|でした|だった|ていた",
+    re.I,
+)
+_RELATION_BY_NAME = {r.name: r for r in RELATIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class BroadRequest:
+    """What a broad forget request names (:func:`broad_request`).
+
+    Attributes:
+        terms: The words whose memories it names.
+        by_relation: It names a person by a relation (their name is read from the memories: :func:`names_in`).
+        relations: The relations whose statements it names (:attr:`Topic.relations`).
+        past: It asks for the past only ("my old job"): a memory must speak of the past too.
+    """
+
+    terms: tuple[str, ...]
+    by_relation: bool = False
+    relations: tuple[str, ...] = ()
+    past: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def names(self, text: str, terms: tuple[str, ...] | None = None) -> bool:
+        """Whether a memory's (or a sentence's) ``text`` speaks of what the request names (``terms``: its
+        words with the names found since, default :attr:`terms`)."""
+        about = mentions(text, self.terms if terms is None else terms) or any(
+            tells(_RELATION_BY_NAME[name], text) for name in self.relations
+        )
+        return about and (not self.past or _PAST_STATEMENT.search(text) is not None)
+
+
+def broad_request(request: str) -> BroadRequest:
+    """What a forget request names as a whole: a kind of information (:data:`TOPICS`), a person by name
+    or by a relation, a thing named alone; empty when it names one thing (see :func:`broad_terms`)."""
+    terms, by_relation = broad_terms(request)
+    relations = tuple(
+        dict.fromkeys(name for topic in TOPICS if topic.asked.search(request) for name in topic.relations)
+    )
+    return BroadRequest(terms, by_relation, relations, bool(terms) and _PAST_QUALIFIER.search(request) is not None)
 
 
 def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:

@@ -5,6 +5,7 @@ of it goes, facts and the sentences of episodes alike (DESIGN section 7)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryCandidate, MemoryEvent, Turn
@@ -17,7 +18,7 @@ from memory_core.domain.records import (
     status_note,
 )
 from memory_core.language.sentences import join_sentences, split_sentences
-from memory_core.language.topics import broad_terms, mentions, names_in
+from memory_core.language.topics import BroadRequest, broad_request, names_in
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import speaker_of, split_speaker
 from memory_core.service.episodes import forget_in_episodes, forgotten_words, record_once, withhold_forgotten
@@ -45,17 +46,15 @@ async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
             return records
 
 
-def _named(
-    records: list[MemoryRecord], terms: tuple[str, ...], by_relation: bool
-) -> tuple[list[MemoryRecord], tuple[str, ...]]:
-    """The memories a broad request's ``terms`` name, and the words that named them. A memory this
-    turn's request already deleted still tells the name a relation stands for ("my cousin": "my cousin
-    Fatima")."""
-    found = [r for r in records if mentions(r.memory, terms)]
-    if by_relation:  # the person the relation names is named in those memories: theirs go too
+def _named(records: list[MemoryRecord], request: BroadRequest) -> tuple[list[MemoryRecord], tuple[str, ...]]:
+    """The memories a broad request names, and the words that named them. A memory this turn's request
+    already deleted still tells the name a relation stands for ("my cousin": "my cousin Fatima")."""
+    terms = request.terms
+    found = [r for r in records if request.names(r.memory)]
+    if request.by_relation:  # the person the relation names is named in those memories: theirs go too
         names = tuple(sorted(set().union(*(names_in(r.memory) for r in found))))
         terms = (*terms, *names)
-        found = [r for r in records if mentions(r.memory, terms)]
+        found = [r for r in records if request.names(r.memory, terms)]
     return [r for r in found if r.status is not MemoryStatus.DELETED], terms
 
 
@@ -75,13 +74,13 @@ async def _forget_in_episode(
     history: HistoryStore,
     embedder: Embedder,
     episode: MemoryRecord,
-    terms: tuple[str, ...],
+    named: Callable[[str], bool],
     turn: Turn,
     reason: str,
 ) -> None:
     speaker = speaker_of(episode)
     name, body = split_speaker(episode.memory, speaker)
-    kept = [s for s in split_sentences(body) if not mentions(s, terms)]
+    kept = [s for s in split_sentences(body) if not named(s)]
     text = join_sentences(kept)
     if text:
         text = f"{name}: {text}" if name else text
@@ -96,7 +95,7 @@ async def _forget_in_episode(
     await store.upsert([after])
 
     def withheld(sentence_text: str) -> str:
-        return join_sentences([s for s in split_sentences(sentence_text) if not mentions(s, terms)])
+        return join_sentences([s for s in split_sentences(sentence_text) if not named(s)])
 
     redact = None if event is MemoryEvent.DELETE else withheld
     await history.rewrite_entries(episode.scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
@@ -112,10 +111,11 @@ async def sweep_forgotten(
     redelivered turn sweeps again and finds nothing left). Returns how many memories changed."""
     if candidate.kind is not CandidateKind.FORGET:
         return 0
-    terms, by_relation = broad_terms(candidate.memory)
-    if not terms:
+    request = broad_request(candidate.memory)
+    if not request:
         return 0  # it names one thing: its decision did all there is to do (the scope is not read)
-    found, terms = _named(await _current(store, turn), terms, by_relation)
+    found, terms = _named(await _current(store, turn), request)
+    named = partial(request.names, terms=terms)
     reason = f"forgotten on request (turn {turn.turn_id})"
     for record in found:
         current = await store.get(turn.scope, record.id)
@@ -124,7 +124,7 @@ async def sweep_forgotten(
         if current.kind is MemoryKind.FACT:
             await _forget_fact(store, history, embedder, current, turn, reason)
         else:
-            await _forget_in_episode(store, history, embedder, current, terms, turn, reason)
+            await _forget_in_episode(store, history, embedder, current, named, turn, reason)
     if found:
         logger.info("turn %s: a forget request took %s memories", turn.turn_id, len(found))
     return len(found)

@@ -15,6 +15,8 @@ from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode
 from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
+from memory_core.language.relations import asked_relations, tells
+from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.journal import dropped_by_purge
@@ -26,6 +28,7 @@ __all__ = [
     "ENDED_CUE",
     "ENDED_RELEVANCE",
     "MAX_QUERY_CHARS",
+    "RELATION_RELEVANCE",
     "RELEVANCE_WEIGHT",
     "Cue",
     "apply_recall",
@@ -36,6 +39,7 @@ __all__ = [
     "recall_purged",
     "recall_update",
     "search",
+    "with_question_cues",
     "with_relevance",
 ]
 
@@ -59,6 +63,11 @@ ENDED_RELEVANCE = 0.1
 #: ``eval truth`` current value first: 0 (rank only) 0.844, 0.3 0.857, 0.5 0.905, **0.7 0.912**, 1.0
 #: 0.884 (docs/evaluation.md, which also gives LoCoMo end to end for each).
 RELEVANCE_WEIGHT = 0.7
+#: How much more relevant a memory is when it tells the relation the query asks for (the relation
+#: vocabulary, :mod:`memory_core.language.relations`): "I'm a chef at a little bistro" answers "What
+#: does the user do for work?" though the two share no word and their vectors are only somewhat alike.
+#: ``eval truth`` current value first and unanswerable probes silenced (docs/evaluation.md).
+RELATION_RELEVANCE = 0.15
 
 
 async def search(
@@ -102,6 +111,7 @@ async def search(
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
         hits = await with_relevance(store, scope, query, vector, hits, calibration_for(embedder.name))
+        hits = with_question_cues(query, hits)
         if ranked:
             hits = by_relevance_and_rank(hits)
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
@@ -134,6 +144,28 @@ async def with_relevance(
         cosine = cosine_similarity(vector, embedding, hit.breakdown.vector_score)
         if cosine is not None:
             hit = hit.model_copy(update={"relevance": relevance(cosine, query, hit.record.memory, calibration)})
+        found.append(hit)
+    return found
+
+
+def with_question_cues(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The hits with what the question asks for in their relevance (hits without one as they are):
+
+    * each that tells a relation ``query`` asks for (:func:`~memory_core.language.relations.
+      asked_relations`) is :data:`RELATION_RELEVANCE` more relevant (at most 1);
+    * none is relevant (0) to a question for a secret's value (:func:`~memory_core.language.secrets.
+      asks_for_secret`, "What is the user's VPN password?"): secrets are withheld before anything is
+      stored, so whatever matches it is not its answer.
+    """
+    if asks_for_secret(query) is not None:
+        return [h if h.relevance is None else h.model_copy(update={"relevance": 0.0}) for h in hits]
+    asked = asked_relations(query)
+    if not asked:
+        return list(hits)
+    found = []
+    for hit in hits:
+        if hit.relevance is not None and any(tells(r, hit.record.memory) for r in asked):
+            hit = hit.model_copy(update={"relevance": round(min(1.0, hit.relevance + RELATION_RELEVANCE), 4)})
         found.append(hit)
     return found
 

@@ -185,6 +185,19 @@ def _everything_said(memory: Memory, user: str) -> list[str]:
             "Pickles",
             "cello",
         ),
+        (
+            # the past of a kind of information: what was said of the old job goes, the job now stays
+            ["昔バーテンダーをしてました。", "今は保育士です。"],
+            "昔の仕事の話は忘れて。",
+            "バーテンダー",
+            "保育士",
+        ),
+        (
+            ["I used to work as a lifeguard in Brighton.", "These days I'm a physiotherapist."],
+            "Forget everything about my old job.",
+            "lifeguard",
+            "physiotherapist",
+        ),
     ],
 )
 def test_a_forget_request_removes_every_trace_of_what_it_names(

@@ -621,3 +621,40 @@ def test_odd_text_never_fails(text: str) -> None:
 )
 def test_a_sentence_is_split_only_into_whole_statements(text: str, memories: list[str]) -> None:
     assert [c.memory for c in facts(text)] == memories
+
+
+@pytest.mark.parametrize(
+    ("text", "memory"),
+    [
+        ("I'm learning to play \"Clair de Lune\" on the piano.", "I'm learning to play \"Clair de Lune\" on the piano"),
+        ("I'm expanding my studio's social media presence.", "I'm expanding my studio's social media presence"),
+        ("We're putting together a talent show for the kids.", "We're putting together a talent show for the kids"),
+        ("Yeah, we love playing board games together!", "We love playing board games together"),
+        ("My colleague Rob invited me to a beginner's yoga class.", "My colleague Rob invited me to a beginner's yoga class"),
+        (
+            "The script scrapes my bank statements into a spreadsheet.",
+            "The script scrapes my bank statements into a spreadsheet",
+        ),
+        ("No more yoga for me, my knee can't take it.", "No more yoga for me, my knee can't take it"),
+    ],
+)
+def test_what_the_user_says_of_themselves_is_a_fact(text: str, memory: str) -> None:
+    assert [c.memory for c in facts(text) if c.kind is CandidateKind.FACT] == [memory]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I did!",
+        "We got this!",
+        "I drew it.",
+        "I love to.",
+        "I think that's a great idea for the weekend.",
+        "Yeah, I guess that makes sense for the weekend trip.",
+        "Still can't feel my legs, haha.",
+        "I'm doing ok, thanks.",
+        "I'm feeling a bit tired.",
+    ],
+)
+def test_a_statement_that_says_nothing_on_its_own_is_not_a_fact(text: str) -> None:
+    assert facts(text) == []

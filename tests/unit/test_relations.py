@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.language.relations import CHOICE, RELATIONS, one_value_relations, relation_summary
+from memory_core.language.relations import (
+    CHOICE,
+    RELATIONS,
+    asked_relations,
+    one_value_relations,
+    relation_summary,
+    tells,
+)
 from memory_core.service.prompts.consolidation import build_consolidation_system_prompt
 
 
@@ -44,3 +51,49 @@ def test_the_llm_is_told_the_same_vocabulary() -> None:
     for relation in RELATIONS:
         assert relation.examples in prompt
     assert len({r.name for r in RELATIONS}) == len(RELATIONS)
+
+
+@pytest.mark.parametrize(
+    ("question", "relation", "answer"),
+    [
+        ("Where does the user live?", "home", "We finally moved to Bristol last weekend"),
+        ("What does the user do for work?", "job", "I'm a chef at a little bistro"),
+        ("What is the user's job title?", "job", "I just got promoted to senior designer"),
+        ("ユーザーの仕事は？", "job", "私は看護師です"),
+        ("What is the user's relationship status?", "relationship", "I got engaged to Priya last Saturday"),
+        ("What is the user's diet?", "diet", "I've gone fully vegan since March"),
+        ("ユーザーのメールアドレスは？", "email", "これからはtaro.k@mail.example.comでお願いします"),
+        ("How old is the user?", "age", "I turned 34 in May, I'm 34 years old"),
+    ],
+)
+def test_a_question_asks_for_a_relation_a_memory_tells(question: str, relation: str, answer: str) -> None:
+    asked = asked_relations(question)
+    assert relation in [r.name for r in asked]
+    assert any(tells(r, answer) for r in asked if r.name == relation)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How tall is the user?",
+        "What is the user's religion?",
+        "What is the user's favourite football team?",
+        "What is the user's VPN password?",
+        "ユーザーのマイナンバーは？",
+        "ユーザーのAPIキーは？",
+    ],
+)
+def test_questions_about_nothing_in_the_vocabulary_ask_for_no_relation(question: str) -> None:
+    assert asked_relations(question) == ()
+
+
+@pytest.mark.parametrize(
+    ("relation", "text"),
+    [
+        ("job", "I'm a big fan of board games"),
+        ("job", "テニスが好きです"),
+        ("home", "I like living rooms with big windows"),
+    ],
+)
+def test_what_does_not_tell_a_relation(relation: str, text: str) -> None:
+    assert not tells(next(r for r in RELATIONS if r.name == relation), text)

@@ -13,9 +13,11 @@ from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.search import (
     ARCHIVED_CUE,
     ENDED_CUE,
+    RELATION_RELEVANCE,
     by_relevance_and_rank,
     discounted,
     facts_first,
+    with_question_cues,
 )
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -112,3 +114,21 @@ def test_an_episode_more_relevant_than_its_fact_keeps_its_place() -> None:
     distilled = hit("I live in Bristol", 0.06, 0.62)
     assert texts(facts_first([same, distilled], 5)) == ["I live in Bristol", "I live in Bristol."]
 
+
+
+def test_a_memory_that_tells_the_relation_asked_for_is_more_relevant() -> None:
+    chef = hit("I'm a chef at a little bistro", 0.006, 0.46)
+    games = hit("I'm a big fan of board games", 0.007, 0.45)
+    unknown = hit("I work nights", 0.005, None)
+    cued = with_question_cues("What does the user do for work?", [games, chef, unknown])
+    assert [h.relevance for h in cued] == [0.45, round(0.46 + RELATION_RELEVANCE, 4), None]
+    assert with_question_cues("How tall is the user?", [chef]) == [chef]  # it asks for no relation
+    assert with_question_cues("Where does the user work?", [hit("I work at Contoso", 1.0, 0.95)])[0].relevance == 1.0
+
+
+@pytest.mark.parametrize(
+    "question", ["What is the user's VPN password?", "What's my PIN?", "ユーザーのマイナンバーは？", "What API key does the user use?"]
+)
+def test_no_memory_answers_a_question_for_a_secret(question: str) -> None:
+    hits = [hit("I'm a network admin", 0.06, 0.62), hit("I use a Mac", 0.05, None)]
+    assert [h.relevance for h in with_question_cues(question, hits)] == [0.0, None]

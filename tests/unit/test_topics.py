@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.language.topics import broad_terms, mentions, names_in
+from memory_core.language.topics import broad_request, broad_terms, mentions, names_in
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,26 @@ def test_a_relation_stands_for_the_name_memories_give_it() -> None:
     assert names_in("My ex, Jordan, still calls") == {"Jordan"}
     assert names_in("元彼のタクヤとは去年別れた") == {"タクヤ"}
     assert names_in("My cousin Amira lives in Leeds") == {"Amira"}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "named", "kept"),
+    [
+        ("昔の仕事の話", ["昔ホストをしてました", "以前は会社員でした"], ["今は料理人です", "テニスをしてました"]),
+        ("my old job", ["I used to work as a lifeguard", "I was a barista at Luna"], ["These days I'm a physiotherapist"]),
+        ("my job", ["I work at Contoso", "I'm a nurse at St Mary's"], ["I like hiking"]),
+        ("my contact details", ["My phone number is 555-0199"], ["I live in Leeds"]),
+    ],
+)
+def test_a_kind_of_information_names_the_statements_of_its_relations(
+    request_text: str, named: list[str], kept: list[str]
+) -> None:
+    request = broad_request(request_text)
+    assert request
+    assert [text for text in named if request.names(text)] == named
+    assert [text for text in kept if request.names(text)] == []
+
+
+def test_a_request_for_the_past_names_only_what_was() -> None:
+    assert broad_request("my old job").past and not broad_request("my job").past
+    assert not broad_request("My old bike")  # one thing: the request's own decision finds it

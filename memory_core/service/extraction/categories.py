@@ -47,7 +47,9 @@ _PREFERENCE = re.compile(
     r"dislike|adore|detest)\b|"
     # feelings about people and things in the user's life
     r"\bi'?m (?:so |really |very |super |truly |incredibly )?(?:thankful|grateful|passionate|proud|obsessed)\b|"
-    r"\bi(?:'ve| have) (?:always )?been (?:really |so )?(?:into|passionate about|obsessed with)\b",
+    r"\bi(?:'ve| have) (?:always )?been (?:really |so )?(?:into|passionate about|obsessed with)\b|"
+    # what the user and theirs like together ("we love playing 'It takes two'")
+    r"\bwe (?:really |all |both |just |also )?(?:like|love|enjoy|adore)\b",
     re.IGNORECASE,
 )
 #: Wants and priorities (最優先, 〜したい, できれば, "I'd rather", "I want"): the user's preferences for
@@ -77,7 +79,7 @@ _EVENT = re.compile(
     r"spoke|stood|told|tore|understood|woke|wore|been|done|gone|seen|taken|given|begun|grown)\b|"
     r"^(?:just |finally |recently )?(?:\w{2,}[^e\W]ed|got|lost|made|took|won|bought|finished|started|went|saw|"
     r"met|had|began|became) (?:my|a|an|the|to|into|back|some|our)\b|"
-    r"\bmy (?:\w+ )?(?:\w{2,}[^e\W]ed|got|went|won|lost|made|took|began|became)\b",
+    r"\bmy (?:\w+ ){0,2}(?:\w{2,}[^e\W]ed|got|went|won|lost|made|took|began|became)\b",
     re.IGNORECASE,
 )
 #: Life events in the user's circle, said without "I" ("Rex passed away", "My grandma died last week").
@@ -103,6 +105,29 @@ _EVENT_JA_EXCLUDE = re.compile(
     r"忘れ|びっくりし|驚き|困り|思い|思っ|考え|言い|言っ|なっ|なり|でし|だっ)"
     r"(?:まし)?(?:た|たよ|たね|たんです|たんだ)?$|^(?:はい|いいえ|うん|ええ)"
 )
+#: What the user is doing these days ("I'm playing The Witcher 3", "I'm listening to an album called
+#: Sleep", "We're putting together a talent show"): a present activity, not a passing state
+#: ("I'm doing ok", "I'm feeling tired") or an intention (a plan, :data:`_PLAN_INTENT`).
+_ACTIVITY = re.compile(
+    r"\b(?:i'?m|i am|we'?re|we are) (?:(?:\w+ly|currently|now|also|still|just|so|totally) )*"
+    r"(?!(?:going|gonna|feeling|doing|thinking|wondering|hoping|kidding|joking|trying|getting|looking|saying|"
+    r"telling|asking|talking|being|having a (?:good|great|bad|hard|tough))\b)[a-z]{3,}ing\b",
+    re.IGNORECASE,
+)
+#: A statement about the user or theirs (a first-person word in it), and an opinion about what was just
+#: said ("I think so", "I guess it's fine"), which is not one.
+_FIRST_PERSON_STATEMENT = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|we've|our|us)\b", re.IGNORECASE)
+_OPINION = re.compile(
+    r"^(?:\W*\w+\W+)?(?:i|we) (?:(?:really|just|totally|kinda|do) )?(?:think|guess|hope|mean|know|wish|bet|suppose|"
+    r"wonder|agree|understand|see|believe|feel like)\b",
+    re.IGNORECASE,
+)
+_CONTENT_WORD = re.compile(
+    r"\b(?!(?:the|and|but|that|this|with|for|from|have|has|had|was|were|are|is|it's|its|just|so|really|very|"
+    r"too|also|about|what|when|then|than|they|them|their|there|been|being|some|such|into|onto|over|out|"
+    r"still|though|haha|hahaha|yeah|pretty|totally|much|well)\b)[a-z]{4,}\b",
+    re.IGNORECASE,
+)
 #: Reactions to what the assistant just said ("I like it", "それが好き") are not durable facts.
 _PRONOUN_REACTION = re.compile(
     r"\b(?:like|love|hate|prefer|enjoy|dislike)(?:s|d|ed)? (?:it|that|this|them|these|those|both)"
@@ -123,7 +148,7 @@ _PLAN_INTENT = re.compile(
 _ROUTINE = re.compile(
     rf"毎週|毎日|毎朝|毎晩|毎夜|毎月|毎年|いつも|普段|ふだん|たいてい|大抵|習慣|定期的|週に\s*[0-9{KANJI_DIGITS[:7]}]|"
     rf"月に\s*[0-9{KANJI_DIGITS[:7]}]|[{WEEKDAYS_JA}]曜(?:日)?(?:は|に)?(?:いつも|毎回|必ず)|"
-    rf"\bevery (?:day|morning|evening|night|week|weekend|month|year|{_WEEKDAY_NAMES})\b|"
+    rf"\bevery (?:day|morning|evening|night|week|weekend|month|year|spring|summer|autumn|fall|winter|{_WEEKDAY_NAMES})\b|"
     r"\busually\b|\balways\b|\boften\b|\btypically\b|\bregularly\b|"
     r"(?:が|は)多い(?:です|んです)?$|\btend to\b|"
     rf"\bon (?:{_WEEKDAY_PLURALS}|weekends)\b|"
@@ -229,7 +254,17 @@ def classify(sentence: str) -> str | None:
     for rule in CATEGORY_RULES:
         if rule.matches(sentence, reaction):
             return rule.category
-    return "event" if not reaction and _is_event(sentence) else None
+    if reaction:
+        return None
+    if _is_event(sentence):
+        return "event"
+    if JAPANESE_SCRIPT.search(sentence):
+        return None
+    if _ACTIVITY.search(sentence):
+        return "general"
+    if not _FIRST_PERSON_STATEMENT.search(sentence) or _OPINION.search(sentence):
+        return None
+    return "general" if len(_CONTENT_WORD.findall(sentence)) >= 4 else None
 
 
 def _is_event(sentence: str) -> bool:
@@ -251,7 +286,7 @@ def category(body: str, reference: date) -> str | None:
     ("来月から大阪に住む") keeps its own category.
     """
     found = classify(body)
-    if found in ("preference", "routine", "event") and _SECOND_PERSON.search(body):
+    if found in ("preference", "routine", "event", "general") and _SECOND_PERSON.search(body):
         return None
     if found in ("constraint", "event") or not _PLAN_INTENT.search(body):
         return found

@@ -51,6 +51,18 @@ _NOW = re.compile(r"今は|今、|いまは|今では")
 _SELF_NAMING = re.compile(r"\bcall me\b|\bi go by\b|と呼んで|って呼んで", re.IGNORECASE)
 _POLITE_OPENING = re.compile(r"^(?:(?:please|pls|just|you can|you may|feel free to)\s+)+", re.IGNORECASE)
 _FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|our)\b", re.IGNORECASE)
+#: A statement that names nothing but through a pronoun or not at all ("I did", "We got this", "I drew it",
+#: "I love to"): what it is about was said elsewhere, so on its own it is nothing to remember.
+_EMPTY_STATEMENT = re.compile(
+    r"^(?:(?:yeah|yes|yep|oh|wow|well|so|and|but|haha|aw+)\W+)*(?:i|we)(?:'ve| have|'d| would)? "
+    r"(?:(?:\w+ly|just|also|so|totally|finally|still|do|did) )*[a-z]+"
+    r"(?: (?:it|this|that|them|one|so|to|too|there|again|back|out|up|more|both))*$",
+    re.IGNORECASE,
+)
+#: The categories of a sentence that says nothing of its own kind: only a statement about the user
+#: ("general"), which may still end something ("No more yoga for me") or correct a memory ("Sorry, I
+#: meant Tuesday, not Thursday").
+_NOTHING_OF_ITS_OWN = (None, "general")
 _REMEMBER_EN = re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$", re.IGNORECASE)
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
 
@@ -68,7 +80,7 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
         if passing or (_NOW.search(body) and kind not in ("constraint", "preference", "profile")):
             return None
     text = statement_text(body)
-    if not text:
+    if not text or (not remembered and _EMPTY_STATEMENT.match(text)):
         return None
     if kind != "routine":
         recurring = is_recurring(body)
@@ -112,7 +124,7 @@ def _forget_requested(sentence: str, core: str, previous: str | None, reference:
     if forget is not None:
         return _forget_request(sentence, forget)
     ended = ended_target(sentence)
-    if ended is not None and category(core, reference) is None:
+    if ended is not None and category(core, reference) in _NOTHING_OF_ITS_OWN:
         return _forget_request(sentence, ended)  # it only ends something: forget that
     return None
 
@@ -120,7 +132,7 @@ def _forget_requested(sentence: str, core: str, previous: str | None, reference:
 def _correction(sentence: str, core: str, reference: date) -> MemoryCandidate | None:
     """"Sorry, I meant Tuesday, not Thursday": a sentence that says nothing of its own and corrects a
     memory (consolidation puts the right value in place), or ``None``."""
-    if correction_pair(sentence) is None or category(sentence, reference) is not None:
+    if correction_pair(sentence) is None or category(sentence, reference) not in _NOTHING_OF_ITS_OWN:
         return None
     return MemoryCandidate(kind=CandidateKind.FACT, memory=core[:MAX_MEMORY_CHARS], category=CORRECTION, evidence=sentence)
 
