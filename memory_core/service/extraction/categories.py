@@ -1,5 +1,6 @@
 """What kind of statement a sentence is: the rule categories as a table of patterns (constraint,
-preference, routine, profile, then event), and a plan for a dated intention."""
+preference, routine, profile, then event and, in English, a statement about the user), and a plan
+for a dated intention."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from memory_core.language.date_annotation import is_dated, mentions_relative_dat
 from memory_core.language.dates import KANJI_DIGITS, WEEKDAYS, WEEKDAYS_JA
 from memory_core.language.sentences import JAPANESE_SCRIPT, TRAILING_PUNCTUATION
 
-__all__ = ["CATEGORY_RULES", "LIFE_EVENT", "category", "classify", "is_past", "is_recurring"]
+__all__ = [
+    "CATEGORY_RULES",
+    "FIRST_PERSON_EN",
+    "LIFE_EVENT",
+    "category",
+    "classify",
+    "is_past",
+    "is_recurring",
+]
 
 _WEEKDAY_NAMES = "|".join(WEEKDAYS)
 _WEEKDAY_PLURALS = "|".join(f"{name}s" for name in WEEKDAYS)
@@ -116,7 +125,7 @@ _ACTIVITY = re.compile(
 )
 #: A statement about the user or theirs (a first-person word in it), and an opinion about what was just
 #: said ("I think so", "I guess it's fine"), which is not one.
-_FIRST_PERSON_STATEMENT = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|we've|our|us)\b", re.IGNORECASE)
+FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|we've|our|us)\b", re.IGNORECASE)
 _OPINION = re.compile(
     r"^(?:\W*\w+\W+)?(?:i|we) (?:(?:really|just|totally|kinda|do) )?(?:think|guess|hope|mean|know|wish|bet|suppose|"
     r"wonder|agree|understand|see|believe|feel like)\b",
@@ -238,7 +247,7 @@ class CategoryRule:
 
 
 #: The categories in the order they are tried: the first that matches wins; a sentence none matches may
-#: still be an event (:func:`classify`).
+#: still be an event, or in English a statement about the user (``general``: :func:`classify`).
 CATEGORY_RULES: tuple[CategoryRule, ...] = (
     CategoryRule("constraint", _CONSTRAINT, _CONSTRAINT_EXCLUDE),
     CategoryRule("preference", _PREFERENCE, of_reactions=False),
@@ -249,7 +258,9 @@ CATEGORY_RULES: tuple[CategoryRule, ...] = (
 
 
 def classify(sentence: str) -> str | None:
-    """The rule category of a sentence (:data:`CATEGORY_RULES`, then ``event``), or ``None``."""
+    """The rule category of a sentence (:data:`CATEGORY_RULES`, then ``event``, then in English
+    ``general``: what the user is doing, or a statement about them with four or more content words that
+    is not an opinion on what was said), or ``None``."""
     reaction = bool(_PRONOUN_REACTION.search(sentence))
     for rule in CATEGORY_RULES:
         if rule.matches(sentence, reaction):
@@ -262,7 +273,7 @@ def classify(sentence: str) -> str | None:
         return None
     if _ACTIVITY.search(sentence):
         return "general"
-    if not _FIRST_PERSON_STATEMENT.search(sentence) or _OPINION.search(sentence):
+    if not FIRST_PERSON_EN.search(sentence) or _OPINION.search(sentence):
         return None
     return "general" if len(_CONTENT_WORD.findall(sentence)) >= 4 else None
 

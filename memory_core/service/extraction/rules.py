@@ -20,7 +20,13 @@ from memory_core.language.sentences import (
     split_sentences,
     statement_text,
 )
-from memory_core.service.extraction.categories import LIFE_EVENT, category, is_past, is_recurring
+from memory_core.service.extraction.categories import (
+    FIRST_PERSON_EN,
+    LIFE_EVENT,
+    category,
+    is_past,
+    is_recurring,
+)
 from memory_core.service.extraction.forget import ended_target, forget_target
 from memory_core.service.extraction.statements import statement_parts
 from memory_core.service.prompts.extraction import strip_recalled_memories
@@ -50,7 +56,6 @@ _NOW = re.compile(r"今は|今、|いまは|今では")
 #: ください」), with the words that only make it polite.
 _SELF_NAMING = re.compile(r"\bcall me\b|\bi go by\b|と呼んで|って呼んで", re.IGNORECASE)
 _POLITE_OPENING = re.compile(r"^(?:(?:please|pls|just|you can|you may|feel free to)\s+)+", re.IGNORECASE)
-_FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|me|we|we're|our)\b", re.IGNORECASE)
 #: A statement that names nothing but through a pronoun or not at all ("I did", "We got this", "I drew it",
 #: "I love to"): what it is about was said elsewhere, so on its own it is nothing to remember.
 _EMPTY_STATEMENT = re.compile(
@@ -69,7 +74,7 @@ _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?
 
 def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
     """The candidate of one statement, or ``None`` when there is nothing durable in it."""
-    about_the_world = JAPANESE_SCRIPT.search(body) is None and not _FIRST_PERSON_EN.search(body)
+    about_the_world = JAPANESE_SCRIPT.search(body) is None and not FIRST_PERSON_EN.search(body)
     if about_the_world and not remembered and not LIFE_EVENT.search(body):
         return None  # statements about the world, not the user (a life event in their circle is theirs)
     kind = category(body, reference)
