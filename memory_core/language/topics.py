@@ -9,7 +9,16 @@ from dataclasses import dataclass
 
 from memory_core.language.relations import RELATIONS, tells
 
-__all__ = ["TOPICS", "BroadRequest", "Topic", "broad_request", "broad_terms", "mentions", "names_in"]
+__all__ = [
+    "PAST_QUALIFIERS",
+    "TOPICS",
+    "BroadRequest",
+    "Topic",
+    "broad_request",
+    "broad_terms",
+    "mentions",
+    "names_in",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +131,13 @@ _NAME = re.compile(
 
 #: A request that asks for the past of what it names ("my old job", 「昔の仕事」, 「前の職場」): only what
 #: the memories say of the past goes, not what holds now (「今は料理人です」 stays).
-_PAST_QUALIFIER = re.compile(r"\b(?:old|former|previous|past|earlier)\b|(?:昔|以前|前|かつて)の", re.I)
+#: The words themselves (a forget request's own decision leaves them out of what it names, too).
+PAST_QUALIFIERS: tuple[str, ...] = ("old", "former", "previous", "past", "earlier", "昔", "以前", "前", "かつて")
+_PAST_QUALIFIER = re.compile(
+    r"\b(?:" + "|".join(w for w in PAST_QUALIFIERS if w.isascii()) + r")\b|"
+    r"(?:" + "|".join(w for w in PAST_QUALIFIERS if not w.isascii()) + r")の",
+    re.I,
+)
 #: A statement about the past: what used to be, not what is.
 _PAST_STATEMENT = re.compile(
     r"\bused to\b|\bformerly\b|\bback then\b|\bi was\b|\bwe were\b|\bi (?:worked|lived|studied|had)\b|"

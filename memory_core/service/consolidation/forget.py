@@ -10,6 +10,7 @@ from memory_core.domain.messages import MemoryCandidate, MemoryEvent
 from memory_core.domain.records import MemoryKind
 from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.text import has_japanese
+from memory_core.language.topics import PAST_QUALIFIERS
 from memory_core.service.consolidation.decisions import Neighbour, SimilarityThresholds, Verdict
 from memory_core.service.consolidation.features import (
     StatementFeatures,
@@ -25,7 +26,7 @@ __all__ = ["decide_forget", "join_clauses", "redact_sentences", "remaining_state
 
 #: Words a forget request qualifies what it names with, in time ("my old school nickname", "my
 #: previous address", 「昔の」「以前の」): the memory it names need not say them.
-_QUALIFIERS = frozenset({"old", "former", "previous", "past", "earlier", "昔", "以前", "前"})
+_QUALIFIERS = frozenset(PAST_QUALIFIERS)
 
 
 def statement_clauses(text: str) -> list[str]:
