@@ -166,33 +166,19 @@ class BroadRequest:
     def __bool__(self) -> bool:
         return bool(self.terms)
 
-    def names(self, text: str, terms: tuple[str, ...] | None = None) -> bool:
-        """Whether a memory's (or a sentence's) ``text`` speaks of what the request names (``terms``: its
-        words with the names found since, default :attr:`terms`)."""
-        about = mentions(text, self.terms if terms is None else terms) or any(
-            tells(_RELATION_BY_NAME[name], text) for name in self.relations
-        )
+    def names(self, text: str) -> bool:
+        """Whether a memory's (or a sentence's) ``text`` speaks of what the request names."""
+        about = mentions(text, self.terms) or any(tells(_RELATION_BY_NAME[name], text) for name in self.relations)
         return about and (not self.past or _PAST_STATEMENT.search(text) is not None)
 
 
 def broad_request(request: str) -> BroadRequest:
-    """What a forget request names as a whole: a kind of information (:data:`TOPICS`), a person by name
-    or by a relation, a thing named alone; empty when it names one thing (see :func:`broad_terms`)."""
-    terms, by_relation = broad_terms(request)
-    relations = tuple(
-        dict.fromkeys(name for topic in TOPICS if topic.asked.search(request) for name in topic.relations)
-    )
-    return BroadRequest(terms, by_relation, relations, bool(terms) and _PAST_QUALIFIER.search(request) is not None)
-
-
-def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:
-    """The words whose memories a forget request names as a whole, and whether it names a person by a
-    relation (whose name is then read from the memories: :func:`names_in`). Empty when it names one
-    thing, not a person or a kind of information."""
-    terms: list[str] = []
-    for topic in TOPICS:
-        if topic.asked.search(request):
-            terms.extend(topic.words)
+    """What a forget request names as a whole: a kind of information (:data:`TOPICS`: its words and the
+    statements of its relations), a person by name or by a relation (whose name is then read from the
+    memories: :func:`names_in`), a thing named alone; empty when it names one thing, not a person or a
+    kind of information."""
+    topics = [topic for topic in TOPICS if topic.asked.search(request)]
+    terms: list[str] = [word for topic in topics for word in topic.words]
     match = _ABOUT_NAME.search(request)
     if match and _BROAD.search(request):
         terms.append(next(g for g in match.groups() if g))
@@ -202,7 +188,16 @@ def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:
     by_relation = bool(_RELATIONS.search(request))
     if by_relation:
         terms.extend(_RELATION_WORDS)
-    return tuple(dict.fromkeys(terms)), by_relation
+    relations = tuple(dict.fromkeys(name for topic in topics for name in topic.relations))
+    past = bool(terms) and _PAST_QUALIFIER.search(request) is not None
+    return BroadRequest(tuple(dict.fromkeys(terms)), by_relation, relations, past)
+
+
+def broad_terms(request: str) -> tuple[tuple[str, ...], bool]:
+    """The words whose memories a forget request names as a whole, and whether it names a person by a
+    relation (:func:`broad_request`)."""
+    found = broad_request(request)
+    return found.terms, found.by_relation
 
 
 def mentions(text: str, terms: tuple[str, ...]) -> bool:

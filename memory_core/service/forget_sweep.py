@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryCandidate, MemoryEvent, Turn
@@ -46,16 +47,16 @@ async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
             return records
 
 
-def _named(records: list[MemoryRecord], request: BroadRequest) -> tuple[list[MemoryRecord], tuple[str, ...]]:
-    """The memories a broad request names, and the words that named them. A memory this turn's request
-    already deleted still tells the name a relation stands for ("my cousin": "my cousin Fatima")."""
-    terms = request.terms
+def _named(records: list[MemoryRecord], request: BroadRequest) -> tuple[list[MemoryRecord], BroadRequest]:
+    """The memories a broad request names, and the request with the names it was found to stand for. A
+    memory this turn's request already deleted still tells the name a relation stands for ("my cousin":
+    "my cousin Fatima")."""
     found = [r for r in records if request.names(r.memory)]
     if request.by_relation:  # the person the relation names is named in those memories: theirs go too
         names = tuple(sorted(set().union(*(names_in(r.memory) for r in found))))
-        terms = (*terms, *names)
-        found = [r for r in records if request.names(r.memory, terms)]
-    return [r for r in found if r.status is not MemoryStatus.DELETED], terms
+        request = replace(request, terms=(*request.terms, *names))
+        found = [r for r in records if request.names(r.memory)]
+    return [r for r in found if r.status is not MemoryStatus.DELETED], request
 
 
 async def _forget_fact(
@@ -114,8 +115,7 @@ async def sweep_forgotten(
     request = broad_request(candidate.memory)
     if not request:
         return 0  # it names one thing: its decision did all there is to do (the scope is not read)
-    found, terms = _named(await _current(store, turn), request)
-    named = partial(request.names, terms=terms)
+    found, request = _named(await _current(store, turn), request)
     reason = f"forgotten on request (turn {turn.turn_id})"
     for record in found:
         current = await store.get(turn.scope, record.id)
@@ -124,7 +124,7 @@ async def sweep_forgotten(
         if current.kind is MemoryKind.FACT:
             await _forget_fact(store, history, embedder, current, turn, reason)
         else:
-            await _forget_in_episode(store, history, embedder, current, named, turn, reason)
+            await _forget_in_episode(store, history, embedder, current, request.names, turn, reason)
     if found:
         logger.info("turn %s: a forget request took %s memories", turn.turn_id, len(found))
     return len(found)
