@@ -155,6 +155,8 @@ def add_arguments(commands: Commands) -> None:
     p.add_argument("--status", choices=[s.value for s in MemoryStatus])
     p.add_argument("--cursor", help="resume where an earlier page stopped")
     p.add_argument("--limit", type=int, default=100, help="memories per page")
+    flag, kwargs = SEARCH_FLAGS["include_superseded"]
+    p.add_argument(flag, **kwargs)
     p.set_defaults(handler=cmd_list)
 
     p = commands.add_parser("get", help="one memory (and its history)")
@@ -196,15 +198,19 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     statuses = [MemoryStatus(args.status)] if args.status else None
     async with service_for(args) as service:
         page = await service.list(
-            Scope.of(args.user, args.agent), statuses=statuses, cursor=args.cursor, limit=args.limit
+            Scope.of(args.user, args.agent), statuses=statuses, cursor=args.cursor, limit=args.limit,
+            include_superseded=args.include_superseded,
         )
     if args.json:
         print_json(memory_list_response(page).model_dump(mode="json"), out)
         return EXIT_OK
     for r in page.records:
+        until = ""
+        if r.valid_until is not None:
+            until = f"; until {r.valid_until.date().isoformat()}, superseded by {r.superseded_by}"
         out.write(
             f"{r.id}  {r.status.value:<8} [{r.category}; importance={r.importance:.2f}; "
-            f"retention={r.retention_score:.2f}] {short(r.memory)}\n"
+            f"retention={r.retention_score:.2f}{until}] {short(r.memory)}\n"
         )
     if page.next_cursor:
         out.write(f"more: --cursor {page.next_cursor}\n")

@@ -98,9 +98,11 @@ class MemoryBackend(MemoryClient):
 
     @abstractmethod
     async def page(
-        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int
+        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryRecord], str | None]:
-        """One page of ``scope``'s memories by id (``status`` ``None``: active and archived) and the
+        """One page of ``scope``'s memories by id (``status`` ``None``: active and archived; the current
+        ones, or with ``include_superseded`` also those superseded by something said later) and the
         cursor of the next page (``None`` after the last)."""
 
     @abstractmethod

@@ -423,10 +423,13 @@ class LocalMemoryClient(MemoryBackend):
         return await self.service.get(scope, memory_id)
 
     async def page(
-        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int
+        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryRecord], str | None]:
         statuses = [status] if status is not None else [MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
-        page = await self.service.list(scope, statuses=statuses, cursor=cursor, limit=limit)
+        page = await self.service.list(
+            scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=include_superseded
+        )
         return page.records, page.next_cursor
 
     async def update(

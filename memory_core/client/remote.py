@@ -302,9 +302,12 @@ class RemoteMemoryClient(MemoryBackend):
         return _record(detail)
 
     async def page(
-        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int
+        self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryRecord], str | None]:
         params = self._scope(scope) | {"limit": str(limit)}
+        if include_superseded:
+            params["include_superseded"] = "true"
         if status is not None:
             params["status"] = status.value
         if cursor is not None:

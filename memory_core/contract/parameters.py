@@ -114,6 +114,11 @@ QUERY: dict[str, dict[str, Any]] = {
         _integer(0, MAX_BROWSE_OFFSET),
         "Skip this many memories of a filtered or sorted listing (`next_offset`)",
     ),
+    "include_superseded": _query(
+        "include_superseded",
+        {"type": "boolean", "default": False},
+        "Also memories superseded by something said later (what held before; default: the current ones)",
+    ),
     "cursor:user": _query("cursor", _SCOPE_ID, "Resume after this user id (`next_cursor`)"),
     "limit:preview": _query(
         "limit", _integer(1, MAX_PREVIEW_LIMIT, MAX_PREVIEW_LIMIT), "Memories read at most"

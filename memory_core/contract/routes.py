@@ -172,7 +172,7 @@ ROUTES: tuple[Route, ...] = (
         Action.READ,
         Target.QUERY_SCOPE,
         function="list_memories",
-        query=(*_SCOPE, "status", "cursor:list", "limit:page", "category", "kind", "order", "offset"),
+        query=(*_SCOPE, "status", "cursor:list", "limit:page", "category", "kind", "order", "offset", "include_superseded"),
         replies=(
             Reply(
                 200,

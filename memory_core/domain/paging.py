@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory_core.domain.records import MemoryStatus
 from memory_core.errors import ValidationError
@@ -23,6 +24,8 @@ class PageRequest:
         after: The cursor: records whose id comes after it (``None``: from the first id).
         limit: At most this many records (1 to :data:`MAX_SCAN_LIMIT`).
         with_embedding: The records carry their embeddings.
+        current_at: Only the records current at this time: none superseded by then (no ``valid_until``,
+            or a later one). ``None``: current or not (every record, as a backup or a sweep reads them).
 
     Raises:
         ValidationError: ``limit`` is not an integer between 1 and :data:`MAX_SCAN_LIMIT` (names it).
@@ -32,6 +35,7 @@ class PageRequest:
     after: str | None = None
     limit: int = 100
     with_embedding: bool = False
+    current_at: datetime | None = None
 
     def __post_init__(self) -> None:
         limit = self.limit

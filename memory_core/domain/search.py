@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -127,6 +128,8 @@ class Listing:
         order_by: Sorted by this field, then id (``None``: by id).
         offset: Matching memories skipped (0 to 100,000).
         limit: At most this many (1 to 1,000).
+        current_at: Only the memories current at this time (none superseded by then); ``None``: current
+            or not.
     """
 
     statuses: Sequence[MemoryStatus] | None = None
@@ -135,6 +138,7 @@ class Listing:
     order_by: OrderBy | None = None
     offset: int = 0
     limit: int = 100
+    current_at: datetime | None = None
 
 
 class ScoreBreakdown(BaseModel):

@@ -62,7 +62,8 @@ MAX_QUERY_CHARS = 4000
 
 def format_memory_line(number: int, hit: SearchHit, *, clean_text: str | None = None) -> str:
     """``N. [category; importance=0.85; retention=0.91] "text"`` for a fact, and
-    ``N. [episode; said 2026-05-01] "text"`` for an episode (the user's words, with when they were said).
+    ``N. [episode; said 2026-05-01] "text"`` for an episode (the user's words, with when they were said);
+    a superseded memory adds ``held until 2026-05-09, no longer current``.
 
     The text is sanitised and quoted (:func:`~memory_core.language.sanitize.quote_memory`): one line, inner
     quotes escaped, nothing that could pass for a heading, tag, marker or another entry.
@@ -70,11 +71,13 @@ def format_memory_line(number: int, hit: SearchHit, *, clean_text: str | None = 
     """
     record = hit.record
     text = quote_memory(record.memory) if clean_text is None else quote_memory(clean_text, sanitized=True)
+    # What held before (a provider configured with include_superseded) never reads as current.
+    held = "" if record.valid_until is None else f"; held until {record.valid_until:%Y-%m-%d}, no longer current"
     if record.kind is MemoryKind.EPISODE:
-        return f"{number}. [episode; said {record.created_at:%Y-%m-%d}] {text}"
+        return f"{number}. [episode; said {record.created_at:%Y-%m-%d}{held}] {text}"
     return (
         f"{number}. [{sanitize_memory_text(record.category)}; importance={record.importance:.2f}; "
-        f"retention={record.retention_score:.2f}] {text}"
+        f"retention={record.retention_score:.2f}{held}] {text}"
     )
 
 

@@ -65,6 +65,7 @@ TOPICS: tuple[Topic, ...] = (
             "street", "avenue", "postcode", "zip code", "apartment", "live at", "address", "nearest station",
             "住所", "番地", "丁目", "郵便番号", "号室", "最寄り", "区の", "市の", "マンション", "アパート", "階に住",
         ),
+        ("home",),  # where the user lives is part of it ("I live in Berlin", 「福岡に引っ越した」)
     ),
     Topic(
         "money",

@@ -25,7 +25,6 @@ from memory_core.domain.records import (
     MemoryRecord,
     MemoryStatus,
     Provenance,
-    Scope,
     forgotten_record,
     status_note,
 )
@@ -37,7 +36,13 @@ from memory_core.service.consolidation.decisions import SimilarityThresholds
 from memory_core.service.consolidation.features import normalized_statement, speaker_of, split_speaker
 from memory_core.service.consolidation.forget import redact_sentences, statement_clauses
 from memory_core.service.consolidation.supersession import Supersession, superseded_episodes
-from memory_core.service.journal import episode_id_for
+from memory_core.service.earlier_values import (
+    earlier_values_of,
+    forget_earlier_values,
+    keep_earlier_value,
+    superseded_in,
+)
+from memory_core.service.journal import episode_id_for, record_once
 from memory_core.service.neighbours import nearest_memories
 from memory_core.service.prompts.extraction import strip_recalled_memories
 
@@ -51,7 +56,6 @@ __all__ = [
     "forgotten_parts",
     "forgotten_words",
     "provenance_of",
-    "record_once",
     "redact_episodes",
     "supersede_with_episode",
     "withhold_forgotten",
@@ -160,8 +164,10 @@ async def forget_in_episodes(
     the record and a replay (the turn redelivered) only writes: idempotent, and no change goes
     unrecorded."""
     scope = fact.scope
-    if forgotten is None:  # the whole fact was forgotten: its text and the sentence it came from
+    if forgotten is None:  # the whole fact was forgotten: its text, the sentence it came from, what it held before
         forgotten = [split_speaker(fact.memory, speaker_of(fact))[1], str(fact.metadata.get("evidence") or "")]
+        for earlier in await earlier_values_of(store, fact):
+            forgotten += [split_speaker(earlier.memory, speaker_of(earlier))[1], str(earlier.metadata.get("evidence") or "")]
         reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
     else:  # part of a compound memory: the reason does not quote what was to be forgotten
         reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
@@ -195,16 +201,6 @@ async def forget_in_episodes(
     return changed
 
 
-def _superseding(before: MemoryRecord | None, after: MemoryRecord | None, turn: Turn) -> bool:
-    """Whether ``after`` is a fact this turn's statement superseded (an UPDATE that replaced its value)."""
-    return (
-        before is not None
-        and after is not None
-        and after.kind is MemoryKind.FACT
-        and after.metadata.get("superseded_by_turn") == turn.turn_id
-    )
-
-
 async def close_superseded_episodes(
     store: MemoryStore,
     history: HistoryStore | None,
@@ -217,7 +213,7 @@ async def close_superseded_episodes(
     ``superseded_by`` (the fact), so it stays what was said then but is never shown as what holds now.
     Recorded in the history before it is written, and idempotent, like the redactions. Returns how many
     episodes were closed."""
-    if not _superseding(before, after, turn):
+    if not superseded_in(before, after, turn):
         return 0
     assert before is not None and after is not None
     scope, at = after.scope, after.valid_from or turn.occurred_at
@@ -345,19 +341,24 @@ def forgotten_words(before: MemoryRecord | None, after: MemoryRecord) -> list[st
 
 
 async def withhold_forgotten(
-    store: MemoryStore, history: HistoryStore, record: MemoryRecord, words: Sequence[str]
+    store: MemoryStore, history: HistoryStore, record: MemoryRecord, words: Sequence[str], turn: Turn
 ) -> MemoryRecord:
-    """After a forget request took ``record`` (or the ``words`` of part of it): a deleted memory keeps
-    only its tombstone (its id, time and reason, not its words or vector), and the recorded changes of
-    it and of the episodes it came from keep none of the forgotten words (a deleted one none at all;
-    :meth:`~memory_core.ports.HistoryStore.rewrite_entries`). Idempotent. Returns the record as kept."""
+    """After a forget request of ``turn`` took ``record`` (or the ``words`` of part of it): a deleted
+    memory keeps only its tombstone (its id, time and reason, not its words or vector), and so do the
+    values a deleted fact held before (:func:`~memory_core.service.earlier_values.forget_earlier_values`);
+    the recorded changes of it and of the episodes it came from keep none of the forgotten words (a
+    deleted one none at all; :meth:`~memory_core.ports.HistoryStore.rewrite_entries`). Idempotent.
+    Returns the record as kept."""
     scope = record.scope
+    deleted = record.status is MemoryStatus.DELETED
+    if deleted and record.kind is MemoryKind.FACT:
+        words = [*words, *(e.memory for e in await earlier_values_of(store, record))]
 
     def redacted(text: str) -> str:
         return redact_sentences(text, [w for w in words if w])[0]
 
     kept = record
-    if record.status is MemoryStatus.DELETED:
+    if deleted:
         kept = forgotten_record(record)
         await store.upsert([kept])
     for turn_id, message in _sources(record):
@@ -366,6 +367,11 @@ async def withhold_forgotten(
             continue
         redact = None if episode.status is MemoryStatus.DELETED else redacted
         await history.rewrite_entries(scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
+    if deleted and record.kind is MemoryKind.FACT:
+        await forget_earlier_values(store, history, record, turn)
+    holder = record.metadata.get("earlier_value_of")
+    if deleted and holder:  # a value a fact held before: the fact's recorded changes quote it
+        await history.rewrite_entries(scope, [str(holder)], partial(HistoryEntry.forgotten, redact=redacted))
     # The memory's own entries last: a redelivered turn reads from them whether this was done, so a
     # crash before this line has it done again (and the episodes' entries are rewritten first).
     own = None if kept is not record else redacted
@@ -381,7 +387,7 @@ async def catch_up_redactions(
     before: Mapping[str, Any] | None,
     turn: Turn,
 ) -> None:
-    """:func:`redact_episodes` (or :func:`close_superseded_episodes`) again for a recorded step of a
+    """:func:`redact_episodes` (or :func:`keep_earlier_value` and :func:`close_superseded_episodes`) again for a recorded step of a
     redelivered turn (they follow the step's write; a crash in between is caught up here, and doing
     them twice changes nothing).
 
@@ -395,18 +401,6 @@ async def catch_up_redactions(
         parts = forgotten_parts(MemoryRecord.model_validate(before), wanted)
         await forget_in_episodes(store, history, embedder, wanted, turn, parts)
     elif before is not None:
-        await close_superseded_episodes(store, history, MemoryRecord.model_validate(before), wanted, turn)
-
-
-async def record_once(history: HistoryStore | None, entry: HistoryEntry) -> None:
-    """Append ``entry`` to the history unless it is already its memory's last recorded change (a
-    change recorded, then a crash before its write, then the turn again)."""
-    if history is not None and not await _recorded(history, entry):
-        await history.append([entry])
-
-
-async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:
-    """Whether ``entry`` is already its memory's last recorded change (recorded, then a crash before
-    the write)."""
-    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
-    return bool(entries) and entries[-1].event is entry.event and entries[-1].after == entry.after
+        replaced = MemoryRecord.model_validate(before)
+        await keep_earlier_value(store, history, embedder, replaced, wanted, turn)
+        await close_superseded_episodes(store, history, replaced, wanted, turn)

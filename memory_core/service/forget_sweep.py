@@ -5,11 +5,18 @@ of it goes, facts and the sentences of episodes alike (DESIGN section 7)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
-from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryCandidate, MemoryEvent, Turn
+from memory_core.domain.messages import (
+    CandidateKind,
+    Decision,
+    HistoryEntry,
+    MemoryCandidate,
+    MemoryEvent,
+    Turn,
+)
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import (
     MemoryKind,
@@ -22,9 +29,10 @@ from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.topics import BroadRequest, broad_request, names_in
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import speaker_of, split_speaker
-from memory_core.service.episodes import forget_in_episodes, forgotten_words, record_once, withhold_forgotten
+from memory_core.service.episodes import forget_in_episodes, forgotten_words, withhold_forgotten
+from memory_core.service.journal import record_once
 
-__all__ = ["sweep_forgotten"]
+__all__ = ["reported", "sweep_forgotten", "swept_by"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +75,7 @@ async def _forget_fact(
     await record_once(history, HistoryEntry.of_change(MemoryEvent.DELETE, fact.scope, fact.id, fact, deleted, reason=reason, at=turn.occurred_at))
     await store.upsert([deleted])
     await forget_in_episodes(store, history, embedder, deleted, turn)
-    await withhold_forgotten(store, history, deleted, forgotten_words(None, deleted))
+    await withhold_forgotten(store, history, deleted, forgotten_words(None, deleted), turn)
 
 
 async def _forget_in_episode(
@@ -102,6 +110,35 @@ async def _forget_in_episode(
     await history.rewrite_entries(episode.scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
 
 
+def _broad(candidate: MemoryCandidate) -> BroadRequest | None:
+    """What a forget request names as a whole (``None``: not a forget request, or it names one thing)."""
+    if candidate.kind is not CandidateKind.FORGET:
+        return None
+    request = broad_request(candidate.memory)
+    return request if request else None
+
+
+async def swept_by(store: MemoryStore, candidate: MemoryCandidate, turn: Turn) -> list[MemoryRecord]:
+    """The memories :func:`sweep_forgotten` will take for ``candidate`` (read before anything is
+    written, so its decision can say what goes; empty unless it is a broad forget request)."""
+    request = _broad(candidate)
+    return [] if request is None else _named(await _current(store, turn), request)[0]
+
+
+def reported(decision: Decision, swept: Sequence[MemoryRecord]) -> Decision:
+    """``decision`` saying what the sweep takes besides its own memory (how many memories), so a broad
+    forget request is never reported as matching nothing when it took something."""
+    others = [r for r in swept if r.id != decision.memory_id]
+    if not others:
+        return decision
+    what = f"{len(others)} {'memory' if len(others) == 1 else 'memories'} that speak of it"
+    if decision.event is MemoryEvent.NONE:
+        reason = f"forget request: {what} forgotten"
+    else:
+        reason = f"{decision.reason}; {what} forgotten with it"
+    return decision.model_copy(update={"reason": reason})
+
+
 async def sweep_forgotten(
     store: MemoryStore, history: HistoryStore, embedder: Embedder, candidate: MemoryCandidate, turn: Turn
 ) -> int:
@@ -110,10 +147,8 @@ async def sweep_forgotten(
     each episode loses the sentences that speak of it (or goes, when nothing is left), and their
     recorded changes keep none of those words. Recorded before it is written and idempotent (a
     redelivered turn sweeps again and finds nothing left). Returns how many memories changed."""
-    if candidate.kind is not CandidateKind.FORGET:
-        return 0
-    request = broad_request(candidate.memory)
-    if not request:
+    request = _broad(candidate)
+    if request is None:
         return 0  # it names one thing: its decision did all there is to do (the scope is not read)
     found, request = _named(await _current(store, turn), request)
     reason = f"forgotten on request (turn {turn.turn_id})"

@@ -58,10 +58,13 @@ class ImportReport:
 
 
 def prepare_record(data: Mapping[str, Any], policy: HumanMemoryPolicy, now: datetime) -> MemoryRecord:
-    """Validate one record for import; fills timestamps and, if absent, retention and status."""
+    """Validate one record for import; fills timestamps (``valid_from``: when it was created, as every
+    memory has it) and, if absent, retention and status."""
     raw = dict(data)
     raw.setdefault("created_at", raw.get("updated_at", now))
     raw.setdefault("updated_at", raw["created_at"])
+    if raw.get("valid_from") is None and raw.get("valid_until") is None:
+        raw["valid_from"] = raw["created_at"]
     record = parse_model(MemoryRecord, raw)
     if "retention_score" not in data:
         assessment = policy.assess(record, now)

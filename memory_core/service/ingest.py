@@ -25,6 +25,7 @@ from memory_core.ports import (
     TurnStart,
 )
 from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
+from memory_core.service.earlier_values import keep_earlier_value
 from memory_core.service.episodes import (
     EpisodePolicy,
     close_superseded_episodes,
@@ -35,7 +36,7 @@ from memory_core.service.episodes import (
     supersede_with_episode,
     withhold_forgotten,
 )
-from memory_core.service.forget_sweep import sweep_forgotten
+from memory_core.service.forget_sweep import reported, sweep_forgotten, swept_by
 from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
@@ -229,11 +230,12 @@ async def _decide(
         vector=vector,
         provenance=provenance_of(turn, candidate),
     )
-    decision = _with_turn_metadata(outcome.decision, candidate, turn)
+    decision = reported(_with_turn_metadata(outcome.decision, candidate, turn), await swept_by(run.store, candidate, turn))
     entry = step_entry(decision, scope, turn, outcome.path, outcome.model)
     await run.history.record_step(scope, turn.turn_id, step, [entry])
     await _write(run.store, decision)
     await redact_episodes(run.store, run.history, run.embedder, candidate, decision, turn)
+    await keep_earlier_value(run.store, run.history, run.embedder, decision.before, decision.after, turn)
     await close_superseded_episodes(run.store, run.history, decision.before, decision.after, turn)
     if candidate.kind is CandidateKind.EPISODE and decision.event is MemoryEvent.ADD:
         thresholds = consolidator.thresholds(run.embedder.name)
@@ -241,7 +243,7 @@ async def _decide(
     await sweep_forgotten(run.store, run.history, run.embedder, candidate, turn)
     if candidate.kind is CandidateKind.FORGET and decision.after is not None and forgotten_by(decision.after, turn):
         words = forgotten_words(decision.before, decision.after)
-        await withhold_forgotten(run.store, run.history, decision.after, words)
+        await withhold_forgotten(run.store, run.history, decision.after, words, turn)
     logger.debug("turn %s step %s: %s %s", turn.turn_id, step, decision.event.value, decision.memory_id)
     return StepResult(step, decision, outcome.path, outcome.fallback_reason)
 

@@ -9,13 +9,16 @@ from datetime import datetime
 
 from memory_core.domain.messages import CandidateKind, Decision, HistoryEntry, MemoryCandidate, Turn
 from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.ports import HistoryStore
 
 __all__ = [
     "decision_from_entry",
     "dropped_by_purge",
+    "earlier_value_id",
     "episode_id_for",
     "memory_id_for",
     "purged_before",
+    "record_once",
     "step_entry",
     "step_memory_id",
 ]
@@ -34,6 +37,12 @@ def episode_id_for(scope: Scope, turn_id: str, message: int) -> str:
 def memory_id_for(scope: Scope, turn_id: str, step: int) -> str:
     """The id a memory added by candidate ``step`` of a turn gets (deterministic, 32 hex digits)."""
     return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1f{step}").hex
+
+
+def earlier_value_id(scope: Scope, fact_id: str, turn_id: str) -> str:
+    """The id of the record that keeps what fact ``fact_id`` held before turn ``turn_id`` superseded it
+    (deterministic, 32 hex digits: a redelivered turn keeps the same record)."""
+    return uuid.uuid5(_NAMESPACE, f"{scope.user_id}\x1f{scope.agent_id}\x1f{turn_id}\x1fearlier\x1f{fact_id}").hex
 
 
 def step_memory_id(scope: Scope, turn_id: str, step: int, candidate: MemoryCandidate) -> str:
@@ -93,3 +102,17 @@ def dropped_by_purge(what: str, moment: datetime, tombstone: datetime | None) ->
         tombstone.isoformat() if tombstone else None,
     )
     return True
+
+
+async def record_once(history: HistoryStore | None, entry: HistoryEntry) -> None:
+    """Append ``entry`` to the history unless it is already its memory's last recorded change (a
+    change recorded, then a crash before its write, then the turn again)."""
+    if history is not None and not await _recorded(history, entry):
+        await history.append([entry])
+
+
+async def _recorded(history: HistoryStore, entry: HistoryEntry) -> bool:
+    """Whether ``entry`` is already its memory's last recorded change (recorded, then a crash before
+    the write)."""
+    entries = await history.for_memory(Scope.of(entry.user_id, entry.agent_id), entry.memory_id)
+    return bool(entries) and entries[-1].event is entry.event and entries[-1].after == entry.after

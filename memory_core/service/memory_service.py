@@ -275,21 +275,28 @@ class MemoryService:
 
     async def list(
         self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, cursor: str | None = None,
-        limit: int = 100,
+        limit: int = 100, include_superseded: bool = False,
     ) -> Page:
-        """One page of a scope's memories, by id, each with its retention as of now."""
+        """One page of a scope's memories, by id, each with its retention as of now: the current ones, or
+        with ``include_superseded`` also those superseded by something said later (what held before)."""
         scope = Scope.of(scope.user_id, scope.agent_id)
-        page = await self._store.scan(scope, PageRequest(statuses=statuses, after=cursor, limit=limit))
+        request = PageRequest(statuses=statuses, after=cursor, limit=limit, current_at=self._current_at(include_superseded))
+        page = await self._store.scan(scope, request)
         return replace(page, records=self._as_of_now(page.records))
+
+    def _current_at(self, include_superseded: bool) -> datetime | None:
+        """The time a listing reads "current" at: now, or ``None`` (current or not) with ``include_superseded``."""
+        return None if include_superseded else self.now()
 
     async def agents(self, user_id: str) -> _List[str]:
         """The agents that hold memories of ``user_id``."""
         return await self._store.agents(validate_scope_id(user_id, "user_id"))
 
-    async def browse(self, scope: Scope, listing: Listing) -> SortedPage:
+    async def browse(self, scope: Scope, listing: Listing, *, include_superseded: bool = False) -> SortedPage:
         """One page of a scope's memories, filtered and sorted (the inspector's table), with the count;
         each with its retention as of now (a sort by retention follows the scores stored at the last
-        forgetting run)."""
+        forgetting run). The current ones, or with ``include_superseded`` also the superseded."""
+        listing = replace(listing, current_at=self._current_at(include_superseded))
         page = await self._store.browse(Scope.of(scope.user_id, scope.agent_id), listing)
         return replace(page, records=self._as_of_now(page.records))
 

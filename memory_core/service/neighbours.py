@@ -39,6 +39,7 @@ async def nearest_memories(
     k: int,
     kind: MemoryKind | None = MemoryKind.FACT,
     include_archived: bool = False,
+    include_superseded: bool = False,
 ) -> list[Neighbour]:
     """The scope's nearest current memories to ``text`` (hybrid search, no ranking profile), as full
     records with their cosine similarity to ``vector``.
@@ -51,6 +52,7 @@ async def nearest_memories(
         k: How many.
         kind: Facts, episodes, or both (``None``).
         include_archived: Also archived memories; otherwise only active ones.
+        include_superseded: Also memories superseded by something said later; otherwise current ones.
     """
     options = MemorySearchOptions(
         mode=SearchMode.HYBRID,
@@ -58,6 +60,7 @@ async def nearest_memories(
         top=k,
         vector_k=max(k, 50),
         include_archived=include_archived,
+        include_superseded=include_superseded,
         kind=kind,
     )
     allowed = {MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED} if include_archived else {MemoryStatus.ACTIVE}

@@ -94,7 +94,7 @@ async def _reapply(
         if forgotten_by(wanted, turn) and wanted.memory != FORGOTTEN_TEXT:
             before = first.get(memory_id)
             words = forgotten_words(None if before is None else MemoryRecord.model_validate(before), wanted)
-            wanted = await withhold_forgotten(store, history, wanted, words)
+            wanted = await withhold_forgotten(store, history, wanted, words, turn)
         await _restore(store, embedder, turn.scope, memory_id, wanted)
         if memory_id not in first and wanted.kind is MemoryKind.EPISODE:  # an episode the turn added
             await supersede_with_episode(store, history, thresholds, await store.get(turn.scope, memory_id), turn)

@@ -90,6 +90,16 @@ def _records(now: datetime) -> list[dict[str, Any]]:
             status="active",
             retention_score=0.35,
         ),
+        # A change: what holds now, and the value it replaced (kept, closed, linked).
+        record(
+            "home-now", "lives in Munich", days_ago=5, importance=0.7, category="profile",
+            valid_from=(now - timedelta(days=5)).isoformat(), metadata={"earlier_values": ["home-before"]},
+        ),
+        record(
+            "home-before", "lives in Berlin", days_ago=60, importance=0.7, category="profile",
+            valid_from=(now - timedelta(days=60)).isoformat(), valid_until=(now - timedelta(days=5)).isoformat(),
+            superseded_by="home-now",
+        ),
         {
             "id": "u2-one",
             "user_id": OTHER_USER,

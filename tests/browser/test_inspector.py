@@ -163,6 +163,29 @@ def test_a_memory_with_its_provenance_history_and_curve(
     shoot(browser, screenshots, "memory")
 
 
+def test_a_replaced_value_is_listed_when_asked_for_and_its_chain_is_shown(browser: Any, base: str) -> None:
+    open_view(browser, base, f"/memories?{SCOPE}", "memories")
+    ids = {r.get_attribute("data-memory-id") for r in css(browser, "#memories tbody tr")}
+    assert "home-now" in ids and "home-before" not in ids  # what holds now, only
+    one(browser, "#memory-filters input[name=include_superseded]").click()
+    one(browser, "#memory-filters button[type=submit]").click()
+    wait(browser, lambda d: bool(css(d, "#memories tbody tr[data-memory-id='home-before']")))
+    row = one(browser, "#memories tbody tr[data-memory-id='home-before']")
+    assert "superseded" in row.text
+    one(browser, "#memory-filters input[name=include_superseded]").click()
+    one(browser, "#memory-filters button[type=submit]").click()
+    open_view(browser, base, f"/memory/home-before?{SCOPE}", "memory")
+    wait(browser, lambda d: one(d, "#memory-text").text == "lives in Berlin")
+    (held,) = css(browser, "#memory-chain li")
+    assert "no longer current" in held.text
+    assert held.find_element("css selector", "a").get_attribute("data-memory-id") == "home-now"
+    open_view(browser, base, f"/memory/home-now?{SCOPE}", "memory")
+    wait(browser, lambda d: one(d, "#memory-text").text == "lives in Munich")
+    lines = css(browser, "#memory-chain li")
+    assert lines[0].text.startswith("Current since")
+    assert lines[1].find_element("css selector", "a").get_attribute("data-memory-id") == "home-before"
+
+
 def search(browser: Any, query: str, *, compare: bool = False, profile: str = "important") -> None:
     from selenium.webdriver.support.ui import Select
 

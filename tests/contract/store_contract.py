@@ -479,6 +479,30 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_scan_and_browse_read_the_current_records_or_every_record(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            said, changed = NOW - timedelta(days=10), NOW - timedelta(days=2)
+            await store.upsert(
+                [
+                    make("I live in Munich", id="c1", valid_from=changed),
+                    make("I live in Berlin", id="c0", valid_from=said, valid_until=changed, superseded_by="c1"),
+                    make("until next week", id="c2", valid_from=said, valid_until=NOW + timedelta(days=7)),
+                    make("theirs, superseded", U1A2, id="c3", valid_until=changed, superseded_by="c9"),
+                ]
+            )
+            assert await all_ids(store, U1A1, current_at=NOW) == ["c1", "c2"]
+            assert await all_ids(store, U1A1, current_at=changed - timedelta(seconds=1)) == ["c0", "c1", "c2"]
+            assert await all_ids(store, U1A1) == ["c0", "c1", "c2"]  # current or not
+            assert await all_ids(store, U1A2, current_at=NOW) == []
+            current = await store.browse(U1A1, Listing(current_at=NOW))
+            assert [r.id for r in current.records] == ["c1", "c2"] and current.total == 2
+            every = await store.browse(U1A1, Listing(kind=MemoryKind.FACT))
+            assert [r.id for r in every.records] == ["c0", "c1", "c2"] and every.total == 3
+            (old,) = [r for r in every.records if r.id == "c0"]
+            assert old.superseded_by == "c1" and old.valid_until == changed and old.valid_from == said
+
+        self.run(scenario)
+
     # -- forgetting -----------------------------------------------------------------------------
     def test_forgetting_dry_run_then_apply_writes_only_changes(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:

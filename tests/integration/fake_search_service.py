@@ -66,9 +66,13 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
 Predicate = Callable[[dict[str, Any]], bool]
 
 
+#: The index's Edm.DateTimeOffset fields besides the ``*_at`` ones.
+_VALIDITY = frozenset({"valid_from", "valid_until"})
+
+
 def _value(document: dict[str, Any], field: str) -> Any:
     value = document.get(field)
-    if isinstance(value, str) and field.endswith("_at"):
+    if isinstance(value, str) and (field.endswith("_at") or field in _VALIDITY):
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     return value
 

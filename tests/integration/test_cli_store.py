@@ -143,6 +143,30 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert [m["id"] for m in json.loads(out)["memories"]] == ["C"]
 
 
+def test_list_shows_what_holds_now_unless_asked_for_what_held_before(tmp_path: Path) -> None:
+    db, rows = tmp_path / "m.db", tmp_path / "chain.jsonl"
+    said, changed = NOW - timedelta(days=40), NOW - timedelta(days=5)
+    common = {"user_id": "u1", "agent_id": "home", "category": "profile"}
+    chain = [
+        {**common, "id": "N", "memory": "I live in Munich", "valid_from": changed.isoformat()},
+        {
+            **common, "id": "O", "memory": "I live in Berlin", "valid_from": said.isoformat(),
+            "valid_until": changed.isoformat(), "superseded_by": "N", "created_at": said.isoformat(),
+        },
+        {**common, "id": "P", "memory": "I have a cat", "created_at": said.isoformat()},  # valid since created
+    ]
+    rows.write_text("".join(json.dumps(r) + "\n" for r in chain), encoding="utf-8")
+    assert cli(db, "import", str(rows))[0] == 0
+    _, out = cli(db, "--json", "list", "--user", "u1", "--agent", "home")
+    current = {m["id"]: m for m in json.loads(out)["memories"]}
+    assert sorted(current) == ["N", "P"] and current["P"]["valid_from"] == current["P"]["created_at"]
+    _, out = cli(db, "--json", "list", "--user", "u1", "--agent", "home", "--include-superseded")
+    listed = {m["id"]: m for m in json.loads(out)["memories"]}
+    assert sorted(listed) == ["N", "O", "P"] and listed["O"]["superseded_by"] == "N"
+    _, out = cli(db, "list", "--user", "u1", "--agent", "home", "--include-superseded")
+    assert f"until {changed.date().isoformat()}, superseded by N" in out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

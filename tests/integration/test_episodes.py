@@ -13,7 +13,7 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -262,6 +262,51 @@ def test_a_redaction_interrupted_by_a_crash_is_recorded_once_when_the_turn_comes
             entries: list[HistoryEntry] = await service.history_of(SCOPE, episode.id)
             assert [h.event.value for h in entries] == ["ADD", "UPDATE"]
             assert entries[-1].after is not None and entries[-1].after["memory"] == "I live in Berlin."
+
+    asyncio.run(scenario())
+
+
+class _StoreThatStopsBeforeTheEarlierValue(SQLiteMemoryStore):
+    """Stops (as a crashed worker would) before it first writes what a fact held before a change, or
+    before it first forgets it."""
+
+    stops: ClassVar[set[str]] = set()
+
+    async def upsert(self, records: Any) -> Any:
+        for record in records:
+            mark = "forgotten" if record.status is MemoryStatus.DELETED else "kept"
+            if "earlier_value_of" in record.metadata and mark not in self.stops:
+                self.stops.add(mark)
+                raise TransientError("the worker stopped here")
+        return await super().upsert(records)
+
+
+def test_a_crash_before_the_earlier_value_is_kept_or_forgotten_is_caught_up(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        clock = FixedClock(START + timedelta(days=30))
+        settings = load_settings({"MEMORY_EMBEDDER": "hash"}, sqlite_path=str(tmp_path / "m.db"))
+        _StoreThatStopsBeforeTheEarlierValue.stops = set()
+        store = _StoreThatStopsBeforeTheEarlierValue(tmp_path / "m.db", clock=clock)
+        async with build_service(settings, embedder=HashingEmbedder(), clock=clock, store=store) as service:
+            await service.ingest(turn(0, ("user", "I live in Berlin.")))
+            change = turn(1, ("user", "I moved to Munich."))
+            with pytest.raises(TransientError):
+                await service.ingest(change)
+            assert (await service.ingest(change)).status == "resumed"
+            assert (await service.ingest(change)).status == "duplicate"
+            listed = (await service.list(SCOPE, limit=1000, include_superseded=True)).records
+            (fact,) = [r for r in by_kind(listed, MemoryKind.FACT) if not r.superseded]
+            (earlier,) = [r for r in by_kind(listed, MemoryKind.FACT) if r.superseded]
+            assert earlier.memory == "I live in Berlin" and fact.metadata["earlier_values"] == [earlier.id]
+            assert [h.event.value for h in await service.history_of(SCOPE, earlier.id)] == ["ADD"]
+            forget = turn(2, ("user", "Please forget that I live in Munich."))
+            with pytest.raises(TransientError):
+                await service.ingest(forget)
+            assert (await service.ingest(forget)).status == "resumed"
+            gone = await service.get(SCOPE, earlier.id)
+            assert gone.status is MemoryStatus.DELETED and gone.memory == FORGOTTEN_TEXT
+            entries = await service.history_of(SCOPE, earlier.id)
+            assert [h.event.value for h in entries] == ["ADD", "DELETE"] and "Berlin" not in str(entries)
 
     asyncio.run(scenario())
 

@@ -200,6 +200,19 @@ def test_superseded_as_current_counts_an_old_value_shown_as_current_only() -> No
     assert _rate(both, "superseded_as_current") == 0.0  # naming the old value beside the new one is fine
 
 
+def test_superseded_kept_fails_when_what_held_before_is_lost() -> None:
+    s = _scenario("one_value_change", MOVE)
+    probes = (ProbeObservation(MOVE, (_hit("I moved to Osaka"),)),)
+    lost = ScenarioObservation(s, probes, ("I moved to Osaka",))
+    in_an_episode = ScenarioObservation(s, probes, ("I moved to Osaka",), superseded=("I live in Tokyo.",))
+    as_a_fact = ScenarioObservation(
+        s, probes, ("I moved to Osaka",), superseded=("I live in Tokyo",), superseded_facts=("I live in Tokyo",)
+    )
+    assert _rate(lost, "superseded_kept") == 0.0 and _rate(lost, "facts:superseded_kept") == 0.0
+    assert _rate(in_an_episode, "superseded_kept") == 1.0 and _rate(in_an_episode, "facts:superseded_kept") == 0.0
+    assert _rate(as_a_fact, "facts:superseded_kept") == 1.0
+
+
 def test_a_record_marked_as_superseded_is_not_shown_as_current() -> None:
     assert shown_as_current(SimpleNamespace(memory="I live in Tokyo"))
     assert not shown_as_current(SimpleNamespace(valid_until=NOW))
@@ -289,8 +302,9 @@ class _PlantedClient:
         )
 
     async def page(
-        self, scope: Scope, status: MemoryStatus, cursor: str | None, limit: int
+        self, scope: Scope, status: MemoryStatus, cursor: str | None, limit: int, *, include_superseded: bool = False
     ) -> tuple[list[MemoryRecord], None]:
+        assert include_superseded  # what must be gone is looked for in what held before too
         return list(self.records.get(status, [])), None
 
     async def export(self, user_id: str, agent_id: str) -> Any:

@@ -25,7 +25,7 @@ from memory_core.domain.records import FORGOTTEN_TEXT, MemoryRecord, MemoryStatu
 from memory_core.errors import TransientError, ValidationError
 from memory_core.ports import ChatModel, SchemaT
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
-from memory_core.service.journal import memory_id_for
+from memory_core.service.journal import earlier_value_id, memory_id_for
 from memory_core.service.prompts.consolidation import ConsolidationDecision
 
 CONVERSATION: list[Any] = [
@@ -135,6 +135,11 @@ def test_history_per_memory_and_per_turn(tmp_path: Path) -> None:
             assert entries[1].after is not None and entries[1].after["memory"] == "最近は紅茶よりコーヒーが好きです"
             assert entries[1].turn_id == "t3" and "supersedes" in entries[1].reason
             assert "embedding" not in entries[1].after
+            # the value it held is kept as a record of its own, closed and linked (its ADD recorded)
+            earlier = await pipeline.store.get(SCOPE, earlier_value_id(SCOPE, tea_id, "t3"))
+            assert earlier is not None and earlier.memory == "紅茶が好きです" and earlier.superseded_by == tea_id
+            assert earlier.valid_until == make_turn(3, "").occurred_at
+            assert entries[1].after["metadata"]["earlier_values"] == [earlier.id]
             per_turn = await pipeline.history.for_turn(SCOPE, "t0")
             assert [e.event for e in per_turn] == [MemoryEvent.ADD, MemoryEvent.ADD]
             assert all(e.at == make_turn(0, "").occurred_at for e in per_turn)
@@ -159,7 +164,7 @@ def test_history_per_memory_and_per_turn(tmp_path: Path) -> None:
             )
             await pipeline.history.append([manual])
             assert (await pipeline.history.for_memory(SCOPE, tea_id))[-1].reason == "deleted through the API"
-            assert await pipeline.history.purge(SCOPE.user_id) == 8
+            assert await pipeline.history.purge(SCOPE.user_id) == 9
             assert await pipeline.history.for_turn(SCOPE, "t0") == []
         finally:
             await pipeline.close()

@@ -194,7 +194,9 @@ def test_the_tools_are_listed_with_schemas_annotations_and_no_scope_parameter(tm
             assert tools["search_memories"].input_schema["required"] == ["query"]
             assert set(tools["remember"].input_schema["properties"]) == {"text", "messages"}
             assert tools["forget"].input_schema["required"] == ["memory_id"]
-            assert set(tools["list_memories"].input_schema["properties"]) == {"status", "limit", "cursor"}
+            assert set(tools["list_memories"].input_schema["properties"]) == {
+                "status", "limit", "cursor", "include_superseded"
+            }
             assert tools["search_memories"].annotations.read_only_hint is True
             assert tools["list_memories"].annotations.read_only_hint is True
             assert tools["remember"].annotations.read_only_hint is False
@@ -280,6 +282,24 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
     assert stored[seen["vegetarian"]].status.value == "deleted"  # soft: still there
     assert history(db, "alice", "travel", seen["vegetarian"]) == ["ADD", "NONE", "DELETE"]
     assert all(r.access_count == 0 for r in stored.values()), "a search must not count as a recall by default"
+
+
+def test_a_replaced_value_is_listed_only_when_asked_for_and_says_so(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "m.db"), "--user", "alice"]) as session:
+            ok(await session.call_tool("remember", {"text": "I live in Osaka."}))
+            ok(await session.call_tool("remember", {"text": "I moved to Kyoto."}))
+            current = ok(await session.call_tool("list_memories", {}))["memories"]
+            assert not any("Osaka" in m["memory"] for m in current)
+            assert all(m["valid_until"] is None for m in current)
+            listed = await session.call_tool("list_memories", {"include_superseded": True})
+            old = [m for m in ok(listed)["memories"] if "Osaka" in m["memory"]]
+            assert old and all(m["valid_until"] for m in old)
+            assert "no longer current" in text(listed)
+            found = ok(await session.call_tool("search_memories", {"query": "Osaka", "include_superseded": True}))
+            assert any("Osaka" in m["memory"] and m["valid_until"] for m in found["memories"])
+
+    run(body())
 
 
 def test_errors_are_tool_errors_and_the_server_goes_on(tmp_path: Path) -> None:

@@ -65,10 +65,95 @@ def test_the_episode_that_said_the_old_value_is_no_longer_current(memory: Memory
     assert any("Munich" in text for text in found)
     history = memory.search("Where does the user live?", user_id="u", top=10, include_superseded=True).hits
     old = [h.record for h in history if "Berlin" in h.record.memory]
-    assert len(old) == 1 and old[0].kind.value == "episode"
+    assert sorted(r.kind.value for r in old) == ["episode", "fact"]  # what was said, and the value it gave
     fact = next(r for r in memory.get_all(user_id="u") if r.kind.value == "fact")
-    assert old[0].superseded_by == fact.id and old[0].valid_until == fact.valid_from
+    assert all(r.superseded_by == fact.id and r.valid_until == fact.valid_from for r in old)
     assert fact.valid_until is None and "Munich" in fact.memory
+
+
+def test_a_replaced_value_keeps_its_text_as_a_record_of_its_own(memory: Memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=61)
+    memory.add("I live in Berlin.", user_id="u", occurred_at=start)
+    memory.add("I moved to Munich.", user_id="u", occurred_at=start + timedelta(days=30))
+    memory.add("I moved to Tokyo.", user_id="u", occurred_at=start + timedelta(days=60))
+    (fact,) = [r for r in memory.get_all(user_id="u") if r.kind.value == "fact"]  # what holds now, only
+    assert "Tokyo" in fact.memory and fact.valid_from == start + timedelta(days=60) and fact.valid_until is None
+    chain = [memory.get(i, user_id="u") for i in fact.metadata["earlier_values"]]  # oldest first
+    assert [c.memory for c in chain] == ["I live in Berlin", "I moved to Munich"]
+    assert [(c.valid_from, c.valid_until) for c in chain] == [
+        (start, start + timedelta(days=30)),
+        (start + timedelta(days=30), start + timedelta(days=60)),
+    ]
+    assert all(c.superseded_by == fact.id and c.kind.value == "fact" for c in chain)
+    listed = memory.get_all(user_id="u", include_superseded=True)
+    assert {c.id for c in chain} <= {r.id for r in listed}
+    assert {c.id for c in chain}.isdisjoint(r.id for r in memory.get_all(user_id="u"))
+    # searched: never as what holds now; asked for, it is there (after what holds now)
+    asked = "Where does the user live?"
+    assert not any(h.record.superseded for h in memory.search(asked, user_id="u", top=20).hits)
+    everything = [h.record for h in memory.search(asked, user_id="u", top=20, include_superseded=True).hits]
+    assert {c.id for c in chain} <= {r.id for r in everything}
+    # the history and the export show the chain
+    (added,) = memory.history(chain[0].id, user_id="u")
+    assert added.event.value == "ADD" and f"what memory {fact.id} held until" in added.reason
+    exported = {r.id: r for r in memory.export(user_id="u").memories}
+    assert exported[chain[1].id].superseded_by == fact.id
+
+
+def test_a_conversation_from_long_ago_keeps_one_value_and_a_restatement_revives_it(memory: Memory) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    long_ago = datetime.now(UTC) - timedelta(days=300)  # it fades as it is read (archived)
+    memory.add("I live in Berlin.", user_id="u", occurred_at=long_ago)
+    memory.add("I moved to Munich.", user_id="u", occurred_at=long_ago + timedelta(days=30))
+    memory.add("I drink green tea every morning.", user_id="u", occurred_at=long_ago)
+    every = memory.search("Where does the user live?", user_id="u", top=10, include_archived=True).hits
+    facts = [h.record.memory for h in every if h.record.kind.value == "fact"]
+    assert not any("Berlin" in t for t in facts) and any("Munich" in t for t in facts)  # Berlin is history
+    memory.add("I drink green tea every morning.", user_id="u")  # said again today
+    teas = [r for r in memory.get_all(user_id="u") if r.kind.value == "fact" and "tea" in r.memory]
+    assert len(teas) == 1 and teas[0].status.value == "active"
+
+
+def _gone_everywhere(memory: Memory, user: str, text: str) -> bool:
+    listed = memory.get_all(user_id=user, include_superseded=True, limit=None)
+    listed += memory.get_all(user_id=user, include_superseded=True, status="deleted", limit=None)
+    found = memory.search(text, user_id=user, include_archived=True, include_superseded=True, top=50).hits
+    texts = [*(r.memory for r in listed), *(h.record.memory for h in found), *_everything_said(memory, user)]
+    return not any(text in t for t in texts)
+
+
+def test_a_broad_forget_request_says_how_much_it_took_or_that_nothing_matched(memory: Memory) -> None:
+    for text in ("I live in Berlin.", "I moved to Munich.", "I like sci-fi novels."):
+        memory.add(text, user_id="u")
+    (took,) = memory.add("Please forget where I live.", user_id="u").decisions
+    assert took.event.value == "NONE" and took.reason.startswith("forget request: 4 memories that speak of it")
+    assert [r.memory for r in memory.get_all(user_id="u", include_superseded=True)] == [
+        r.memory for r in memory.get_all(user_id="u", include_superseded=True) if "sci-fi" in r.memory
+    ]
+    (nothing,) = memory.add("Please delete my medical information.", user_id="u").decisions
+    assert nothing.reason == "forget request: nothing remembered matches what it names"
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "gone", "stays"),
+    [
+        (["I live in Berlin.", "I moved to Munich."], "Please forget that I live in Munich.", ["Munich", "Berlin"], []),
+        (["I live in Berlin.", "I moved to Munich."], "Forget that I used to live in Berlin.", ["Berlin"], ["Munich"]),
+        (["大阪に住んでいます。", "福岡に引っ越しました。"], "福岡に住んでいることは忘れて。", ["福岡", "大阪"], []),
+    ],
+)
+def test_a_forget_request_takes_what_the_fact_held_before_or_only_that(
+    memory: Memory, said: list[str], asked: str, gone: list[str], stays: list[str]
+) -> None:
+    for text in said:
+        memory.add(text, user_id="u")
+    memory.add(asked, user_id="u")
+    assert [g for g in gone if not _gone_everywhere(memory, "u", g)] == []
+    current = [r.memory for r in memory.get_all(user_id="u")]
+    assert all(any(s in t for t in current) for s in stays)
 
 
 def test_a_secret_is_never_stored(memory: Memory) -> None:
@@ -145,6 +230,45 @@ def test_over_http_the_same(tmp_path: Path) -> None:
     assert not any(t in ("hi", "What should I cook tonight?") for t in exported)
 
 
+def test_over_http_a_list_shows_what_held_before_only_when_asked(tmp_path: Path) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    def get(base: str, query: str) -> tuple[int, dict[str, object]]:
+        try:
+            with urllib.request.urlopen(f"{base}/api/memories?user_id=u&agent_id=default&{query}") as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    async def scenario() -> tuple[list[str], list[str], list[dict[str, object]], list[dict[str, object]], int]:
+        service = build_service(load_settings(environ={}, sqlite_path=str(tmp_path / "s.db"), embedder="hash"))
+        server = ApiServer(MemoryApi(service), asyncio.get_running_loop(), port=0)
+        server.start()
+        base = f"http://{server.host}:{server.port}"
+        try:
+            async with AsyncMemory(url=base) as remote:
+                await remote.add("I live in Berlin.", user_id="u")
+                await remote.add("I moved to Munich last month.", user_id="u")
+                current = [r.memory for r in await remote.get_all(user_id="u", limit=None)]
+                every = [r.memory for r in await remote.get_all(user_id="u", limit=None, include_superseded=True)]
+            _, plain = await asyncio.to_thread(get, base, "")
+            _, browsed = await asyncio.to_thread(get, base, "kind=fact&include_superseded=true")
+            bad, _ = await asyncio.to_thread(get, base, "include_superseded=perhaps")
+        finally:
+            await asyncio.to_thread(server.stop)
+            await service.close()
+        return current, every, plain["memories"], browsed["memories"], bad  # type: ignore[return-value]
+
+    current, every, plain, browsed, bad = asyncio.run(scenario())
+    assert not any("Berlin" in t for t in current) and any("Berlin" in t for t in every)
+    assert not any("Berlin" in str(m["memory"]) for m in plain)
+    (old,) = [m for m in browsed if "Berlin" in str(m["memory"])]  # the fact's earlier value
+    assert old["superseded_by"] and old["valid_until"]
+    assert bad == 422
+
+
 def _everything_said(memory: Memory, user: str) -> list[str]:
     export = memory.export(user_id=user)
     texts = [r.memory for r in export.memories]
@@ -205,7 +329,9 @@ def test_a_forget_request_removes_every_trace_of_what_it_names(
 ) -> None:
     for text in said:
         memory.add(text, user_id="u")
-    memory.add(asked, user_id="u")
+    (decision,) = memory.add(asked, user_id="u").decisions
+    if gone != "hunter2":  # (a secret is never stored: that nothing matches is the truth)
+        assert "nothing remembered matches" not in decision.reason  # the agent is told it was done
     assert not any(gone in text for text in _everything_said(memory, "u"))
     found = memory.search(gone, user_id="u", include_archived=True, include_superseded=True, top=20).hits
     assert not any(gone in hit.record.memory for hit in found)

@@ -74,7 +74,9 @@ class Pipeline:
         )
 
     async def active(self, scope: Scope = SCOPE) -> list[str]:
-        page = await self.store.scan(scope, PageRequest(statuses=[MemoryStatus.ACTIVE], limit=1000))
+        # Current after the whole conversation: what no later statement superseded.
+        after = START + timedelta(days=3650)
+        page = await self.store.scan(scope, PageRequest(statuses=[MemoryStatus.ACTIVE], limit=1000, current_at=after))
         return sorted(r.memory for r in page.records)
 
     async def export(self, scope: Scope = SCOPE, turn_ids: list[str] | None = None) -> dict[str, Any]:

@@ -89,3 +89,17 @@ def test_statements_are_read_clause_by_clause() -> None:
         "I gave up on French",
         "Japanese is going well.",
     ]
+
+
+def _said_by(text: str, speaker: str, day: int) -> MemoryRecord:
+    record = episode(f"{speaker}: {text}", day)
+    return record.model_copy(update={"id": f"ep-{speaker}-{day}", "provenance": [Provenance(turn_id=f"t{day}", speaker=speaker)]})
+
+
+@pytest.mark.parametrize("later", ["I live in Boston.", "My mistake, it's Boston."])
+def test_what_one_person_says_never_replaces_what_another_said(later: str) -> None:
+    melanie = _said_by("I live in Denver.", "Melanie", 0)
+    caroline = _said_by(later, "Caroline", 1)
+    assert superseded_episodes(caroline, [Neighbour(melanie, 0.9)], THRESHOLDS) == []
+    again = _said_by(later, "Melanie", 1)  # the same person: her change replaces what she said
+    assert [s.earlier.id for s in superseded_episodes(again, [Neighbour(melanie, 0.9)], THRESHOLDS)] == [melanie.id]

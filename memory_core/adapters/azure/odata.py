@@ -22,6 +22,7 @@ __all__ = [
     "FILTERABLE_FIELDS",
     "and_",
     "compare",
+    "current_filter",
     "datetime_literal",
     "eq",
     "id_in",
@@ -207,8 +208,13 @@ def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> 
         clauses.append(compare("retention_score", "ge", options.min_retention_score))
     clauses.append(_or([eq("expires_at", None), compare("expires_at", "gt", now)]))
     if not options.include_superseded:
-        clauses.append(_or([eq("valid_until", None), compare("valid_until", "gt", now)]))
+        clauses.append(current_filter(now))
     return and_(*clauses)
+
+
+def current_filter(at: datetime) -> str:
+    """The memories current at ``at``: none superseded by then (no ``valid_until``, or a later one)."""
+    return _or([eq("valid_until", None), compare("valid_until", "gt", at)])
 
 
 def order_by(order: OrderBy | None) -> list[str] | None:

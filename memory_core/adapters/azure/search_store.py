@@ -314,6 +314,8 @@ class AzureSearchMemoryStore:
         clauses = [odata.scope_filter(scope)]
         if request.statuses is not None:
             clauses.append(odata.status_filter(request.statuses))
+        if request.current_at is not None:
+            clauses.append(odata.current_filter(request.current_at))
         documents, more = await self._requests.keyset_page(
             odata.and_(*clauses),
             after=request.after,
@@ -338,6 +340,8 @@ class AzureSearchMemoryStore:
         clauses = [odata.scope_filter(scope)]
         if listing.statuses:
             clauses.append(odata.status_filter(listing.statuses))
+        if listing.current_at is not None:
+            clauses.append(odata.current_filter(listing.current_at))
         if listing.category is not None:
             clauses.append(odata.eq("category", validate_category(listing.category)))
         if listing.kind is not None:

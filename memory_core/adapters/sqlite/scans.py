@@ -6,6 +6,7 @@ Each function validates its arguments before any SQL, then reads under the conne
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, OrderBy
 from memory_core.domain.validation import (
+    ensure_utc,
     validate_category,
     validate_memory_id,
     validate_memory_ids,
@@ -66,6 +68,13 @@ def _status_clause(statuses: Sequence[MemoryStatus] | None, clauses: list[str], 
         params.extend(wanted)
 
 
+def _current_clause(at: datetime | None, clauses: list[str], params: list[Any]) -> None:
+    """Add "current at ``at``" (nothing superseded by then) for a time (none: current or not)."""
+    if at is not None:
+        clauses.append("(valid_until IS NULL OR valid_until > ?)")
+        params.append(ensure_utc(at).timestamp())
+
+
 def get_many(db: StoreConnection, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
     """The records of ``scope`` among ``memory_ids`` (any status, with embeddings), by id; one query
     per :data:`~memory_core.adapters.sqlite.connection.IN_CHUNK` ids.
@@ -97,6 +106,7 @@ def scan(db: StoreConnection, scope: Scope, request: PageRequest) -> Page:
         clauses.append("id > ?")
         params.append(validate_memory_id(request.after, "cursor"))
     _status_clause(request.statuses, clauses, params)
+    _current_clause(request.current_at, clauses, params)
     params.append(limit + 1)
     with db.lock:
         rows = db.conn.execute(
@@ -126,6 +136,7 @@ def browse(db: StoreConnection, scope: Scope, listing: Listing) -> SortedPage:
     clauses = ["user_id = ?", "agent_id = ?"]
     params: list[Any] = [scope.user_id, scope.agent_id]
     _status_clause(statuses, clauses, params)
+    _current_clause(listing.current_at, clauses, params)
     if category is not None:
         clauses.append("category = ?")
         params.append(validate_category(category))

@@ -119,8 +119,11 @@ async def list_memories(api: Context, request: ApiRequest, subject: Subject) -> 
     kind = query.choice("kind", MemoryKind)
     order = query.choice("order", OrderBy)
     offset = query.integer("offset", default=None, low=0, high=MAX_BROWSE_OFFSET)
+    superseded = query.boolean("include_superseded", default=False)
     if category is None and kind is None and order is None and offset is None:
-        page = await api.service.list(subject.scope, statuses=statuses, cursor=cursor, limit=limit)
+        page = await api.service.list(
+            subject.scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=superseded
+        )
         return _ok(memory_list_response(page))
     if cursor is not None:
         raise ValidationError(
@@ -129,7 +132,7 @@ async def list_memories(api: Context, request: ApiRequest, subject: Subject) -> 
             "pages with offset instead",
         )
     listing = Listing(statuses, category, kind, order, offset or 0, min(limit, MAX_BROWSE_LIMIT))
-    sorted_page = await api.service.browse(subject.scope, listing)
+    sorted_page = await api.service.browse(subject.scope, listing, include_superseded=superseded)
     return _ok(sorted_list_response(sorted_page, offset or 0))
 
 

@@ -49,6 +49,10 @@ class MemoryItem(BaseModel):
     retention: float = Field(description="0..1, how well it is still remembered.")
     updated_at: datetime = Field(description="When it last changed.")
     score: float | None = Field(default=None, description="Relevance to the query (search only).")
+    valid_until: datetime | None = Field(
+        default=None,
+        description="Set when something said later replaced it: what held until then, no longer current.",
+    )
 
     @classmethod
     def of(cls, record: MemoryRecord, score: float | None = None) -> MemoryItem:
@@ -63,6 +67,7 @@ class MemoryItem(BaseModel):
             retention=round(record.retention_score, 3),
             updated_at=record.updated_at,
             score=None if score is None else round(score, 6),
+            valid_until=record.valid_until,
         )
 
 

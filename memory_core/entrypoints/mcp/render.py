@@ -19,6 +19,8 @@ def _item_line(number: int, item: MemoryItem) -> str:
     labels = [item.category] if item.kind == item.category else [item.category, item.kind]
     if item.status != "active":
         labels.append(item.status)
+    if item.valid_until is not None:
+        labels.append(f"held until {item.valid_until.date().isoformat()}, no longer current")
     return (
         f"{number}. [{'; '.join(labels)}; importance={item.importance:.2f}] "
         f"{quote_memory(item.memory, sanitized=True)} (id {item.id})"

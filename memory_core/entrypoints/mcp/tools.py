@@ -135,9 +135,10 @@ class MemoryTools:
         )
 
     async def list_memories(
-        self, status: str | None = None, limit: int = 20, cursor: str | None = None
+        self, status: str | None = None, limit: int = 20, cursor: str | None = None, include_superseded: bool = False
     ) -> ListOutput:
-        """One page of the scope's memories by id (active and archived unless ``status`` says one).
+        """One page of the scope's memories by id (active and archived unless ``status`` says one; the
+        current ones, or also those something said later replaced).
 
         Raises:
             ValidationError: ``status`` or ``limit`` is out of range.
@@ -147,7 +148,9 @@ class MemoryTools:
         if not 1 <= limit <= MAX_LIST:
             raise ValidationError("limit", f"must be between 1 and {MAX_LIST}")
         statuses = [MemoryStatus(status)] if status else [MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
-        page = await self.service.list(self.scope, statuses=statuses, cursor=cursor or None, limit=limit)
+        page = await self.service.list(
+            self.scope, statuses=statuses, cursor=cursor or None, limit=limit, include_superseded=include_superseded
+        )
         return ListOutput(memories=[MemoryItem.of(r) for r in page.records], next_cursor=page.next_cursor)
 
 

@@ -352,6 +352,7 @@ class AsyncMemory:
         agent_id: str = DEFAULT_AGENT_ID,
         status: MemoryStatus | str | None = None,
         limit: int | None = 100,
+        include_superseded: bool = False,
     ) -> list[MemoryRecord]:
         """The memories of a user and agent, ordered by id, without embeddings.
 
@@ -363,6 +364,8 @@ class AsyncMemory:
             status: Only ``active``, ``archived`` or ``deleted`` ones (default: active and archived;
                 soft-deleted memories are only listed when asked for).
             limit: The most memories returned (``None``: all of them).
+            include_superseded: Also memories superseded by something said later (what held before:
+                a replaced value keeps its text, with ``valid_until`` and ``superseded_by``).
 
         Raises:
             ValidationError: A bad id, status or limit (the field is named).
@@ -383,7 +386,7 @@ class AsyncMemory:
         cursor: str | None = None
         while limit is None or len(records) < limit:
             size = _PAGE if limit is None else min(_PAGE, limit - len(records))
-            page, cursor = await backend.page(scope, wanted, cursor, size)
+            page, cursor = await backend.page(scope, wanted, cursor, size, include_superseded=include_superseded)
             records.extend(bare(r) for r in page)
             if cursor is None:
                 break

@@ -114,7 +114,7 @@ class MemoryConsolidator:
     Args:
         chat_model: The model of the LLM path; ``None`` means rules only.
         thresholds: Per-embedder thresholds (see :data:`DEFAULT_THRESHOLDS` and :func:`thresholds_for`).
-        neighbours: How many nearest active memories a candidate is compared with.
+        neighbours: How many nearest current memories (active or archived) a candidate is compared with.
         policy: Computes retention of the records it builds (defaults to the design's policy).
         max_attempts: Chat model calls per candidate while its answers are invalid.
         on_transient: ``"fallback"`` uses the rules when the model stays unavailable; ``"raise"``
@@ -155,6 +155,7 @@ class MemoryConsolidator:
         store: MemoryStore,
         include_archived: bool = False,
         kind: MemoryKind | None = MemoryKind.FACT,
+        include_superseded: bool = False,
     ) -> list[Neighbour]:
         """The scope's nearest memories to ``text`` with their cosine similarity (full records).
 
@@ -165,12 +166,15 @@ class MemoryConsolidator:
             store: The store.
             include_archived: Also archived memories (a forget request must reach them too);
                 otherwise only active ones.
+            include_superseded: Also what held before something said later (a forget request
+                reaches that too); otherwise current ones.
             kind: Which memories: facts (a fact is consolidated with facts), episodes (an episode
                 is compared with episodes only for a repeat), or both (``None``: a forget request
                 reaches what was only ever said in an episode too).
         """
         return await nearest_memories(
-            store, scope, text, vector, k=self._k, kind=kind, include_archived=include_archived
+            store, scope, text, vector, k=self._k, kind=kind, include_archived=include_archived,
+            include_superseded=include_superseded,
         )
 
     async def consolidate(
@@ -217,13 +221,17 @@ class MemoryConsolidator:
         if candidate.kind is CandidateKind.EPISODE:
             new = _NewMemory(candidate, scope, now, new_memory_id, vector)
             return Consolidation(decision=await self._episode_decision(new, store, turn_id, provenance), path="rules")
+        forget = candidate.kind is CandidateKind.FORGET
         found = await self.neighbours(
             scope,
             candidate.memory,
             vector,
             store=store,
-            include_archived=candidate.kind is CandidateKind.FORGET,
-            kind=None if candidate.kind is CandidateKind.FORGET else MemoryKind.FACT,
+            # A faded fact is still what the user said: a change supersedes it, a restatement revives
+            # it (a conversation replayed from long ago fades as it is read, but stays one memory).
+            include_archived=True,
+            kind=None if forget else MemoryKind.FACT,
+            include_superseded=forget,
         )
         thresholds = self.thresholds(embedder.name)
         path: Literal["rules", "llm", "rules-fallback"] = "rules"

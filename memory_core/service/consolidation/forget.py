@@ -25,8 +25,8 @@ __all__ = ["decide_forget", "join_clauses", "redact_sentences", "remaining_state
 
 
 #: Words a forget request qualifies what it names with, in time ("my old school nickname", "my
-#: previous address", 「昔の」「以前の」): the memory it names need not say them.
-_QUALIFIERS = frozenset(PAST_QUALIFIERS)
+#: previous address", "that I used to live in Berlin", 「昔の」「以前の」): the memory it names need not say them.
+_QUALIFIERS = frozenset(PAST_QUALIFIERS) | {"used"}
 
 
 def statement_clauses(text: str) -> list[str]:
@@ -141,7 +141,7 @@ def decide_forget(
     wanted = statement_features(candidate.memory, candidate.speaker)
     if wanted.terms - _QUALIFIERS:  # "my old school nickname" names the nickname, old or not
         wanted = replace(wanted, terms=wanted.terms - _QUALIFIERS)
-    best: tuple[bool, float, float, Neighbour] | None = None
+    best: tuple[bool, float, bool, float, Neighbour] | None = None
     for n in ordered:
         have = statement_features(n.record.memory, speaker_of(n.record))
         if wanted.speaker and have.speaker and wanted.speaker != have.speaker:
@@ -152,13 +152,14 @@ def decide_forget(
         if coverage < 1.0 and n.similarity < thresholds.related:
             continue
         fact = n.record.kind is MemoryKind.FACT  # a fact first: its episodes lose its words with it
-        if best is None or (fact, coverage, n.similarity) > best[:3]:
-            best = (fact, coverage, n.similarity, n)
+        current = not n.record.superseded  # what holds now before what it replaced: its earlier values go with it
+        if best is None or (fact, coverage, current, n.similarity) > best[:4]:
+            best = (fact, coverage, current, n.similarity, n)
     if best is None:
         return Verdict(
             MemoryEvent.NONE, None, None, "forget request: nothing remembered matches what it names"
         )
-    n = best[3]
+    n = best[4]
     if n.record.kind is MemoryKind.EPISODE:
         return _forget_in_episode(candidate, wanted, n)
     remainder = remaining_statements(n.record.memory, speaker_of(n.record), lambda part: _named(wanted, part))

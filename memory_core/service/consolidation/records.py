@@ -12,6 +12,7 @@ import numpy as np
 from memory_core.domain.messages import MemoryCandidate
 from memory_core.domain.records import MAX_PROVENANCE, MemoryRecord, MemoryStatus, Provenance, status_note
 from memory_core.service.consolidation.decisions import Verdict
+from memory_core.service.journal import earlier_value_id
 
 __all__ = [
     "REHEARSAL_CAP",
@@ -106,12 +107,17 @@ class RecordChange:
     def _superseding(self, metadata: dict[str, Any]) -> dict[str, Any]:
         """What a superseding UPDATE changes besides the text: the memory now says what holds since the
         new statement (its sources are the new statement's), and the sources of the value it replaced
-        are kept aside (their episodes are closed, and a forget request still reaches them)."""
+        are kept aside (their episodes are closed, and a forget request still reaches them). The value it
+        replaced is kept as a record of its own, named in ``earlier_values`` (oldest first;
+        :mod:`memory_core.service.earlier_values` writes it)."""
         replaced = [[p.turn_id, p.message] for p in self.target.provenance]
         known = [s for s in metadata.get("superseded_sources", []) if s not in replaced]
         metadata["superseded_sources"] = (known + replaced)[-MAX_PROVENANCE:]
         if self.turn_id:
             metadata["superseded_by_turn"] = self.turn_id
+            earlier = earlier_value_id(self.target.scope, self.target.id, self.turn_id)
+            kept = [i for i in metadata.get("earlier_values", []) if i != earlier]
+            metadata["earlier_values"] = [*kept, earlier]  # every one: a forget request takes them all
         return {"provenance": list(self.sources), "valid_from": self.stamp, "metadata": metadata}
 
     def rehearsed(self) -> MemoryRecord:

@@ -65,11 +65,18 @@ def _said_before(a: MemoryRecord, b: MemoryRecord) -> bool:
     return (a.valid_from or a.created_at, a.id) < (b.valid_from or b.created_at, b.id)
 
 
+def _same_speaker(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Whether two episodes are one person's words (or do not say whose): what one person says never
+    replaces what another said ("Caroline: I live in Boston" leaves "Melanie: I live in Denver")."""
+    one, other = speaker_of(a), speaker_of(b)
+    return one is None or other is None or one == other
+
+
 def _contradicted(earlier: MemoryRecord, later: MemoryRecord) -> str | None:
     """Why what ``later`` says replaces the one statement of ``earlier``, or ``None``. An earlier episode
     of several statements is never replaced whole: the others still hold."""
     old = statements_of(earlier)
-    if len(old) != 1:
+    if len(old) != 1 or not _same_speaker(earlier, later):
         return None
     old_speaker, new_speaker = speaker_of(earlier), speaker_of(later)
     for statement in (r for s in statements_of(later) for r in _readings(s)):
@@ -90,10 +97,10 @@ def _corrected(episode: MemoryRecord, earlier: Sequence[Neighbour], thresholds: 
         return None
     for n in sorted(earlier, key=lambda n: (-n.similarity, n.record.id)):
         old = statements_of(n.record)
-        if len(old) != 1 or not _said_before(n.record, episode):
+        if len(old) != 1 or not _said_before(n.record, episode) or not _same_speaker(n.record, episode):
             continue
         c = compare_statements(old[0], text, old_speaker=speaker_of(n.record), new_speaker=speaker_of(episode))
-        if not c.same_speaker or c.same_text:
+        if c.same_text:
             continue
         if c.old.terms & c.new.terms or c.when_conflict or c.numbers_conflict or n.similarity >= thresholds.related:
             return Supersession(n.record, episode, "corrected: the new statement says the earlier one was wrong")

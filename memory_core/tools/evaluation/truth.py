@@ -78,8 +78,8 @@ AGENT_ID = "truth-eval"
 PROVIDER_OPTIONS = MemorySearchOptions()
 #: The provider's defaults restricted to facts.
 FACT_OPTIONS = MemorySearchOptions(kind=MemoryKind.FACT)
-#: How a forbidden string is looked for by search: deep, archived memories too.
-DEEP_OPTIONS = MemorySearchOptions(top=50, include_archived=True)
+#: How a forbidden string is looked for by search: deep, archived and superseded memories too.
+DEEP_OPTIONS = MemorySearchOptions(top=50, include_archived=True, include_superseded=True)
 _STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED, MemoryStatus.DELETED)
 _PAGE = 1000
 
@@ -144,12 +144,14 @@ def turn_times(scenario: TruthScenario, reference: datetime) -> list[datetime]:
     ]
 
 
-async def _records(client: LocalMemoryClient, scope: Scope, status: MemoryStatus) -> list[MemoryRecord]:
-    """Every memory of ``scope`` with ``status``."""
+async def _records(
+    client: LocalMemoryClient, scope: Scope, status: MemoryStatus, *, include_superseded: bool = False
+) -> list[MemoryRecord]:
+    """Every memory of ``scope`` with ``status`` (the current ones, or also the superseded)."""
     records: list[MemoryRecord] = []
     cursor: str | None = None
     while True:
-        page, cursor = await client.page(scope, status, cursor, _PAGE)
+        page, cursor = await client.page(scope, status, cursor, _PAGE, include_superseded=include_superseded)
         records.extend(page)
         if cursor is None:
             return records
@@ -168,7 +170,7 @@ async def _places(client: LocalMemoryClient, scope: Scope) -> dict[str, list[str
     places: dict[str, list[str]] = {}
     for status in _STATUSES:
         places[f"list:{status.value}"] = [
-            t for r in await _records(client, scope, status) for t in _record_texts(r)
+            t for r in await _records(client, scope, status, include_superseded=True) for t in _record_texts(r)
         ]
     export = await client.export(scope.user_id, scope.agent_id)
     places["export"] = [t for r in export.memories for t in _record_texts(r)]
@@ -213,7 +215,16 @@ async def observe_scenario(client: LocalMemoryClient, scenario: TruthScenario) -
     active = await _records(client, scope, MemoryStatus.ACTIVE)
     facts = tuple(r.memory for r in active if r.kind is MemoryKind.FACT)
     found = await forbidden_found(client, scope, scenario)
-    return ScenarioObservation(scenario, tuple(probes), tuple(r.memory for r in active), facts, found)
+    earlier = [r for r in await _records(client, scope, MemoryStatus.ACTIVE, include_superseded=True) if r.superseded]
+    return ScenarioObservation(
+        scenario,
+        tuple(probes),
+        tuple(r.memory for r in active),
+        facts,
+        found,
+        superseded=tuple(r.memory for r in earlier),
+        superseded_facts=tuple(r.memory for r in earlier if r.kind is MemoryKind.FACT),
+    )
 
 
 async def run_scenario(

@@ -90,6 +90,11 @@ class TruthScenario:
         return _union(p.kept for p in self.probes)
 
     @property
+    def superseded(self) -> tuple[str, ...]:
+        """Every value the probes say no longer holds, once each, in order."""
+        return _union(p.superseded for p in self.probes)
+
+    @property
     def forbidden(self) -> tuple[str, ...]:
         """Every value the probes say must not be found, once each, in order."""
         return _union(p.forbidden for p in self.probes)

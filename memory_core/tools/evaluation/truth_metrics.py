@@ -2,8 +2,8 @@
 
 The harness (:mod:`memory_core.tools.evaluation.truth`) turns every scenario into a
 :class:`ScenarioObservation`: for each probe the memories injected (and the facts a ``kind=fact``
-search gives), the scope's active memory texts, where each forbidden string was found, and the chatter
-lines kept. :func:`score` turns observations into the metrics, so a test can plant any state.
+search gives), the scope's active memory texts, its superseded ones (what held before), where each
+forbidden string was found, and the chatter lines kept. :func:`score` turns observations into the metrics, so a test can plant any state.
 
 Values are matched by :func:`contains`: the text normalised (NFKC, case folded) holds the value
 normalised the same way (plain substring, so Japanese matches exactly).
@@ -39,6 +39,7 @@ __all__ = [
 METRICS: dict[str, bool] = {
     "current_first": True,
     "superseded_as_current": False,
+    "superseded_kept": True,
     "forgotten_found": False,
     "values_lost": False,
     "chatter_kept": False,
@@ -46,7 +47,7 @@ METRICS: dict[str, bool] = {
     "answerable_hits": True,
 }
 #: The metrics also reported for facts alone (the search restricted to facts; values kept by a fact).
-FACTS_ALONE = ("current_first", "answerable_hits", "values_lost")
+FACTS_ALONE = ("current_first", "answerable_hits", "values_lost", "superseded_kept")
 #: Hits of the injected memories a metric looks at (the provider's default ``top``).
 TOP = 5
 _SPACES = re.compile(r"\s+")
@@ -125,6 +126,10 @@ class ScenarioObservation:
     active_facts: tuple[str, ...] = ()
     #: Each forbidden string found, with where (``search``, ``list:deleted``, ``export``, ``history``...).
     found: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The texts of the scope's superseded memories (what held before: ``include_superseded``).
+    superseded: tuple[str, ...] = ()
+    #: The texts of its superseded facts (a subset of ``superseded``).
+    superseded_facts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -230,6 +235,12 @@ def _score_scenario(tally: Tally, o: ScenarioObservation) -> None:
         tally.add("forgotten_found", s, bool(found))
         if found:
             tally.fail("forgotten_found", s, found=found)
+    for value in s.superseded:
+        for name, texts in (("superseded_kept", o.superseded), ("facts:superseded_kept", o.superseded_facts)):
+            held = any(contains(text, value) for text in texts)
+            tally.add(name, s, held)
+            if not held:
+                tally.fail(name, s, value=value, superseded=list(texts))
     for value in s.kept:
         for name, texts in (("values_lost", o.active), ("facts:values_lost", o.active_facts)):
             lost = not any(contains(text, value) for text in texts)

@@ -268,6 +268,7 @@ async function showMemories() {
       user_id: state.user, agent_id: state.agent, status: form.elements.status.value,
       category: form.elements.category.value.trim(), kind: form.elements.kind.value,
       order: form.elements.order.value, offset: state.offset, limit: PAGE_SIZE,
+      include_superseded: form.elements.include_superseded.checked ? "true" : "",
     },
   });
   const body = $("memories").tBodies[0];
@@ -275,7 +276,8 @@ async function showMemories() {
   for (const memory of page.memories) {
     body.append(h("tr", { "data-memory-id": memory.id },
       h("td", { class: "memory" }, memoryLink(memory)),
-      h("td", {}, h("span", { class: `badge ${memory.status}` }, memory.status)),
+      h("td", {}, h("span", { class: `badge ${memory.status}` }, memory.status),
+        ...(memory.valid_until ? [" ", h("span", { class: "badge superseded" }, "superseded")] : [])),
       text("td", memory.category), h("td", {}, memory.kind),
       h("td", { class: "num" }, fixed(memory.importance)),
       h("td", { class: "num" }, h("meter", { min: 0, max: 1, value: memory.retention_score, "aria-hidden": "true" }),
@@ -293,7 +295,8 @@ async function showMemories() {
 
 // -- A memory ----------------------------------------------------------------------------------------------
 const SHOWN_FIELDS = ["id", "status", "kind", "category", "importance", "confidence", "retention_score",
-  "access_count", "source", "created_at", "updated_at", "last_accessed_at", "expires_at", "summary"];
+  "access_count", "source", "created_at", "updated_at", "last_accessed_at", "expires_at", "valid_from",
+  "valid_until", "summary"];
 const COMPARED = ["memory", "summary", "category", "importance", "confidence", "status", "kind", "expires_at"];
 
 async function showMemory(memoryId) {
@@ -319,6 +322,7 @@ async function showMemory(memoryId) {
       `${source.speaker ? `, said by ${source.speaker}` : ""}`));
   }
   if (!memory.provenance.length) provenance.append(h("li", {}, "No recorded source (imported or older memory)."));
+  renderChain(memory);
   renderHistory(memory.history);
   $("memory-delete").hidden = memory.status === "deleted";
   $("memory-delete-confirm").hidden = true;
@@ -327,6 +331,23 @@ async function showMemory(memoryId) {
     threshold: curves.policy.archive_threshold, days: curves.days,
     label: `Retention of this memory over the next ${curves.days} days`,
   }), h("p", { class: "note" }, fadeText(curves.curves[0])));
+}
+
+function renderChain(memory) {
+  const chain = $("memory-chain");
+  chain.replaceChildren();
+  const since = memory.valid_from ? `since ${when(memory.valid_from)}` : "since it was stored";
+  if (memory.superseded_by) {
+    chain.append(h("li", {}, `Held ${memory.valid_from ? `from ${when(memory.valid_from)} ` : ""}until ` +
+      `${when(memory.valid_until)}; no longer current. Replaced by `,
+      memoryLink({ id: memory.superseded_by }, `memory ${memory.superseded_by}`), "."));
+  } else {
+    chain.append(h("li", {}, `Current ${since}.`));
+  }
+  const earlier = memory.metadata?.earlier_values ?? [];
+  for (const id of [...earlier].reverse()) {
+    chain.append(h("li", {}, "Before that: ", memoryLink({ id }, `memory ${id}`), " (what it held earlier)."));
+  }
 }
 
 function fadeText(curve) {
@@ -381,7 +402,7 @@ function searchBody(form, profile) {
   const body = {
     user_id: state.user, agent_id: state.agent, query: value("query"), mode: value("mode"),
     ranking_profile: profile, top: Number(value("top") || 10), include_archived: form.elements.include_archived.checked,
-    recall: false,
+    include_superseded: form.elements.include_superseded.checked, recall: false,
   };
   if (value("category")) body.category = value("category");
   if (value("kind")) body.kind = value("kind");
