@@ -497,6 +497,13 @@ class HistoryStore(Protocol):
         withholds from them); returns how many entries changed."""
         ...
 
+    async def rewrite_candidates(
+        self, scope: Scope, turn_ids: Sequence[str], rewrite: Callable[[MemoryCandidate], MemoryCandidate]
+    ) -> int:
+        """Replace the candidates recorded in these turns' journals by ``rewrite(candidate)`` (what a
+        forget request withholds from them); returns how many journals changed."""
+        ...
+
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:
         """Every entry a turn produced, in decision order."""
         ...

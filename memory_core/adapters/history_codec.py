@@ -25,6 +25,7 @@ __all__ = [
     "entry_from_fields",
     "iso_time",
     "journal_from_fields",
+    "parse_candidates",
 ]
 
 #: The fields of a stored journal that :func:`journal_from_fields` reads.
@@ -50,6 +51,11 @@ def _record(text: str | None) -> dict[str, Any] | None:
 def candidates_json(candidates: Sequence[MemoryCandidate]) -> str:
     """A turn's candidates as stored in its journal."""
     return json.dumps([c.model_dump(mode="json") for c in candidates], ensure_ascii=False)
+
+
+def parse_candidates(text: str) -> list[MemoryCandidate]:
+    """A turn's candidates from the text its journal stores (:func:`candidates_json`)."""
+    return [MemoryCandidate.model_validate(c) for c in json.loads(text)]
 
 
 def entry_fields(entry: HistoryEntry) -> dict[str, Any]:
@@ -97,7 +103,7 @@ def journal_from_fields(
         user_id=scope.user_id,
         agent_id=scope.agent_id,
         turn_id=turn_id,
-        candidates=tuple(MemoryCandidate.model_validate(c) for c in json.loads(fields["candidates"])),
+        candidates=tuple(parse_candidates(fields["candidates"])),
         extraction_path=fields["extraction_path"],
         fallback_reason=fields.get("fallback_reason"),
         started_at=datetime.fromisoformat(fields["started_at"]),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from memory_core.domain.records import (
+    FORGOTTEN_TEXT,
     MemoryRecord,
     Scope,
     SpeakerName,
@@ -229,6 +230,14 @@ class MemoryCandidate(BaseModel):
     #: Index of the message it came from, and who said it.
     message: int = Field(default=0, ge=0)
     speaker: SpeakerName | None = None
+
+    def forgotten(self, redact: Callable[[str], str] | None = None) -> MemoryCandidate:
+        """This candidate as a turn's journal keeps it once a forget request took what it said: without
+        the words ``redact`` takes out of its text and evidence, or, without ``redact``, without any
+        (the text :data:`~memory_core.domain.records.FORGOTTEN_TEXT`)."""
+        memory = (redact(self.memory) if redact is not None else "") or FORGOTTEN_TEXT
+        evidence = redact(self.evidence) if redact is not None and self.evidence else ""
+        return self.model_copy(update={"memory": memory, "evidence": evidence})
 
 class MemoryEvent(StrEnum):
     ADD = "ADD"

@@ -351,8 +351,8 @@ async def withhold_forgotten(
     Returns the record as kept."""
     scope = record.scope
     deleted = record.status is MemoryStatus.DELETED
-    if deleted and record.kind is MemoryKind.FACT:
-        words = [*words, *(e.memory for e in await earlier_values_of(store, record))]
+    earlier = await earlier_values_of(store, record) if deleted and record.kind is MemoryKind.FACT else []
+    words = [*words, *(e.memory for e in earlier)]
 
     def redacted(text: str) -> str:
         return redact_sentences(text, [w for w in words if w])[0]
@@ -367,7 +367,10 @@ async def withhold_forgotten(
             continue
         redact = None if episode.status is MemoryStatus.DELETED else redacted
         await history.rewrite_entries(scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
-    if deleted and record.kind is MemoryKind.FACT:
+    # The journals of the turns that said it keep none of the words either.
+    said_in = [turn_id for turn_id, _ in _sources(record)] + [p.turn_id for e in earlier for p in e.provenance]
+    await history.rewrite_candidates(scope, said_in, partial(MemoryCandidate.forgotten, redact=redacted))
+    if earlier:
         await forget_earlier_values(store, history, record, turn)
     holder = record.metadata.get("earlier_value_of")
     if deleted and holder:  # a value a fact held before: the fact's recorded changes quote it

@@ -108,6 +108,8 @@ async def _forget_in_episode(
 
     redact = None if event is MemoryEvent.DELETE else withheld
     await history.rewrite_entries(episode.scope, [episode.id], partial(HistoryEntry.forgotten, redact=redact))
+    said_in = [p.turn_id for p in episode.provenance]  # its turn's journal keeps none of those sentences
+    await history.rewrite_candidates(episode.scope, said_in, partial(MemoryCandidate.forgotten, redact=withheld))
 
 
 def _broad(candidate: MemoryCandidate) -> BroadRequest | None:

@@ -129,10 +129,17 @@ async def ingest_turn(
     result.steps.extend(await _decide_pending(run, journal, consolidator, prepared))
     if await _purged_meanwhile(run, tombstone):
         return _dropped(turn, started)
+    if any(c.kind is CandidateKind.FORGET for c in journal.candidates):  # carried out: what it named goes
+        await history.rewrite_candidates(turn.scope, [turn.turn_id], _carried_out)
     await history.mark_turn_processed(turn.scope, turn.turn_id, clock.now())
     result.seconds = time.perf_counter() - started
     result.embed_seconds = run.embedder.seconds
     return result
+
+
+def _carried_out(candidate: MemoryCandidate) -> MemoryCandidate:
+    """A candidate of a turn done, as its journal keeps it: a forget request without what it named."""
+    return candidate.forgotten() if candidate.kind is CandidateKind.FORGET else candidate
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,26 @@ async def test_mark_turn_processed_keeps_the_first_time(store: Any) -> None:
 
 
 @both
+async def test_a_journal_keeps_none_of_what_a_forget_request_took(store: Any) -> None:
+    long = "I live in Berlin. " + "It is a long story about the city, " * 800  # split over properties
+    said = (MemoryCandidate(memory="I live in Berlin", evidence=long), MemoryCandidate(memory="I like tea"))
+    await store.begin_turn(TurnStart(S1, "t1", candidates=said, extraction_path="rules", fallback_reason=None, at=T0))
+    await store.mark_turn_processed(S1, "t1", T0)
+    await store.begin_turn(TurnStart(S1B, "t1", candidates=said, extraction_path="rules", fallback_reason=None, at=T0))
+
+    def without_berlin(candidate: MemoryCandidate) -> MemoryCandidate:
+        return candidate.forgotten(lambda text: "" if "Berlin" in text else text)
+
+    assert await store.rewrite_candidates(S1, ["t1", "t1", "never-begun"], without_berlin) == 1
+    journal = await store.journal(S1, "t1")
+    assert [(c.memory, c.evidence) for c in journal.candidates] == [("[forgotten on request]", ""), ("I like tea", "")]
+    assert journal.processed_at == T0 and journal.extraction_path == "rules"  # the rest of the journal stays
+    assert await store.rewrite_candidates(S1, ["t1"], without_berlin) == 0  # nothing left to take
+    other = await store.journal(S1B, "t1")  # another scope's journal is not touched
+    assert [c.memory for c in other.candidates] == ["I live in Berlin", "I like tea"]
+
+
+@both
 async def test_purge_removes_one_agent_or_the_whole_user(store: Any) -> None:
     for scope in (S1, S1B, S2):
         await store.begin_turn(

@@ -131,6 +131,22 @@ async def test_turn_journal_steps_and_history(store: AzureTableHistoryStore) -> 
 
 
 @on_azurite
+async def test_a_journal_split_over_properties_keeps_none_of_what_was_forgotten(store: AzureTableHistoryStore) -> None:
+    long = repeat(JAPANESE, 40_000)  # over several string properties
+    said = (MemoryCandidate(memory="緑茶が好き", evidence=long), MemoryCandidate(memory="犬を飼っている"))
+    await store.begin_turn(TurnStart(S1, "t9", candidates=said, extraction_path="rules", fallback_reason=None, at=T0))
+    await store.mark_turn_processed(S1, "t9", T0)
+
+    def without_tea(candidate: MemoryCandidate) -> MemoryCandidate:
+        return candidate.forgotten(lambda text: "" if "緑茶" in text or "記憶" in text else text)
+
+    assert await store.rewrite_candidates(S1, ["t9"], without_tea) == 1
+    journal = await store.journal(S1, "t9")
+    assert journal is not None and journal.processed_at == T0
+    assert [(c.memory, c.evidence) for c in journal.candidates] == [("[forgotten on request]", ""), ("犬を飼っている", "")]
+
+
+@on_azurite
 async def test_concurrent_writers_of_one_scope_take_turns_on_the_counter(
     store: AzureTableHistoryStore,
 ) -> None:

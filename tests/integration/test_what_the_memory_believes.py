@@ -338,6 +338,24 @@ def test_a_forget_request_removes_every_trace_of_what_it_names(
     assert any(stays in r.memory for r in memory.get_all(user_id="u"))  # what it did not name stays
 
 
+@pytest.mark.parametrize(
+    ("said", "asked", "gone"),
+    [
+        (["I live in Berlin. I like tea.", "I moved to Munich."], "Please forget that I live in Munich.", ["Berlin", "Munich"]),
+        (["My friend Priya lent me her bike.", "Priya is moving to Oslo."], "Forget everything about Priya.", ["Priya"]),
+        (["元彼のケンタとは春に別れた。", "私は薬剤師です。"], "元彼の話は全部忘れて。", ["ケンタ"]),
+    ],
+)
+def test_no_file_of_the_store_holds_what_was_forgotten(tmp_path: Path, said: list[str], asked: str, gone: list[str]) -> None:
+    with Memory(tmp_path / "store" / "m.db", embedder="hash") as memory:
+        for text in [*said, asked]:
+            memory.add(text, user_id="u")
+    files = [f for f in (tmp_path / "store").rglob("*") if f.is_file()]
+    assert files
+    # every table (memories, their index, history, the turn journals, the queue), and the free pages
+    assert [(f.name, g) for f in files for g in gone if g.encode() in f.read_bytes()] == []
+
+
 def test_hits_come_in_the_order_of_the_score_shown(memory: Memory) -> None:
     memory.add("I live in Berlin.", user_id="u")
     memory.add("I moved to Munich last month.", user_id="u")  # a fact and the episode it came from

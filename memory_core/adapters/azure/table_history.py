@@ -25,7 +25,7 @@ from azure.core import MatchConditions
 
 from memory_core.adapters.azure.retry import RetrySettings, Sleep
 from memory_core.adapters.azure.table_client import WRITE_ATTEMPTS, Op, RetryingTable, open_table_client
-from memory_core.adapters.azure.table_entities import MAX_TRANSACTION_OPS, get_text
+from memory_core.adapters.azure.table_entities import MAX_TRANSACTION_OPS, get_text, put_text
 from memory_core.adapters.azure.table_keys import (
     ALL_AGENTS,
     CHECKPOINT_PARTITION,
@@ -59,8 +59,8 @@ from memory_core.adapters.azure.table_records import (
     step_ops,
     tombstone_entity,
 )
-from memory_core.adapters.history_codec import iso_time
-from memory_core.domain.messages import HistoryEntry, session_id_for
+from memory_core.adapters.history_codec import NO_CANDIDATES, candidates_json, iso_time, parse_candidates
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.errors import (
@@ -212,6 +212,24 @@ class AzureTableHistoryStore(RetryingTable):
                 )
                 await self._upsert("withhold forgotten history text", entity)
                 changed += 1
+        return changed
+
+    async def rewrite_candidates(
+        self, scope: Scope, turn_ids: Sequence[str], rewrite: Callable[[MemoryCandidate], MemoryCandidate]
+    ) -> int:
+        pk, changed = partition_key(scope), 0
+        for turn_id in dict.fromkeys(turn_ids):
+            entity = await self._get(pk, journal_key(turn_id))
+            if entity is None:
+                continue
+            candidates = parse_candidates(get_text(entity, "candidates") or NO_CANDIDATES)
+            kept = [rewrite(c) for c in candidates]
+            if kept == candidates:
+                continue
+            fresh = {k: v for k, v in dict(entity).items() if not k.startswith("candidates_")}
+            put_text(fresh, "candidates", candidates_json(kept))
+            await self._upsert("withhold forgotten journal text", fresh)
+            changed += 1
         return changed
 
     async def for_turn(self, scope: Scope, turn_id: str) -> list[HistoryEntry]:

@@ -31,9 +31,10 @@ from memory_core.adapters.history_codec import (
     entry_from_fields,
     iso_time,
     journal_from_fields,
+    parse_candidates,
 )
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
-from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.messages import HistoryEntry, MemoryCandidate
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
 from memory_core.ports import TurnJournal, TurnStart
@@ -299,6 +300,35 @@ class SQLiteHistoryStore:
                             (fields["before"], fields["after"], fields["reason"], entry_id),
                         )
                         changed += 1
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+        return changed
+
+    async def rewrite_candidates(
+        self, scope: Scope, turn_ids: Sequence[str], rewrite: Callable[[MemoryCandidate], MemoryCandidate]
+    ) -> int:
+        changed = 0
+        with self._lock:
+            self._begin()
+            try:
+                for turn_id in dict.fromkeys(turn_ids):
+                    row = self._conn.execute(
+                        "SELECT candidates_json FROM turns_journal WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
+                        (scope.user_id, scope.agent_id, turn_id),
+                    ).fetchone()
+                    if row is None:
+                        continue
+                    candidates = parse_candidates(row[0])
+                    kept = [rewrite(c) for c in candidates]
+                    if kept == candidates:
+                        continue
+                    self._conn.execute(
+                        "UPDATE turns_journal SET candidates_json = ? WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
+                        (candidates_json(kept), scope.user_id, scope.agent_id, turn_id),
+                    )
+                    changed += 1
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 self._abort(exc)
