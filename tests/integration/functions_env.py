@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables.aio import TableClient
+from azure.functions.servicebus import ServiceBusMessage
 from fake_table_service import FakeTableService
 
 from memory_core.adapters.azure.retry import RetrySettings
@@ -21,7 +23,9 @@ from memory_core.domain.messages import RecallUpdate, Turn
 from memory_core.ports import Embedder, FixedClock, TurnPublisher
 from memory_core.service import MemoryService
 
-__all__ = ["NOW", "CapturingPublisher", "Env", "functions_env", "history_store", "table_client", "turn_body"]
+__all__ = [
+    "NOW", "CapturingPublisher", "Env", "functions_env", "history_store", "sb_message", "table_client", "turn_body",
+]
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ACCOUNT = "https://memtest.table.core.windows.net"
@@ -124,3 +128,20 @@ def turn_body(
         "occurred_at": at.isoformat(),
         "messages": [{"role": "user", "text": text}, {"role": "assistant", "text": "Noted."}],
     }
+
+
+def sb_message(
+    body: bytes | dict[str, Any], *, message_id: str, session_id: str, delivery_count: int = 1
+) -> ServiceBusMessage:
+    raw = json.dumps(body).encode() if isinstance(body, dict) else body
+    return ServiceBusMessage(
+        body=raw,
+        message_id=message_id,
+        session_id=session_id,
+        content_type="application/json",
+        delivery_count=delivery_count,
+        enqueued_time_utc=NOW,
+        sequence_number=7,
+        application_properties={},
+        user_properties={},
+    )

@@ -22,9 +22,8 @@ from typing import Any
 
 import azure.functions as func
 import pytest
-from azure.functions.servicebus import ServiceBusMessage
 from azure.functions.timer import TimerRequest
-from functions_env import NOW, Env, functions_env, turn_body
+from functions_env import NOW, Env, functions_env, sb_message, turn_body
 
 import function_app
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
@@ -54,23 +53,6 @@ def indexed() -> tuple[Any, ...]:
 def functions() -> dict[str, dict[str, Any]]:
     """Function name -> binding JSON, as the worker reports it to the host."""
     return {fn.get_function_name(): json.loads(fn.get_function_json()) for fn in indexed()}
-
-
-def sb_message(
-    body: bytes | dict[str, Any], *, message_id: str, session_id: str, delivery_count: int = 1
-) -> ServiceBusMessage:
-    raw = json.dumps(body).encode() if isinstance(body, dict) else body
-    return ServiceBusMessage(
-        body=raw,
-        message_id=message_id,
-        session_id=session_id,
-        content_type="application/json",
-        delivery_count=delivery_count,
-        enqueued_time_utc=NOW,
-        sequence_number=7,
-        application_properties={},
-        user_properties={},
-    )
 
 
 def http(
@@ -316,6 +298,38 @@ def test_without_a_dead_letter_store_a_poison_message_is_left_to_service_bus(tmp
             function_app.runtime.use(env.service)
             with pytest.raises(PermanentError, match="left to Service Bus"):
                 await _ingest(env, b"[]", "msg-1")
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("dead_letters", [True, False])
+def test_an_unexpected_failure_is_a_recorded_dead_letter_not_a_storm_of_redeliveries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dead_letters: bool
+) -> None:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(function_app, "_sleep", record)
+
+    class Missing(HashingEmbedder):  # as a module left out of the deployment fails
+        async def embed_passages(self, texts: Any) -> Any:
+            raise ModuleNotFoundError("No module named 'sudachipy'")
+
+    async def body() -> None:
+        async with functions_env(tmp_path, embedder=Missing(), dead_letters=dead_letters) as env:
+            function_app.runtime.use(env.service)
+            if dead_letters:
+                await _ingest(env, turn_body("turn-3", "京都に住んでいます。"), "turn-3", delivery=1)
+                (letter,) = await env.history.dead_letters()
+                assert letter["reason"] == "UnexpectedModuleNotFoundError" and "sudachipy" in letter["description"]
+                assert json.loads(letter["body"])["turn_id"] == "turn-3"  # kept, to replay once fixed
+                assert waits == []
+            else:
+                with pytest.raises(PermanentError, match="left to Service Bus"):
+                    await _ingest(env, turn_body("turn-3", "京都に住んでいます。"), "turn-3", delivery=3)
+                assert waits == [8.0]  # abandoned after a pause, not at once
 
     asyncio.run(body())
 

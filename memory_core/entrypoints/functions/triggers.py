@@ -2,7 +2,8 @@
 
 A message that fails transiently is raised again after a growing pause (:func:`redelivery_delay`), so
 the host abandons it and Service Bus redelivers it without burning ``maxDeliveryCount`` in seconds; one
-that can never be processed is set aside as a dead letter (recorded, then completed). Nightly
+that can never be processed, or fails in a way nothing expected (a bug, a module missing from the
+deployment), is set aside as a dead letter (recorded, then completed). Nightly
 forgetting runs in bounded pages within a time budget and resumes where it stopped.
 """
 
@@ -90,6 +91,10 @@ async def ingest_message(
         except PermanentError as exc:
             await _set_aside(service, msg, exc)
             return
+        except Exception as exc:  # a bug or a missing module: redelivering at once would only repeat it
+            logger.exception("message %s (session %s): unexpected failure", msg.message_id, msg.session_id)
+            await _set_aside(service, msg, exc, sleep=sleep)
+            return
         if outcome.ingest is not None:
             telemetry.record_ingest(outcome.ingest, op.elapsed)
         op.set(
@@ -102,13 +107,24 @@ async def ingest_message(
         logger.info("message %s (%s %s): %s", msg.message_id, outcome.kind, outcome.message_id, outcome.status)
 
 
-async def _set_aside(service: MemoryService, msg: QueueMessage, error: PermanentError) -> None:
+async def _set_aside(
+    service: MemoryService,
+    msg: QueueMessage,
+    error: Exception,
+    *,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> None:
     """Keep a poison message with its reason, then let the host complete it.
 
     The Python worker's message binding cannot settle a message itself, so completing after a durable
-    record is what keeps the session moving without losing the message.
+    record is what keeps the session moving without losing the message. An unexpected error (not a
+    :class:`PermanentError`) is kept the same way, its reason ``Unexpected<Type>``, so it can be
+    replayed once the cause is fixed; without a dead-letter store it is left to Service Bus after a
+    pause (``sleep``), not redelivered at once.
     """
-    reason, description = type(error).__name__, str(error)
+    unexpected = not isinstance(error, MemoryCoreError)
+    reason = f"Unexpected{type(error).__name__}" if unexpected else type(error).__name__
+    description = str(error) or repr(error)
     logger.error(
         "message %s (session %s, delivery %s) cannot be processed and is set aside as dead letter: %s: %s",
         msg.message_id,
@@ -129,6 +145,8 @@ async def _set_aside(service: MemoryService, msg: QueueMessage, error: Permanent
     if not kept:
         # No dead-letter store in this deployment: keep the message on the queue. Raising makes the
         # host abandon it; Service Bus dead-letters it after maxDeliveryCount (MaxDeliveryCountExceeded).
+        if sleep is not None:
+            await sleep(redelivery_delay(msg.delivery_count))
         raise PermanentError(
             f"{reason}: {description} (no dead-letter store configured; left to Service Bus)"
         ) from error
