@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_core.adapters.sqlite.files import keep_private, make_folder
 from memory_core.domain.messages import Turn
 from memory_core.domain.validation import parse_model
 
@@ -80,11 +81,12 @@ class TurnOutbox:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            existed = make_folder(str(self.path))
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(_SCHEMA)
+            keep_private(str(self.path), existed, "outbox")  # it holds turns not yet sent
             self._conn = conn
         return self._conn
 

@@ -8,8 +8,11 @@ single-line data before any of that happens:
 * control characters are removed (line breaks and tabs become spaces, whitespace runs one space);
 * invisible and format characters are removed: bidi controls (U+202A-U+202E, U+2066-U+2069, U+200E,
   U+200F, U+061C), zero-width characters (U+200B-U+200D, U+2060, U+FEFF), the soft hyphen, tag
-  characters and every other character of Unicode category ``Cf``. A zero-width joiner between two
-  emoji (as in 👩‍💻) is kept; a run of variation selectors keeps only its first one;
+  characters and every other character of Unicode category ``Cf``. What forms an emoji or a name is
+  kept, and only that: a zero-width joiner between two emoji (as in 👩‍💻), an emoji variation selector
+  (U+FE0E, U+FE0F) after a symbol or a keycap base, an ideographic variation selector after a CJK
+  ideograph (葛󠄀, as names are written), and the tag sequence of a subdivision flag (🏴 ... U+E007F).
+  Every other variation selector goes (one after each letter would be a hidden channel to the model);
 * markup that could open or close a section is neutralised: leading heading (``#``), quote (``>``)
   and list markers of every line are dropped, code fences (```` ``` ````, ``~~~``) shrink to one
   character, and ``< > [ ]`` become their fullwidth forms (``＜ ＞ ［ ］``), so no tag, marker or
@@ -74,9 +77,36 @@ _ZWJ = "\u200d"
 _VS16 = "\ufe0f"
 
 
+#: What an emoji variation selector may follow besides a symbol: keycap bases and two punctuation emoji.
+_EMOJI_BASES = frozenset("#*0123456789\u203c\u2049")
+#: The black flag that a subdivision flag's tag sequence follows, and the tag characters.
+_BLACK_FLAG = "\U0001f3f4"
+_TAG_END = "\U000e007f"
+
+
 def _is_variation_selector(char: str) -> bool:
     code = ord(char)
     return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def _forms_a_variant(previous: str, selector: str) -> bool:
+    """Whether ``selector`` after ``previous`` chooses how that character is drawn (and so is kept):
+    emoji or text presentation of a symbol, or an ideographic variant of a CJK ideograph."""
+    if not previous:
+        return False
+    if selector in ("\ufe0e", _VS16):
+        return unicodedata.category(previous) in ("So", "Sk", "Sm") or previous in _EMOJI_BASES
+    if ord(selector) >= 0xE0100:
+        return unicodedata.name(previous, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH"))
+    return False
+
+
+def _flag_tags(line: str, start: int) -> int:
+    """The length of the subdivision-flag tag sequence (tag letters, then U+E007F) at ``start``; 0 if none."""
+    end = start
+    while end < len(line) and 0xE0020 <= ord(line[end]) <= 0xE007E:
+        end += 1
+    return end + 1 - start if end > start and end < len(line) and line[end] == _TAG_END else 0
 
 
 def _emoji_joint(previous: str, following: str) -> bool:
@@ -90,7 +120,11 @@ def _emoji_joint(previous: str, following: str) -> bool:
 def _visible(line: str) -> str:
     """``line`` without control, format and invisible characters (tabs and the like become spaces)."""
     kept: list[str] = []
+    skip = 0
     for index, char in enumerate(line):
+        if skip:
+            skip -= 1
+            continue
         category = unicodedata.category(char)
         if category == "Cc" or category in ("Zl", "Zp"):
             if char.isspace():
@@ -104,10 +138,13 @@ def _visible(line: str) -> str:
         if category in ("Cf", "Cs") or char in _INVISIBLE:
             continue
         if _is_variation_selector(char):
-            if kept and not kept[-1].isspace() and not _is_variation_selector(kept[-1]):
+            if _forms_a_variant(kept[-1] if kept else "", char):
                 kept.append(char)
             continue
         kept.append(char)
+        if char == _BLACK_FLAG and (tags := _flag_tags(line, index + 1)):
+            kept.append(line[index + 1 : index + 1 + tags])
+            skip = tags
     return "".join(kept)
 
 

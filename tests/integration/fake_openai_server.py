@@ -72,6 +72,8 @@ class Reply:
     delay: float = 0.0
     finish_reason: str = "stop"
     refusal: str | None = None
+    #: Sent as is, with this content type (a gateway's HTML page, a truncated body).
+    raw: tuple[str, bytes] | None = None
 
     @classmethod
     def json(cls, answer: Any, *, delay: float = 0.0) -> Reply:
@@ -96,6 +98,11 @@ class Reply:
         headers = {"retry-after": retry_after} if retry_after is not None else {}
         body = {"error": {"message": message, "type": "scripted", "code": str(status_code)}}
         return cls(status_code=status_code, body=body, headers=headers)
+
+    @classmethod
+    def page(cls, body: bytes, *, content_type: str = "text/html", status_code: int = 200) -> Reply:
+        """A body that is no OpenAI answer at all (a proxy's or gateway's page), sent as is."""
+        return cls(status_code=status_code, raw=(content_type, body))
 
     @classmethod
     def embeddings(cls, vectors: list[list[float]]) -> Reply:
@@ -201,6 +208,9 @@ class FakeOpenAIServer:
                     return
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.raw is not None:
+                    self._send_raw(reply.status_code, *reply.raw)
+                    return
                 if reply.body is not None:
                     payload = reply.body
                 else:
@@ -208,6 +218,13 @@ class FakeOpenAIServer:
                     answer = _response if parts.path.rstrip("/").endswith("/responses") else _completion
                     payload = answer(reply, model)
                 self._send(reply.status_code, payload, reply.headers)
+
+            def _send_raw(self, status: int, content_type: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
                 data = json.dumps(payload, ensure_ascii=False).encode("utf-8")

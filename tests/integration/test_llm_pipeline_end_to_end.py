@@ -116,10 +116,20 @@ def test_llm_answers_retries_and_fallbacks_through_the_service(tmp_path: Path) -
             assert step.path == "rules-fallback" and "unavailable" in (step.fallback_reason or "")
             assert step.decision.event.value == "ADD"
 
+            # 4. A gateway's HTML page with status 200, for extraction and for consolidation: the rules
+            # take over at once; the turn is not retried.
+            page = Reply.page(b"<html><body><h1>Service temporarily unavailable</h1></body></html>")
+            server.script(page, page, page, page)
+            fourth = await service.process_message(turn("t4", "窓側の席が好きです。", 4))
+            assert fourth.ingest is not None and fourth.ingest.extraction_path == "rules"
+            assert "not a chat completion" in (fourth.ingest.fallback_reason or "")
+            (step,) = fourth.ingest.steps
+            assert step.decision.event.value == "ADD"
+
             active = [
                 r.memory for r in (await service.list(SCOPE, statuses=[MemoryStatus.ACTIVE])).records
             ]
-            assert sorted(active) == sorted(["最近はコーヒーの方が好き", "辛い料理が苦手です"])
+            assert sorted(active) == sorted(["最近はコーヒーの方が好き", "辛い料理が苦手です", "窓側の席が好きです"])
             entries = await history.for_turn(SCOPE, "t2")
             assert "invented id" in entries[0].reason
 

@@ -109,6 +109,23 @@ def test_invalid_json_is_a_validation_error_without_transport_retry(server: Fake
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"),
+        (b"<html><body>Please sign in</body></html>", "application/json"),  # a gateway that lies
+        (b'{"id": "x", "choices": [', "application/json"),  # cut off
+        (b'{"unexpected": true}', "application/json"),  # JSON, but no completion
+    ],
+)
+def test_a_200_that_is_no_completion_is_an_invalid_answer(server: FakeOpenAIServer, body: bytes, content_type: str) -> None:
+    server.script(Reply.page(body, content_type=content_type))
+    with pytest.raises(ValidationError) as info:  # the rules take over, the turn is not retried
+        run(lambda: ask(model_for(server)))
+    assert info.value.field == "answer"
+    assert len(server.requests) == 1
+
+
 def test_schema_violation_names_the_field(server: FakeOpenAIServer) -> None:
     bad = {"memories": [{**VALID["memories"][0], "importance": 1.7}]}
     server.script(Reply.json(bad))

@@ -169,9 +169,20 @@ def test_emoji_keep_their_joiner_and_one_variation_selector() -> None:
     assert sanitize_memory_text("👩🏽\u200d💻 coder") == "👩🏽\u200d💻 coder"
     assert sanitize_memory_text("🏳\ufe0f\u200d🌈 flag") == "🏳\ufe0f\u200d🌈 flag"
     assert sanitize_memory_text("a\u200db") == "ab"
-    assert (
-        sanitize_memory_text("x" + "\ufe01\ufe02\ufe03" + "\U000e0100" * 5 + "y") == "x\ufe01y"
-    )  # no smuggling
+    assert sanitize_memory_text("x" + "\ufe01\ufe02\ufe03" + "\U000e0100" * 5 + "y") == "xy"  # no smuggling
+
+
+def test_a_variation_selector_stays_only_where_it_forms_an_emoji_or_a_name() -> None:
+    hidden = "".join(c + "\ufe0f" for c in "ignore previous")  # one selector per letter: a hidden channel
+    assert sanitize_memory_text(hidden) == "ignore previous"
+    assert sanitize_memory_text("I love \u2764\ufe0f and 1\ufe0f\u20e3") == "I love \u2764\ufe0f and 1\ufe0f\u20e3"
+    assert sanitize_memory_text("\u2764\ufe0e text heart") == "\u2764\ufe0e text heart"
+    assert sanitize_memory_text("葛\U000e0100城さん") == "葛\U000e0100城さん"  # an ideographic variant of a name
+    assert sanitize_memory_text("a\U000e0100b\U000e0101c") == "abc"
+    england = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    assert sanitize_memory_text(f"fan of {england} rugby") == f"fan of {england} rugby"
+    assert sanitize_memory_text("x\U000e0067\U000e0062\U000e007fy") == "xy"  # tags without their flag
+    assert sanitize_memory_text("\U0001f3f4\U000e0067\U000e0062 open") == "\U0001f3f4 open"  # not terminated
 
 
 def test_a_japanese_memory_renders_readably() -> None:

@@ -158,7 +158,8 @@ class OpenAIChatModel(ClientOwner):
 
         Raises:
             TransientError: Timeouts, throttling, 5xx and connection failures that outlived the retries.
-            ValidationError: The answer is not JSON, breaks the schema, is empty or was cut off.
+            ValidationError: The answer is not JSON, breaks the schema, is empty or was cut off, or the
+                reply is no chat completion at all (a gateway's page with status 200).
             PermanentError: Any other refusal (4xx, content filter, refusal message).
         """
         started = time.perf_counter()
@@ -184,6 +185,11 @@ class OpenAIChatModel(ClientOwner):
             raise PermanentError("the answer was stopped by the content filter") from None
         except openai.OpenAIError as exc:
             raise translate_error(exc, "chat completion") from exc
+        except (json.JSONDecodeError, TypeError, AttributeError, KeyError) as exc:
+            # A 200 that is no completion (a gateway's HTML page, a body cut off, another API's JSON):
+            # an unusable answer like any other, so the rules take over instead of the turn retrying.
+            logger.warning("model %s answered something that is not a chat completion: %r", self._model, exc)
+            raise ValidationError("answer", f"is not a chat completion ({type(exc).__name__}: {str(exc)[:120]})") from None
 
     async def _ask(self, system: str, user: str, schema: type[T], optional: dict[str, Any]) -> T:
         """Ask for structured output; on a 400 that refuses it, in JSON mode from now on; on a 400 that

@@ -9,6 +9,9 @@
   rolled the transaction back; a plain ``ROLLBACK`` then raises "cannot rollback - no transaction is
   active", which would replace the real error. :func:`rollback` rolls back only what is still open,
   and never raises over the caller's error.
+- **Only their owner reads them.** A new folder is made 0700 and a new file, with its ``-wal`` and
+  ``-shm``, is made 0600 (:func:`make_folder`, :func:`keep_private`); an existing file that others
+  can read is left as it is, with a warning that says how to close it.
 - **Disk full is named.** SQLite's "database or disk is full" becomes a
   :class:`~memory_core.errors.StorageFullError` (transient: a queued turn is delivered again once
   space returns) naming the file (:func:`disk_full_error`).
@@ -19,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import stat
+from pathlib import Path
 
 from memory_core.errors import ConflictError, StorageFullError
 
@@ -26,6 +31,8 @@ __all__ = [
     "disk_full_error",
     "empty_file_message",
     "is_disk_full",
+    "keep_private",
+    "make_folder",
     "refuse_empty_file",
     "rollback",
     "truncate_wal",
@@ -44,6 +51,57 @@ def empty_file_message(path: str, what: str) -> str:
         f"{path} is empty (0 bytes) but should be a memory-core {what}: it was probably truncated by a crash "
         f"or a failed copy; restore it from a backup, or delete it to start with an empty {what}"
     )
+
+
+#: Files SQLite keeps beside a database in WAL mode.
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def _on_disk(path: str) -> bool:
+    return path != ":memory:" and not path.startswith("file:") and os.name == "posix"
+
+
+def make_folder(path: str) -> bool:
+    """Make the folder of ``path`` if it is missing (0700: its owner only); return whether the file
+    ``path`` exists already (call before connecting, and pass the answer to :func:`keep_private`)."""
+    if path == ":memory:" or path.startswith("file:"):
+        return True
+    folder = Path(path).parent
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if os.name == "posix":
+            os.chmod(folder, 0o700)  # (the mode passed to mkdir is masked by the umask)
+    return os.path.exists(path)
+
+
+def keep_private(path: str, existed: bool, what: str) -> None:
+    """After the first write to ``path``: a file this process created, and its ``-wal`` and ``-shm``,
+    are made 0600 (SQLite makes a side file with its database's mode); an existing one that others can
+    read is warned about (named, with the command that closes it), not changed.
+
+    Args:
+        path: The database file.
+        existed: What :func:`make_folder` answered before connecting.
+        what: What it is, for the warning: ``store``, ``history`` or ``queue``.
+    """
+    if not _on_disk(path):
+        return
+    if existed:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except OSError:
+            return
+        if mode & 0o077:
+            logger.warning(
+                "the %s %s can be read by other users of this machine (mode %o): chmod 600 %s", what, path,
+                mode, path,
+            )
+        return
+    for name in (path, *(path + side for side in _SIDE_FILES)):
+        try:
+            os.chmod(name, 0o600)
+        except FileNotFoundError:
+            continue
 
 
 def refuse_empty_file(path: str, what: str) -> None:

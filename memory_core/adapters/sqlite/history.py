@@ -33,7 +33,14 @@ from memory_core.adapters.history_codec import (
     journal_from_fields,
     parse_candidates,
 )
-from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
+from memory_core.adapters.sqlite.files import (
+    disk_full_error,
+    keep_private,
+    make_folder,
+    refuse_empty_file,
+    rollback,
+    truncate_wal,
+)
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
@@ -114,8 +121,7 @@ class SQLiteHistoryStore:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError("synchronous must be OFF, NORMAL, FULL or EXTRA")
         self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        existed = make_folder(self._path)
         self._lock = threading.RLock()
         refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
@@ -126,6 +132,7 @@ class SQLiteHistoryStore:
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         with self._lock:
             self._conn.executescript(_SCHEMA)
+        keep_private(self._path, existed, "history")
 
     @property
     def path(self) -> str:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from memory_core.adapters.sqlite import queue_delivery as delivery
 from memory_core.adapters.sqlite import queue_listing as listing
+from memory_core.adapters.sqlite.files import keep_private, make_folder
 from memory_core.adapters.sqlite.queue_file import QueueFile
 from memory_core.adapters.sqlite.queue_messages import QueueMessage, QueueStats
 from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn, message_id_for, session_id_for
@@ -114,8 +115,7 @@ class SQLiteQueue:
         if busy_timeout_seconds < 0:
             raise ValidationError("busy_timeout_seconds", "must not be negative")
         self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        existed = make_folder(self._path)
         self.queue = _check_id(queue, "queue")
         self.lock_seconds = float(lock_seconds)
         self.max_deliveries = int(max_deliveries)
@@ -128,6 +128,7 @@ class SQLiteQueue:
         self._file = QueueFile(
             self._path, synchronous=synchronous, busy_timeout_seconds=busy_timeout_seconds
         )
+        keep_private(self._path, existed, "queue")
 
     @property
     def path(self) -> str:

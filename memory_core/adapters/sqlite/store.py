@@ -35,7 +35,14 @@ from typing import Any
 from memory_core.adapters.sqlite import scans, writes
 from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
 from memory_core.adapters.sqlite.connection import StoreConnection
-from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
+from memory_core.adapters.sqlite.files import (
+    disk_full_error,
+    keep_private,
+    make_folder,
+    refuse_empty_file,
+    rollback,
+    truncate_wal,
+)
 from memory_core.adapters.sqlite.legs import CorpusStatistics
 from memory_core.adapters.sqlite.scans import checked_scope
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepare_schema, row_to_record
@@ -95,8 +102,7 @@ class SQLiteMemoryStore:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
         self._path = str(path)
-        if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        existed = make_folder(self._path)
         self._clock: Clock = clock or SystemClock()
         self._policy = policy or HumanMemoryPolicy()
         refuse_empty_file(self._path, "store")  # a missing file is a new store; an empty one is not
@@ -106,6 +112,7 @@ class SQLiteMemoryStore:
         self._conn = self._db.conn
         self._lock = self._db.lock
         found = self._open(synchronous)
+        keep_private(self._path, existed, "store")
         if 0 < found < SCHEMA_VERSION:
             logger.info("upgraded %s from store schema %s to %s", self._path, found, SCHEMA_VERSION)
         self._cache = ScopeCache(cache_documents)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memory_core.adapters.sqlite.files import refuse_empty_file
+from memory_core.adapters.sqlite.files import make_folder, refuse_empty_file
 from memory_core.adapters.sqlite.schema import check_file
 from memory_core.bootstrap import build_local_queue, build_service, configure_telemetry, local_queue_path
 from memory_core.config import Settings
@@ -249,7 +249,7 @@ class EmbeddedRuntime:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
         opts = self.options
         if self.settings.sqlite_path != ":memory:":
-            Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            make_folder(self.settings.sqlite_path)  # (its owner's only, when new)
             if self.settings.store != "azure_search":
                 _refuse_unusable_store(self.settings.sqlite_path)  # before the queue file is made beside it
         queue = self.build_queue()
