@@ -84,8 +84,8 @@ class Client:
 class RunningRuntime:
     """An ``EmbeddedRuntime`` serving on a background thread with its own event loop."""
 
-    def __init__(self, db: Path, **options: Any) -> None:
-        settings = load_settings({"MEMORY_EMBEDDER": "hash"}, sqlite_path=str(db))
+    def __init__(self, db: Path, *, environ: Mapping[str, str] | None = None, **options: Any) -> None:
+        settings = load_settings({"MEMORY_EMBEDDER": "hash", **(environ or {})}, sqlite_path=str(db))
         defaults: dict[str, Any] = {
             "port": 0,
             "workers": 2,

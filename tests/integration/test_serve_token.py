@@ -129,3 +129,23 @@ def test_the_remote_client_sends_credentials_only_over_https_or_to_this_machine(
         RemoteMemoryClient("http://10.0.0.5:7071", function_key="key")
     RemoteMemoryClient("https://memory.example.com", api_token=TOKEN)
     RemoteMemoryClient("http://localhost:7071", api_token=TOKEN)
+
+
+ENTRA = {"MEMORY_AUTH_TENANT_ID": "00000000-0000-0000-0000-0000000000aa", "MEMORY_AUTH_AUDIENCE": "api://memory-core-tests"}
+
+
+def test_serve_honours_the_entra_id_settings(tmp_path: Path) -> None:
+    # (it answered 200 to an anonymous erase of another user while these were set)
+    with running(tmp_path / "m.db", workers=1, environ=ENTRA) as runtime:
+        client = runtime.client
+        for method, path, body in [g for g in GUARDED if g[1] != "/api/nowhere"]:  # (no route: 404)
+            reply = client.request(method, path, body)
+            assert reply.status == 401, (method, path, reply.status)
+        forged = client.request("DELETE", "/api/users/someone?confirm=true", headers={"Authorization": "Bearer abc.def.ghi"})
+        assert forged.status == 401
+        assert client.get("/api/health").status == 200
+
+
+def test_serve_refuses_the_entra_id_settings_beside_a_shared_token(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="set one of them"):
+        RunningRuntime(tmp_path / "m.db", workers=1, environ=ENTRA, token=TOKEN).start()

@@ -36,10 +36,18 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from memory_core.adapters.sqlite.files import make_folder, refuse_empty_file
 from memory_core.adapters.sqlite.schema import check_file
-from memory_core.bootstrap import build_local_queue, build_service, configure_telemetry, local_queue_path
+from memory_core.bootstrap import (
+    build_authenticator,
+    build_local_queue,
+    build_service,
+    configure_telemetry,
+    local_queue_path,
+)
 from memory_core.config import Settings
+from memory_core.domain.access import Authenticator
 from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
+from memory_core.errors import ConfigurationError
 from memory_core.runtime.backoff import exponential_backoff
 from memory_core.runtime.lanes import DEFAULT_BATCH
 from memory_core.runtime.offload import StorageThread, offloaded
@@ -280,8 +288,11 @@ class EmbeddedRuntime:
             # The workers exist before the API answers, so health never sees a runtime without them.
             self.workers = [self.build_worker(queue, service, f"worker-{i + 1}") for i in range(opts.workers)]
             if opts.http:
-                api = MemoryApi(service, health_details=self.health_details, healthy=self.healthy)
                 token = opts.token or self.settings.api_token
+                api = MemoryApi(
+                    service, health_details=self.health_details, healthy=self.healthy,
+                    authenticator=entra_authenticator(self.settings, token),
+                )
                 self.server = ApiServer(
                     api,
                     loop,
@@ -409,3 +420,20 @@ async def serve_async(
 def serve(settings: Settings, options: RuntimeOptions | None = None, *, out: TextIO | None = None) -> int:
     """Run the embedded runtime until SIGINT/SIGTERM (in a new event loop); returns the exit status."""
     return asyncio.run(serve_async(settings, options, out=out))
+
+
+def entra_authenticator(settings: Settings, token: str | None) -> Authenticator | None:
+    """The Microsoft Entra ID validator ``serve`` checks every request with when ``MEMORY_AUTH_TENANT_ID``
+    and ``MEMORY_AUTH_AUDIENCE`` are set (the Function App's, the same rules), or ``None``.
+
+    Raises:
+        ConfigurationError: Both those settings and a shared token (``MEMORY_API_TOKEN``, ``--token``)
+            are set: which one a caller needs would be a guess.
+    """
+    authenticator = build_authenticator(settings)
+    if authenticator is not None and token:
+        raise ConfigurationError(
+            "MEMORY_AUTH_TENANT_ID and MEMORY_AUTH_AUDIENCE (Microsoft Entra ID tokens) and a shared token "
+            "(MEMORY_API_TOKEN or --token) are both set: set one of them"
+        )
+    return authenticator

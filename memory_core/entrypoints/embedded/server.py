@@ -59,19 +59,20 @@ _SEARCH = route("search")
 MIN_TOKEN_CHARS = 16
 
 
-def check_binding(host: str, token: str | None) -> None:
-    """Refuse what would open every user's memories to the network.
+def check_binding(host: str, token: str | None, *, authenticated: bool = False) -> None:
+    """Refuse what would open every user's memories to the network (``authenticated``: the API checks
+    every request's own credential, a Microsoft Entra ID token, so no shared token is needed).
 
     Raises:
         ConfigurationError: A token shorter than :data:`MIN_TOKEN_CHARS`, or a non-loopback ``host``
-            without a token.
+            without a token or an authenticating API.
     """
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigurationError(
             f"MEMORY_API_TOKEN must be at least {MIN_TOKEN_CHARS} characters (for example the output of "
             "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
-    if not token and not is_loopback(host):
+    if not token and not authenticated and not is_loopback(host):
         raise ConfigurationError(
             f"refusing to serve on {host} without a token: anyone who can reach it could read, change and "
             "erase every user's memories; set MEMORY_API_TOKEN (or --token), or bind 127.0.0.1"
@@ -335,7 +336,7 @@ class ApiServer:
         token: str | None = None,
         concurrency: int | None = None,
     ) -> None:
-        check_binding(host, token or None)
+        check_binding(host, token or None, authenticated=api.authenticator is not None)
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._server = _Server((host, port), api, loop, request_timeout, token or None, concurrency)
