@@ -7,7 +7,7 @@ written, the same JSON for its before/after records and a turn's candidates, the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "iso_time",
     "journal_from_fields",
     "parse_candidates",
+    "rewritten_candidates",
 ]
 
 #: The fields of a stored journal that :func:`journal_from_fields` reads.
@@ -56,6 +57,14 @@ def candidates_json(candidates: Sequence[MemoryCandidate]) -> str:
 def parse_candidates(text: str) -> list[MemoryCandidate]:
     """A turn's candidates from the text its journal stores (:func:`candidates_json`)."""
     return [MemoryCandidate.model_validate(c) for c in json.loads(text)]
+
+
+def rewritten_candidates(text: str, rewrite: Callable[[MemoryCandidate], MemoryCandidate]) -> str | None:
+    """The stored candidates ``text`` with each candidate ``rewrite(candidate)``; ``None`` when that
+    changes none of them (nothing to write)."""
+    candidates = parse_candidates(text)
+    kept = [rewrite(c) for c in candidates]
+    return None if kept == candidates else candidates_json(kept)
 
 
 def entry_fields(entry: HistoryEntry) -> dict[str, Any]:

@@ -42,6 +42,7 @@ __all__ = [
     "MemoryStatus",
     "Provenance",
     "Scope",
+    "deleted_on_request",
     "forgotten_record",
     "forgotten_state",
     "status_note",
@@ -252,6 +253,13 @@ def forgotten_record(record: MemoryRecord) -> MemoryRecord:
     state = forgotten_state(record.model_dump())
     assert state is not None
     return MemoryRecord.model_validate(state)
+
+
+def deleted_on_request(record: MemoryRecord, turn_id: str, reason: str, at: datetime) -> MemoryRecord:
+    """``record`` deleted by the forget request of turn ``turn_id`` at ``at`` (its status, why, when and
+    by which turn; :func:`forgotten_record` makes the tombstone of it)."""
+    metadata = status_note({**record.metadata, "deleted_by_turn": turn_id}, reason, at)
+    return record.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
 
 
 def status_note(metadata: Mapping[str, Any], reason: str, at: datetime) -> dict[str, Any]:

@@ -15,10 +15,17 @@ caught up when a turn is redelivered (:func:`~memory_core.service.episodes.catch
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import partial
 
 from memory_core.domain.messages import HistoryEntry, MemoryEvent, Turn
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, forgotten_record, status_note
+from memory_core.domain.records import (
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    deleted_on_request,
+    forgotten_record,
+)
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.journal import earlier_value_id, record_once
 
@@ -91,16 +98,18 @@ async def earlier_values_of(store: MemoryStore, fact: MemoryRecord) -> list[Memo
 
 
 async def forget_earlier_values(
-    store: MemoryStore, history: HistoryStore | None, fact: MemoryRecord, turn: Turn
+    store: MemoryStore,
+    history: HistoryStore | None,
+    fact: MemoryRecord,
+    earlier_values: Sequence[MemoryRecord],
+    turn: Turn,
 ) -> int:
-    """Forget the earlier values of ``fact`` (deleted on request by ``turn``) with it: each becomes a
-    tombstone (its id, time and reason, not its words or vector) and its recorded changes keep none of
-    its words. Idempotent. Returns how many were forgotten now."""
+    """Forget ``earlier_values`` (:func:`earlier_values_of` ``fact``, deleted on request by ``turn``)
+    with it: each becomes a tombstone (its id, time and reason, not its words or vector) and its
+    recorded changes keep none of its words. Idempotent. Returns how many were forgotten."""
     reason = f"forgotten on request with memory {fact.id} (turn {turn.turn_id})"
-    earlier_values = await earlier_values_of(store, fact)
     for earlier in earlier_values:
-        metadata = status_note({**earlier.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
-        deleted = earlier.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+        deleted = deleted_on_request(earlier, turn.turn_id, reason, turn.occurred_at)
         entry = HistoryEntry.of_change(
             MemoryEvent.DELETE, fact.scope, earlier.id, earlier, deleted, reason=reason, at=turn.occurred_at
         )

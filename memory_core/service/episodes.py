@@ -165,9 +165,7 @@ async def forget_in_episodes(
     unrecorded."""
     scope = fact.scope
     if forgotten is None:  # the whole fact was forgotten: its text, the sentence it came from, what it held before
-        forgotten = [split_speaker(fact.memory, speaker_of(fact))[1], str(fact.metadata.get("evidence") or "")]
-        for earlier in await earlier_values_of(store, fact):
-            forgotten += [split_speaker(earlier.memory, speaker_of(earlier))[1], str(earlier.metadata.get("evidence") or "")]
+        forgotten = [w for said in (fact, *await earlier_values_of(store, fact)) for w in _words_of(said)]
         reason = f"forgotten on request (turn {turn.turn_id}): {fact.memory[:80]}"
     else:  # part of a compound memory: the reason does not quote what was to be forgotten
         reason = f"part of memory {fact.id} forgotten on request (turn {turn.turn_id})"
@@ -332,11 +330,16 @@ def forgotten_by(record: MemoryRecord, turn: Turn) -> bool:
     return deleted and turn.turn_id in marks
 
 
+def _words_of(record: MemoryRecord) -> list[str]:
+    """What a memory said (without its speaker's name), and the sentence it came from."""
+    return [split_speaker(record.memory, speaker_of(record))[1], str(record.metadata.get("evidence") or "")]
+
+
 def forgotten_words(before: MemoryRecord | None, after: MemoryRecord) -> list[str]:
     """What a forget request took from a memory: all it said (and the words it came from), or the
     statements of a compound memory it took out."""
     if after.status is MemoryStatus.DELETED:
-        return [split_speaker(after.memory, speaker_of(after))[1], str(after.metadata.get("evidence") or "")]
+        return _words_of(after)
     return forgotten_parts(before, after) if before is not None else []
 
 
@@ -371,7 +374,7 @@ async def withhold_forgotten(
     said_in = [turn_id for turn_id, _ in _sources(record)] + [p.turn_id for e in earlier for p in e.provenance]
     await history.rewrite_candidates(scope, said_in, partial(MemoryCandidate.forgotten, redact=redacted))
     if earlier:
-        await forget_earlier_values(store, history, record, turn)
+        await forget_earlier_values(store, history, record, earlier, turn)
     holder = record.metadata.get("earlier_value_of")
     if deleted and holder:  # a value a fact held before: the fact's recorded changes quote it
         await history.rewrite_entries(scope, [str(holder)], partial(HistoryEntry.forgotten, redact=redacted))

@@ -22,8 +22,8 @@ from memory_core.domain.records import (
     MemoryKind,
     MemoryRecord,
     MemoryStatus,
+    deleted_on_request,
     forgotten_record,
-    status_note,
 )
 from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.topics import BroadRequest, broad_request, names_in
@@ -70,8 +70,7 @@ def _named(records: list[MemoryRecord], request: BroadRequest) -> tuple[list[Mem
 async def _forget_fact(
     store: MemoryStore, history: HistoryStore, embedder: Embedder, fact: MemoryRecord, turn: Turn, reason: str
 ) -> None:
-    metadata = status_note({**fact.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
-    deleted = fact.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata})
+    deleted = deleted_on_request(fact, turn.turn_id, reason, turn.occurred_at)
     await record_once(history, HistoryEntry.of_change(MemoryEvent.DELETE, fact.scope, fact.id, fact, deleted, reason=reason, at=turn.occurred_at))
     await store.upsert([deleted])
     await forget_in_episodes(store, history, embedder, deleted, turn)
@@ -97,8 +96,7 @@ async def _forget_in_episode(
         after = episode.model_copy(update={"memory": text, "embedding": [float(x) for x in vector]})
         event = MemoryEvent.UPDATE
     else:
-        metadata = status_note({**episode.metadata, "deleted_by_turn": turn.turn_id}, reason, turn.occurred_at)
-        after = forgotten_record(episode.model_copy(update={"status": MemoryStatus.DELETED, "metadata": metadata}))
+        after = forgotten_record(deleted_on_request(episode, turn.turn_id, reason, turn.occurred_at))
         event = MemoryEvent.DELETE
     await record_once(history, HistoryEntry.of_change(event, episode.scope, episode.id, episode, after, reason=reason, at=turn.occurred_at))
     await store.upsert([after])

@@ -59,7 +59,7 @@ from memory_core.adapters.azure.table_records import (
     step_ops,
     tombstone_entity,
 )
-from memory_core.adapters.history_codec import NO_CANDIDATES, candidates_json, iso_time, parse_candidates
+from memory_core.adapters.history_codec import NO_CANDIDATES, iso_time, rewritten_candidates
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate, session_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
@@ -222,12 +222,11 @@ class AzureTableHistoryStore(RetryingTable):
             entity = await self._get(pk, journal_key(turn_id))
             if entity is None:
                 continue
-            candidates = parse_candidates(get_text(entity, "candidates") or NO_CANDIDATES)
-            kept = [rewrite(c) for c in candidates]
-            if kept == candidates:
+            text = rewritten_candidates(get_text(entity, "candidates") or NO_CANDIDATES, rewrite)
+            if text is None:
                 continue
             fresh = {k: v for k, v in dict(entity).items() if not k.startswith("candidates_")}
-            put_text(fresh, "candidates", candidates_json(kept))
+            put_text(fresh, "candidates", text)
             await self._upsert("withhold forgotten journal text", fresh)
             changed += 1
         return changed

@@ -57,14 +57,15 @@ def empty_file_message(path: str, what: str) -> str:
 _SIDE_FILES = ("-wal", "-shm")
 
 
-def _on_disk(path: str) -> bool:
-    return path != ":memory:" and not path.startswith("file:") and os.name == "posix"
+def _a_file(path: str) -> bool:
+    """Whether ``path`` names a file (not ``":memory:"`` or a ``file:`` URI, which are not checked)."""
+    return path != ":memory:" and not path.startswith("file:")
 
 
 def make_folder(path: str) -> bool:
     """Make the folder of ``path`` if it is missing (0700: its owner only); return whether the file
     ``path`` exists already (call before connecting, and pass the answer to :func:`keep_private`)."""
-    if path == ":memory:" or path.startswith("file:"):
+    if not _a_file(path):
         return True
     folder = Path(path).parent
     if not folder.exists():
@@ -84,7 +85,7 @@ def keep_private(path: str, existed: bool, what: str) -> None:
         existed: What :func:`make_folder` answered before connecting.
         what: What it is, for the warning: ``store``, ``history`` or ``queue``.
     """
-    if not _on_disk(path):
+    if not _a_file(path) or os.name != "posix":
         return
     if existed:
         try:
@@ -115,7 +116,7 @@ def refuse_empty_file(path: str, what: str) -> None:
     Raises:
         ConflictError: The file exists and is empty.
     """
-    if path == ":memory:" or path.startswith("file:"):
+    if not _a_file(path):
         return
     try:
         size = os.stat(path).st_size

@@ -31,7 +31,7 @@ from memory_core.adapters.history_codec import (
     entry_from_fields,
     iso_time,
     journal_from_fields,
-    parse_candidates,
+    rewritten_candidates,
 )
 from memory_core.adapters.sqlite.files import (
     disk_full_error,
@@ -327,13 +327,12 @@ class SQLiteHistoryStore:
                     ).fetchone()
                     if row is None:
                         continue
-                    candidates = parse_candidates(row[0])
-                    kept = [rewrite(c) for c in candidates]
-                    if kept == candidates:
+                    fresh = rewritten_candidates(row[0], rewrite)
+                    if fresh is None:
                         continue
                     self._conn.execute(
                         "UPDATE turns_journal SET candidates_json = ? WHERE user_id = ? AND agent_id = ? AND turn_id = ?",
-                        (candidates_json(kept), scope.user_id, scope.agent_id, turn_id),
+                        (fresh, scope.user_id, scope.agent_id, turn_id),
                     )
                     changed += 1
                 self._conn.execute("COMMIT")
