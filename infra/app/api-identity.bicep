@@ -73,6 +73,17 @@ resource api 'Microsoft.Graph/applications@v1.0' = {
       }
     ]
   }
+  // idtyp in access tokens: 'app' for an app-only token, 'user' for a delegated one. The API classifies
+  // a caller only by what the token says (memory_core/adapters/azure/entra_tokens.py identity_type),
+  // never by a claim it lacks.
+  optionalClaims: {
+    accessToken: [
+      {
+        name: 'idtyp'
+        essential: false
+      }
+    ]
+  }
   // A role is removed in two deployments: first isEnabled: false, then the entry itself.
   appRoles: [
     {

@@ -541,6 +541,7 @@ def test_accepted_forms(idp: IdentityProvider) -> None:
             aud=API_CLIENT_ID,
             appid=AGENT_CLIENT,
             roles=[ROLE_AGENT],
+            idtyp="app",
         )
     )
     principal = accepted(v, v1)
@@ -886,5 +887,32 @@ def test_a_client_app_with_the_user_scope_alone_gets_no_admin_rights(
                 ApiRequest("DELETE", f"/users/{ALICE}", {"confirm": "true"}, b"", headers)
             )
             assert (forget.status, purge.status) == (403, 403)
+
+    asyncio.run(scenario())
+
+
+def test_the_identity_type_comes_from_the_token_not_from_a_missing_claim(
+    idp: IdentityProvider, tmp_path: Path
+) -> None:
+    """Regression: a token with a user's oid and roles=[Memory.Admin] but no scp and no idtyp was taken
+    for app-only, so it acted as administrator without the Memory.Admin.All scope."""
+    v = validator(idp)
+    bare = idp.claims(oid=ROOT_ADMIN, sub=f"pairwise-{ROOT_ADMIN[:8]}", azp="some-client", roles=[ROLE_ADMIN])
+    assert "neither whether it is app-only" in rejected(v, idp.sign(bare))
+    assert "carries a delegated 'scp'" in rejected(v, idp.sign({**bare, "idtyp": "app", "scp": USER_SCOPE}))
+    assert "not 'app' or 'user'" in rejected(v, idp.sign({**bare, "idtyp": "device"}))
+    # What Entra ID issues stays accepted: app-only with idtyp=app, delegated with scp (idtyp or not).
+    assert accepted(v, idp.app_token(AGENT_CLIENT)).kind == "app"
+    assert accepted(v, idp.user_token(ALICE)).acts_as_user
+    assert accepted(v, idp.user_token(ALICE, idtyp="user")).acts_as_user
+
+    async def scenario() -> None:
+        async with world(tmp_path, validator(idp)) as w:
+            headers = {"Authorization": f"Bearer {idp.sign(bare)}"}
+            forget = await w.api.handle(ApiRequest("POST", "/forgetting", {}, b"", headers))
+            purge = await w.api.handle(
+                ApiRequest("DELETE", f"/users/{ALICE}", {"confirm": "true"}, b"", headers)
+            )
+            assert (forget.status, purge.status) == (401, 401)
 
     asyncio.run(scenario())

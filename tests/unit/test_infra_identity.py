@@ -120,6 +120,9 @@ def check_registration(docs: dict[str, dict[str, Any]]) -> None:
     assert uri == "api://${tenant().tenantId}/${uniqueName}", f"identifier URI {uri!r}"
     api = app["api"]
     assert api.get("requestedAccessTokenVersion") == 2, "v2 access tokens (audience: the client id)"
+    # The code tells app-only tokens by idtyp=app, so access tokens must carry it.
+    claims = [claim["name"] for claim in (app.get("optionalClaims") or {}).get("accessToken", [])]
+    assert "idtyp" in claims, f"the access token's optional claims must include idtyp, not {claims}"
 
     ids: dict[str, tuple[Any, ...]] = {}
     scopes = {scope["value"]: scope for scope in api["oauth2PermissionScopes"]}

@@ -231,17 +231,17 @@ class EntraTokenValidator:
     def principal(self, claims: Mapping[str, Any]) -> Principal:
         """Map validated claims to a principal.
 
-        A delegated token (``idtyp`` ``user``, or an ``scp`` claim when ``idtyp`` is absent) is a user
-        whose id comes from :attr:`user_id_claim`; any other token is an app, identified by ``azp``
-        (v2) or ``appid`` (v1) and bound to the agent ids of that client id.
+        The identity type comes from what the token says, never from a claim it lacks
+        (:func:`identity_type`): a delegated token is a user whose id comes from :attr:`user_id_claim`;
+        an app-only token (``idtyp`` ``app``) is an app, identified by ``azp`` (v2) or ``appid`` (v1)
+        and bound to the agent ids of that client id.
 
         Raises:
-            AuthenticationError: The claim the user id or client id comes from is missing or unusable.
+            AuthenticationError: The token does not say which kind it is, or the claim the user id or
+                client id comes from is missing or unusable.
         """
         roles = _strings(claims.get("roles"))
-        idtyp = claims.get("idtyp")
-        delegated = idtyp == "user" if idtyp in {"user", "app"} else "scp" in claims
-        if delegated:
+        if identity_type(claims) == "user":
             claim = self.user_id_claim
             raw = claims.get(claim)
             if not isinstance(raw, str) or not raw:
@@ -334,3 +334,32 @@ class EntraTokenValidator:
 
     async def _default_fetch(self, url: str) -> Mapping[str, Any]:
         return await asyncio.to_thread(_get_json, url, self._fetch_timeout)
+
+
+def identity_type(claims: Mapping[str, Any]) -> str:
+    """``"user"`` or ``"app"``: what kind of caller a validated token stands for.
+
+    Microsoft Entra ID says it in the ``idtyp`` optional claim (requested for access tokens by the app
+    registration, ``infra/app/api-identity.bicep``): ``app`` for an app-only token, ``user`` for a
+    delegated one. Without ``idtyp``, only a delegated token is recognised, by its ``scp`` claim (every
+    delegated token has one; an app-only token never does). A token is never taken for app-only
+    because a claim is missing: one with neither ``idtyp`` nor ``scp``, with an ``idtyp`` of another
+    value, or with ``idtyp`` ``app`` beside an ``scp`` is refused.
+
+    Raises:
+        AuthenticationError: The token is ambiguous.
+    """
+    idtyp = claims.get("idtyp")
+    delegated = "scp" in claims
+    if idtyp == "app" and not delegated:
+        return "app"
+    if idtyp == "user" or (idtyp is None and delegated):
+        return "user"
+    if idtyp is None:
+        raise AuthenticationError(
+            "the token says neither whether it is app-only (no 'idtyp' claim) nor delegated (no 'scp' "
+            "claim); request the idtyp optional claim in the API's app registration"
+        )
+    if idtyp == "app":
+        raise AuthenticationError("the token says it is app-only (idtyp 'app') but carries a delegated 'scp'")
+    raise AuthenticationError(f"the token's 'idtyp' claim is {str(idtyp)[:20]!r}, not 'app' or 'user'")
