@@ -171,9 +171,18 @@ class Settings:
     api_token: str = _env(
         "MEMORY_API_TOKEN",
         "",
-        "Bearer token `memory-core serve` requires on every route but health, and `memory-core mcp "
-        "--transport http` on every request (at least 16 characters); empty: no token, and only a "
-        "loopback address may be bound.",
+        "Bearer token `memory-core serve` requires on every route but health (at least 16 characters); "
+        "its holder administers every user's memories; empty: no token, and only a loopback address may "
+        "be bound. `memory-core mcp` never uses it (MEMORY_MCP_TOKEN).",
+        secret=True,
+    )
+
+    mcp_token: str = _env(
+        "MEMORY_MCP_TOKEN",
+        "",
+        "Bearer token `memory-core mcp --transport http` requires on every request (at least 16 "
+        "characters; it must differ from MEMORY_API_TOKEN, since its holder reaches one user's memories "
+        "only); empty: no token, and only a loopback address may be bound.",
         secret=True,
     )
 
@@ -273,10 +282,16 @@ class Settings:
             )
         if self.store == "azure_search" and not self.azure_search_endpoint:
             raise ConfigurationError("MEMORY_STORE=azure_search needs AZURE_SEARCH_ENDPOINT")
-        if self.api_token and len(self.api_token) < 16:
+        for name, token in (("MEMORY_API_TOKEN", self.api_token), ("MEMORY_MCP_TOKEN", self.mcp_token)):
+            if token and len(token) < 16:
+                raise ConfigurationError(
+                    f"{name} must be at least 16 characters (for example the output of "
+                    "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+                )
+        if self.mcp_token and self.mcp_token == self.api_token:
             raise ConfigurationError(
-                "MEMORY_API_TOKEN must be at least 16 characters (for example the output of "
-                "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+                "MEMORY_MCP_TOKEN must differ from MEMORY_API_TOKEN: the MCP server's token reaches one "
+                "user's memories, memory-core serve's administers everyone's"
             )
         if self.embedder == "azure_openai" and not (
             self.azure_openai_endpoint and self.azure_openai_embedding_deployment

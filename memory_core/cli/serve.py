@@ -93,7 +93,8 @@ def _add_mcp(commands: Commands) -> None:
     p.add_argument("--port", type=int, default=7072, help="HTTP port (default 7072; 0 picks a free one)")
     p.add_argument(
         "--token",
-        help="bearer token every HTTP request needs (default MEMORY_API_TOKEN; prefer the variable); "
+        help="bearer token every HTTP request needs (default MEMORY_MCP_TOKEN, never serve's MEMORY_API_TOKEN; "
+        "prefer the variable); "
         "required for a non-loopback --host",
     )
     p.add_argument("--recall", action="store_true", help="count searches as recalls (default: searches are read-only)")
@@ -121,7 +122,7 @@ def _options(make: Callable[..., T], args: argparse.Namespace, same: tuple[str, 
     Returns:
         The options.
     """
-    token = args.token or None  # an empty --token does not switch MEMORY_API_TOKEN off
+    token = args.token or None  # an empty --token does not switch the token variable off
     return make(**{name: getattr(args, name) for name in same}, token=token, **values)
 
 

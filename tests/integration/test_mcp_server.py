@@ -516,13 +516,55 @@ def test_streamable_http_on_loopback(tmp_path: Path) -> None:
 
 
 def test_streamable_http_with_a_token_needs_it(tmp_path: Path) -> None:
-    with http_server(tmp_path / "m.db", env=server_env(MEMORY_API_TOKEN=TOKEN)) as url:
+    with http_server(tmp_path / "m.db", env=server_env(MEMORY_MCP_TOKEN=TOKEN)) as url:
 
         async def body() -> None:
             status, answer = await raw_post(url, {})
             assert status == 401 and "Bearer" in answer
             status, _ = await raw_post(url, {"Authorization": "Bearer not-the-token-at-all-000"})
             assert status == 401
+            async with http_session(url, {"Authorization": f"Bearer {TOKEN}"}) as session:
+                assert ok(await session.call_tool("list_memories", {}))["memories"] == []
+
+        run(body())
+
+
+SERVE_TOKEN = "serve-admin-token-0123456789abcdef"
+
+
+def test_the_mcp_server_never_takes_serves_administrator_token(tmp_path: Path) -> None:
+    """Regression: ``memory-core mcp`` read MEMORY_API_TOKEN too, so an MCP client's token was an
+    administrator token for ``memory-core serve``. Each has its own variable now."""
+    refused = subprocess.run(
+        [MEMORY_CORE, "--db", str(tmp_path / "m.db"), "mcp", "--transport", "http", "--user", "u"],
+        capture_output=True,
+        text=True,
+        env=server_env(MEMORY_API_TOKEN=SERVE_TOKEN),
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert refused.returncode != 0, refused
+    assert "MEMORY_MCP_TOKEN" in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    assert SERVE_TOKEN not in refused.stderr and refused.stdout == ""
+    same = subprocess.run(
+        [MEMORY_CORE, "--db", str(tmp_path / "m.db"), "mcp", "--transport", "http", "--user", "u"],
+        capture_output=True,
+        text=True,
+        env=server_env(MEMORY_API_TOKEN=SERVE_TOKEN, MEMORY_MCP_TOKEN=SERVE_TOKEN),
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert same.returncode != 0 and "must differ from MEMORY_API_TOKEN" in same.stderr, same
+    # Both set: the MCP server wants its own token, and serve's is refused.
+    with http_server(
+        tmp_path / "m.db", env=server_env(MEMORY_API_TOKEN=SERVE_TOKEN, MEMORY_MCP_TOKEN=TOKEN)
+    ) as url:
+
+        async def body() -> None:
+            status, answer = await raw_post(url, {"Authorization": f"Bearer {SERVE_TOKEN}"})
+            assert status == 401 and "MEMORY_MCP_TOKEN" in answer
             async with http_session(url, {"Authorization": f"Bearer {TOKEN}"}) as session:
                 assert ok(await session.call_tool("list_memories", {}))["memories"] == []
 

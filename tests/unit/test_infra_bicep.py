@@ -69,8 +69,10 @@ INTENTIONALLY_UNSET = {
     "MEMORY_LLM_TIMEOUT_SECONDS": "the default suits Azure OpenAI",
     "MEMORY_EMBEDDING_MODEL": "only the `openai` and `compatible` embedders use it",
     "MEMORY_EMBEDDING_DIMENSIONS": "the default is the size of the deployed text-embedding-3-small",
-    # The embedded server's token; the Function App's routes are guarded by the Functions host.
-    "MEMORY_API_TOKEN": "only `memory-core serve` and `memory-core mcp` use it",
+    # The embedded server's and the MCP server's tokens; the Function App's routes are guarded by the
+    # Functions host or Entra ID.
+    "MEMORY_API_TOKEN": "only `memory-core serve` uses it",
+    "MEMORY_MCP_TOKEN": "only `memory-core mcp` uses it",
     # The MCP server's fixed scope; the Function App serves no MCP.
     "MEMORY_MCP_USER_ID": "only `memory-core mcp` uses it",
     "MEMORY_MCP_AGENT_ID": "only `memory-core mcp` uses it",
@@ -738,6 +740,7 @@ def check_local_settings(code: set[str] | None = None, docs: dict[str, dict[str,
     filled = {k: v or "https://filled-from-azd.example" for k, v in values.items() if k in code}
     filled["AZURE_SEARCH_API_KEY"] = ""
     filled["AZURE_CLIENT_ID"] = ""
+    filled["MEMORY_API_TOKEN"] = filled["MEMORY_MCP_TOKEN"] = ""  # the embedded servers' own, not azd's
     # Microsoft Entra ID on the HTTP API: azd fills in a tenant GUID, an audience list, the authority
     # and the agent bindings (the first two empty without the app registration); the sample keeps its
     # own values (no tenant and audience: the key-only mode).

@@ -1,7 +1,7 @@
 """The MCP server's streamable HTTP transport and the guard in front of it (Host, Origin, token).
 
 Streamable HTTP at ``/mcp``, bound to 127.0.0.1 by default. As with ``memory-core serve``, another
-interface needs a bearer token (``--token`` or ``MEMORY_API_TOKEN``;
+interface needs a bearer token (``--token`` or ``MEMORY_MCP_TOKEN``;
 :func:`~memory_core.entrypoints.embedded.server.check_binding`), which every request must then carry.
 Against DNS rebinding, on a loopback address the ``Host`` must name this machine, and an ``Origin``
 (which browsers send) must be the server's own; the SDK's transport security settings allow loopback
@@ -155,5 +155,5 @@ class _HttpGuard:
         if refused is not None:
             return 403, refused
         if self.token is not None and not bearer_matches(headers.get("authorization"), self.token):
-            return 401, "this MCP server needs Authorization: Bearer <token> (MEMORY_API_TOKEN)"
+            return 401, "this MCP server needs Authorization: Bearer <token> (MEMORY_MCP_TOKEN)"
         return None

@@ -283,8 +283,9 @@ class McpOptions:
         transport: ``stdio`` or ``http`` (streamable HTTP).
         host: Interface the HTTP transport binds.
         port: Its port (0 picks a free one; the "listening" line tells which).
-        token: Bearer token the HTTP transport requires (``None``: ``MEMORY_API_TOKEN``; empty there
-            too: none, loopback only).
+        token: Bearer token the HTTP transport requires (``None``: ``MEMORY_MCP_TOKEN``; empty there
+            too: none, loopback only). ``MEMORY_API_TOKEN``, ``memory-core serve``'s administrator
+            token, is never used here (:func:`mcp_token`).
         recall: Count searches as recalls.
     """
 
@@ -312,6 +313,32 @@ def resolve_scope(settings: "Settings", options: McpOptions) -> Scope:
     return Scope.of(user_id, options.agent_id or settings.mcp_agent_id)
 
 
+def mcp_token(settings: "Settings", options: McpOptions) -> str | None:
+    """The bearer token the HTTP transport requires: ``--token``, else ``MEMORY_MCP_TOKEN``.
+
+    ``MEMORY_API_TOKEN`` is ``memory-core serve``'s token, whose holder administers every user; an MCP
+    client holding it could act as that administrator against ``serve``. So it is never reused here,
+    and an HTTP server that would have used it before (it is set, ``MEMORY_MCP_TOKEN`` is not) refuses
+    to start rather than silently running without a token.
+
+    Raises:
+        ConfigurationError: HTTP with only ``MEMORY_API_TOKEN`` set, ``--token`` equal to it, or a
+            non-loopback host without a token.
+    """
+    if options.transport != "http":
+        return None
+    token = (options.token if options.token is not None else settings.mcp_token) or None
+    if token is None and settings.api_token:
+        raise ConfigurationError(
+            "MEMORY_API_TOKEN is memory-core serve's administrator token and memory-core mcp does not "
+            "use it: set MEMORY_MCP_TOKEN (a different token) for the MCP server, or unset MEMORY_API_TOKEN"
+        )
+    if token is not None and token == settings.api_token:
+        raise ConfigurationError("the MCP server's --token must differ from MEMORY_API_TOKEN (serve's token)")
+    check_binding(options.host, token)
+    return token
+
+
 async def run_mcp(settings: "Settings", options: McpOptions, *, out: TextIO | None = None) -> int:
     """Serve until the client goes away (stdio) or the process is interrupted (HTTP).
 
@@ -327,9 +354,7 @@ async def run_mcp(settings: "Settings", options: McpOptions, *, out: TextIO | No
     """
     require_mcp()
     scope = resolve_scope(settings, options)
-    token = (options.token if options.token is not None else settings.api_token) or None
-    if options.transport == "http":
-        check_binding(options.host, token)
+    token = mcp_token(settings, options)
 
     memory = LocalMemoryClient.open(settings=settings)
     try:
