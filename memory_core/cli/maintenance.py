@@ -27,8 +27,9 @@ EXAMPLES = {
     "queue requeue": "memory-core --db my.db queue requeue 12",
     "queue purge-dead-letters": "memory-core --db my.db queue purge-dead-letters",
     "deadletters": "memory-core --db my.db deadletters list",
-    "deadletters list": "memory-core deadletters list --source azure --reason AuthenticationError",
-    "deadletters replay": "memory-core --db my.db deadletters replay --all",
+    "deadletters list": "memory-core deadletters list --source servicebus --reason MaxDeliveryCountExceeded",
+    "deadletters show": "memory-core deadletters show 42 --source servicebus",
+    "deadletters replay": "memory-core deadletters replay --all --source servicebus",
 }
 
 
@@ -52,7 +53,10 @@ def add_arguments(commands: Commands) -> None:
 
     from memory_core.tools.deadletters import add_arguments as deadletter_arguments
 
-    p = commands.add_parser("deadletters", help="list or replay dead letters (the embedded queue or the Azure table)")
+    p = commands.add_parser(
+        "deadletters",
+        help="list, show or replay dead letters (the embedded queue, the Azure table or the Service Bus queue's own)",
+    )
     deadletter_arguments(p)
     p.set_defaults(handler=cmd_deadletters)
 
@@ -153,7 +157,8 @@ async def cmd_queue(args: argparse.Namespace, out: TextIO) -> int:
 
 # -- dead letters ---------------------------------------------------------------------------------
 async def cmd_deadletters(args: argparse.Namespace, out: TextIO) -> int:
-    """List or replay dead letters, of the embedded queue or of the Azure history table."""
+    """List, show or replay dead letters: of the embedded queue, of the Azure history table, or of the
+    turns queue's own Service Bus dead-letter sub-queue."""
     from memory_core.tools.deadletters import run_command, source_name
 
     settings = settings_for(args)

@@ -10,6 +10,14 @@
   and removes the record only after the send succeeded, and only if the record has not changed since it
   was read (a message set aside again meanwhile keeps its new record).
 
+- ``servicebus``: the turns queue's own dead-letter sub-queue, where Service Bus moves a message itself
+  (``maxDeliveryCount`` deliveries, an expired time to live, or a receiver that dead-lettered it).
+  Listing peeks (nothing is locked); replay sends a copy to the turns queue with the original message id
+  and session id, then completes the dead letter
+  (:class:`~memory_core.adapters.azure.service_bus_deadletters.ServiceBusDeadLetterQueue`, behind the
+  :class:`~memory_core.ports.DeadLetterQueue` port). The duplicate detection window applies as for
+  ``azure``.
+
 Two things make an Azure record not replayable, and the command says which:
 
 - Its body is not the message any more: cut to fit a table entity, or not valid UTF-8 (see
@@ -30,9 +38,12 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory_core.errors import MemoryCoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.ports import DeadLetterQueue
 
 __all__ = [
     "DEFAULT_DUPLICATE_WINDOW",
@@ -43,11 +54,17 @@ __all__ = [
     "LocalDeadLetters",
     "LocalQueue",
     "MessageSender",
+    "ServiceBusDeadLetters",
     "format_time",
+    "summarize_body",
 ]
 
 #: The turns queue's duplicate detection window (``duplicateDetectionHistoryTimeWindow: 'PT1H'``).
 DEFAULT_DUPLICATE_WINDOW = timedelta(hours=1)
+#: The Service Bus dead letters listed (peeked) at most.
+MAX_QUEUE_DEAD_LETTERS = 5000
+#: What :func:`summarize_body` reads of a message body: ids and counts, never what was said.
+_SUMMARY_FIELDS = ("schema", "user_id", "agent_id", "session_id", "turn_id", "recall_id", "occurred_at", "at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,7 @@ class DeadLetterInfo:
         enqueued_at: When the message was (last) enqueued.
         size: The message body's length in bytes.
         not_replayable: Why it can never be replayed as it is (``None``: it can).
+        summary: What the body says of the turn's scope (:func:`summarize_body`), for ``show``.
     """
 
     key: str
@@ -78,9 +96,11 @@ class DeadLetterInfo:
     enqueued_at: datetime | None
     size: int | None
     not_replayable: str | None = None
+    summary: Mapping[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready values."""
+    def as_dict(self, *, summary: bool = False) -> dict[str, Any]:
+        """JSON-ready values (``summary``: with what the body says of the scope)."""
+        extra = {"summary": dict(self.summary or {})} if summary else {}
         return {
             "id": self.key,
             "message_id": self.message_id,
@@ -93,6 +113,7 @@ class DeadLetterInfo:
             "size": self.size,
             "replayable": self.not_replayable is None,
             "not_replayable": self.not_replayable,
+            **extra,
         }
 
 
@@ -119,6 +140,38 @@ class DeadLetterSource(Protocol):
 def format_time(value: datetime | None) -> str:
     """``value`` in UTC to the second (``-`` for none)."""
     return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def summarize_body(body: bytes | str) -> dict[str, Any]:
+    """What a pipeline message's body says of its turn's scope: the schema, user, agent, session and turn
+    (or recall) ids, its time, and how many messages (or memory ids) it carries; never their text.
+    ``{"readable": False}`` for a body that is not a JSON object."""
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {"readable": False}
+    if not isinstance(value, dict):
+        return {"readable": False}
+    out: dict[str, Any] = {
+        name: value[name] for name in _SUMMARY_FIELDS if isinstance(value.get(name), str | int | float)
+    }
+    for name in ("messages", "memory_ids"):
+        if isinstance(value.get(name), list):
+            out[name] = len(value[name])
+    return out
+
+
+def _duplicate_blocked(since: datetime | None, window: timedelta, now: datetime) -> str | None:
+    """Why a message first enqueued at ``since`` cannot be resent under its id yet (``None``: it can)."""
+    if since is None or window <= timedelta(0):
+        return None
+    until = since + window
+    if now < until:
+        return (
+            f"Service Bus would drop it as a duplicate of the original message until {format_time(until)} "
+            f"(the queue's duplicate detection window, {window}); replay it after that"
+        )
+    return None
 
 
 # -- the embedded queue ---------------------------------------------------------------------------
@@ -166,6 +219,7 @@ class LocalDeadLetters:
                     recorded_at=_epoch(m.dead_lettered_at),
                     enqueued_at=_epoch(m.enqueued_at),
                     size=len(m.body),
+                    summary=summarize_body(m.body),
                 )
                 for m in batch
             )
@@ -283,6 +337,7 @@ class AzureDeadLetters:
                     enqueued_at=_parse_time(record.get("enqueued_time")),
                     size=size,
                     not_replayable=not_replayable,
+                    summary=summarize_body(str(record.get("body") or "")),
                 )
             )
         out.sort(
@@ -291,16 +346,7 @@ class AzureDeadLetters:
         return out
 
     def blocked(self, letter: DeadLetterInfo, now: datetime) -> str | None:
-        since = letter.enqueued_at or letter.recorded_at
-        if since is None or self.duplicate_window <= timedelta(0):
-            return None
-        until = since + self.duplicate_window
-        if now < until:
-            return (
-                f"Service Bus would drop it as a duplicate of the original message until {format_time(until)} "
-                f"(the queue's duplicate detection window, {self.duplicate_window}); replay it after that"
-            )
-        return None
+        return _duplicate_blocked(letter.enqueued_at or letter.recorded_at, self.duplicate_window, now)
 
     async def _get_sender(self) -> MessageSender:
         if self._sender is None:
@@ -336,3 +382,63 @@ class AzureDeadLetters:
                 await sender.close()
         finally:
             await self.table.close()
+
+
+# -- the turns queue's own dead-letter sub-queue ----------------------------------------------------
+class ServiceBusDeadLetters:
+    """The messages Service Bus dead-lettered itself, in the turns queue's dead-letter sub-queue.
+
+    Args:
+        queue: The sub-queue (closed with this source).
+        duplicate_window: The turns queue's duplicate detection window: a replay keeps the message id,
+            so a dead letter enqueued less than this ago is skipped (the resend would be dropped).
+        limit: Dead letters listed at most.
+    """
+
+    name = "servicebus"
+
+    def __init__(
+        self,
+        queue: DeadLetterQueue,
+        *,
+        duplicate_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
+        limit: int = MAX_QUEUE_DEAD_LETTERS,
+    ) -> None:
+        self.queue = queue
+        self.duplicate_window = duplicate_window
+        self.limit = limit
+
+    async def letters(self) -> list[DeadLetterInfo]:
+        out = []
+        for letter in sorted(await self.queue.peek(limit=self.limit), key=lambda m: m.sequence_number):
+            out.append(
+                DeadLetterInfo(
+                    key=str(letter.sequence_number),
+                    message_id=letter.message_id,
+                    session_id=letter.session_id,
+                    reason=letter.reason,
+                    description=letter.description,
+                    delivery_count=letter.delivery_count,
+                    recorded_at=None,  # Service Bus does not say when it dead-lettered a message
+                    enqueued_at=letter.enqueued_at,
+                    size=len(letter.body),
+                    not_replayable=None
+                    if letter.session_id
+                    else "it has no session id, which the turns queue requires",
+                    summary=summarize_body(letter.body),
+                )
+            )
+        return out
+
+    def blocked(self, letter: DeadLetterInfo, now: datetime) -> str | None:
+        return _duplicate_blocked(letter.enqueued_at, self.duplicate_window, now)
+
+    async def replay(self, letter: DeadLetterInfo) -> str:
+        if not await self.queue.replay(int(letter.key)):
+            raise MemoryCoreError(
+                "it is not in the dead-letter queue any more (replayed or removed since it was listed)"
+            )
+        return "sent to the turns queue; the dead letter is completed"
+
+    async def close(self) -> None:
+        await self.queue.close()

@@ -1,8 +1,8 @@
 """Dead letters: list and replay the messages the pipeline could not process (``memory-core deadletters``).
 
-The use cases are plain functions over a :class:`~memory_core.tools.deadletter_sources.DeadLetterSource`,
-the embedded queue's or the Azure history table's; :func:`open_dead_letters` builds the one the
-settings (or ``--source``) name.
+The use cases are plain functions over a :class:`~memory_core.tools.deadletter_sources.DeadLetterSource`:
+the embedded queue's, the Azure history table's, or the turns queue's own Service Bus dead-letter
+sub-queue's; :func:`open_dead_letters` builds the one the settings (or ``--source``) name.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
-from memory_core.errors import ConfigurationError, InputError, MemoryCoreError
+from memory_core.errors import ConfigurationError, InputError, MemoryCoreError, NotFoundError
 from memory_core.tools.deadletter_sources import (
     DEFAULT_DUPLICATE_WINDOW,
     AzureDeadLetters,
     DeadLetterInfo,
     DeadLetterSource,
     LocalDeadLetters,
+    ServiceBusDeadLetters,
     format_time,
 )
 
@@ -32,18 +33,20 @@ __all__ = [
     "SOURCES",
     "ReplayResult",
     "add_arguments",
+    "format_details",
     "format_letter",
     "list_dead_letters",
     "open_dead_letters",
     "replay_dead_letters",
     "run_command",
+    "show_dead_letter",
     "source_name",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: Where dead letters can come from.
-SOURCES = ("local", "azure")
+SOURCES = ("local", "azure", "servicebus")
 
 ReplayStatus = Literal["replayed", "skipped", "failed", "not-found"]
 
@@ -75,6 +78,21 @@ def _matches(letter: DeadLetterInfo, reason: str | None) -> bool:
 async def list_dead_letters(source: DeadLetterSource, *, reason: str | None = None) -> list[DeadLetterInfo]:
     """The dead letters of ``source``, oldest first; only those with ``reason`` (any case) if given."""
     return [letter for letter in await source.letters() if _matches(letter, reason)]
+
+
+async def show_dead_letter(source: DeadLetterSource, wanted: str) -> DeadLetterInfo:
+    """The dead letter ``wanted`` names (its ``key``, else its message id: the oldest with it).
+
+    Raises:
+        NotFoundError: None has that id.
+    """
+    letters = await source.letters()
+    found = next((d for d in letters if d.key == wanted), None) or next(
+        (d for d in letters if d.message_id == wanted), None
+    )
+    if found is None:
+        raise NotFoundError(f"no dead letter in {source.name} has id {wanted!r}")
+    return found
 
 
 async def replay_dead_letters(
@@ -176,6 +194,34 @@ def format_letter(letter: DeadLetterInfo, *, width: int = 100) -> str:
     return f"{head}\n{tail}"
 
 
+#: The lines of ``show``: label and how to read it off a dead letter.
+_DETAILS: tuple[tuple[str, Any], ...] = (
+    ("id", lambda d: d.key),
+    ("message id", lambda d: d.message_id),
+    ("session", lambda d: d.session_id or "-"),
+    ("reason", lambda d: d.reason or "-"),
+    ("description", lambda d: " ".join(d.description.split()) or "-"),
+    ("deliveries", lambda d: "-" if d.delivery_count is None or d.delivery_count < 0 else d.delivery_count),
+    ("enqueued", lambda d: format_time(d.enqueued_at)),
+    ("recorded", lambda d: format_time(d.recorded_at)),
+    ("size", lambda d: "-" if d.size is None else f"{d.size} bytes"),
+    ("replayable", lambda d: "yes" if d.not_replayable is None else f"no: {d.not_replayable}"),
+)
+
+
+def format_details(letter: DeadLetterInfo) -> str:
+    """One line per field, the description whole, then what the body says of the turn's scope (ids and
+    counts, never the messages' text)."""
+    lines = [f"{label + ':':<13}{value(letter)}" for label, value in _DETAILS]
+    summary = dict(letter.summary or {})
+    if summary.get("readable") is False:
+        lines.append(f"{'body:':<13}not a JSON object")
+    elif summary:
+        lines.append("body:")
+        lines.extend(f"  {name + ':':<13}{value}" for name, value in summary.items())
+    return "\n".join(lines)
+
+
 # -- construction ---------------------------------------------------------------------------------
 def source_name(settings: Settings, source: str | None = None) -> str:
     """``source`` if given, else ``azure`` for an Azure deployment's settings (``MEMORY_STORE=azure_search``)
@@ -194,13 +240,22 @@ def open_dead_letters(
 
     ``local``: the embedded queue of ``MEMORY_SQLITE_PATH`` (``--db``). ``azure``: the history table
     at ``MEMORY_HISTORY_TABLE_ENDPOINT``; a replay also needs
-    ``ServiceBusConnection__fullyQualifiedNamespace`` and ``MEMORY_TURNS_QUEUE``. Both use ``DefaultAzureCredential`` (your sign-in, or ``AZURE_CLIENT_ID``).
+    ``ServiceBusConnection__fullyQualifiedNamespace`` and ``MEMORY_TURNS_QUEUE``. ``servicebus``: the
+    dead-letter sub-queue of ``MEMORY_TURNS_QUEUE`` on ``ServiceBusConnection__fullyQualifiedNamespace``.
+    The Azure ones use ``DefaultAzureCredential`` (your sign-in, or ``AZURE_CLIENT_ID``).
     """
     from memory_core import bootstrap
 
     name = source_name(settings, source)
     if name == "local":
         return LocalDeadLetters(bootstrap.build_local_queue(settings))
+    if name == "servicebus":
+        from memory_core.adapters.azure.service_bus_deadletters import ServiceBusDeadLetterQueue
+
+        queue = ServiceBusDeadLetterQueue.create(
+            settings.servicebus_namespace, settings.turns_queue, client_id=settings.azure_client_id or None
+        )
+        return ServiceBusDeadLetters(queue, duplicate_window=duplicate_window)
     if not settings.history_table_endpoint:
         raise ConfigurationError(
             "the Azure dead letters are in the history table: set MEMORY_HISTORY_TABLE_ENDPOINT "
@@ -220,25 +275,37 @@ def open_dead_letters(
 
 # -- the command line (``memory-core deadletters``) -----------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``deadletters list|replay`` arguments (``memory_core.cli.maintenance`` adds the parser)."""
+    """The ``deadletters list|show|replay`` arguments (``memory_core.cli.maintenance`` adds the parser)."""
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, *, reason: bool = True) -> None:
         p.add_argument(
             "--source",
             choices=SOURCES,
             help="local: the embedded queue (<db>.queue); azure: the history table the Functions app sets "
-            "poison messages aside in (default: azure when MEMORY_STORE=azure_search, else local)",
+            "poison messages aside in; servicebus: the turns queue's own dead-letter sub-queue (too many "
+            "deliveries, expired) (default: azure when MEMORY_STORE=azure_search, else local)",
         )
-        p.add_argument("--reason", help="only dead letters with this reason (for example ValidationError)")
+        if reason:
+            p.add_argument("--reason", help="only dead letters with this reason (for example ValidationError)")
         p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
     actions = parser.add_subparsers(dest="deadletters_command", required=True, metavar="ACTION")
     common(actions.add_parser("list", help="dead letters, oldest first, with their reasons"))
+    show = actions.add_parser(
+        "show", help="one dead letter: reason, description, deliveries, times, the turn's scope (not its text)"
+    )
+    show.add_argument(
+        "id", metavar="ID", help="local: seq or message id; azure: message id; servicebus: sequence number or message id"
+    )
+    common(show, reason=False)
     replay = actions.add_parser(
         "replay", help="send dead letters again (the Azure record is removed once sent)"
     )
     replay.add_argument(
-        "ids", nargs="*", metavar="ID", help="which (local: seq or message id; azure: message id)"
+        "ids",
+        nargs="*",
+        metavar="ID",
+        help="which (local: seq or message id; azure: message id; servicebus: sequence number or message id)",
     )
     replay.add_argument(
         "--all", dest="every", action="store_true", help="every dead letter (with --reason: of it)"
@@ -280,7 +347,8 @@ def _write_replay(out: TextIO, source: str, results: Sequence[ReplayResult], *, 
 
 
 async def run_command(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
-    """``memory-core deadletters list|replay``: 0 when everything asked for was done, 1 otherwise."""
+    """``memory-core deadletters list|show|replay``: 0 when everything asked for was done, 1 otherwise
+    (``show``: 3 when no dead letter has the id)."""
     window = timedelta(
         minutes=getattr(args, "duplicate_window", DEFAULT_DUPLICATE_WINDOW.total_seconds() / 60)
     )
@@ -289,6 +357,13 @@ async def run_command(args: argparse.Namespace, settings: Settings, out: TextIO)
         if args.deadletters_command == "list":
             letters = await list_dead_letters(source, reason=args.reason)
             _write_list(out, source.name, letters, as_json=args.json)
+            return 0
+        if args.deadletters_command == "show":
+            letter = await show_dead_letter(source, args.id)
+            if args.json:
+                _write_json(out, {"source": source.name, "dead_letter": letter.as_dict(summary=True)})
+            else:
+                out.write(f"dead letter in {source.name}\n{format_details(letter)}\n")
             return 0
         results = await replay_dead_letters(source, args.ids, every=args.every, reason=args.reason)
     finally:

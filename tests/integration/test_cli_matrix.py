@@ -449,6 +449,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "queue requeue": (["queue", "requeue", "9"], {3}),
     "queue purge-dead-letters": (["queue", "purge-dead-letters"], {0}),
     "deadletters list": (["deadletters", "list"], {0}),
+    "deadletters show": (["deadletters", "show", "9"], {3}),
     "deadletters replay": (["deadletters", "replay", "--all"], {0}),
     "usage error": (["list", "--bogus"], {2}),
 }
