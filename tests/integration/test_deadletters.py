@@ -289,3 +289,18 @@ def test_the_service_bus_publisher_resends_a_body_byte_for_byte() -> None:
         await publisher.close()
 
     asyncio.run(body())
+
+
+def test_local_show_prints_one_dead_letter_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "memory.db")
+    seed_local(db)
+    code, text = run_cli("--db", db, "deadletters", "show", "slow-1")
+    assert code == 0, text
+    assert "reason:      Timeout" in text.splitlines()
+    assert "slow-1 is wrong " + "x" * 300 in text  # the description whole, unlike the list
+    assert "  n:" not in text and "body:        not a JSON object" not in text
+    code, text = run_cli("--db", db, "--json", "deadletters", "show", "slow-1")
+    shown = json.loads(text)["dead_letter"]
+    assert shown["message_id"] == "slow-1" and shown["summary"] == {}  # a body with no ids says nothing
+    assert run_cli("--db", db, "deadletters", "show", "nope")[0] == 3
+    assert "no dead letter in local has id 'nope'" in capsys.readouterr().err

@@ -263,7 +263,8 @@ class ServiceBusDeadLetterQueue(DeadLetterQueue):
         sender = self._get_client().get_queue_sender(self.queue_name)
         try:
             await asyncio.wait_for(
-                sender.send_messages(message, timeout=self.operation_timeout), timeout=self.operation_timeout * 2
+                sender.send_messages(message, timeout=self.operation_timeout),
+                timeout=self.operation_timeout * 2,
             )
         except (ServiceBusError, TimeoutError, OSError) as exc:
             error = map_servicebus_error("replay dead letter", exc)
