@@ -70,6 +70,11 @@ param turnsQueueName string = 'memory-turns'
 @maxValue(2000)
 param turnsQueueMaxDeliveryCount int = 10
 
+// ---- Monitoring ------------------------------------------------------------------------------
+
+@description('Email address the alerts (dead letters, function failures, queue backlog) notify; empty: no action group, the alerts show in the portal only (infra/app/alerts.bicep).')
+param alertEmail string = ''
+
 // ---- Azure AI Search -------------------------------------------------------------------------
 
 @allowed([
@@ -347,6 +352,22 @@ module functionApp './app/function.bicep' = {
   dependsOn: [
     functionRoles
   ]
+}
+
+// Logs and metrics to the Log Analytics workspace, and the alerts of docs/operations.md.
+module alerts './app/alerts.bicep' = {
+  name: 'alerts'
+  scope: rg
+  params: {
+    tags: tags
+    namePrefix: resourceToken
+    logAnalyticsWorkspaceId: monitoring.outputs.logAnalyticsWorkspaceId
+    serviceBusNamespaceName: serviceBus.outputs.namespaceName
+    turnsQueueName: serviceBus.outputs.queueName
+    functionAppName: functionApp.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    alertEmail: alertEmail
+  }
 }
 
 // ---- Role assignments ------------------------------------------------------------------------
