@@ -30,7 +30,6 @@ __all__ = [
     "Clock",
     "Closeable",
     "DeadLetter",
-    "DeadLetterQueue",
     "DeadLetterStore",
     "Embedder",
     "EmbedderWrapper",
@@ -40,7 +39,6 @@ __all__ = [
     "MemoryStore",
     "Page",
     "ProgressCallback",
-    "QueueDeadLetter",
     "QueuedItem",
     "QueuedLister",
     "RetentionPage",
@@ -594,56 +592,6 @@ class DeadLetterStore(Protocol):
     async def record_dead_letter(self, letter: DeadLetter) -> None:
         """Keep ``letter`` (recording the same message id twice keeps one)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class QueueDeadLetter:
-    """A message the broker dead-lettered itself (Service Bus's dead-letter sub-queue), as peeked.
-
-    Attributes:
-        sequence_number: Its number in the dead-letter sub-queue (what a replay names).
-        message_id: The message id (derived from scope and turn or recall id).
-        session_id: The queue session (the scope).
-        subject: The schema the publisher set (``memory-core.turn.v1``, ...).
-        reason: Why the broker dead-lettered it (``MaxDeliveryCountExceeded``, ``TTLExpiredException``, ...).
-        description: The broker's description of the reason.
-        delivery_count: Deliveries before it was dead-lettered.
-        enqueued_at: When it was enqueued.
-        body: The message body (never printed whole: see :func:`memory_core.tools.deadletter_sources.summarize_body`).
-    """
-
-    sequence_number: int
-    message_id: str
-    session_id: str | None
-    subject: str | None
-    reason: str
-    description: str
-    delivery_count: int | None
-    enqueued_at: datetime | None
-    body: bytes
-
-
-class DeadLetterQueue(Protocol):
-    """The dead-letter sub-queue of the turns queue: read without taking, and send back."""
-
-    async def peek(self, *, limit: int) -> list[QueueDeadLetter]:
-        """Up to ``limit`` dead letters, oldest (lowest sequence number) first, none locked or removed."""
-        ...
-
-    async def replay(self, sequence_number: int) -> bool:
-        """Send the dead letter ``sequence_number`` to the main queue again (its body, message id, session
-        and subject), then complete it in the dead-letter sub-queue, in that order: a failed send keeps it.
-
-        Returns:
-            ``False`` when no dead letter has that number (any more).
-
-        Raises:
-            MemoryCoreError: It was not sent, or it was sent and completing it failed (it is kept either
-                way; replaying it again is harmless, since the pipeline skips a turn it has processed).
-        """
-        ...
-
-    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

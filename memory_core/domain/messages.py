@@ -6,6 +6,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -45,6 +46,7 @@ __all__ = [
     "MemoryCandidate",
     "MemoryEvent",
     "MessageRole",
+    "QueueDeadLetter",
     "RecallUpdate",
     "Turn",
     "TurnMessage",
@@ -390,3 +392,30 @@ def session_id_for(scope: Scope) -> str:
     if len(raw) <= 128:
         return raw
     return "h:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDeadLetter:
+    """A message the broker dead-lettered itself (Service Bus's dead-letter sub-queue), as peeked.
+
+    Attributes:
+        sequence_number: Its number in the dead-letter sub-queue (what a replay names).
+        message_id: The message id (:func:`message_id_for`).
+        session_id: The queue session (:func:`session_id_for`).
+        subject: The schema the publisher set (:data:`TURN_SCHEMA`, :data:`RECALL_SCHEMA`).
+        reason: Why the broker dead-lettered it (``MaxDeliveryCountExceeded``, ``TTLExpiredException``, ...).
+        description: The broker's description of the reason.
+        delivery_count: Deliveries before it was dead-lettered.
+        enqueued_at: When it was enqueued.
+        body: The message body (what it says is for the pipeline, never printed whole).
+    """
+
+    sequence_number: int
+    message_id: str
+    session_id: str | None
+    subject: str | None
+    reason: str
+    description: str
+    delivery_count: int | None
+    enqueued_at: datetime | None
+    body: bytes

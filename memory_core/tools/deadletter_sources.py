@@ -15,7 +15,7 @@
   Listing peeks (nothing is locked); replay sends a copy to the turns queue with the original message id
   and session id, then completes the dead letter
   (:class:`~memory_core.adapters.azure.service_bus_deadletters.ServiceBusDeadLetterQueue`, behind the
-  :class:`~memory_core.ports.DeadLetterQueue` port). The duplicate detection window applies as for
+  :class:`DeadLetterQueue` protocol). The duplicate detection window applies as for
   ``azure``.
 
 Two things make an Azure record not replayable, and the command says which:
@@ -43,12 +43,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memory_core.errors import MemoryCoreError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.ports import DeadLetterQueue
+    from memory_core.domain.messages import QueueDeadLetter
 
 __all__ = [
     "DEFAULT_DUPLICATE_WINDOW",
     "AzureDeadLetters",
     "DeadLetterInfo",
+    "DeadLetterQueue",
     "DeadLetterSource",
     "DeadLetterTable",
     "LocalDeadLetters",
@@ -385,6 +386,31 @@ class AzureDeadLetters:
 
 
 # -- the turns queue's own dead-letter sub-queue ----------------------------------------------------
+class DeadLetterQueue(Protocol):
+    """What :class:`ServiceBusDeadLetters` needs of the turns queue's dead-letter sub-queue
+    (:class:`~memory_core.adapters.azure.service_bus_deadletters.ServiceBusDeadLetterQueue`): read
+    without taking, and send back."""
+
+    async def peek(self, *, limit: int) -> list[QueueDeadLetter]:
+        """Up to ``limit`` dead letters, oldest (lowest sequence number) first, none locked or removed."""
+        ...
+
+    async def replay(self, sequence_number: int) -> bool:
+        """Send the dead letter ``sequence_number`` to the main queue again (its body, message id, session
+        and subject), then complete it in the sub-queue, in that order: a failed send keeps it.
+
+        Returns:
+            ``False`` when no dead letter has that number (any more).
+
+        Raises:
+            MemoryCoreError: It was not sent, or it was sent and completing it failed (it is kept either
+                way; replaying it again is harmless, since the pipeline skips a turn it has processed).
+        """
+        ...
+
+    async def close(self) -> None: ...
+
+
 class ServiceBusDeadLetters:
     """The messages Service Bus dead-lettered itself, in the turns queue's dead-letter sub-queue.
 

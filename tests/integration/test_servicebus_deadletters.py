@@ -5,7 +5,7 @@ As in ``test_servicebus_publisher.py``, the AMQP connection is replaced at the S
 client hands out a receiver and a sender that hold real ``azure.servicebus.ServiceBusReceivedMessage``
 objects (built from AMQP messages as the SDK builds them, with the broker's dead-letter properties) and
 receive the real ``ServiceBusMessage`` the adapter sends. The command line runs on a fake that subclasses
-the :class:`~memory_core.ports.DeadLetterQueue` port. A live round trip is in ``tests/azure``.
+the :class:`~memory_core.tools.deadletter_sources.DeadLetterQueue` protocol. A live round trip is in ``tests/azure``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from azure.servicebus.exceptions import ServiceBusConnectionError, SessionLockLo
 from memory_core.adapters.azure import service_bus_deadletters
 from memory_core.adapters.azure.service_bus_deadletters import ServiceBusDeadLetterQueue
 from memory_core.cli.main import main
+from memory_core.domain.messages import QueueDeadLetter
 from memory_core.errors import MemoryCoreError, PermanentError, TransientError
-from memory_core.ports import DeadLetterQueue, QueueDeadLetter
+from memory_core.tools.deadletter_sources import DeadLetterQueue
 
 NOW = datetime.now(UTC)
 #: What a turn's user said: it must never reach the command's output.
@@ -229,7 +230,8 @@ def test_replay_sends_the_copy_to_the_main_queue_then_completes_the_dead_letter(
     assert asyncio.run(adapter.replay(41)) is True
     events = [e for e in client.log.events if e[0] in {"receive", "send", "complete", "abandon"}]
     assert events == [
-        ("receive", [40, 41, 42]),
+        ("receive", [40]),
+        ("receive", [41, 42]),  # the batches grow
         ("send", "turn:1"),
         ("complete", 41),
         ("abandon", 40),
@@ -250,6 +252,19 @@ def test_replay_sends_the_copy_to_the_main_queue_then_completes_the_dead_letter(
     assert {k.decode() if isinstance(k, bytes) else k for k in sent.application_properties or {}} == {
         "origin"
     }
+
+
+def test_replaying_in_order_locks_nothing_but_the_dead_letter_replayed() -> None:
+    client = FakeClient(dead_letters(3))
+    adapter = ServiceBusDeadLetterQueue("ns", "memory-turns", client=client)
+    for seq in (40, 41, 42):
+        assert asyncio.run(adapter.replay(seq)) is True
+    assert [e for e in client.log.events if e[0] in {"receive", "abandon"}] == [
+        ("receive", [40]),
+        ("receive", [41]),
+        ("receive", [42]),
+    ]
+    assert [m.message_id for m in client.sender.sent] == ["turn:0", "turn:1", "turn:2"] and client.queue == []
 
 
 def test_a_failed_send_keeps_the_dead_letter() -> None:
@@ -287,7 +302,7 @@ def test_replay_looks_no_further_than_max_scan() -> None:
     with pytest.raises(PermanentError, match="not among the first 3"):
         asyncio.run(adapter.replay(44))
     assert client.sender.sent == [] and len(client.queue) == 5
-    assert [e[1] for e in client.log.events if e[0] == "receive"] == [[40, 41], [42]]
+    assert [e[1] for e in client.log.events if e[0] == "receive"] == [[40], [41, 42]]
 
 
 def test_it_is_built_on_the_namespace_with_default_azure_credential(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,11 +7,13 @@ sessions, so one receiver reads every scope's dead letters.
 
 - :meth:`ServiceBusDeadLetterQueue.peek` browses (``peek_messages``, from sequence number 1 page by
   page): nothing is locked, no delivery count changes.
-- :meth:`ServiceBusDeadLetterQueue.replay` receives in peek-lock mode until it holds the dead letter
-  with the requested sequence number (at most ``max_scan`` messages), sends a copy to the main queue
+- :meth:`ServiceBusDeadLetterQueue.replay` receives in peek-lock mode (one message, then growing
+  batches) until it holds the dead letter with the requested sequence number (at most ``max_scan``
+  messages), sends a copy to the main queue
   (the same body, message id, session id, subject, content type and application properties, less the
   broker's dead-letter properties), and only then completes the dead letter. Every other message it
-  received is abandoned (back into the sub-queue; the sub-queue counts the delivery, nothing more).
+  received is abandoned (back into the sub-queue, where its delivery count grows by one and nothing
+  else changes).
   A failed send abandons the dead letter too, so nothing is lost; a failed completion after the send
   leaves it in the sub-queue, and replaying it again is harmless (the pipeline skips a turn it has
   processed, by its id).
@@ -32,8 +34,8 @@ from azure.servicebus import ServiceBusMessage, ServiceBusReceiveMode, ServiceBu
 from azure.servicebus.exceptions import ServiceBusError
 
 from memory_core.adapters.azure.service_bus import CONTENT_TYPE, map_servicebus_error
+from memory_core.domain.messages import QueueDeadLetter
 from memory_core.errors import ConfigurationError, MemoryCoreError, PermanentError
-from memory_core.ports import DeadLetterQueue, QueueDeadLetter
 
 if TYPE_CHECKING:  # pragma: no cover
     from azure.core.credentials_async import AsyncTokenCredential
@@ -98,8 +100,9 @@ def copy_for_replay(message: Any) -> ServiceBusMessage:
     )
 
 
-class ServiceBusDeadLetterQueue(DeadLetterQueue):
-    """A :class:`~memory_core.ports.DeadLetterQueue` on the turns queue's ``$DeadLetterQueue``.
+class ServiceBusDeadLetterQueue:
+    """A :class:`~memory_core.tools.deadletter_sources.DeadLetterQueue` on the turns queue's dead-letter
+    sub-queue (``<queue>/$DeadLetterQueue``).
 
     Args:
         fully_qualified_namespace: ``NAME.servicebus.windows.net``.
@@ -199,12 +202,18 @@ class ServiceBusDeadLetterQueue(DeadLetterQueue):
         return out
 
     async def _find(self, receiver: Any, sequence_number: int, held: list[Any]) -> Any | None:
-        """Receive until the dead letter ``sequence_number`` is in hand; the others go to ``held``."""
+        """Receive until the dead letter ``sequence_number`` is in hand; the others go to ``held``.
+
+        The batches grow from one message (the oldest, which ``replay --all`` asks for first) to
+        ``receive_batch``, so a replay in order locks and abandons nothing but its own dead letter.
+        """
+        size = 1
         while len(held) < self.max_scan:
             batch = await receiver.receive_messages(
-                max_message_count=min(self.receive_batch, self.max_scan - len(held)),
+                max_message_count=min(size, self.receive_batch, self.max_scan - len(held)),
                 max_wait_time=self.max_wait,
             )
+            size *= 2
             if not batch:
                 return None
             found = None
