@@ -184,9 +184,15 @@ def format_letter(letter: DeadLetterInfo, *, width: int = 100) -> str:
     """Two lines: ids, session, deliveries, time; then the reason and the description, shortened."""
     ident = letter.message_id if letter.key == letter.message_id else f"{letter.key}  {letter.message_id}"
     deliveries = "-" if letter.delivery_count is None or letter.delivery_count < 0 else letter.delivery_count
+    # Service Bus does not say when it dead-lettered a message: its enqueued time then.
+    when = (
+        f"recorded={format_time(letter.recorded_at)}"
+        if letter.recorded_at is not None or letter.enqueued_at is None
+        else f"enqueued={format_time(letter.enqueued_at)}"
+    )
     head = (
         f"{ident}  session={letter.session_id or '-'}  deliveries={deliveries}  "
-        f"recorded={format_time(letter.recorded_at)}  size={'-' if letter.size is None else letter.size}"
+        f"{when}  size={'-' if letter.size is None else letter.size}"
     )
     tail = f"    {letter.reason}: {_short(letter.description, width)}"
     if letter.not_replayable:

@@ -277,6 +277,18 @@ def test_a_failed_send_keeps_the_dead_letter() -> None:
     assert ("close sender", None) in client.log.events and client.log.events[-1] == ("close receiver", None)
 
 
+def test_a_link_that_fails_to_close_does_not_undo_a_replay() -> None:
+    client = FakeClient(dead_letters(1))
+
+    async def broken_close() -> None:
+        raise ServiceBusConnectionError(message="connection reset on detach")
+
+    client.sender.close = broken_close  # type: ignore[method-assign]
+    adapter = ServiceBusDeadLetterQueue("ns", "memory-turns", client=client)
+    assert asyncio.run(adapter.replay(40)) is True
+    assert ("complete", 40) in client.log.events and client.queue == []
+
+
 def test_a_failed_completion_after_the_send_says_it_was_sent_and_is_kept() -> None:
     client = FakeClient(dead_letters(1), complete_error=SessionLockLostError(message="lock lost"))
     adapter = ServiceBusDeadLetterQueue("ns", "memory-turns", client=client)
@@ -421,7 +433,7 @@ def test_list_shows_sequence_numbers_reasons_and_no_body(fake_queue: FakeDeadLet
     code, text = run_cli("deadletters", "list", "--source", "servicebus")
     assert code == 0, text
     assert text.startswith("3 dead letter(s) in servicebus\n")
-    assert "7  turn:a  session=u1|a1  deliveries=10" in text
+    assert "7  turn:a  session=u1|a1  deliveries=10  enqueued=" in text  # Service Bus has no dead-letter time
     assert "MaxDeliveryCountExceeded: Message could not be consumed" in text and "x" * 120 not in text
     assert SECRET not in text
     assert fake_queue.built == [("ns.servicebus.windows.net", "turns-x", None)]  # type: ignore[attr-defined]

@@ -100,6 +100,14 @@ def copy_for_replay(message: Any) -> ServiceBusMessage:
     )
 
 
+async def _close_quietly(link: Any, what: str) -> None:
+    """Close a receiver or sender; a failure to close never turns a done operation into a failed one."""
+    try:
+        await link.close()
+    except Exception:  # the link is dropped either way
+        logger.debug("closing the Service Bus %s failed", what, exc_info=True)
+
+
 class ServiceBusDeadLetterQueue:
     """A :class:`~memory_core.tools.deadletter_sources.DeadLetterQueue` on the turns queue's dead-letter
     sub-queue (``<queue>/$DeadLetterQueue``).
@@ -194,7 +202,7 @@ class ServiceBusDeadLetterQueue:
                     out.extend(dead_letter_of(m) for m in batch)
                     after = int(batch[-1].sequence_number) + 1
             finally:
-                await receiver.close()
+                await _close_quietly(receiver, "receiver")
         except MemoryCoreError:
             raise
         except (ServiceBusError, TimeoutError, OSError) as exc:
@@ -261,7 +269,7 @@ class ServiceBusDeadLetterQueue:
                 return True
             finally:
                 await self._settle_all(receiver, held)
-                await receiver.close()
+                await _close_quietly(receiver, "receiver")
         except MemoryCoreError:
             raise
         except (ServiceBusError, TimeoutError, OSError) as exc:
@@ -279,7 +287,7 @@ class ServiceBusDeadLetterQueue:
             error = map_servicebus_error("replay dead letter", exc)
             raise type(error)(f"{error}; the dead letter is kept") from exc
         finally:
-            await sender.close()
+            await _close_quietly(sender, "sender")
 
     async def close(self) -> None:
         """Close the client and the credential if this object created them."""
