@@ -183,6 +183,11 @@ class FakeSearchService:
             return json_response(*self._index(request.body["value"]))
         if path.endswith("/docs/search.post.search"):
             validate("SearchRequest", request.body)
+            if request.body.get("queryType") == "semantic" and request.body.get("orderby"):
+                # What the service answers: sorting by a field would override the semantic ranker.
+                return json_response(
+                    400, {"error": {"code": "InvalidRequestParameter", "message": "orderby with semantic"}}
+                )
             return json_response(200, self._search(request.body))
         raise AssertionError(f"unexpected request {request.method} {path}")
 
