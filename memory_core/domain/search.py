@@ -192,6 +192,8 @@ class SearchHit(BaseModel):
     #: Orders the hits of this search (fused ranks times the profile's boosts); not comparable across
     #: searches.
     score: float
+    #: The semantic ranker's score the hits were ordered by (Azure AI Search's boosted reranker
+    #: score when the scoring profile applies, else its reranker score); ``None`` without reranking.
     reranker_score: float | None = None
     breakdown: ScoreBreakdown
     #: How well the memory answers the query, 0-1, comparable across queries

@@ -395,6 +395,7 @@ EXPECTED_SEMANTIC = {
                 "prioritizedContentFields": [{"fieldName": "memory"}, {"fieldName": "summary"}],
                 "prioritizedKeywordsFields": [{"fieldName": "category"}],
             },
+            "rankingOrder": "BoostedRerankerScore",
         }
     ],
 }
@@ -624,7 +625,9 @@ def expected_search_body(mode: SearchMode, ranking: RankingProfile, query: str =
 @pytest.mark.parametrize("mode", list(SearchMode))
 def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: RankingProfile) -> None:
     record = make_record()
-    extras = [{"@search.rerankerScore": 2.75}] if mode == SearchMode.SEMANTIC else None
+    # With a scoring profile the service orders reranked hits by the boosted score and sends both.
+    boosted = {"@search.rerankerBoostedScore": 11.5} if ranking != RankingProfile.NONE else {}
+    extras = [{"@search.rerankerScore": 2.75, **boosted}] if mode == SearchMode.SEMANTIC else None
     transport = CapturingTransport([search_response(record, scores=[0.8], extras=extras)])
     store = make_store(transport)
     options = MemorySearchOptions(mode=mode, ranking_profile=ranking)
@@ -637,7 +640,8 @@ def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: Ra
     assert hit.score == 0.8
     assert hit.breakdown.relevance == 0.8
     assert hit.breakdown.profile == (None if ranking == RankingProfile.NONE else PROFILES[ranking].name)  # type: ignore[union-attr]
-    assert hit.reranker_score == (2.75 if mode == SearchMode.SEMANTIC else None)
+    reranked = 11.5 if ranking != RankingProfile.NONE else 2.75
+    assert hit.reranker_score == (reranked if mode == SearchMode.SEMANTIC else None)
 
 
 @pytest.mark.parametrize(

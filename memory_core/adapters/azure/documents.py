@@ -121,12 +121,19 @@ def _breakdown(hit: Mapping[str, Any], profile: str | None) -> ScoreBreakdown:
 
 
 def search_hit(document: Mapping[str, Any], profile: str | None) -> SearchHit:
-    """One hit of a search answer: the record, the service's score and reranker score, the breakdown."""
+    """One hit of a search answer: the record, the service's score and reranker score, the breakdown.
+
+    The reranker score is the one the semantic ranker ordered the hits by: the boosted one
+    (``@search.rerankerBoostedScore``, the reranker's score with the scoring profile applied; the
+    index's semantic configuration asks for that order) when the service sends it, else the
+    reranker's own.
+    """
     breakdown = _breakdown(document, profile)
+    boosted = _number(document.get("@search.reranker_boosted_score"))
     return SearchHit(
         record=from_document(document),
         score=breakdown.relevance,
-        reranker_score=_number(document.get("@search.reranker_score")),
+        reranker_score=boosted if boosted is not None else _number(document.get("@search.reranker_score")),
         breakdown=breakdown,
     )
 

@@ -36,6 +36,7 @@ from azure.search.documents.indexes.models import (
     HnswParameters,
     MagnitudeScoringFunction,
     MagnitudeScoringParameters,
+    RankingOrder,
     SearchField,
     SearchIndex,
     SemanticConfiguration,
@@ -352,6 +353,10 @@ def build_index(
                     content_fields=[SemanticField(field_name="memory"), SemanticField(field_name="summary")],
                     keywords_fields=[SemanticField(field_name="category")],
                 ),
+                # The scoring profile counts after reranking too: hits are ordered by the reranker's
+                # score times the profile's boost (``@search.rerankerBoostedScore``), as in hybrid
+                # search, where the profile multiplies the fused score.
+                ranking_order=RankingOrder.BOOSTED_RERANKER_SCORE,
             )
         ],
     )
