@@ -110,7 +110,7 @@ param chatDeploymentSku string = 'GlobalStandard'
 @description('Chat deployment capacity, in thousands of tokens per minute (AZURE_OPENAI_CHAT_DEPLOYMENT_CAPACITY).')
 param chatDeploymentCapacity int = 30
 
-@description('Embedding deployment name. Defaults to the model name, which the index vectorizer takes from the deployment name; AZURE_OPENAI_EMBEDDING_MODEL sets both.')
+@description('Embedding deployment name. Defaults to the model name; AZURE_OPENAI_EMBEDDING_MODEL sets both.')
 param embeddingDeploymentName string = 'text-embedding-3-small'
 
 @description('Embedding model (AZURE_OPENAI_EMBEDDING_MODEL); the index expects its vector size.')
@@ -247,17 +247,6 @@ module openAi './app/openai.bicep' = {
     embeddingModelVersion: embeddingModelVersion
     embeddingDeploymentSku: embeddingDeploymentSku
     embeddingDeploymentCapacity: embeddingDeploymentCapacity
-  }
-}
-
-// The index's integrated vectorizer embeds query text inside the search service, which calls the
-// embedding deployment with its own (system-assigned) identity.
-module searchVectorizerRole './app/search-openai-role.bicep' = {
-  name: 'search-openai-role'
-  scope: rg
-  params: {
-    searchPrincipalId: search.outputs.principalId
-    openAiAccountName: openAi.outputs.name
   }
 }
 

@@ -26,10 +26,8 @@ resource search 'Microsoft.Search/searchServices@2023-11-01' = {
   sku: {
     name: sku
   }
-  // Its own identity, for the integrated Azure OpenAI vectorizer (see search-openai-role.bicep).
-  identity: {
-    type: 'SystemAssigned'
-  }
+  // No managed identity: the service calls nothing (the index has no vectorizer; memory-core sends
+  // every query's vector itself).
   properties: {
     replicaCount: 1
     partitionCount: 1
@@ -43,4 +41,3 @@ resource search 'Microsoft.Search/searchServices@2023-11-01' = {
 
 output name string = search.name
 output endpoint string = 'https://${search.name}.search.windows.net'
-output principalId string = search.identity.principalId

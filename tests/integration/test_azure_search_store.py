@@ -45,7 +45,6 @@ from memory_core.adapters.azure.search_index import (
     ensure_index_definition,
     render_scoring_profile,
     search_credential,
-    vectorizer_config,
 )
 from memory_core.adapters.azure.search_store import RETENTION_FIELDS, AzureSearchMemoryStore
 from memory_core.config import Settings
@@ -459,20 +458,14 @@ def test_scoring_profiles_are_rendered_from_ranking() -> None:
     )
 
 
-def test_index_with_azure_openai_vectorizer() -> None:
-    transport = CapturingTransport([json_response(404, {"error": {"code": "x", "message": "missing"}})])
-    transport.add(lambda captured: json_response(201, service_echo(captured.body)))
-    vectorizer = vectorizer_config("https://aoai.openai.azure.com/", "text-embedding-3-small")
-    assert (
-        run(
-            ensure_index(
-                ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, vectorizer=vectorizer, transport=transport
-            )
-        )
-        == "created"
-    )
-    body = check_request(transport.requests[1], "PUT", PUT_INDEX)
-    assert body["vectorSearch"]["vectorizers"] == [
+def test_the_index_has_no_vectorizer_and_an_old_one_is_removed() -> None:
+    """Queries bring their vectors (memory-core's embedder, with its cache and ``dimensions``), so
+    the index has no integrated vectorizer; one left by an earlier version is dropped, since the
+    search service may no longer call Azure OpenAI."""
+    assert "vectorizers" not in EXPECTED_VECTOR_SEARCH
+    assert all("vectorizer" not in p for p in EXPECTED_VECTOR_SEARCH["profiles"])
+    old = json.loads(json.dumps(EXPECTED_INDEX))
+    old["vectorSearch"]["vectorizers"] = [
         {
             "name": "memory-aoai",
             "kind": "azureOpenAI",
@@ -483,8 +476,16 @@ def test_index_with_azure_openai_vectorizer() -> None:
             },
         }
     ]
-    assert [p["vectorizer"] for p in body["vectorSearch"]["profiles"]] == ["memory-aoai", "memory-aoai"]
-    assert "apiKey" not in json.dumps(body)
+    for profile in old["vectorSearch"]["profiles"]:
+        profile["vectorizer"] = "memory-aoai"
+    transport = CapturingTransport([json_response(200, service_echo(old, etag='"0xOLD"'))])
+    transport.add(lambda captured: json_response(200, service_echo(captured.body, etag='"0xNEW"')))
+    assert run(ensure_index(ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport)) == "updated"
+    put = transport.requests[1]
+    body = check_request(put, "PUT", PUT_INDEX)
+    assert put.headers["If-Match"] == '"0xOLD"'
+    body.pop("@odata.etag")
+    assert body == EXPECTED_INDEX
 
 
 def test_ensure_index_is_unchanged_when_the_service_already_has_it() -> None:

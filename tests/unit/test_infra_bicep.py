@@ -42,7 +42,6 @@ FUNCTION = "app/function.bicep"
 RBAC = "app/rbac.bicep"
 SERVICEBUS = "app/servicebus.bicep"
 SEARCH = "app/search.bicep"
-SEARCH_OPENAI_ROLE = "app/search-openai-role.bicep"
 
 # ---------------------------------------------------------------------------------------------
 # What the deployment may and may not do
@@ -589,16 +588,17 @@ def check_search_and_openai(docs: dict[str, dict[str, Any]]) -> None:
             assert value not in (None, ""), f"{kind}{field} needs a default"
     names = {param_default(main, resolve(main, params[f"{k}DeploymentName"])) for k in ("chat", "embedding")}
     assert len(names) == 2
-    # The index's integrated vectorizer names the model after the embedding deployment.
+    # A deployment is named after its model.
     assert param_default(main, Param("embeddingDeploymentName")) == param_default(
         main, Param("embeddingModelName")
     )
-    # That vectorizer runs inside the search service, under its own identity, which may call OpenAI.
-    assert body(search)["identity"]["type"] == "SystemAssigned"
-    (vectorizer_role,) = local_modules(main, SEARCH_OPENAI_ROLE).values()
-    assert chain(body(vectorizer_role)["params"]["searchPrincipalId"]) == ["search", "outputs", "principalId"]
-    roles = {ALLOWED_ROLES[r] for f, _, r in check_role_assignments(docs) if f == SEARCH_OPENAI_ROLE}
-    assert roles == {"Cognitive Services OpenAI User"}
+    # The index has no vectorizer (queries bring their vectors), so the search service calls nothing:
+    # it has no managed identity, and no role is granted to it.
+    assert "identity" not in body(search), "the search service needs no identity (no vectorizer)"
+    assert "principalId" not in docs[rel].get("outputs", {}), "the search service has no identity"
+    for rel_, _, res in declared(docs, "Microsoft.Authorization/roleAssignments"):
+        principal = json.dumps(body(res)["properties"]["principalId"])
+        assert "search" not in principal.lower(), f"{rel_}: a role for the search service's identity"
 
 
 def app_settings(docs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -915,6 +915,13 @@ def test_queue_check_fails_without_sessions() -> None:
     docs = load(mutate(SERVICEBUS, "requiresSession: true", "requiresSession: false"))
     with pytest.raises(AssertionError, match="sessions"):
         check_turns_queue(docs)
+
+
+def test_search_check_fails_when_the_search_service_gets_an_identity() -> None:
+    old = "  properties: {\n    replicaCount: 1\n"
+    new = "  identity: {\n    type: 'SystemAssigned'\n  }\n" + old
+    with pytest.raises(AssertionError, match="no identity"):
+        check_search_and_openai(load(mutate(SEARCH, old, new)))
 
 
 def test_local_auth_check_fails_when_search_keys_are_enabled() -> None:
