@@ -27,7 +27,10 @@ resource search 'Microsoft.Search/searchServices@2023-11-01' = {
     name: sku
   }
   // No managed identity: the service calls nothing (the index has no vectorizer; memory-core sends
-  // every query's vector itself).
+  // every query's vector itself). 'None' also removes the one earlier versions gave it.
+  identity: {
+    type: 'None'
+  }
   properties: {
     replicaCount: 1
     partitionCount: 1
