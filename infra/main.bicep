@@ -174,7 +174,7 @@ resource rg 'Microsoft.Resources/resourceGroups@2021-04-01' = {
 // ---- Resources -------------------------------------------------------------------------------
 
 // The one identity the Function App uses for every dependency.
-module functionIdentity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
+module functionIdentity 'br/public:avm/res/managed-identity/user-assigned-identity:0.6.0' = {
   name: 'identity'
   scope: rg
   params: {
@@ -262,17 +262,15 @@ module apiIdentity './app/api-identity.bicep' = if (createApiRegistration) {
   }
 }
 
-module plan 'br/public:avm/res/web/serverfarm:0.1.1' = {
+// Flex Consumption: the module gives skuName 'FC1' the FlexConsumption tier (and no zone redundancy).
+module plan 'br/public:avm/res/web/serverfarm:0.7.0' = {
   name: 'plan'
   scope: rg
   params: {
     name: '${abbrs.webServerFarms}${resourceToken}'
     location: location
     tags: tags
-    sku: {
-      name: 'FC1'
-      tier: 'FlexConsumption'
-    }
+    skuName: 'FC1'
     reserved: true
   }
 }
