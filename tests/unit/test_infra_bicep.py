@@ -177,7 +177,7 @@ SEMVER = re.compile(r"\d+\.\d+\.\d+")
 #: outputs each version declares (read from its main.bicep at that release tag in
 #: Azure/bicep-registry-modules; no Bicep CLI here to restore them). A new version is added here only
 #: after checking what it declares, so a renamed parameter (serverfarm's ``sku`` object became
-#: ``skuName`` in 0.5.0) fails this test rather than the deployment.
+#: ``skuName`` in 0.2.0) fails this test rather than the deployment.
 REGISTRY_MODULES: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {
     ("avm/res/web/serverfarm", "0.7.0"): (
         frozenset(
