@@ -189,8 +189,8 @@ class SearchHit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
-    #: Orders the hits of this search (fused ranks times the profile's boosts); not comparable across
-    #: searches.
+    #: Orders the hits of this search (fused ranks times the profile's boosts; in Azure's semantic
+    #: search, the reranker score it ordered them by); not comparable across searches.
     score: float
     #: The semantic ranker's score the hits were ordered by (Azure AI Search's boosted reranker
     #: score when the scoring profile applies, else its reranker score); ``None`` without reranking.

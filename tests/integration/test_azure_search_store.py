@@ -638,11 +638,39 @@ def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: Ra
     assert result.mode == mode and result.ranking_profile == ranking and result.notes == []
     (hit,) = result.hits
     assert hit.record == record.without_embedding()
-    assert hit.score == 0.8
+    reranked = 11.5 if ranking != RankingProfile.NONE else 2.75
+    # A semantic answer is ordered by the reranker score: that is the hit's score; the fused one stays
+    # in the breakdown.
+    assert hit.score == (reranked if mode == SearchMode.SEMANTIC else 0.8)
     assert hit.breakdown.relevance == 0.8
     assert hit.breakdown.profile == (None if ranking == RankingProfile.NONE else PROFILES[ranking].name)  # type: ignore[union-attr]
-    reranked = 11.5 if ranking != RankingProfile.NONE else 2.75
     assert hit.reranker_score == (reranked if mode == SearchMode.SEMANTIC else None)
+
+
+def test_a_semantic_search_keeps_the_order_of_the_semantic_ranker() -> None:
+    """The service sorts a semantic answer by the (boosted) reranker score, not by ``@search.score``;
+    the search service layer re-ranks by score, so the reranker's order must survive it, with a hit
+    the ranker did not reach (past its first 50) after the reranked ones."""
+    from memory_core.adapters.models.hash_embedder import HashingEmbedder
+    from memory_core.service.search import search
+
+    records = [make_record(f"m{i}", memory=f"coffee note {i}") for i in range(3)]
+    extras = [
+        {"@search.rerankerScore": 3.1, "@search.rerankerBoostedScore": 6.2},
+        {"@search.rerankerScore": 2.9, "@search.rerankerBoostedScore": 4.0},
+        {},  # not reranked
+    ]
+    # Fused scores in the opposite order: sorting by them would undo the reranking.
+    transport = CapturingTransport([search_response(*records, scores=[0.01, 0.02, 0.05], extras=extras)])
+    store = make_store(transport, dimensions=8)
+    options = MemorySearchOptions(mode=SearchMode.SEMANTIC, top=3)
+    result = run(search(store, HashingEmbedder(8), SCOPE, "coffee", options))
+    (captured,) = transport.requests
+    assert captured.body["queryType"] == "semantic"
+    assert [h.record.id for h in result.hits] == ["m0", "m1", "m2"]
+    assert [h.reranker_score for h in result.hits] == [6.2, 4.0, None]
+    assert [h.breakdown.relevance for h in result.hits] == [0.01, 0.02, 0.05]
+    assert result.hits[0].score == 6.2 and 0 < result.hits[2].score < result.hits[1].score
 
 
 @pytest.mark.parametrize(
