@@ -115,7 +115,7 @@ param chatDeploymentSku string = 'GlobalStandard'
 @description('Chat deployment capacity, in thousands of tokens per minute (AZURE_OPENAI_CHAT_DEPLOYMENT_CAPACITY).')
 param chatDeploymentCapacity int = 30
 
-@description('Embedding deployment name. Defaults to the model name, which the index vectorizer takes from the deployment name; AZURE_OPENAI_EMBEDDING_MODEL sets both.')
+@description('Embedding deployment name. Defaults to the model name; AZURE_OPENAI_EMBEDDING_MODEL sets both.')
 param embeddingDeploymentName string = 'text-embedding-3-small'
 
 @description('Embedding model (AZURE_OPENAI_EMBEDDING_MODEL); the index expects its vector size.')
@@ -179,7 +179,7 @@ resource rg 'Microsoft.Resources/resourceGroups@2021-04-01' = {
 // ---- Resources -------------------------------------------------------------------------------
 
 // The one identity the Function App uses for every dependency.
-module functionIdentity 'br/public:avm/res/managed-identity/user-assigned-identity:0.4.1' = {
+module functionIdentity 'br/public:avm/res/managed-identity/user-assigned-identity:0.6.0' = {
   name: 'identity'
   scope: rg
   params: {
@@ -255,17 +255,6 @@ module openAi './app/openai.bicep' = {
   }
 }
 
-// The index's integrated vectorizer embeds query text inside the search service, which calls the
-// embedding deployment with its own (system-assigned) identity.
-module searchVectorizerRole './app/search-openai-role.bicep' = {
-  name: 'search-openai-role'
-  scope: rg
-  params: {
-    searchPrincipalId: search.outputs.principalId
-    openAiAccountName: openAi.outputs.name
-  }
-}
-
 // The API's Microsoft Entra ID app registration and service principal (Microsoft Graph Bicep
 // extension). Memory.Admin goes to the developer who runs azd when that is a user.
 module apiIdentity './app/api-identity.bicep' = if (createApiRegistration) {
@@ -278,17 +267,15 @@ module apiIdentity './app/api-identity.bicep' = if (createApiRegistration) {
   }
 }
 
-module plan 'br/public:avm/res/web/serverfarm:0.1.1' = {
+// Flex Consumption: the module gives skuName 'FC1' the FlexConsumption tier (and no zone redundancy).
+module plan 'br/public:avm/res/web/serverfarm:0.7.0' = {
   name: 'plan'
   scope: rg
   params: {
     name: '${abbrs.webServerFarms}${resourceToken}'
     location: location
     tags: tags
-    sku: {
-      name: 'FC1'
-      tier: 'FlexConsumption'
-    }
+    skuName: 'FC1'
     reserved: true
   }
 }

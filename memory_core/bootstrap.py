@@ -454,19 +454,9 @@ async def ensure_search_index(settings: Settings) -> str:
     """
     if not settings.azure_search_endpoint:
         raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set; nothing to ensure")
-    from memory_core.adapters.azure.search_index import (
-        close_credential,
-        default_credential,
-        ensure_index,
-        vectorizer_config,
-    )
+    from memory_core.adapters.azure.search_index import close_credential, default_credential, ensure_index
 
     embedder = build_embedder(settings)
-    vectorizer = None
-    if settings.embedder == "azure_openai":
-        vectorizer = vectorizer_config(
-            settings.azure_openai_endpoint, settings.azure_openai_embedding_deployment
-        )
     credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
     try:
         outcome: str = await ensure_index(
@@ -474,7 +464,6 @@ async def ensure_search_index(settings: Settings) -> str:
             settings.azure_search_index_name,
             credential,
             dimensions=embedder.dimensions,
-            vectorizer=vectorizer,
         )
     finally:
         await close_credential(credential)

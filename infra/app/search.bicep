@@ -26,9 +26,10 @@ resource search 'Microsoft.Search/searchServices@2023-11-01' = {
   sku: {
     name: sku
   }
-  // Its own identity, for the integrated Azure OpenAI vectorizer (see search-openai-role.bicep).
+  // No managed identity: the service calls nothing (the index has no vectorizer; memory-core sends
+  // every query's vector itself). 'None' also removes the one earlier versions gave it.
   identity: {
-    type: 'SystemAssigned'
+    type: 'None'
   }
   properties: {
     replicaCount: 1
@@ -43,4 +44,3 @@ resource search 'Microsoft.Search/searchServices@2023-11-01' = {
 
 output name string = search.name
 output endpoint string = 'https://${search.name}.search.windows.net'
-output principalId string = search.identity.principalId

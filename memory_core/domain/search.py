@@ -8,12 +8,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.domain.validation import parse_model, unit_interval, validate_category
+from memory_core.errors import ValidationError
 
 __all__ = [
+    "SEMANTIC_ORDER_PROBLEM",
     "Listing",
     "MemorySearchOptions",
     "OrderBy",
@@ -22,6 +24,7 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SearchResult",
+    "check_semantic_order",
 ]
 
 
@@ -65,6 +68,25 @@ class OrderBy(StrEnum):
         return self.value.endswith(" desc")
 
 
+#: Why ``mode=semantic`` and ``order_by`` cannot go together: the semantic ranker orders by its own
+#: score, and Azure AI Search answers ``queryType=semantic`` with ``orderby`` with 400 Bad Request.
+SEMANTIC_ORDER_PROBLEM = (
+    "cannot be used with mode 'semantic': the semantic ranker orders the results by its own score "
+    "(Azure AI Search refuses a semantic query with $orderby); leave out order_by, or sort a keyword, "
+    "vector or hybrid search"
+)
+
+
+def check_semantic_order(mode: SearchMode, order_by: OrderBy | None) -> None:
+    """Refuse a semantic search sorted by a field.
+
+    Raises:
+        ValidationError: ``mode`` is semantic and ``order_by`` is set (names ``order_by``).
+    """
+    if mode == SearchMode.SEMANTIC and order_by is not None:
+        raise ValidationError("order_by", SEMANTIC_ORDER_PROBLEM)
+
+
 class MemorySearchOptions(BaseModel):
     """What a search asks for. Filters are built from these fields, never from caller-supplied OData."""
 
@@ -100,6 +122,11 @@ class MemorySearchOptions(BaseModel):
     @classmethod
     def _bounds(cls, value: float | None) -> float | None:
         return None if value is None else unit_interval(value, "minimum")
+
+    @model_validator(mode="after")
+    def _semantic_order(self) -> MemorySearchOptions:
+        check_semantic_order(self.mode, self.order_by)
+        return self
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> MemorySearchOptions:
@@ -162,9 +189,11 @@ class SearchHit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     record: MemoryRecord
-    #: Orders the hits of this search (fused ranks times the profile's boosts); not comparable across
-    #: searches.
+    #: Orders the hits of this search (fused ranks times the profile's boosts; in Azure's semantic
+    #: search, the reranker score it ordered them by); not comparable across searches.
     score: float
+    #: The semantic ranker's score the hits were ordered by (Azure AI Search's boosted reranker
+    #: score when the scoring profile applies, else its reranker score); ``None`` without reranking.
     reranker_score: float | None = None
     breakdown: ScoreBreakdown
     #: How well the memory answers the query, 0-1, comparable across queries

@@ -14,7 +14,7 @@ from typing import Literal
 
 from memory_core.domain.fusion import fusion_for
 from memory_core.domain.ranking import ScoringProfile, profile_for
-from memory_core.domain.search import MemorySearchOptions, SearchMode
+from memory_core.domain.search import MemorySearchOptions, SearchMode, check_semantic_order
 from memory_core.errors import ValidationError
 
 __all__ = ["MODE_LEGS", "TEXT_LEG_TOP", "SearchPlan", "TextLeg", "VectorLeg", "plan_for"]
@@ -101,7 +101,12 @@ def plan_for(options: MemorySearchOptions, query: str) -> SearchPlan:
     whether a fused text leg counts a memory with any query word or only with all of them
     (:mod:`memory_core.domain.fusion`); hybrid or semantic search without query text runs the
     vector leg alone (still fused: its relevance is its reciprocal rank).
+
+    Raises:
+        ValidationError: Semantic search sorted by a field (options changed without validation, such
+            as by ``model_copy``, reach no store that way either).
     """
+    check_semantic_order(options.mode, options.order_by)
     fusion = fusion_for(query, options.vector_weight)
     with_text, with_vector = MODE_LEGS[options.mode]
     fused = with_text and with_vector

@@ -233,12 +233,14 @@ def parse_model(model: type[M], data: Any) -> M:
 def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
     errors = exc.errors(include_url=False)
     first: dict[str, Any] = dict(errors[0]) if errors else {"loc": ("?",), "msg": str(exc)}
-    field = ".".join(str(part) for part in first.get("loc", ())) or exc.title
+    field = ".".join(str(part) for part in first.get("loc", ()))
     message = str(first.get("msg", "is invalid"))
     ctx = first.get("ctx")
     original = ctx.get("error") if isinstance(ctx, dict) else None
     if isinstance(original, ValidationError):
+        # A rule of the whole model (no location) names its field itself.
         return ValidationError(original.field if field in {"", "?"} else field, original.message)
+    field = field or exc.title
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""

@@ -61,7 +61,7 @@ def test_embedded_and_azure_analysis_overlap() -> None:
     settings = Settings.from_env(os.environ, store="azure_search", embedder="hash")
 
     async def scenario() -> list[tuple[str, float, list[str], list[str]]]:
-        credential = default_credential(settings)
+        credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
         name = f"{settings.azure_search_index_name}-t{uuid.uuid4().hex[:10]}"
         client = SearchIndexClient(settings.azure_search_endpoint, credential)
         rows = []

@@ -53,13 +53,13 @@ async def live_store(clock: FixedClock, dimensions: int) -> AsyncIterator[Memory
     class SettlingStore(AzureSearchMemoryStore):
         """Waits after each write so that the next read sees it (near-real-time indexing)."""
 
-        async def _write(self, operation: str, actions: Any) -> int:
-            written = await super()._write(operation, actions)
+        async def _write(self, operation: str, actions: Any, *, ignore_missing: bool = False) -> int:
+            written = await super()._write(operation, actions, ignore_missing=ignore_missing)
             await asyncio.sleep(SETTLE_SECONDS)
             return written
 
     settings = _settings()
-    credential = default_credential(settings)
+    credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
     name = f"{settings.azure_search_index_name}-t{uuid.uuid4().hex[:10]}"
     index_client = SearchIndexClient(settings.azure_search_endpoint, credential)
     try:
@@ -104,10 +104,11 @@ def test_ensure_index_is_idempotent_live() -> None:
         settings = Settings.from_env(
             os.environ, store="azure_search", embedder="hash", azure_search_index_name=name
         )
-        credential = default_credential(settings)
+        credential = default_credential(api_key=settings.azure_search_api_key, client_id=settings.azure_client_id)
         try:
-            assert await ensure_index(settings, credential, dimensions=8) == "created"
-            assert await ensure_index(settings, credential, dimensions=8) == "unchanged"
+            endpoint = settings.azure_search_endpoint
+            assert await ensure_index(endpoint, name, credential, dimensions=8) == "created"
+            assert await ensure_index(endpoint, name, credential, dimensions=8) == "unchanged"
         finally:
             await drop_index(settings.azure_search_endpoint, credential, name)
             await close_credential(credential)

@@ -355,6 +355,29 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_semantic_search_cannot_be_sorted_by_a_field(self) -> None:
+        """Azure AI Search answers a semantic query with ``$orderby`` with 400; both stores refuse it
+        first, naming ``order_by``, also when the options were changed without validation."""
+
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert([make("travel note", id="m1")])
+            with pytest.raises(ValidationError) as info:
+                MemorySearchOptions.from_values({"mode": "semantic", "order_by": "importance desc"})
+            assert info.value.field == "order_by" and "semantic" in info.value.message
+            smuggled = opts(mode=SearchMode.SEMANTIC).model_copy(update={"order_by": OrderBy.IMPORTANCE_DESC})
+            with pytest.raises(ValidationError) as info:
+                await store.search(SearchRequest(U1A1, "travel", vector("travel"), smuggled))
+            assert info.value.field == "order_by"
+            # Sorted keyword, vector and hybrid searches, and unsorted semantic ones, still run.
+            for options in (
+                opts(mode=SearchMode.HYBRID, order_by=OrderBy.IMPORTANCE_DESC),
+                opts(mode=SearchMode.SEMANTIC),
+            ):
+                result = await store.search(SearchRequest(U1A1, "travel", vector("travel"), options))
+                assert [h.record.id for h in result.hits] == ["m1"]
+
+        self.run(scenario)
+
     # -- ranking --------------------------------------------------------------------------------
     def test_reference_ranking_example(self) -> None:
         """Same text: A important and often recalled but 75 days old, B trivial but fresh."""

@@ -183,6 +183,11 @@ class FakeSearchService:
             return json_response(*self._index(request.body["value"]))
         if path.endswith("/docs/search.post.search"):
             validate("SearchRequest", request.body)
+            if request.body.get("queryType") == "semantic" and request.body.get("orderby"):
+                # What the service answers: sorting by a field would override the semantic ranker.
+                return json_response(
+                    400, {"error": {"code": "InvalidRequestParameter", "message": "orderby with semantic"}}
+                )
             return json_response(200, self._search(request.body))
         raise AssertionError(f"unexpected request {request.method} {path}")
 
@@ -301,10 +306,19 @@ class FakeSearchService:
         values = []
         for i in order:
             hit = {"@search.score": float(final[i]), **{f: candidates[i].get(f) for f in select}}
-            if body.get("queryType") == "semantic":
-                hit["@search.rerankerScore"] = float(final[i])
+            if body.get("queryType") == "semantic":  # (no reranker here: the fused score stands in)
+                hit["@search.rerankerScore"] = float(relevance[i])
+                if profile is not None and self._boosted_order(body.get("semanticConfiguration")):
+                    hit["@search.rerankerBoostedScore"] = float(final[i])
             values.append(hit)
         return {"value": values, **({"@odata.count": total} if body.get("count") else {})}
+
+    def _boosted_order(self, configuration: str | None) -> bool:
+        """Whether the semantic configuration orders by the reranker score boosted by the profile."""
+        semantic = (self.index or {}).get("semantic") or {}
+        name = configuration or semantic.get("defaultConfiguration")
+        found = [c for c in semantic.get("configurations") or [] if c.get("name") == name]
+        return bool(found) and found[0].get("rankingOrder", "BoostedRerankerScore") == "BoostedRerankerScore"
 
     @staticmethod
     def _ranks(scores: np.ndarray, eligible: np.ndarray, limit: int) -> np.ndarray:

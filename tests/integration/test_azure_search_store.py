@@ -45,7 +45,6 @@ from memory_core.adapters.azure.search_index import (
     ensure_index_definition,
     render_scoring_profile,
     search_credential,
-    vectorizer_config,
 )
 from memory_core.adapters.azure.search_store import RETENTION_FIELDS, AzureSearchMemoryStore
 from memory_core.config import Settings
@@ -395,6 +394,7 @@ EXPECTED_SEMANTIC = {
                 "prioritizedContentFields": [{"fieldName": "memory"}, {"fieldName": "summary"}],
                 "prioritizedKeywordsFields": [{"fieldName": "category"}],
             },
+            "rankingOrder": "BoostedRerankerScore",
         }
     ],
 }
@@ -458,20 +458,14 @@ def test_scoring_profiles_are_rendered_from_ranking() -> None:
     )
 
 
-def test_index_with_azure_openai_vectorizer() -> None:
-    transport = CapturingTransport([json_response(404, {"error": {"code": "x", "message": "missing"}})])
-    transport.add(lambda captured: json_response(201, service_echo(captured.body)))
-    vectorizer = vectorizer_config("https://aoai.openai.azure.com/", "text-embedding-3-small")
-    assert (
-        run(
-            ensure_index(
-                ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, vectorizer=vectorizer, transport=transport
-            )
-        )
-        == "created"
-    )
-    body = check_request(transport.requests[1], "PUT", PUT_INDEX)
-    assert body["vectorSearch"]["vectorizers"] == [
+def test_the_index_has_no_vectorizer_and_an_old_one_is_removed() -> None:
+    """Queries bring their vectors (memory-core's embedder, with its cache and ``dimensions``), so
+    the index has no integrated vectorizer; one left by an earlier version is dropped, since the
+    search service may no longer call Azure OpenAI."""
+    assert "vectorizers" not in EXPECTED_VECTOR_SEARCH
+    assert all("vectorizer" not in p for p in EXPECTED_VECTOR_SEARCH["profiles"])
+    old = json.loads(json.dumps(EXPECTED_INDEX))
+    old["vectorSearch"]["vectorizers"] = [
         {
             "name": "memory-aoai",
             "kind": "azureOpenAI",
@@ -482,8 +476,16 @@ def test_index_with_azure_openai_vectorizer() -> None:
             },
         }
     ]
-    assert [p["vectorizer"] for p in body["vectorSearch"]["profiles"]] == ["memory-aoai", "memory-aoai"]
-    assert "apiKey" not in json.dumps(body)
+    for profile in old["vectorSearch"]["profiles"]:
+        profile["vectorizer"] = "memory-aoai"
+    transport = CapturingTransport([json_response(200, service_echo(old, etag='"0xOLD"'))])
+    transport.add(lambda captured: json_response(200, service_echo(captured.body, etag='"0xNEW"')))
+    assert run(ensure_index(ENDPOINT, INDEX, admin_key(), dimensions=DIMENSIONS, transport=transport)) == "updated"
+    put = transport.requests[1]
+    body = check_request(put, "PUT", PUT_INDEX)
+    assert put.headers["If-Match"] == '"0xOLD"'
+    body.pop("@odata.etag")
+    assert body == EXPECTED_INDEX
 
 
 def test_ensure_index_is_unchanged_when_the_service_already_has_it() -> None:
@@ -624,7 +626,9 @@ def expected_search_body(mode: SearchMode, ranking: RankingProfile, query: str =
 @pytest.mark.parametrize("mode", list(SearchMode))
 def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: RankingProfile) -> None:
     record = make_record()
-    extras = [{"@search.rerankerScore": 2.75}] if mode == SearchMode.SEMANTIC else None
+    # With a scoring profile the service orders reranked hits by the boosted score and sends both.
+    boosted = {"@search.rerankerBoostedScore": 11.5} if ranking != RankingProfile.NONE else {}
+    extras = [{"@search.rerankerScore": 2.75, **boosted}] if mode == SearchMode.SEMANTIC else None
     transport = CapturingTransport([search_response(record, scores=[0.8], extras=extras)])
     store = make_store(transport)
     options = MemorySearchOptions(mode=mode, ranking_profile=ranking)
@@ -634,10 +638,39 @@ def test_search_request_for_every_mode_and_profile(mode: SearchMode, ranking: Ra
     assert result.mode == mode and result.ranking_profile == ranking and result.notes == []
     (hit,) = result.hits
     assert hit.record == record.without_embedding()
-    assert hit.score == 0.8
+    reranked = 11.5 if ranking != RankingProfile.NONE else 2.75
+    # A semantic answer is ordered by the reranker score: that is the hit's score; the fused one stays
+    # in the breakdown.
+    assert hit.score == (reranked if mode == SearchMode.SEMANTIC else 0.8)
     assert hit.breakdown.relevance == 0.8
     assert hit.breakdown.profile == (None if ranking == RankingProfile.NONE else PROFILES[ranking].name)  # type: ignore[union-attr]
-    assert hit.reranker_score == (2.75 if mode == SearchMode.SEMANTIC else None)
+    assert hit.reranker_score == (reranked if mode == SearchMode.SEMANTIC else None)
+
+
+def test_a_semantic_search_keeps_the_order_of_the_semantic_ranker() -> None:
+    """The service sorts a semantic answer by the (boosted) reranker score, not by ``@search.score``;
+    the search service layer re-ranks by score, so the reranker's order must survive it, with a hit
+    the ranker did not reach (past its first 50) after the reranked ones."""
+    from memory_core.adapters.models.hash_embedder import HashingEmbedder
+    from memory_core.service.search import search
+
+    records = [make_record(f"m{i}", memory=f"coffee note {i}") for i in range(3)]
+    extras = [
+        {"@search.rerankerScore": 3.1, "@search.rerankerBoostedScore": 6.2},
+        {"@search.rerankerScore": 2.9, "@search.rerankerBoostedScore": 4.0},
+        {},  # not reranked
+    ]
+    # Fused scores in the opposite order: sorting by them would undo the reranking.
+    transport = CapturingTransport([search_response(*records, scores=[0.01, 0.02, 0.05], extras=extras)])
+    store = make_store(transport, dimensions=8)
+    options = MemorySearchOptions(mode=SearchMode.SEMANTIC, top=3)
+    result = run(search(store, HashingEmbedder(8), SCOPE, "coffee", options))
+    (captured,) = transport.requests
+    assert captured.body["queryType"] == "semantic"
+    assert [h.record.id for h in result.hits] == ["m0", "m1", "m2"]
+    assert [h.reranker_score for h in result.hits] == [6.2, 4.0, None]
+    assert [h.breakdown.relevance for h in result.hits] == [0.01, 0.02, 0.05]
+    assert result.hits[0].score == 6.2 and 0 < result.hits[2].score < result.hits[1].score
 
 
 @pytest.mark.parametrize(

@@ -251,6 +251,14 @@ def test_bad_bodies(rt: RunningRuntime) -> None:
         "validation_error",
         "mode",
     )
+    semantic_sorted = {"mode": "semantic", "order_by": "importance desc"}
+    error = _error(
+        rt.client.post("/api/memories/search", {"user_id": "u1", "agent_id": "a1", "query": "x", **semantic_sorted}),
+        422,
+        "validation_error",
+        "order_by",
+    )
+    assert "semantic" in error["message"]
     _error(
         rt.client.post("/api/memories/search", {"user_id": "u1", "agent_id": "a1", "query": "x", "extra": 1}),
         422,

@@ -36,9 +36,10 @@ from memory_core.service import MemoryService
 
 SCOPE = Scope.of("u1", "a1")
 
-#: A value other than the default for every search option.
+#: A value other than the default for every search option. (Not ``semantic``: a semantic search
+#: cannot be sorted by a field, and ``order_by`` is set here.)
 CHANGED: dict[str, Any] = {
-    "mode": SearchMode.SEMANTIC,
+    "mode": SearchMode.VECTOR,
     "ranking_profile": RankingProfile.RECENT,
     "top": 7,
     "order_by": OrderBy.IMPORTANCE_DESC,

@@ -82,6 +82,17 @@ def test_scope_accepts_documented_characters() -> None:
     assert info.value.field == "user_id" and "128" in info.value.message
 
 
+def test_a_rule_of_the_whole_model_names_its_own_field() -> None:
+    """A model validator has no location in pydantic's error; the field it names is kept."""
+    with pytest.raises(ValidationError) as info:
+        parse_model(MemorySearchOptions, {"mode": "semantic", "order_by": "importance desc"})
+    assert info.value.field == "order_by", info.value
+    # A model rule that raises a plain ValueError still names the model.
+    with pytest.raises(ValidationError) as info:
+        parse_model(MemoryRecord, base(updated_at=(NOW - timedelta(days=1)).isoformat()))
+    assert info.value.field == "MemoryRecord" and "updated_at" in info.value.message
+
+
 def test_search_options_bounds() -> None:
     with pytest.raises(ValidationError) as info:
         parse_model(MemorySearchOptions, {"top": 0})

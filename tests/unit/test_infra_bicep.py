@@ -42,7 +42,6 @@ FUNCTION = "app/function.bicep"
 RBAC = "app/rbac.bicep"
 SERVICEBUS = "app/servicebus.bicep"
 SEARCH = "app/search.bicep"
-SEARCH_OPENAI_ROLE = "app/search-openai-role.bicep"
 
 # ---------------------------------------------------------------------------------------------
 # What the deployment may and may not do
@@ -173,6 +172,36 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 UPPER_SNAKE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 INTERPOLATION = re.compile(r"\$\{\s*([A-Za-z_]\w*(?:\.\w+)*)\s*\}")
 SEMVER = re.compile(r"\d+\.\d+\.\d+")
+
+#: The registry modules the templates may use, at the versions they pin, with the parameters and
+#: outputs each version declares (read from its main.bicep at that release tag in
+#: Azure/bicep-registry-modules; no Bicep CLI here to restore them). A new version is added here only
+#: after checking what it declares, so a renamed parameter (serverfarm's ``sku`` object became
+#: ``skuName`` in 0.2.0) fails this test rather than the deployment.
+REGISTRY_MODULES: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {
+    ("avm/res/web/serverfarm", "0.7.0"): (
+        frozenset(
+            {
+                "name", "location", "skuName", "skuCapacity", "kind", "reserved",
+                "appServiceEnvironmentResourceId", "workerTierName", "perSiteScaling", "elasticScaleEnabled",
+                "maximumElasticWorkerCount", "targetWorkerCount", "targetWorkerSize", "zoneRedundant", "hyperV",
+                "virtualNetworkSubnetId", "isCustomMode", "rdpEnabled", "installScripts", "planDefaultIdentity",
+                "registryAdapters", "storageMounts", "managedIdentities", "lock", "roleAssignments", "tags",
+                "diagnosticSettings", "enableTelemetry",
+            }
+        ),
+        frozenset({"resourceGroupName", "name", "resourceId", "location", "systemAssignedMIPrincipalId"}),
+    ),
+    ("avm/res/managed-identity/user-assigned-identity", "0.6.0"): (
+        frozenset(
+            {
+                "name", "location", "federatedIdentityCredentials", "lock", "roleAssignments", "tags",
+                "enableTelemetry", "isolationScope",
+            }
+        ),
+        frozenset({"name", "resourceId", "principalId", "clientId", "resourceGroupName", "location"}),
+    ),
+}
 SECRET_TEXT = re.compile(r"\blist[A-Z]\w*\(|AccountKey=|SharedAccessKey|InstrumentationKey=")
 
 # ---------------------------------------------------------------------------------------------
@@ -380,6 +409,10 @@ def check_structure(docs: dict[str, dict[str, Any]]) -> None:
                 detail = mod["detail"]
                 assert detail["path"].startswith("avm/res/"), f"{symbol}: registry modules are AVM"
                 assert SEMVER.fullmatch(detail["tag"] or ""), f"{symbol}: pin the AVM version"
+                known = REGISTRY_MODULES.get((detail["path"], detail["tag"]))
+                assert known is not None, f"{symbol}: {detail['full']} is not a checked module version"
+                passed = set(cfg.get("params", {}))
+                assert passed <= known[0], f"{symbol}: {detail['full']} has no params {passed - known[0]}"
         # `module.outputs.x` must name an output the local module declares.
         for parts in references(doc):
             if len(parts) >= 3 and parts[1] == "outputs":
@@ -388,6 +421,9 @@ def check_structure(docs: dict[str, dict[str, Any]]) -> None:
                     target = (INFRA / Path(rel).parent / mod["detail"]["path"]).resolve()
                     outputs = docs[target.relative_to(INFRA).as_posix()].get("outputs", {})
                     assert parts[2] in outputs, f"{rel}: {parts[0]} has no output {parts[2]}"
+                elif mod is not None:
+                    known = REGISTRY_MODULES.get((mod["detail"]["path"], mod["detail"]["tag"]))
+                    assert known is not None and parts[2] in known[1], f"{rel}: {parts[0]} has no output {parts[2]}"
 
 
 def check_abbreviations(docs: dict[str, dict[str, Any]]) -> None:
@@ -561,7 +597,7 @@ def check_function_app(docs: dict[str, dict[str, Any]]) -> None:
     ((_, plan),) = [
         (s, m) for s, m in main["modules"].items() if m["detail"]["path"] == "avm/res/web/serverfarm"
     ]
-    assert body(plan)["params"]["sku"] == {"name": "FC1", "tier": "FlexConsumption"}
+    assert body(plan)["params"]["skuName"] == "FC1"  # the module sets the FlexConsumption tier itself
     assert body(plan)["params"]["reserved"] is True
     ((_, fn_module),) = local_modules(main, FUNCTION).items()
     assert chain(body(fn_module)["params"]["planId"]) == ["plan", "outputs", "resourceId"]
@@ -589,16 +625,18 @@ def check_search_and_openai(docs: dict[str, dict[str, Any]]) -> None:
             assert value not in (None, ""), f"{kind}{field} needs a default"
     names = {param_default(main, resolve(main, params[f"{k}DeploymentName"])) for k in ("chat", "embedding")}
     assert len(names) == 2
-    # The index's integrated vectorizer names the model after the embedding deployment.
+    # A deployment is named after its model.
     assert param_default(main, Param("embeddingDeploymentName")) == param_default(
         main, Param("embeddingModelName")
     )
-    # That vectorizer runs inside the search service, under its own identity, which may call OpenAI.
-    assert body(search)["identity"]["type"] == "SystemAssigned"
-    (vectorizer_role,) = local_modules(main, SEARCH_OPENAI_ROLE).values()
-    assert chain(body(vectorizer_role)["params"]["searchPrincipalId"]) == ["search", "outputs", "principalId"]
-    roles = {ALLOWED_ROLES[r] for f, _, r in check_role_assignments(docs) if f == SEARCH_OPENAI_ROLE}
-    assert roles == {"Cognitive Services OpenAI User"}
+    # The index has no vectorizer (queries bring their vectors), so the search service calls nothing:
+    # it has no managed identity, and no role is granted to it.
+    identity = body(search).get("identity", {}).get("type", "None")
+    assert identity == "None", "the search service needs no identity (no vectorizer)"
+    assert "principalId" not in docs[rel].get("outputs", {}), "the search service has no identity"
+    for rel_, _, res in declared(docs, "Microsoft.Authorization/roleAssignments"):
+        principal = json.dumps(body(res)["properties"]["principalId"])
+        assert "search" not in principal.lower(), f"{rel_}: a role for the search service's identity"
 
 
 def app_settings(docs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -911,10 +949,26 @@ def test_readme_settings_table_agrees() -> None:
 # ---- the checks bite: each one fails on a mutated copy -----------------------------------------
 
 
+def test_structure_check_fails_on_a_parameter_the_registry_module_does_not_declare() -> None:
+    old, new = "    skuName: 'FC1'\n", "    sku: {\n      name: 'FC1'\n      tier: 'FlexConsumption'\n    }\n"
+    with pytest.raises(AssertionError, match="has no params"):
+        check_structure(load(mutate(MAIN, old, new)))
+    with pytest.raises(AssertionError, match="not a checked module version"):
+        check_structure(load(mutate(MAIN, "avm/res/web/serverfarm:0.7.0", "avm/res/web/serverfarm:0.1.1")))
+    with pytest.raises(AssertionError, match="has no output"):
+        check_structure(load(mutate(MAIN, "plan.outputs.resourceId", "plan.outputs.id")))
+
+
 def test_queue_check_fails_without_sessions() -> None:
     docs = load(mutate(SERVICEBUS, "requiresSession: true", "requiresSession: false"))
     with pytest.raises(AssertionError, match="sessions"):
         check_turns_queue(docs)
+
+
+def test_search_check_fails_when_the_search_service_gets_an_identity() -> None:
+    old, new = "    type: 'None'", "    type: 'SystemAssigned'"
+    with pytest.raises(AssertionError, match="no identity"):
+        check_search_and_openai(load(mutate(SEARCH, old, new)))
 
 
 def test_local_auth_check_fails_when_search_keys_are_enabled() -> None:

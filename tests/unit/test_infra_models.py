@@ -49,7 +49,7 @@ DEPLOYMENT_FIELDS = {
     ("sku", "capacity"): "DeploymentCapacity",
 }
 # What main.parameters.json maps each model parameter from. A deployment name takes its model's
-# value, so that a deployment stays named after its model (the index vectorizer needs that).
+# value, so that a deployment stays named after its model.
 AZD_NAMES = {
     "chatModelName": "AZURE_OPENAI_CHAT_MODEL",
     "chatDeploymentName": "AZURE_OPENAI_CHAT_MODEL",

@@ -7,7 +7,7 @@ import pytest
 
 from memory_core.domain.fusion import FUSIONS, RRF_K, reciprocal_rank_fusion
 from memory_core.domain.ranking import MEMORY_PRIORITY
-from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchMode
+from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.domain.search_plan import TEXT_LEG_TOP, plan_for
 from memory_core.errors import ValidationError
 
@@ -23,6 +23,20 @@ def test_each_mode_runs_its_legs() -> None:
         assert plan.fused and plan.text is not None and plan.vector is not None
         assert plan.text.without_words == "none" and plan.semantic == (mode == SearchMode.SEMANTIC)
         assert plan.vector.weight == FUSIONS["*"].vector_weight and plan.text.weight == 1.0
+
+
+def test_semantic_search_sorted_by_a_field_is_refused_naming_order_by() -> None:
+    for values in ({"mode": "semantic", "order_by": "importance desc"}, {"mode": "semantic", "order_by": "updated_at asc"}):
+        with pytest.raises(ValidationError) as info:
+            MemorySearchOptions.from_values(values)
+        assert info.value.field == "order_by" and "semantic" in info.value.message
+    # Options changed without validation are refused by the plan both stores read.
+    smuggled = MemorySearchOptions(mode=SearchMode.SEMANTIC).model_copy(update={"order_by": OrderBy.IMPORTANCE_DESC})
+    with pytest.raises(ValidationError) as info:
+        plan_for(smuggled, "window seat")
+    assert info.value.field == "order_by"
+    for mode in (SearchMode.KEYWORD, SearchMode.VECTOR, SearchMode.HYBRID):
+        assert plan_for(MemorySearchOptions(mode=mode, order_by=OrderBy.IMPORTANCE_DESC), "window seat").mode == mode
 
 
 def test_the_query_language_and_explicit_weights_set_the_fusion() -> None:

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic_core import to_jsonable_python
@@ -22,7 +22,7 @@ from memory_core.domain.search import ScoreBreakdown, SearchHit
 from memory_core.domain.validation import ensure_utc
 from memory_core.ports import RetentionPage
 
-__all__ = ["from_document", "retention_page", "search_hit", "to_document"]
+__all__ = ["from_document", "reranked", "retention_page", "search_hit", "to_document"]
 
 _TIMES = frozenset({"created_at", "updated_at", "last_accessed_at", "expires_at", "valid_from", "valid_until"})
 
@@ -121,14 +121,41 @@ def _breakdown(hit: Mapping[str, Any], profile: str | None) -> ScoreBreakdown:
 
 
 def search_hit(document: Mapping[str, Any], profile: str | None) -> SearchHit:
-    """One hit of a search answer: the record, the service's score and reranker score, the breakdown."""
+    """One hit of a search answer: the record, the service's score and reranker score, the breakdown.
+
+    The reranker score is the one the semantic ranker ordered the hits by: the boosted one
+    (``@search.rerankerBoostedScore``, the reranker's score with the scoring profile applied; the
+    index's semantic configuration asks for that order) when the service sends it, else the
+    reranker's own.
+    """
     breakdown = _breakdown(document, profile)
+    boosted = _number(document.get("@search.reranker_boosted_score"))
     return SearchHit(
         record=from_document(document),
         score=breakdown.relevance,
-        reranker_score=_number(document.get("@search.reranker_score")),
+        reranker_score=boosted if boosted is not None else _number(document.get("@search.reranker_score")),
         breakdown=breakdown,
     )
+
+
+def reranked(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """The hits of a semantic search scored in the order the semantic ranker gave them.
+
+    The service sorts a semantic answer by the reranker score (boosted by the scoring profile, see
+    :func:`search_hit`), not by ``@search.score``; the service layer re-ranks by ``score``, so each
+    reranked hit's score becomes its reranker score, and a hit the ranker did not reach (past its
+    first 50, or all of them when it failed and answered in part) keeps its fused score, scaled to
+    stay below the last reranked one. The breakdown keeps the fused score.
+    """
+    ranked = [h for h in hits if h.reranker_score is not None]
+    if not ranked:
+        return list(hits)
+    floor = max(0.0, min(cast(float, h.reranker_score) for h in ranked))
+    rest = [h for h in hits if h.reranker_score is None]
+    best_rest = max((h.score for h in rest), default=0.0) or 1.0
+    return [h.model_copy(update={"score": h.reranker_score}) for h in ranked] + [
+        h.model_copy(update={"score": floor * 0.5 * max(0.0, h.score) / best_rest}) for h in rest
+    ]
 
 
 def retention_page(documents: Sequence[Mapping[str, Any]], more: bool) -> RetentionPage:

@@ -2,10 +2,11 @@
 
 :func:`build_index` describes the index: one document per memory, scope fields filterable, ``memory``
 and ``summary`` searchable with the Japanese Microsoft analyzer, numeric and date fields filterable
-and sortable, a vector field on HNSW (cosine) with an exhaustive-kNN profile beside it, an optional
-integrated Azure OpenAI vectorizer, BM25 (k1 1.2, b 0.75), the semantic configuration, and the
-scoring profiles rendered from :mod:`memory_core.domain.ranking` so that both stores rank from one
-definition. :func:`ensure_index` creates or updates it idempotently using the index's ETag.
+and sortable, a vector field on HNSW (cosine) with an exhaustive-kNN profile beside it (no
+vectorizer: queries bring their vectors), BM25 (k1 1.2, b 0.75), the semantic configuration (its
+order boosted by the scoring profile), and the scoring profiles rendered from
+:mod:`memory_core.domain.ranking` so that both stores rank from one definition. :func:`ensure_index`
+creates or updates it idempotently using the index's ETag.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import logging
 import re
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Literal
@@ -25,8 +25,6 @@ from azure.core.credentials import AzureKeyCredential
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.indexes.aio import SearchIndexClient
 from azure.search.documents.indexes.models import (
-    AzureOpenAIVectorizer,
-    AzureOpenAIVectorizerParameters,
     BM25SimilarityAlgorithm,
     ExhaustiveKnnAlgorithmConfiguration,
     ExhaustiveKnnParameters,
@@ -36,6 +34,7 @@ from azure.search.documents.indexes.models import (
     HnswParameters,
     MagnitudeScoringFunction,
     MagnitudeScoringParameters,
+    RankingOrder,
     SearchField,
     SearchIndex,
     SemanticConfiguration,
@@ -44,7 +43,6 @@ from azure.search.documents.indexes.models import (
     SemanticSearch,
     VectorSearch,
     VectorSearchProfile,
-    VectorSearchVectorizer,
 )
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
@@ -61,7 +59,6 @@ __all__ = [
     "SELECT_FIELDS",
     "SEMANTIC_CONFIGURATION",
     "VECTOR_FIELD",
-    "AzureOpenAIVectorizerConfig",
     "EnsureOutcome",
     "build_index",
     "close_credential",
@@ -71,7 +68,6 @@ __all__ = [
     "ensure_index_definition",
     "render_scoring_profile",
     "search_credential",
-    "vectorizer_config",
 ]
 
 logger = logging.getLogger(__name__)
@@ -83,7 +79,6 @@ HNSW_ALGORITHM = "memory-hnsw-cosine"
 EXHAUSTIVE_ALGORITHM = "memory-exhaustive-cosine"
 HNSW_PROFILE = "memory-hnsw"
 EXHAUSTIVE_PROFILE = "memory-exhaustive"
-VECTORIZER = "memory-aoai"
 SEMANTIC_CONFIGURATION = "memory-semantic"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -138,42 +133,6 @@ SELECT_FIELDS: tuple[str, ...] = tuple(
 )
 
 EnsureOutcome = Literal["created", "updated", "unchanged"]
-
-#: Azure OpenAI embedding models the vectorizer can name.
-_AOAI_MODELS = frozenset({"text-embedding-ada-002", "text-embedding-3-large", "text-embedding-3-small"})
-
-
-@dataclass(frozen=True, slots=True)
-class AzureOpenAIVectorizerConfig:
-    """An integrated vectorizer: the search service embeds query text itself.
-
-    The service authenticates to Azure OpenAI with its own managed identity (no key is stored).
-
-    Args:
-        resource_url: ``https://NAME.openai.azure.com``.
-        deployment: The embedding deployment.
-        model_name: The deployed model, when it is one the service knows.
-    """
-
-    resource_url: str
-    deployment: str
-    model_name: str | None = None
-
-
-def vectorizer_config(endpoint: str, deployment: str) -> AzureOpenAIVectorizerConfig | None:
-    """The integrated vectorizer for an Azure OpenAI embedding deployment (``None`` when either is empty).
-
-    The vectorizer wants the resource's root, so an ``/openai/v1`` endpoint is cut back to it.
-    """
-    if not (endpoint and deployment):
-        return None
-    root = re.sub(r"/openai(/v1)?/?$", "", endpoint.strip().rstrip("/"))
-    return AzureOpenAIVectorizerConfig(
-        resource_url=root,
-        deployment=deployment,
-        model_name=deployment if deployment in _AOAI_MODELS else None,
-    )
-
 
 def search_credential(
     api_key: str, token_credential: AsyncTokenCredential | None
@@ -288,18 +247,15 @@ def _scoring_function(function: ScoringFunction) -> MagnitudeScoringFunction | F
     return FreshnessScoringFunction(**common, parameters=freshness)
 
 
-def build_index(
-    name: str,
-    dimensions: int,
-    *,
-    vectorizer: AzureOpenAIVectorizerConfig | None = None,
-) -> SearchIndex:
+def build_index(name: str, dimensions: int) -> SearchIndex:
     """The index definition.
+
+    It has no vectorizer: every query arrives with its vector, embedded by memory-core's own embedder
+    (with its query cache, its ``dimensions`` and its retries), which the service would only repeat.
 
     Args:
         name: Index name.
         dimensions: Length of the stored embeddings (the embedder's dimensions).
-        vectorizer: Optional integrated Azure OpenAI vectorizer for query-time embedding.
 
     Returns:
         A :class:`SearchIndex` ready for ``create_or_update_index``.
@@ -307,18 +263,6 @@ def build_index(
     if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= 4096:
         raise ValidationError("dimensions", f"must be an integer between 1 and 4096, got {dimensions!r}")
     profiles = [render_scoring_profile(p) for p in PROFILES.values() if p is not None]
-    vectorizers: list[VectorSearchVectorizer] | None = None
-    if vectorizer is not None:
-        vectorizers = [
-            AzureOpenAIVectorizer(
-                vectorizer_name=VECTORIZER,
-                parameters=AzureOpenAIVectorizerParameters(
-                    resource_url=vectorizer.resource_url,
-                    deployment_name=vectorizer.deployment,
-                    model_name=vectorizer.model_name,
-                ),
-            )
-        ]
     vector_search = VectorSearch(
         algorithms=[
             HnswAlgorithmConfiguration(
@@ -330,18 +274,9 @@ def build_index(
             ),
         ],
         profiles=[
-            VectorSearchProfile(
-                name=HNSW_PROFILE,
-                algorithm_configuration_name=HNSW_ALGORITHM,
-                vectorizer_name=VECTORIZER if vectorizer else None,
-            ),
-            VectorSearchProfile(
-                name=EXHAUSTIVE_PROFILE,
-                algorithm_configuration_name=EXHAUSTIVE_ALGORITHM,
-                vectorizer_name=VECTORIZER if vectorizer else None,
-            ),
+            VectorSearchProfile(name=HNSW_PROFILE, algorithm_configuration_name=HNSW_ALGORITHM),
+            VectorSearchProfile(name=EXHAUSTIVE_PROFILE, algorithm_configuration_name=EXHAUSTIVE_ALGORITHM),
         ],
-        vectorizers=vectorizers,
     )
     semantic = SemanticSearch(
         default_configuration_name=SEMANTIC_CONFIGURATION,
@@ -352,6 +287,10 @@ def build_index(
                     content_fields=[SemanticField(field_name="memory"), SemanticField(field_name="summary")],
                     keywords_fields=[SemanticField(field_name="category")],
                 ),
+                # The scoring profile counts after reranking too: hits are ordered by the reranker's
+                # score times the profile's boost (``@search.rerankerBoostedScore``), as in hybrid
+                # search, where the profile multiplies the fused score.
+                ranking_order=RankingOrder.BOOSTED_RERANKER_SCORE,
             )
         ],
     )
@@ -392,6 +331,19 @@ def _covers(wanted: Any, actual: Any) -> bool:
     return bool(wanted == actual)
 
 
+def _leftovers(current: Mapping[str, Any]) -> list[str]:
+    """What an index made by an earlier memory-core holds that this definition leaves out: the
+    integrated vectorizer, which the service could no longer call (its role on Azure OpenAI is gone)."""
+    vector_search = current.get("vectorSearch") or {}
+    found = [f"vectorizer {v.get('name')!r}" for v in vector_search.get("vectorizers") or []]
+    found += [
+        f"vector profile {p.get('name')!r} names a vectorizer"
+        for p in vector_search.get("profiles") or []
+        if p.get("vectorizer")
+    ]
+    return found
+
+
 _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 
 
@@ -413,6 +365,9 @@ async def ensure_index_definition(
     max_conflicts: int = 3,
 ) -> EnsureOutcome:
     """Create ``index`` or bring the existing one up to it; leave it alone when it already matches.
+
+    An index that still has the integrated vectorizer of earlier versions is brought up to it too
+    (the vectorizer is dropped; queries never used it).
 
     Reads the current definition (and its ETag) first. A missing index is created with
     ``If-None-Match: *``; a different one is replaced with ``If-Match: <etag>``, so a concurrent
@@ -441,9 +396,12 @@ async def ensure_index_definition(
             candidate = SearchIndex(index.as_dict())
             condition = MatchConditions.IfMissing
         else:
-            if _covers(wanted, current.as_dict()):
+            leftovers = _leftovers(current.as_dict())
+            if not leftovers and _covers(wanted, current.as_dict()):
                 logger.info("index %s is up to date", index.name)
                 return "unchanged"
+            if leftovers:
+                logger.info("index %s: removing %s", index.name, ", ".join(leftovers))
             candidate = SearchIndex(index.as_dict())
             candidate.e_tag = current.e_tag
             condition = MatchConditions.IfNotModified
@@ -468,7 +426,6 @@ async def ensure_index(
     credential: AsyncTokenCredential | AzureKeyCredential,
     *,
     dimensions: int,
-    vectorizer: AzureOpenAIVectorizerConfig | None = None,
     retry: RetrySettings | None = None,
     **client_kwargs: Any,
 ) -> EnsureOutcome:
@@ -479,7 +436,6 @@ async def ensure_index(
         index_name: The index.
         credential: A token credential or the admin key (not closed here).
         dimensions: The embedder's dimensions.
-        vectorizer: The integrated Azure OpenAI vectorizer, when embeddings come from Azure OpenAI.
         retry: Attempts and back-off.
         **client_kwargs: Passed to :class:`SearchIndexClient` (tests pass ``transport``).
 
@@ -488,7 +444,7 @@ async def ensure_index(
     """
     if not endpoint:
         raise ConfigurationError("AZURE_SEARCH_ENDPOINT is not set")
-    index = build_index(index_name, dimensions, vectorizer=vectorizer)
+    index = build_index(index_name, dimensions)
     client_kwargs.setdefault("retry_total", 0)
     client = SearchIndexClient(endpoint, credential, **client_kwargs)
     try:

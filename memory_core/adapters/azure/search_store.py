@@ -22,7 +22,13 @@ from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
 
 from memory_core.adapters.azure import odata
-from memory_core.adapters.azure.documents import from_document, retention_page, search_hit, to_document
+from memory_core.adapters.azure.documents import (
+    from_document,
+    reranked,
+    retention_page,
+    search_hit,
+    to_document,
+)
 from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
 from memory_core.adapters.azure.retry import RetrySettings, Sleep
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, close_credential
@@ -301,8 +307,9 @@ class AzureSearchMemoryStore:
         )
         documents = await self._requests.query("search", **rendered.kwargs)
         profile = plan.profile.name if plan.profile else None
+        hits = [search_hit(document, profile) for document in documents]
         return SearchResult(
-            hits=[search_hit(document, profile) for document in documents],
+            hits=reranked(hits) if plan.semantic else hits,
             mode=options.mode,
             ranking_profile=options.ranking_profile,
             notes=rendered.notes,
