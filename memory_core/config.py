@@ -36,6 +36,7 @@ _MINIMUMS = (
     ("embedder_threads", 1, "MEMORY_EMBEDDER_THREADS must be at least 1"),
     ("query_cache_size", 0, "MEMORY_QUERY_CACHE_SIZE must not be negative"),
     ("vector_index_min_scope", 0, "MEMORY_VECTOR_INDEX_MIN_SCOPE must not be negative"),
+    ("heavy_operations", 1, "MEMORY_HEAVY_OPERATIONS must be at least 1"),
 )
 
 
@@ -70,6 +71,12 @@ class Settings:
         "MEMORY_VECTOR_INDEX_MIN_SCOPE",
         0,
         "Embedded store: scopes of at least this many memories get an approximate vector index (HNSW; needs the `ann` extra); 0: every scope is searched exactly.",
+    )
+    heavy_operations: int = _env(
+        "MEMORY_HEAVY_OPERATIONS",
+        2,
+        "Heavy HTTP operations (export pages, purges, forgetting runs) served at once per process; one "
+        "more is answered 429 with Retry-After (searches are never held back).",
     )
     half_life_days: float = _env("MEMORY_HALF_LIFE_DAYS", 45.0, "Retention half-life in days.")
     archive_threshold: float = _env(

@@ -34,6 +34,7 @@ __all__ = [
     "Embedder",
     "EmbedderWrapper",
     "FixedClock",
+    "HistoryPager",
     "HistoryStore",
     "MemoryRef",
     "MemoryStore",
@@ -636,6 +637,17 @@ class QueuedLister(Protocol):
 
 
 @runtime_checkable
+class HistoryPager(Protocol):
+    """A history that reads one slice of a scope's entries (the embedded one: one query), where
+    :meth:`HistoryStore.for_scope` reads them all. A paged export reads with it."""
+
+    async def scope_page(self, scope: Scope, offset: int, limit: int) -> list[HistoryEntry]:
+        """At most ``limit`` entries of ``scope`` after the first ``offset``, oldest first (the order of
+        :meth:`HistoryStore.for_scope`: entries are only appended, so an offset stays where it was)."""
+        ...
+
+
+@runtime_checkable
 class UserDirectory(Protocol):
     """A store that can list its users (the embedded store; the Azure AI Search index cannot: its
     ``user_id`` field is filterable but not facetable)."""
@@ -677,7 +689,8 @@ class BatchReader(Protocol):
 
 def supports(resource: object, capability: type) -> bool:
     """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
-    :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`).
+    :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`,
+    :class:`HistoryPager`).
 
     ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
     adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12

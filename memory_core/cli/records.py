@@ -44,10 +44,16 @@ def add_arguments(commands: Commands) -> None:
 
     p = commands.add_parser(
         "export",
-        help="a user's memory records as JSON lines, every field (--json: the API's export, with history)",
+        help="a user's memory records as JSON lines, every field but the embedding (--json: the API's "
+        "export, with history)",
     )
     add_scope(p, agent_required=False)
     p.add_argument("--history", metavar="FILE", help="also write the decision history, as JSON lines, to FILE")
+    p.add_argument(
+        "--include-vectors",
+        action="store_true",
+        help="keep each memory's embedding (left out by default: import computes missing embeddings)",
+    )
     p.set_defaults(handler=cmd_export)
 
 
@@ -92,13 +98,14 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     settings = settings_for(args)
     require_store(settings)
     async with service_with_queue(settings, existing_local_queue(settings) if args.json else None) as service:
-        if args.json:  # exactly what GET /api/users/{user_id}/export answers
-            records = [record async for record in service.export(args.user, args.agent)]
+        vectors = args.include_vectors
+        if args.json:  # what every page of GET /api/users/{user_id}/export answers, in one
+            records = [r async for r in service.export(args.user, args.agent, include_vectors=vectors)]
             history = await service.export_history(args.user, args.agent)
             queued = await service.queued_messages(args.user, args.agent)
             print_json(export_response(args.user, args.agent, records, history, queued).model_dump(mode="json"), out)
             return EXIT_OK
-        async for record in service.export(args.user, args.agent):
+        async for record in service.export(args.user, args.agent, include_vectors=vectors):
             out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
         if args.history:
             entries = await service.export_history(args.user, args.agent)

@@ -128,8 +128,9 @@ class MemoryBackend(MemoryClient):
         """
 
     @abstractmethod
-    async def export(self, user_id: str, agent_id: str | None) -> MemoryExport:
-        """Every memory (every field) and every recorded decision of a user (one agent's, or all)."""
+    async def export(self, user_id: str, agent_id: str | None, *, include_vectors: bool = False) -> MemoryExport:
+        """Every memory (every field; the embedding only with ``include_vectors``) and every recorded
+        decision of a user (one agent's, or all), read page by page where the store is remote."""
 
     @abstractmethod
     async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:

@@ -459,8 +459,8 @@ class LocalMemoryClient(MemoryBackend):
         await self.service.get(scope, memory_id)  # NotFoundError for an unknown memory, as over HTTP
         return await self.service.history_of(scope, memory_id)
 
-    async def export(self, user_id: str, agent_id: str | None) -> MemoryExport:
-        memories = [record async for record in self.service.export(user_id, agent_id)]
+    async def export(self, user_id: str, agent_id: str | None, *, include_vectors: bool = False) -> MemoryExport:
+        memories = [r async for r in self.service.export(user_id, agent_id, include_vectors=include_vectors)]
         history = await self.service.export_history(user_id, agent_id)
         return MemoryExport(user_id, agent_id, tuple(memories), tuple(history))
 

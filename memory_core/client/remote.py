@@ -7,6 +7,7 @@ The HTTP client (``httpx``) is imported when a remote client is first built.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -21,6 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory_core.client.base import MemoryBackend
 from memory_core.client.results import AddResult, AddStatus, MemoryExport
 from memory_core.contract.admin_views import PURGED, ExportResponse, ForgettingResponse, PurgeResponse
+from memory_core.contract.parameters import MAX_EXPORT_LIMIT
 from memory_core.contract.routes import API_PREFIX, api_path, route
 from memory_core.contract.views import (
     MemoryDetail,
@@ -45,7 +47,7 @@ from memory_core.errors import (
 from memory_core.ports import TurnPublisher
 from memory_core.service import COUNTERS, ForgettingChange, ForgettingReport, PurgeReport
 
-__all__ = ["CLIENT_OPTIONS", "FUNCTION_KEY_HEADER", "RemoteMemoryClient", "search_request_body"]
+__all__ = ["CLIENT_OPTIONS", "FUNCTION_KEY_HEADER", "RemoteMemoryClient", "ServerBusyError", "search_request_body"]
 
 #: The keyword arguments of :class:`RemoteMemoryClient` a caller that builds one for its own caller
 #: passes on (``timeout`` aside).
@@ -54,6 +56,11 @@ CLIENT_OPTIONS = ("function_key", "api_token", "credential", "api_scope", "publi
 FUNCTION_KEY_HEADER = "x-functions-key"
 #: Memories one forgetting call reads (the HTTP API's largest page).
 FORGET_PAGE = 10_000
+#: Memories and history entries one export call reads (the HTTP API's largest export page).
+EXPORT_PAGE = MAX_EXPORT_LIMIT
+#: Tries of one export page the server refuses as busy (429), and the longest wait between two.
+BUSY_ATTEMPTS = 5
+BUSY_WAIT_CAP = 30.0
 #: The answers :meth:`RemoteMemoryClient.add` knows (``resumed`` is never answered over HTTP).
 _ADD_STATUSES: tuple[AddStatus, ...] = ("queued", "ingested", "duplicate", "purged")
 
@@ -218,7 +225,7 @@ class RemoteMemoryClient(MemoryBackend):
             The decoded JSON body (``None`` for an empty one).
 
         Raises:
-            TransientError: A timeout, a failed connection, 408, 429 or 5xx.
+            TransientError: A timeout, a failed connection, 408 or 5xx; :class:`ServerBusyError` for 429.
             ValidationError: 400 or 422 (naming the field the API names, else ``request``).
             NotFoundError: 404 for an unknown memory.
             PermanentError: Any other 4xx, or an answer that is not JSON.
@@ -240,7 +247,11 @@ class RemoteMemoryClient(MemoryBackend):
         except httpx.TransportError as exc:
             raise TransientError(f"{method} {route} failed: {exc}") from exc
         status = response.status_code
-        if status == 429 or status >= 500 or status == 408:
+        if status == 429:
+            raise ServerBusyError(
+                f"{method} {route} answered 429: {_detail(response)}", _retry_after(response.headers)
+            )
+        if status >= 500 or status == 408:
             raise TransientError(f"{method} {route} answered {status}: {_detail(response)}")
         if status in (400, 404, 422):
             field, message, code = _error_of(response)
@@ -339,11 +350,37 @@ class RemoteMemoryClient(MemoryBackend):
     async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
         return (await self._detail(scope, memory_id)).history
 
-    async def export(self, user_id: str, agent_id: str | None) -> MemoryExport:
-        params = {"agent_id": agent_id} if agent_id else {}
-        answer = await self.call("export", path={"user_id": user_id}, params=params)
-        exported = _view(ExportResponse, answer, "export")
-        return MemoryExport(user_id, agent_id, tuple(exported.memories), tuple(exported.history))
+    async def export(self, user_id: str, agent_id: str | None, *, include_vectors: bool = False) -> MemoryExport:
+        """Every page of ``GET /api/users/{user_id}/export``, each asked for with the cursor of the one
+        before until the last; a page refused because the server is busy (429) is asked for again after
+        its ``Retry-After``, a few times."""
+        params = {"limit": str(EXPORT_PAGE)} | ({"agent_id": agent_id} if agent_id else {})
+        if include_vectors:
+            params["include_vectors"] = "true"
+        memories: list[MemoryRecord] = []
+        history: list[HistoryEntry] = []
+        cursor: str | None = None
+        while True:
+            page_params = params | ({"cursor": cursor} if cursor is not None else {})
+            answer = await self._busy_retried("export", {"user_id": user_id}, page_params)
+            page = _view(ExportResponse, answer, "export")
+            memories.extend(page.memories)
+            history.extend(page.history)
+            if page.next_cursor is None:
+                return MemoryExport(user_id, agent_id, tuple(memories), tuple(history))
+            cursor = page.next_cursor
+
+    async def _busy_retried(self, operation: str, path: Mapping[str, str], params: Mapping[str, str]) -> Any:
+        """:meth:`call`, asked again after ``Retry-After`` while the server answers 429 (``busy``), at
+        most :data:`BUSY_ATTEMPTS` times in all."""
+        for attempt in range(1, BUSY_ATTEMPTS + 1):
+            try:
+                return await self.call(operation, path=path, params=params)
+            except ServerBusyError as busy:
+                if attempt == BUSY_ATTEMPTS:
+                    raise
+                await asyncio.sleep(min(busy.retry_after, BUSY_WAIT_CAP))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:
         report = ForgettingReport(dry_run=dry_run)
@@ -367,6 +404,22 @@ class RemoteMemoryClient(MemoryBackend):
         finally:
             if self._owns_publisher and self.publisher is not None:
                 await self.publisher.close()
+
+
+class ServerBusyError(TransientError):
+    """The server answered 429: it runs as many heavy operations as it allows; retry after ``retry_after``."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(headers: Mapping[str, str]) -> float:
+    """The seconds of a ``Retry-After`` header given in seconds (1 when absent or a date)."""
+    try:
+        return max(0.0, float(headers.get("retry-after", "1")))
+    except ValueError:
+        return 1.0
 
 
 def _add_page(report: ForgettingReport, page: ForgettingResponse) -> None:

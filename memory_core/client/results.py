@@ -73,8 +73,9 @@ class MemoryExport:
     Attributes:
         user_id: The user.
         agent_id: The agent (``None``: every agent of the user).
-        memories: Every memory, every status, every field (embedding and provenance included); each
-            ``record.to_json_dict()`` is a line ``memory-core import`` takes back.
+        memories: Every memory, every status, every field (provenance included; the embedding when
+            asked for with ``include_vectors``); each ``record.to_json_dict()`` is a line
+            ``memory-core import`` takes back (computing a missing embedding).
         history: Every recorded decision about those memories, oldest first per agent.
     """
 

@@ -112,25 +112,30 @@ class QueuedMessageView(BaseModel):
 
 
 class ExportResponse(BaseModel):
-    """``GET /api/users/{user_id}/export``: every record of the user (every field, provenance included,
-    every status), the decision history of the exported scopes, and what still waits on the embedded
-    queue."""
+    """``GET /api/users/{user_id}/export``: one page of everything kept about the user: records (every
+    field, provenance included, every status; embeddings only with ``include_vectors=true``), then the
+    decision history of the exported scopes, agent by agent, and on the first page what still waits on
+    the embedded queue. ``next_cursor`` fetches the next page; the export is complete when it is
+    ``null``."""
 
     model_config = ConfigDict(extra="forbid")
 
     user_id: str
     agent_id: str | None
-    count: int
+    count: int = Field(description="The memories on this page")
     memories: list[MemoryRecord]
     history: list[HistoryEntry] = Field(
         default_factory=list,
-        description="Every recorded decision (ADD, UPDATE, DELETE, NONE) about the exported scopes, oldest "
-        "first per scope, with the states before and after and the reason",
+        description="Recorded decisions (ADD, UPDATE, DELETE, NONE) about the exported scopes, oldest "
+        "first per scope, with the states before and after and the reason (each scope's after its memories)",
     )
     queued: list[QueuedMessageView] = Field(
         default_factory=list,
         description="The user's messages still on the embedded queue (waiting or dead-lettered), by ids and "
-        "time; always empty in Azure (Service Bus messages cannot be listed per user)",
+        "time, on the first page; always empty in Azure (Service Bus messages cannot be listed per user)",
+    )
+    next_cursor: str | None = Field(
+        None, description="Pass as `cursor` for the next page; `null` on the last page (the export is complete)"
     )
 
 
@@ -193,14 +198,17 @@ def export_response(
     records: list[MemoryRecord],
     history: list[HistoryEntry],
     queued: list[QueuedItem],
+    next_cursor: str | None = None,
 ) -> ExportResponse:
-    """``GET /api/users/{user_id}/export`` (and ``memory-core --json export``)."""
+    """One page of ``GET /api/users/{user_id}/export`` (and ``memory-core --json export``: every page
+    in one, ``next_cursor`` ``null``)."""
     return ExportResponse(
         user_id=user_id,
         agent_id=agent_id,
         count=len(records),
         memories=records,
         history=history,
+        next_cursor=next_cursor,
         queued=[
             QueuedMessageView(
                 message_id=q.message_id,

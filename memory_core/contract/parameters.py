@@ -16,11 +16,13 @@ from memory_core.ports import MAX_BROWSE_OFFSET
 
 __all__ = [
     "DEFAULT_CURVE_DAYS",
+    "DEFAULT_EXPORT_LIMIT",
     "DEFAULT_FORGET_LIMIT",
     "DEFAULT_LIST_LIMIT",
     "MAX_BODY_BYTES",
     "MAX_CURVE_DAYS",
     "MAX_CURVE_IDS",
+    "MAX_EXPORT_LIMIT",
     "MAX_FORGET_LIMIT",
     "MAX_LIST_LIMIT",
     "MAX_PREVIEW_LIMIT",
@@ -33,6 +35,9 @@ MAX_BODY_BYTES = 256 * 1024
 #: Largest page ``GET /memories`` returns, and the default.
 MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
+#: Largest page of ``GET /users/{user_id}/export`` (memories and history entries together), and the default.
+MAX_EXPORT_LIMIT = 1000
+DEFAULT_EXPORT_LIMIT = 500
 #: Memories one ``POST /forgetting`` call scans at most (the response's cursor resumes).
 MAX_FORGET_LIMIT = 10_000
 DEFAULT_FORGET_LIMIT = 1000
@@ -118,6 +123,21 @@ QUERY: dict[str, dict[str, Any]] = {
         "include_superseded",
         {"type": "boolean", "default": False},
         "Also memories superseded by something said later (what held before; default: the current ones)",
+    ),
+    "cursor:export": _query(
+        "cursor",
+        {"type": "string", "pattern": "^[A-Za-z0-9_\\-]{1,1024}$"},
+        "Resume the export: the page before's `next_cursor` (opaque; 422 when this export did not issue it)",
+    ),
+    "limit:export": _query(
+        "limit",
+        _integer(1, MAX_EXPORT_LIMIT, DEFAULT_EXPORT_LIMIT),
+        "Memories and history entries on one page at most",
+    ),
+    "include_vectors": _query(
+        "include_vectors",
+        {"type": "boolean", "default": False},
+        "Include each memory's embedding (default: left out; an import computes missing embeddings)",
     ),
     "cursor:user": _query("cursor", _SCOPE_ID, "Resume after this user id (`next_cursor`)"),
     "limit:preview": _query(

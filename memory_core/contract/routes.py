@@ -19,6 +19,7 @@ from memory_core.domain.access import Action
 
 __all__ = [
     "API_PREFIX",
+    "BUSY",
     "INSPECTOR",
     "ROUTES",
     "HttpFunction",
@@ -87,6 +88,9 @@ class Route:
         body: The name of the request body model, if it has one.
         replies: The documented answers but the errors every guarded route shares.
         telemetry: The operation the Functions app records the exchange as, if any.
+        heavy: A heavy operation (it reads or removes many memories): the API serves a bounded number
+            of them at once and refuses more with 429 (``MEMORY_HEAVY_OPERATIONS``); searches are never
+            among them.
     """
 
     method: str
@@ -101,6 +105,7 @@ class Route:
     body: str | None = None
     replies: tuple[Reply, ...] = ()
     telemetry: str | None = None
+    heavy: bool = False
 
     def __post_init__(self) -> None:
         if self.anonymous and self.action is not None:
@@ -148,6 +153,11 @@ class Route:
 #: The memory a route names does not exist in the caller's scope.
 _NOT_FOUND = Reply(404, "No such memory in this user's and agent's scope")
 _SCOPE = ("user_id", "agent_id")
+#: Too many heavy operations are running (:attr:`Route.heavy`).
+BUSY = Reply(
+    429,
+    "Too many heavy operations (export, purge, forgetting) are running; retry after `Retry-After` seconds",
+)
 
 #: Every route, with the action it is authorised as and where its scope comes from. The dispatcher
 #: admits a request through this table only, so a route cannot be served without its check.
@@ -212,15 +222,18 @@ ROUTES: tuple[Route, ...] = (
         Action.EXPORT,
         Target.USER,
         function="export_user",
-        query=("agent_id:optional",),
+        query=("agent_id:optional", "cursor:export", "limit:export", "include_vectors"),
         replies=(
             Reply(
                 200,
-                "Every record (embeddings and provenance included), the decision history of the exported "
-                "scopes, and the user's messages still on the embedded queue",
+                "One page: records (provenance included; embeddings with `include_vectors=true`), then the "
+                "decision history of the exported scopes, agent by agent, and on the first page the user's "
+                "messages still on the embedded queue; `next_cursor` fetches the next page (`null`: the last)",
                 "ExportResponse",
             ),
+            BUSY,
         ),
+        heavy=True,
     ),
     Route(
         "DELETE",
@@ -231,7 +244,8 @@ ROUTES: tuple[Route, ...] = (
         Target.USER,
         function="purge_user",
         query=("agent_id:optional", "confirm"),
-        replies=(Reply(200, "What was removed, and the tombstone that drops replays", "PurgeResponse"),),
+        replies=(Reply(200, "What was removed, and the tombstone that drops replays", "PurgeResponse"), BUSY),
+        heavy=True,
     ),
     Route(
         "POST",
@@ -252,8 +266,9 @@ ROUTES: tuple[Route, ...] = (
         Target.NONE,
         function="run_forgetting_http",
         query=("dry_run", "limit:forgetting", "cursor:forgetting"),
-        replies=(Reply(200, "Counts and the status changes", "ForgettingResponse"),),
+        replies=(Reply(200, "Counts and the status changes", "ForgettingResponse"), BUSY),
         telemetry="memory.forgetting",
+        heavy=True,
     ),
     Route(
         "GET",
@@ -296,7 +311,9 @@ ROUTES: tuple[Route, ...] = (
                 "Counts, and every change the policy would make now (status changes, then rescores)",
                 "ForgettingPreviewResponse",
             ),
+            BUSY,
         ),
+        heavy=True,
     ),
     Route(
         "GET",

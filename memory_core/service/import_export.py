@@ -247,16 +247,18 @@ async def _write_batches(
 
 
 async def export_records(
-    store: MemoryStore, user_id: str, agent_id: str | None = None
+    store: MemoryStore, user_id: str, agent_id: str | None = None, *, include_vectors: bool = False
 ) -> AsyncIterator[MemoryRecord]:
-    """Every record of a user (one agent, or all), every field, every status."""
+    """Every record of a user (one agent, or all), every field (the embedding only with
+    ``include_vectors``), every status."""
     user_id = validate_scope_id(user_id, "user_id")
     agents = [validate_scope_id(agent_id, "agent_id")] if agent_id else await store.agents(user_id)
     for agent in agents:
         scope = Scope.of(user_id, agent)
         cursor: str | None = None
         while True:
-            page = await store.scan(scope, PageRequest(after=cursor, limit=EXPORT_PAGE, with_embedding=True))
+            request = PageRequest(after=cursor, limit=EXPORT_PAGE, with_embedding=include_vectors)
+            page = await store.scan(scope, request)
             for record in page.records:
                 yield record
             if page.next_cursor is None:

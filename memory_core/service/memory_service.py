@@ -35,11 +35,12 @@ from memory_core.ports import (
     TurnPublisher,
     supports,
 )
-from memory_core.service import admin, forgetting, import_export, inspection, messages
+from memory_core.service import admin, export_pages, forgetting, import_export, inspection, messages
 from memory_core.service import search as search_use_case
 from memory_core.service.admin import PurgeReport
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
 from memory_core.service.episodes import EpisodePolicy
+from memory_core.service.export_pages import ExportPage
 from memory_core.service.forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
 from memory_core.service.import_export import ImportReport
 from memory_core.service.ingest import ingest_turn
@@ -352,9 +353,28 @@ class MemoryService:
         (see :func:`memory_core.service.inspection.resolve_memory_id`)."""
         return await inspection.resolve_memory_id(self._store, scope, text)
 
-    def export(self, user_id: str, agent_id: str | None = None) -> AsyncIterator[MemoryRecord]:
-        """Every record of a user (one agent, or all), every field (provenance included), every status."""
-        return import_export.export_records(self._store, user_id, agent_id)
+    def export(
+        self, user_id: str, agent_id: str | None = None, *, include_vectors: bool = False
+    ) -> AsyncIterator[MemoryRecord]:
+        """Every record of a user (one agent, or all), every field (provenance included; the embedding
+        only with ``include_vectors``), every status."""
+        return import_export.export_records(self._store, user_id, agent_id, include_vectors=include_vectors)
+
+    async def export_page(
+        self,
+        user_id: str,
+        agent_id: str | None = None,
+        *,
+        cursor: str | None = None,
+        limit: int = import_export.EXPORT_PAGE,
+        include_vectors: bool = False,
+    ) -> ExportPage:
+        """One page of a user's export: memories, then decision history, agent by agent; the page's
+        ``next_cursor`` resumes (see :func:`memory_core.service.export_pages.export_page`)."""
+        return await export_pages.export_page(
+            self._store, self._history, user_id, agent_id, cursor=cursor, limit=limit,
+            include_vectors=include_vectors,
+        )
 
     async def export_history(self, user_id: str, agent_id: str | None = None) -> _List[HistoryEntry]:
         """Every recorded decision of a user's scopes (one agent's, or all; empty without a history)."""

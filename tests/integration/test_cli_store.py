@@ -115,13 +115,17 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
     _, out = cli(db, "export", "--user", "u1")
     exported = [json.loads(line) for line in out.splitlines()]
     assert sorted(r["id"] for r in exported) == ["A", "B", "J"]
-    assert all(len(r["embedding"]) == 256 for r in exported)
-    # Re-importing an export reproduces it exactly.
+    assert all(r["embedding"] is None for r in exported)  # vectors only when asked for
+    _, with_vectors = cli(db, "export", "--user", "u1", "--include-vectors")
+    assert all(len(json.loads(line)["embedding"]) == 256 for line in with_vectors.splitlines())
+    # Re-importing an export without vectors reproduces it exactly, the embeddings computed again.
     (tmp_path / "export.jsonl").write_text(out, encoding="utf-8")
-    code, _ = cli(tmp_path / "copy.db", "import", str(tmp_path / "export.jsonl"))
-    assert code == 0
+    code, said = cli(tmp_path / "copy.db", "import", str(tmp_path / "export.jsonl"))
+    assert code == 0 and "3 embeddings computed" in said
     _, again = cli(tmp_path / "copy.db", "export", "--user", "u1")
     assert [json.loads(line) for line in again.splitlines()] == exported
+    _, again = cli(tmp_path / "copy.db", "export", "--user", "u1", "--include-vectors")
+    assert again == with_vectors
 
     code, out = cli(db, "--json", "forget")
     assert code == 0 and json.loads(out)["dry_run"] is True

@@ -157,12 +157,16 @@ def test_get_shows_the_history_and_delete_is_soft_and_recorded(rt: RunningRuntim
     assert [m["id"] for m in _memories(rt, f"{Q}&status=deleted")] == [target["id"]]
 
 
-def test_export_returns_every_record_with_embeddings(rt: RunningRuntime) -> None:
+def test_export_returns_every_record_without_embeddings_unless_asked(rt: RunningRuntime) -> None:
     reply = rt.client.get("/api/users/u1/export")
     assert reply.status == 200 and reply.body["user_id"] == "u1" and reply.body["agent_id"] is None
+    assert reply.body["next_cursor"] is None  # a small export is one page
     records = reply.body["memories"]
     assert reply.body["count"] == len(records) == len(_memories(rt))
-    assert all(isinstance(r["embedding"], list) and len(r["embedding"]) > 8 for r in records)
+    assert all(r.get("embedding") is None for r in records)  # vectors are left out by default
+    with_vectors = rt.client.get("/api/users/u1/export?include_vectors=true").body["memories"]
+    assert [r["id"] for r in with_vectors] == [r["id"] for r in records]
+    assert all(isinstance(r["embedding"], list) and len(r["embedding"]) > 8 for r in with_vectors)
     assert {r["user_id"] for r in records} == {"u1"}
     assert rt.client.get("/api/users/u1/export?agent_id=other").body["memories"] == []
     assert rt.client.get("/api/users/nobody/export").body == {
@@ -172,6 +176,7 @@ def test_export_returns_every_record_with_embeddings(rt: RunningRuntime) -> None
         "memories": [],
         "history": [],
         "queued": [],
+        "next_cursor": None,
     }
 
 

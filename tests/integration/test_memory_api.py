@@ -437,7 +437,8 @@ def test_search_get_get_all_update_delete_history_export(memory: Memory) -> None
     exported = memory.export(user_id=USER)
     assert isinstance(exported, MemoryExport) and exported.agent_id is None
     assert {r.agent_id for r in exported.memories} == {"default", "coach"}
-    assert all(r.embedding for r in exported.memories)  # every field, to import elsewhere
+    assert all(r.embedding is None for r in exported.memories)  # vectors only when asked for
+    assert all(r.embedding for r in memory.export(user_id=USER, include_vectors=True).memories)
     assert len(exported.history) >= len(exported.memories)
     only_coach = memory.export(user_id=USER, agent_id="coach")
     assert {r.agent_id for r in only_coach.memories} == {"coach"}
@@ -908,7 +909,10 @@ def test_remote_async_memory_against_a_running_server(runtime: RunningRuntime) -
                 MemoryEvent.DELETE,
             ]
             exported = await m.export(user_id=USER)
-            assert len(exported.memories) == 3 and all(r.embedding for r in exported.memories)
+            assert len(exported.memories) == 3 and not any(r.embedding for r in exported.memories)
+            with_vectors = await m.export(user_id=USER, include_vectors=True)
+            assert [r.id for r in with_vectors.memories] == [r.id for r in exported.memories]
+            assert all(r.embedding for r in with_vectors.memories)
             assert exported.history and exported.agent_id is None
             report = await m.forget()
             assert report.dry_run and report.scanned == 2 and report.complete

@@ -56,6 +56,7 @@ INTENTIONALLY_UNSET = {
     # Only the local embedder reads it; in Azure MEMORY_EMBEDDER=azure_openai.
     "MEMORY_EMBEDDER_THREADS": "only the local embedder uses it",
     "MEMORY_QUERY_CACHE_SIZE": "the default (1024 queries per process) suits the Function App",
+    "MEMORY_HEAVY_OPERATIONS": "the default (2 heavy operations per process) suits the Function App",
     # Only the embedded store reads it; in Azure, Azure AI Search does the vector search.
     "MEMORY_VECTOR_INDEX_MIN_SCOPE": "only the embedded SQLite store uses it",
     # Empty selects Azure OpenAI whenever its endpoint and chat deployment are set, as they are here.

@@ -183,7 +183,7 @@ class SQLiteHistoryStore:
     def _entry(row: Sequence[Any]) -> HistoryEntry:
         return entry_from_fields(dict(zip(_ENTRY_ROW, row, strict=True)))
 
-    def _entries(self, scope: Scope, rest: str, args: tuple[str, ...]) -> list[HistoryEntry]:
+    def _entries(self, scope: Scope, rest: str, args: tuple[str | int, ...]) -> list[HistoryEntry]:
         """The scope's entries that ``rest`` (a constant SQL tail: more conditions, the order) selects."""
         with self._lock:
             rows = self._conn.execute(
@@ -347,6 +347,10 @@ class SQLiteHistoryStore:
     async def for_scope(self, scope: Scope) -> list[HistoryEntry]:
         """Every entry of a scope, oldest first (export)."""
         return self._entries(scope, "ORDER BY seq", ())
+
+    async def scope_page(self, scope: Scope, offset: int, limit: int) -> list[HistoryEntry]:
+        """At most ``limit`` entries of a scope after the first ``offset``, oldest first (a paged export)."""
+        return self._entries(scope, "ORDER BY seq LIMIT ? OFFSET ?", (limit, offset))
 
     async def turn_processed(self, scope: Scope, turn_id: str) -> bool:
         with self._lock:

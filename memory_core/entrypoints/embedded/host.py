@@ -292,6 +292,7 @@ class EmbeddedRuntime:
                 api = MemoryApi(
                     service, health_details=self.health_details, healthy=self.healthy,
                     authenticator=entra_authenticator(self.settings, token),
+                    heavy_operations=self.settings.heavy_operations,
                 )
                 self.server = ApiServer(
                     api,

@@ -40,8 +40,8 @@ from urllib.parse import parse_qsl, urlsplit
 from memory_core import telemetry
 from memory_core.contract.routes import API_PREFIX, ROUTES, api_path, route
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
-from memory_core.entrypoints.http.dispatcher import MemoryApi
-from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers, error_response
+from memory_core.entrypoints.http.dispatcher import MemoryApi, match
+from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers, HttpError, error_response
 from memory_core.errors import ConfigurationError
 from memory_core.web import StaticFile, static_file
 
@@ -218,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers=Headers(self.headers.items()),
         )
         started = time.perf_counter()
-        admission = self.server.admission if path.rstrip("/") not in UNQUEUED_ROUTES else None
+        admission = self.server.admission if _waits_its_turn(request) else None
         if admission is not None and not admission.acquire(timeout=self.server.request_timeout):
             return _timed_out()
         try:
@@ -279,6 +279,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
 
+def _waits_its_turn(request: ApiRequest) -> bool:
+    """Whether a request waits for one of the loop's turns (:attr:`_Server.admission`): all but health,
+    ``POST /turns`` (:data:`UNQUEUED_ROUTES`) and the heavy operations, which the API bounds itself
+    (:attr:`MemoryApi.heavy_gate <memory_core.entrypoints.http.dispatcher.MemoryApi>`), so that they
+    never hold the turns searches wait for."""
+    if API_PREFIX + request.path.rstrip("/") in UNQUEUED_ROUTES:
+        return False
+    try:
+        target, _ = match(request.method.upper(), request.path)
+    except HttpError:
+        return True
+    return not target.heavy
+
+
 def _is_json(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` is JSON (``application/json``, any parameters)."""
     return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
@@ -319,7 +333,8 @@ class ApiServer:
         token: The bearer token every route but health requires (``None``: none, loopback only).
         concurrency: Requests handed to the loop at once (``None``: no limit); the others wait on
             their connection's thread, so a crowd of requests cannot crowd the queue workers out of
-            the loop. Health and ``POST /turns`` are never held back (:data:`UNQUEUED_ROUTES`).
+            the loop. Health and ``POST /turns`` are never held back (:data:`UNQUEUED_ROUTES`), nor
+            the heavy operations, which the API bounds on its own and refuses beyond its bound.
 
     Raises:
         ConfigurationError: See :func:`check_binding`.

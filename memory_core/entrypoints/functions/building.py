@@ -57,8 +57,9 @@ def build_api(
         ConfigurationError: The routes were bound without the Functions key but no validator can be
             built: serving them would open every route to everyone.
     """
+    settings = settings or bootstrap.load_settings()
     if authenticator is None:
-        authenticator = bootstrap.build_authenticator(settings or bootstrap.load_settings())
+        authenticator = bootstrap.build_authenticator(settings)
     if authenticator is None:
         if keyless:
             raise ConfigurationError(
@@ -72,4 +73,4 @@ def build_api(
         )
     else:
         logger.info("HTTP API: Microsoft Entra ID tokens are validated and roles enforced")
-    return MemoryApi(service, authenticator=authenticator)
+    return MemoryApi(service, authenticator=authenticator, heavy_operations=settings.heavy_operations)

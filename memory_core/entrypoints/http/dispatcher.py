@@ -12,8 +12,15 @@ from memory_core.contract.openapi import build_openapi
 from memory_core.contract.parameters import MAX_BODY_BYTES
 from memory_core.contract.routes import ROUTES, Route
 from memory_core.domain.access import Authenticator, Principal, authorize
+from memory_core.entrypoints.http.gate import HeavyGate
 from memory_core.entrypoints.http.handlers import HANDLERS, Handler
-from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, HttpError, failure_response
+from memory_core.entrypoints.http.kit import (
+    RETRY_AFTER_SECONDS,
+    ApiRequest,
+    ApiResponse,
+    HttpError,
+    failure_response,
+)
 from memory_core.entrypoints.http.targets import READERS, Subject
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,7 +92,8 @@ class MemoryApi:
     memory is 404 (``not_found``); an unknown path 404 (``no_route``); a known path with another
     method 405 (``method_not_allowed``, with ``Allow``); a body over ``max_body_bytes`` 413
     (``payload_too_large``); a store conflict 409 (``conflict``); what this deployment's store cannot do
-    501 (``not_supported``: listing users on Azure AI Search); a transient failure 503 (``unavailable``,
+    501 (``not_supported``: listing users on Azure AI Search); one heavy operation more than
+    ``heavy_operations`` 429 (``busy``, with ``Retry-After``); a transient failure 503 (``unavailable``,
     with ``Retry-After``). Only a bug is a 500.
 
     Identity: with an ``authenticator`` every route but health needs credentials it accepts (401
@@ -102,6 +110,9 @@ class MemoryApi:
         authenticator: Turns request headers into a principal (``None``: no authentication).
         healthy: Decides from those facts whether the service works; ``False`` answers ``GET /health``
             with 503 and ``"status": "unhealthy"`` (``None``: always 200 ``ok``).
+        heavy_operations: Heavy operations (:attr:`~memory_core.contract.routes.Route.heavy`: export
+            pages, purge, forgetting) served at once; one more is answered 429 (``busy``) with
+            ``Retry-After``, after authentication and authorisation (``None``: no bound).
     """
 
     def __init__(
@@ -112,8 +123,10 @@ class MemoryApi:
         health_details: Callable[[], Mapping[str, Any]] | None = None,
         authenticator: Authenticator | None = None,
         healthy: Callable[[Mapping[str, Any]], bool] | None = None,
+        heavy_operations: int | None = None,
     ) -> None:
         self.service = service
+        self.heavy_gate = HeavyGate(heavy_operations) if heavy_operations is not None else None
         self.max_body_bytes = max_body_bytes
         self.authenticator = authenticator
         self._health_details = health_details
@@ -134,9 +147,30 @@ class MemoryApi:
                 )
             route, params = match(method, request.path)
             subject = await self._admit(route, request, params)
-            return await self._handlers[route.operation](self, request, subject)
+            handler = self._handlers[route.operation]
+            if not route.heavy or self.heavy_gate is None:
+                return await handler(self, request, subject)
+            if not self.heavy_gate.try_enter():
+                raise self._busy()
+            try:
+                return await handler(self, request, subject)
+            finally:
+                self.heavy_gate.leave()
         except Exception as exc:
             return failure_response(exc, method, request.path)
+
+    def _busy(self) -> HttpError:
+        """The 429 refusing one heavy operation more than the gate lets run."""
+        limit = self.heavy_gate.limit if self.heavy_gate is not None else 0
+        return HttpError(
+            429,
+            "busy",
+            f"{limit} heavy operation(s) (export pages, purges, forgetting runs) are already running, the most "
+            f"this server runs at once (MEMORY_HEAVY_OPERATIONS); retry after {RETRY_AFTER_SECONDS} seconds "
+            "(searches are not held back)",
+            None,
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
 
     async def _admit(self, route: Route, request: ApiRequest, params: dict[str, str]) -> Subject:
         """Authenticate and authorise one request: the only gate between a route and the service.

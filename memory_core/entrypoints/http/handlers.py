@@ -18,10 +18,12 @@ from memory_core.contract.admin_views import (
 )
 from memory_core.contract.parameters import (
     DEFAULT_CURVE_DAYS,
+    DEFAULT_EXPORT_LIMIT,
     DEFAULT_FORGET_LIMIT,
     DEFAULT_LIST_LIMIT,
     MAX_CURVE_DAYS,
     MAX_CURVE_IDS,
+    MAX_EXPORT_LIMIT,
     MAX_FORGET_LIMIT,
     MAX_LIST_LIMIT,
     MAX_PREVIEW_LIMIT,
@@ -200,11 +202,17 @@ async def delete(api: Context, request: ApiRequest, subject: Subject) -> ApiResp
 
 @handles("export")
 async def export(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    query = Query(request.query)
+    cursor = query.text("cursor", max_length=1024)
+    limit = query.integer("limit", default=DEFAULT_EXPORT_LIMIT, low=1, high=MAX_EXPORT_LIMIT)
+    assert limit is not None
+    vectors = query.boolean("include_vectors", default=False)
     user_id, agent_id = str(subject.user_id), subject.agent_id
-    records = [r async for r in api.service.export(user_id, agent_id)]
-    history = await api.service.export_history(user_id, agent_id)
-    queued = await api.service.queued_messages(user_id, agent_id)
-    return _ok(export_response(user_id, agent_id, records, history, queued))
+    page = await api.service.export_page(
+        user_id, agent_id, cursor=cursor, limit=limit, include_vectors=vectors
+    )
+    queued = await api.service.queued_messages(user_id, agent_id) if cursor is None else []
+    return _ok(export_response(user_id, agent_id, page.records, page.history, queued, page.next_cursor))
 
 
 @handles("purge")

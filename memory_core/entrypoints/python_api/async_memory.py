@@ -474,14 +474,22 @@ class AsyncMemory:
         scope = Scope.of(user_id, agent_id)
         return await backend.history(scope, validate_memory_id(memory_id, "memory_id"))
 
-    async def export(self, *, user_id: str, agent_id: str | None = None) -> MemoryExport:
+    async def export(
+        self, *, user_id: str, agent_id: str | None = None, include_vectors: bool = False
+    ) -> MemoryExport:
         """Everything kept about a user (one agent, or all): every memory with every field, and the
-        decision history.
+        decision history (from a remote API, every page of its export in turn).
+
+        Args:
+            user_id: Whose memories.
+            agent_id: Only this agent's (``None``: every agent's).
+            include_vectors: Keep each memory's embedding (left out by default; ``memory-core import``
+                computes missing ones).
         """
         backend = self._open()
         user = validate_scope_id(user_id, "user_id")
         agent = None if agent_id is None else validate_scope_id(agent_id, "agent_id")
-        return await backend.export(user, agent)
+        return await backend.export(user, agent, include_vectors=include_vectors)
 
     async def forget(self, *, dry_run: bool = True, limit: int | None = None) -> ForgettingReport:
         """Apply the forgetting policy to every memory of the store (all users): memories whose

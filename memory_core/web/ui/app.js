@@ -525,7 +525,18 @@ async function exportUser(event) {
   event.preventDefault();
   const user = event.target.elements.user.value.trim();
   try {
-    const { data, parsed } = await api("GET", `/users/${encodeURIComponent(user)}/export`, { raw: true });
+    // Every page, each asked for with the cursor of the one before, put together as one export.
+    const parsed = { user_id: user, agent_id: null, count: 0, memories: [], history: [], queued: [], next_cursor: null };
+    let cursor = null;
+    do {
+      const page = await api("GET", `/users/${encodeURIComponent(user)}/export`, { query: { cursor } });
+      parsed.memories.push(...page.memories);
+      parsed.history.push(...page.history);
+      parsed.queued.push(...page.queued);
+      cursor = page.next_cursor;
+    } while (cursor);
+    parsed.count = parsed.memories.length;
+    const data = JSON.stringify(parsed);
     const url = URL.createObjectURL(new Blob([data], { type: "application/json" }));
     const link = h("a", { href: url, download: `memory-core-export-${user}.json`, hidden: true });
     document.body.append(link);
