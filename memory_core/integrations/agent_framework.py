@@ -52,6 +52,10 @@ __all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE_ID = "memory_core"
+#: Seconds the first search (and the first after ``cold_after``) may take: a cold service starts first.
+DEFAULT_FIRST_SEARCH_TIMEOUT = 10.0
+#: Shortest transport timeout of a client :meth:`MemoryContextProvider.remote` builds.
+DEFAULT_HTTP_TIMEOUT = 5.0
 
 
 def _floor(value: float | None) -> float | None:
@@ -175,7 +179,7 @@ class MemoryContextProvider(ContextProvider):
         recall: bool = True,
         store_turns: bool = True,
         search_timeout: float = 2.0,
-        first_search_timeout: float = 10.0,
+        first_search_timeout: float = DEFAULT_FIRST_SEARCH_TIMEOUT,
         cold_after: float = 300.0,
         ready_timeout: float = 5.0,
         publish_timeout: float = 1.0,
@@ -260,7 +264,9 @@ class MemoryContextProvider(ContextProvider):
         return cls(client=client, owns_client=True, **kwargs)
 
     @classmethod
-    def remote(cls, *, base_url: str, http_timeout: float = 5.0, **kwargs: Any) -> MemoryContextProvider:
+    def remote(
+        cls, *, base_url: str, http_timeout: float | None = None, **kwargs: Any
+    ) -> MemoryContextProvider:
         """A provider on the serverless deployment (the provider owns the HTTP client it creates).
 
         Keyword Args:
@@ -276,10 +282,14 @@ class MemoryContextProvider(ContextProvider):
             publisher: Where turns go (for example ``ServiceBusTurnPublisher``); ``None`` posts them
                 to ``POST /api/turns``. Not closed by the provider.
             http_client: An ``httpx.AsyncClient`` to use (not closed by the provider).
-            http_timeout: Transport timeout of one HTTP request.
+            http_timeout: Transport timeout of one HTTP request (default: ``first_search_timeout``, at
+                least 5 s, so a cold service's first answer is not cut off below the provider's budget).
             **kwargs: Provider options (``user_id``, ``agent_id``, ``top``, ...).
         """
         connecting = {name: kwargs.pop(name) for name in CLIENT_OPTIONS if name in kwargs}
+        if http_timeout is None:
+            first = kwargs.get("first_search_timeout", DEFAULT_FIRST_SEARCH_TIMEOUT)
+            http_timeout = max(DEFAULT_HTTP_TIMEOUT, float(first))
         client = RemoteMemoryClient(base_url, timeout=http_timeout, **connecting)
         return cls(client=client, owns_client=True, **kwargs)
 

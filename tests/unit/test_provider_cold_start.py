@@ -113,3 +113,20 @@ def test_the_first_search_after_a_long_idle_waits_again() -> None:
 def test_the_cold_start_budget_is_checked(name: str) -> None:
     with pytest.raises(ValidationError, match=name):
         provider(ColdClient(), **{name: 0})
+
+
+@pytest.mark.parametrize(
+    ("options", "transport"),
+    [({}, 10.0), ({"first_search_timeout": 30.0}, 30.0), ({"first_search_timeout": 1.0}, 5.0), ({"http_timeout": 3.0}, 3.0)],
+)
+def test_a_remote_client_does_not_cut_the_first_search_short(options: dict[str, float], transport: float) -> None:
+    async def scenario() -> None:
+        memory = MemoryContextProvider.remote(
+            base_url="http://127.0.0.1:9", user_id="u1", agent_id="a1", outbox_path=None, flush_interval=None, **options
+        )
+        try:
+            assert memory.client._http.timeout.read == transport  # type: ignore[attr-defined]
+        finally:
+            await memory.close()
+
+    asyncio.run(scenario())
