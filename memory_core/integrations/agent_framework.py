@@ -403,10 +403,8 @@ class MemoryContextProvider(ContextProvider):
         hits = None if token is None else self._loop_memories.get(token, read)
         if hits is None:
             query = build_query(context.input_messages)
-            if not query:
-                return
-            hits = await self._search_for_run(read, query)
-            if token is not None:
+            hits = await self._search_for_run(read, query) if query else []
+            if token is not None:  # the loop's later runs never search for the loop's own prompt
                 self._loop_memories.put(token, read, hits)
         text = format_memories(hits)  # a fresh marker nonce for every run
         if text is not None:

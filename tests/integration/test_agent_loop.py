@@ -243,3 +243,18 @@ def test_remote_mode_in_a_loop_names_the_origin_session_over_http(env: Env) -> N
         assert [[m["text"] for m in t["messages"]] for t in turns] == [["Suggest a snack.", f"step {ITERATIONS}"]]
 
     asyncio.run(scenario())
+
+
+def test_a_loop_whose_user_turn_has_no_text_never_searches_for_the_loop_prompts(env: Env) -> None:
+    async def scenario() -> None:
+        await env.remember("I like green tea.")
+        env.client.searches.clear()
+        provider = env.provider()
+        chat = StepChatClient()
+        image = Message(role="user", contents=[{"type": "uri", "uri": "https://example.org/a.png", "media_type": "image/png"}])
+        await looping_agent(chat, provider, history=False).run([image], session=AgentSession())
+        assert len(chat.inputs) == ITERATIONS
+        assert env.client.searches == []
+        await provider.close()
+
+    asyncio.run(scenario())
