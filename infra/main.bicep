@@ -60,6 +60,11 @@ param functionInstanceMemoryMB int = 2048
 @maxValue(1000)
 param functionMaximumInstanceCount int = 40
 
+@description('Always-ready instances for the HTTP functions (MEMORY_ALWAYS_READY_INSTANCES; 0: scale to zero, no baseline cost). One keeps the first search after idle fast; each is billed all the time (docs/deploy.md, Cold starts).')
+@minValue(0)
+@maxValue(40)
+param functionAlwaysReadyInstanceCount int = 0
+
 // ---- Service Bus -----------------------------------------------------------------------------
 
 @description('Queue that carries turns (MEMORY_TURNS_QUEUE).')
@@ -333,6 +338,7 @@ module functionApp './app/function.bicep' = {
     pythonVersion: pythonVersion
     instanceMemoryMB: functionInstanceMemoryMB
     maximumInstanceCount: functionMaximumInstanceCount
+    alwaysReadyInstanceCount: functionAlwaysReadyInstanceCount
     appSettings: memoryAppSettings
   }
   // Roles first, so the app does not start before it may reach its dependencies.

@@ -77,7 +77,7 @@ async def main() -> None:
         publisher=turns,  # type: ignore[arg-type]
         user_id=user_id,
         agent_id=AGENT_ID,
-        search_timeout=3.0,  # a cold start must not hold the agent up for long
+        search_timeout=3.0,  # a warm search; the first after idle may take first_search_timeout (10 s)
         publish_timeout=3.0,
         outbox_path=".memory-core/serverless-outbox.db",
     )

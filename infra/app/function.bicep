@@ -34,6 +34,11 @@ param instanceMemoryMB int = 2048
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
+@description('Always-ready instances for the HTTP functions (0: scale to zero). Each is billed all the time (docs/deploy.md, Cold starts).')
+@minValue(0)
+@maxValue(40)
+param alwaysReadyInstanceCount int = 0
+
 @description('The settings memory-core reads (Settings.environment_variables()).')
 param appSettings object
 
@@ -48,6 +53,15 @@ var hostSettings = {
   ServiceBusConnection__clientId: identityClientId
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
 }
+
+// The http group (every HTTP function): the search an agent waits for before each run is answered
+// without a cold start. The Service Bus trigger scales on demand.
+var alwaysReadyHttp = [
+  {
+    name: 'http'
+    instanceCount: alwaysReadyInstanceCount
+  }
+]
 
 resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   name: name
@@ -80,6 +94,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         }
       }
       scaleAndConcurrency: {
+        alwaysReady: (alwaysReadyInstanceCount > 0) ? alwaysReadyHttp : []
         instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
       }

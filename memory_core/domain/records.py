@@ -13,7 +13,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from memory_core.domain.validation import (
     CATEGORY_PATTERN,
@@ -100,6 +109,8 @@ class Provenance(BaseModel):
         start: Start of the span in the message's text (characters).
         end: End of the span (exclusive); ``start == end == 0`` when the span is not known.
         speaker: Who said it (the message's ``name``, else its role).
+        session_id: The conversation session the turn belonged to, when the turn named one (left out
+            of the JSON when unknown, so records without one read and write as before).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -109,6 +120,20 @@ class Provenance(BaseModel):
     start: int = Field(default=0, ge=0)
     end: int = Field(default=0, ge=0)
     speaker: SpeakerName | None = None
+    session_id: str | None = None
+
+    @field_validator("session_id")
+    @classmethod
+    def _session(cls, value: str | None) -> str | None:
+        return None if value is None else validate_scope_id(value, "session_id")
+
+    # No return annotation: pydantic would take it for the JSON schema, which stays that of the fields.
+    @model_serializer(mode="wrap")
+    def _omit_unknown_session(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data: dict[str, Any] = handler(self)
+        if self.session_id is None:
+            data.pop("session_id", None)
+        return data
 
 
 class MemoryRecord(BaseModel):

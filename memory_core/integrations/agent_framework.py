@@ -1,12 +1,14 @@
 """``MemoryContextProvider``: long-term memory for Microsoft Agent Framework agents.
 
 ``before_run`` injects the memories relevant to the new input; ``after_run`` publishes the turn,
-through a durable outbox when that fails. A memory failure never fails the agent's run.
+through a durable outbox when that fails. A memory failure never fails the agent's run. Inside
+Agent Framework's agent loop both happen once per user turn (see :mod:`.loop`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -18,10 +20,18 @@ from memory_core.client.local import OPEN_OPTIONS, LocalMemoryClient
 from memory_core.client.remote import CLIENT_OPTIONS, RemoteMemoryClient
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.relevance import DEFAULT_RELEVANCE_FLOOR
-from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
+from memory_core.domain.search import (
+    MemorySearchOptions,
+    OrderBy,
+    RankingProfile,
+    SearchHit,
+    SearchMode,
+    SearchResult,
+)
 from memory_core.domain.validation import parse_model, unit_interval, validate_scope_id
 from memory_core.errors import ConfigurationError, ValidationError
 from memory_core.integrations.delivery import TurnDelivery
+from memory_core.integrations.loop import LoopMemories, extend_with_origins, loop_token, origin_session_ids
 from memory_core.integrations.outbox import DEFAULT_OUTBOX_PATH, TurnOutbox
 from memory_core.integrations.reading import memories_for_run
 from memory_core.integrations.recall_format import (
@@ -42,6 +52,10 @@ __all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE_ID = "memory_core"
+#: Seconds the first search (and the first after ``cold_after``) may take: a cold service starts first.
+DEFAULT_FIRST_SEARCH_TIMEOUT = 10.0
+#: Shortest transport timeout of a client :meth:`MemoryContextProvider.remote` builds.
+DEFAULT_HTTP_TIMEOUT = 5.0
 
 
 def _floor(value: float | None) -> float | None:
@@ -53,10 +67,22 @@ def _floor(value: float | None) -> float | None:
 
 
 def _check_timing(
-    *, search_timeout: float, publish_timeout: float, ready_timeout: float, flush_interval: float | None
+    *,
+    search_timeout: float,
+    first_search_timeout: float,
+    cold_after: float,
+    publish_timeout: float,
+    ready_timeout: float,
+    flush_interval: float | None,
 ) -> None:
     """Refuse timeouts and intervals the provider cannot work with."""
-    for name, value in (("search_timeout", search_timeout), ("publish_timeout", publish_timeout)):
+    positive = (
+        ("search_timeout", search_timeout),
+        ("first_search_timeout", first_search_timeout),
+        ("cold_after", cold_after),
+        ("publish_timeout", publish_timeout),
+    )
+    for name, value in positive:
         if not value > 0:
             raise ValidationError(name, "must be a positive number of seconds")
     if not ready_timeout >= 0:
@@ -70,6 +96,16 @@ class MemoryContextProvider(ContextProvider):
 
     Build it with a :class:`~memory_core.client.base.MemoryClient` or a
     ``MemoryService``, or with :meth:`local` / :meth:`remote`, which create (and then own) the client.
+
+    Inside Agent Framework's agent loop (``AgentLoopMiddleware``) one user turn is one search (the
+    loop's later runs get the same memories) and one published turn, after the loop: the user's words
+    and the final answer, never the loop's own prompts (``after_run_once_per_turn``). Memories that
+    came from other sessions name them in the message's attribution (``origin_session_ids``, Agent
+    Framework 1.15 and later).
+
+    Cold start: the provider's first search, and the first after ``cold_after`` seconds without one,
+    may take ``first_search_timeout`` (a service scaled to zero first starts and imports its code);
+    every other search takes at most ``search_timeout``.
 
     Keyword Args:
         client: Where memory lives: a ``MemoryClient`` or a ``MemoryService`` (not closed by the
@@ -99,6 +135,9 @@ class MemoryContextProvider(ContextProvider):
         recall: Count injected memories as recalled (reinforces them).
         store_turns: Publish turns in ``after_run``.
         search_timeout: Seconds ``before_run`` waits for the search before going on without memories.
+        first_search_timeout: Seconds the first search waits, and the first after ``cold_after``
+            seconds without a search (a cold service: a Flex Consumption app starting an instance).
+        cold_after: Seconds without a search after which the next one waits ``first_search_timeout``.
         ready_timeout: Seconds ``before_run`` may first wait for the memory to be ready to search (the
             embedded mode: the model loaded and the scope's queued turns ingested). ``0``: never wait.
         publish_timeout: Seconds ``after_run`` waits for the publish before leaving the turn to the outbox.
@@ -110,6 +149,8 @@ class MemoryContextProvider(ContextProvider):
     """
 
     DEFAULT_SOURCE_ID: ClassVar[str] = DEFAULT_SOURCE_ID
+    #: Inside an agent loop, ``after_run`` runs once, when the loop ends, with the whole user turn.
+    after_run_once_per_turn: bool = True
 
     def __init__(
         self,
@@ -138,6 +179,8 @@ class MemoryContextProvider(ContextProvider):
         recall: bool = True,
         store_turns: bool = True,
         search_timeout: float = 2.0,
+        first_search_timeout: float = DEFAULT_FIRST_SEARCH_TIMEOUT,
+        cold_after: float = 300.0,
         ready_timeout: float = 5.0,
         publish_timeout: float = 1.0,
         outbox_path: str | Path | TurnOutbox | None = DEFAULT_OUTBOX_PATH,
@@ -162,6 +205,8 @@ class MemoryContextProvider(ContextProvider):
         check_injection_role(injection_role)
         _check_timing(
             search_timeout=search_timeout,
+            first_search_timeout=first_search_timeout,
+            cold_after=cold_after,
             publish_timeout=publish_timeout,
             ready_timeout=ready_timeout,
             flush_interval=flush_interval,
@@ -171,6 +216,10 @@ class MemoryContextProvider(ContextProvider):
         self.recall = recall
         self.store_turns = store_turns
         self.search_timeout = float(search_timeout)
+        self.first_search_timeout = float(first_search_timeout)
+        self.cold_after = float(cold_after)
+        self._searched_at: float | None = None  # time.monotonic() when the last search ended
+        self._loop_memories = LoopMemories()
         self.ready_timeout = float(ready_timeout)
         self.publish_timeout = float(publish_timeout)
         self.flush_interval = flush_interval
@@ -215,7 +264,9 @@ class MemoryContextProvider(ContextProvider):
         return cls(client=client, owns_client=True, **kwargs)
 
     @classmethod
-    def remote(cls, *, base_url: str, http_timeout: float = 5.0, **kwargs: Any) -> MemoryContextProvider:
+    def remote(
+        cls, *, base_url: str, http_timeout: float | None = None, **kwargs: Any
+    ) -> MemoryContextProvider:
         """A provider on the serverless deployment (the provider owns the HTTP client it creates).
 
         Keyword Args:
@@ -231,10 +282,14 @@ class MemoryContextProvider(ContextProvider):
             publisher: Where turns go (for example ``ServiceBusTurnPublisher``); ``None`` posts them
                 to ``POST /api/turns``. Not closed by the provider.
             http_client: An ``httpx.AsyncClient`` to use (not closed by the provider).
-            http_timeout: Transport timeout of one HTTP request.
+            http_timeout: Transport timeout of one HTTP request (default: ``first_search_timeout``, at
+                least 5 s, so a cold service's first answer is not cut off below the provider's budget).
             **kwargs: Provider options (``user_id``, ``agent_id``, ``top``, ...).
         """
         connecting = {name: kwargs.pop(name) for name in CLIENT_OPTIONS if name in kwargs}
+        if http_timeout is None:
+            first = kwargs.get("first_search_timeout", DEFAULT_FIRST_SEARCH_TIMEOUT)
+            http_timeout = max(DEFAULT_HTTP_TIMEOUT, float(first))
         client = RemoteMemoryClient(base_url, timeout=http_timeout, **connecting)
         return cls(client=client, owns_client=True, **kwargs)
 
@@ -336,27 +391,46 @@ class MemoryContextProvider(ContextProvider):
         context: SessionContext,
         state: dict[str, Any],
     ) -> None:
-        """Search the read scope for the new input and add the relevant memories to the model input."""
+        """Search the read scope for the new input and add the relevant memories to the model input.
+
+        Inside an agent loop only the loop's first run searches (for what the user said); its later
+        runs, whose input is the loop's own prompt, get the same memories.
+        """
         read, _ = self._scopes(state)
         if read is None:
             return
-        query = build_query(context.input_messages)
-        if not query:
-            return
-        hits = await memories_for_run(
-            self.client,
-            read,
-            query,
-            self.options,
-            floor=self.relevance_floor,
-            recall=self.recall,
-            search_timeout=self.search_timeout,
-            ready_timeout=self.ready_timeout,
-            background=self._delivery.run_in_background,
-        )
+        token = loop_token(context)
+        hits = None if token is None else self._loop_memories.get(token, read)
+        if hits is None:
+            query = build_query(context.input_messages)
+            hits = await self._search_for_run(read, query) if query else []
+            if token is not None:  # the loop's later runs never search for the loop's own prompt
+                self._loop_memories.put(token, read, hits)
         text = format_memories(hits)  # a fresh marker nonce for every run
         if text is not None:
-            context.extend_messages(self, [Message(role=self.injection_role, contents=[text])])
+            message = Message(role=self.injection_role, contents=[text])
+            extend_with_origins(context, self, [message], origin_session_ids(hits, context.session_id))
+
+    def search_budget(self) -> float:
+        """Seconds the next search may take: ``first_search_timeout`` when cold, else ``search_timeout``."""
+        cold = self._searched_at is None or time.monotonic() - self._searched_at > self.cold_after
+        return self.first_search_timeout if cold else self.search_timeout
+
+    async def _search_for_run(self, read: Scope, query: str) -> list[SearchHit]:
+        try:
+            return await memories_for_run(
+                self.client,
+                read,
+                query,
+                self.options,
+                floor=self.relevance_floor,
+                recall=self.recall,
+                search_timeout=self.search_budget(),
+                ready_timeout=self.ready_timeout,
+                background=self._delivery.run_in_background,
+            )
+        finally:
+            self._searched_at = time.monotonic()
 
     async def after_run(
         self,
@@ -366,7 +440,10 @@ class MemoryContextProvider(ContextProvider):
         context: SessionContext,
         state: dict[str, Any],
     ) -> None:
-        """Publish the turn (new input and response) to the write scope, or keep it in the outbox."""
+        """Publish the turn (new input and response) to the write scope, or keep it in the outbox.
+
+        After an agent loop the response is the final answer alone (see :func:`.turns.turn_for_run`).
+        """
         if not self.store_turns:
             return
         _, write = self._scopes(state)

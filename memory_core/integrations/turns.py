@@ -19,6 +19,7 @@ from memory_core.domain.messages import (
 )
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import MESSAGE_CONTROL_CHARACTERS, SCOPE_ID_PATTERN
+from memory_core.integrations.loop import final_answer
 from memory_core.integrations.recall_format import message_role
 
 __all__ = ["TURN_MESSAGES_BUDGET", "fit_turn", "turn_for_run"]
@@ -35,10 +36,12 @@ def turn_for_run(scope: Scope, context: SessionContext) -> Turn | None:
 
     Only user and assistant messages with text are kept (control characters dropped, each text cut
     to :data:`MAX_MESSAGE_CHARS`), the newest :data:`MAX_TURN_MESSAGES`, fitted by :func:`fit_turn`.
-    A session id that is not a valid id is left out.
+    Of the response, only what follows its last user message: after an agent loop, the final answer
+    (the loop's own prompts and the earlier iterations' answers are not the user's turn). A session
+    id that is not a valid id is left out.
     """
     try:
-        response = list(context.response.messages) if context.response is not None else []
+        response = final_answer(context.response.messages) if context.response is not None else []
         return _turn(scope, [*context.input_messages, *response], context.session_id)
     except Exception as exc:
         logger.warning("could not build the memory turn (%s); it is not stored", exc)

@@ -132,7 +132,14 @@ def provenance_of(turn: Turn, candidate: MemoryCandidate) -> Provenance:
         if found >= 0:
             start, end = found, found + len(candidate.evidence)
     speaker = None if message is None else (message.name or message.role.value)
-    return Provenance(turn_id=turn.turn_id, message=index if message else 0, start=start, end=end, speaker=speaker)
+    return Provenance(
+        turn_id=turn.turn_id,
+        message=index if message else 0,
+        start=start,
+        end=end,
+        speaker=speaker,
+        session_id=turn.session_id,
+    )
 
 
 def _partly_forgotten(candidate: MemoryCandidate, decision: Decision) -> bool:

@@ -350,7 +350,9 @@ def test_search_memories_returns_ranked_hits_with_scores(env: Env) -> None:
 def test_search_down_or_slow_the_agent_answers_without_memories(env: Env, hang: bool) -> None:
     async def scenario() -> None:
         chat = RecordingChatClient("Answer anyway.")
-        provider = env.provider(client=BrokenSearchClient(env.service, hang=hang), search_timeout=0.2)
+        provider = env.provider(
+            client=BrokenSearchClient(env.service, hang=hang), search_timeout=0.2, first_search_timeout=0.2
+        )
         agent = Agent(client=chat, context_providers=[provider])
         started = time.perf_counter()
         response = await agent.run("What should I drink?", session=AgentSession())
