@@ -37,7 +37,13 @@ from memory_core.service.episodes import (
     withhold_forgotten,
 )
 from memory_core.service.forget_sweep import reported, sweep_forgotten, swept_by
-from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
+from memory_core.service.journal import (
+    dropped_by_purge,
+    purged_before,
+    step_entry,
+    step_memory_id,
+    wait_for_purge,
+)
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
 from memory_core.service.results import IngestResult, StepResult
@@ -282,11 +288,14 @@ async def _purged_meanwhile(run: _Run, tombstone: datetime | None) -> bool:
 
     What it wrote may have landed after the purge deleted the scope. Only this turn of the scope can
     be in flight (one at a time, in order), so purging the scope again removes exactly what the purge
-    meant to remove.
+    meant to remove. It first waits for the purge to be over (:func:`wait_for_purge`): purging while
+    the purge is under way would delete rows the purge was about to delete, and the purge would
+    not count them.
     """
     later = await run.history.tombstone(run.scope)
     if later == tombstone or not purged_before(run.turn.occurred_at, later):
         return False
+    await wait_for_purge(run.history, run.scope)
     await run.store.purge(run.scope.user_id, run.scope.agent_id)
     await run.history.purge(run.scope.user_id, run.scope.agent_id)
     logger.warning(
