@@ -34,6 +34,7 @@ __all__ = [
     "PurgeReport",
     "delete_memory",
     "purge_user",
+    "rewrite_files",
     "update_memory",
 ]
 
@@ -282,10 +283,10 @@ async def purge_user(
     queued = await queue.purge_scope(user_id, agent_id) if queue is not None else 0
     memories = await store.purge(user_id, agent_id)
     entries = await history.purge(user_id, agent_id) if history is not None else 0
-    checkpointed = await _scrub(files, rebuild=True)
+    checkpointed = await rewrite_files(files, rebuild=True)
     if history is not None and supports(history, PurgeSettlement):
         await cast(PurgeSettlement, history).settle_tombstone(user_id, agent_id, now)
-        checkpointed = await _scrub(files, rebuild=False) and checkpointed  # the settlement's own log
+        checkpointed = await rewrite_files(files, rebuild=False) and checkpointed  # the settlement's own log
     logger.info(
         "purged %s memories, %s history entries and %s queued messages (agent filter: %s)",
         memories,
@@ -304,10 +305,11 @@ async def purge_user(
     )
 
 
-async def _scrub(files: Sequence[object], *, rebuild: bool) -> bool:
-    """Truncate every adapter's write-ahead log, first rewriting (``rebuild``) each file of ``files``
-    once (two adapters may share one); ``False`` if a file could not be rewritten or a reader kept
-    part of a log."""
+async def rewrite_files(files: Sequence[object], *, rebuild: bool) -> bool:
+    """Truncate the write-ahead log of every adapter of ``files`` that keeps one
+    (:class:`~memory_core.ports.WalCheckpointer`; the others are skipped), first rewriting
+    (``rebuild``) each file once (two adapters may share one), so deleted text leaves the disk;
+    ``False`` if a file could not be rewritten or a reader kept part of a log."""
     checkpointed = True
     seen: set[int] = set()
     rewritten: set[str] = set()

@@ -2,10 +2,11 @@
 file of the embedded store (the database, its write-ahead log, the queue file and its log) keeps a
 byte of the purged user's text, not even in the free space of pages still in use.
 
-The worker is held deterministically at the point where an ingestion checks whether its scope was
-purged meanwhile (its writes are done): the purge records its tombstone while the turn waits there,
-then the turn goes on. Everything runs on one event loop over the synchronous SQLite adapters, so the
-order is the same on every run.
+The worker is held deterministically, either at the point where an ingestion checks whether its
+scope was purged meanwhile (its writes are done; the purge records its tombstone while the turn waits
+there, then the turn goes on), or at its first step (the purge runs to its end while the turn waits,
+then the turn writes the rest after it). Everything runs on one event loop over the synchronous
+SQLite adapters, so the order is the same on every run.
 """
 
 from __future__ import annotations
@@ -61,22 +62,28 @@ def turn(turn_id: str, user: str, text: str, at: datetime) -> dict[str, Any]:
 
 class HeldHistory(SQLiteHistoryStore):
     """The real SQLite history, holding the turn ``held`` at its check for a purge (its first
-    tombstone read once its steps have been recorded) until a purge has recorded its tombstone."""
+    tombstone read once its steps have been recorded) until a purge has recorded its tombstone; or,
+    with ``at_first_step``, before its first step until ``purged`` is set."""
 
     held = ""
+    at_first_step = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.at_check = asyncio.Event()
         self.tombstoned = asyncio.Event()
+        self.purged = asyncio.Event()
         self._stepped = False
 
     async def record_step(self, scope: Scope, turn_id: str, step: int, entries: Sequence[HistoryEntry]) -> bool:
+        if turn_id == self.held and self.at_first_step and not self.at_check.is_set():
+            self.at_check.set()
+            await asyncio.wait_for(self.purged.wait(), 30)
         self._stepped = self._stepped or turn_id == self.held
         return await super().record_step(scope, turn_id, step, entries)
 
     async def tombstone(self, scope: Scope) -> datetime | None:
-        if self._stepped and scope == S1 and not self.at_check.is_set():
+        if self._stepped and scope == S1 and not self.at_check.is_set() and not self.at_first_step:
             self.at_check.set()
             await asyncio.wait_for(self.tombstoned.wait(), 30)
         return await super().tombstone(scope)
@@ -128,8 +135,9 @@ async def populate(service: Any, history: SQLiteHistoryStore, queue: SQLiteQueue
 
 
 @asynccontextmanager
-async def purged_mid_turn(tmp_path: Path) -> AsyncIterator[Purged]:
-    """Purge ``u1`` while the worker ingests a turn of ``u1``, held at its check for a purge."""
+async def purged_mid_turn(tmp_path: Path, *, at_first_step: bool = False) -> AsyncIterator[Purged]:
+    """Purge ``u1`` while the worker ingests a turn of ``u1``, held at its check for a purge (or at
+    its first step: it then writes the rest after the purge)."""
     db = tmp_path / "memory.db"
     settings = Settings(store="sqlite", sqlite_path=str(db), embedder="hash")
     history = HeldHistory(db)
@@ -137,18 +145,19 @@ async def purged_mid_turn(tmp_path: Path) -> AsyncIterator[Purged]:
     service = build_service(settings, clock=FixedClock(NOW), publisher=queue, recall_via_queue=True, history=history)
     try:
         await populate(service, history, queue)
-        HeldHistory.held = "held"
+        HeldHistory.held, HeldHistory.at_first_step = "held", at_first_step
         text = f"I like {WORDS['u1']} tea. My {WORDS['u1']} lives in Lisbon and I am allergic to {WORDS['u1']}."
         await service.publish_turn(turn("held", "u1", text, NOW - timedelta(minutes=5)))
         worker = asyncio.create_task(QueueWorker(queue, service, renew_locks=False).drain())
         await asyncio.wait_for(history.at_check.wait(), 30)
         existed = counts(db, "u1")  # the held turn's writes are done: this is what the purge must remove
         report = await service.purge("u1")
+        history.purged.set()
         await asyncio.wait_for(worker, 30)
         files = {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir()) if p.name.startswith(db.name)}
         yield Purged(report, existed, files, counts(db, "u1"))
     finally:
-        HeldHistory.held = ""
+        HeldHistory.held, HeldHistory.at_first_step = "", False
         await service.close()
 
 
@@ -174,5 +183,16 @@ def test_a_purge_during_a_turn_of_the_user_leaves_no_byte_of_their_text_in_any_f
             kept = re.findall(WORDS["u2"].encode(), files["memory.db"], re.IGNORECASE)
             assert len(kept) >= MEMORIES + DECISIONS  # the other user's text is all there (the scan sees text)
             assert purged.report.checkpointed
+
+    asyncio.run(body())
+
+
+def test_what_a_turn_writes_after_the_purge_it_removes_from_every_file(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with purged_mid_turn(tmp_path, at_first_step=True) as purged:
+            assert purged.report.memories == purged.existed["memories"]  # what the turn wrote later is not
+            assert purged.left == {"memories": 0, "history": 0}
+            found = {n: len(re.findall(WORDS["u1"].encode(), d, re.IGNORECASE)) for n, d in purged.files.items()}
+            assert found == dict.fromkeys(purged.files, 0), f"the purged user's word is still in {found}"
 
     asyncio.run(body())
