@@ -274,7 +274,8 @@ async def purge_user(
         agent_id: One agent (``None``: every agent of the user).
         now: The purge time (the tombstone).
         queue: A local queue that can remove the scope's messages itself.
-        files: Adapters to checkpoint afterwards (those that are not file-backed are skipped).
+        files: Adapters whose files are rewritten and checkpointed afterwards (those that are not
+            file-backed are skipped).
     """
     user_id = validate_scope_id(user_id, "user_id")
     if agent_id is not None:
