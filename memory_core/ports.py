@@ -40,6 +40,7 @@ __all__ = [
     "MemoryStore",
     "Page",
     "ProgressCallback",
+    "PurgeSettlement",
     "QueuedItem",
     "QueuedLister",
     "RetentionPage",
@@ -628,6 +629,24 @@ class ScopePurger(Protocol):
 
 
 @runtime_checkable
+class PurgeSettlement(Protocol):
+    """A history that records when a purge is over (both history stores), so that a turn in flight
+    during a purge waits for it before removing what it wrote (it would otherwise delete, and so
+    take from the purge's count, what the purge was about to delete)."""
+
+    async def settle_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> None:
+        """Record that the purge of a user (``agent_id`` ``None``) or scope at ``at`` is over: its
+        rows are deleted and its files rewritten (only moves forward)."""
+        ...
+
+    async def purge_settled(self, scope: Scope) -> bool:
+        """Whether every purge covering ``scope`` (its own tombstone and its user's) is over: false
+        from :meth:`HistoryStore.record_tombstone` until :meth:`settle_tombstone` of that time or later.
+        A tombstone recorded before settlement was kept counts as settled."""
+        ...
+
+
+@runtime_checkable
 class QueuedLister(Protocol):
     """A queue that can list a user's messages it still holds (export)."""
 
@@ -663,8 +682,10 @@ class WalCheckpointer(Protocol):
     """A file-backed adapter that can move its write-ahead log into its file and truncate the log, so
     deleted text leaves the disk (the SQLite adapters, which also zero deleted content)."""
 
-    async def checkpoint_wal(self) -> bool:
-        """Checkpoint and truncate the write-ahead log; ``False`` if a reader kept part of it."""
+    async def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
+        """Checkpoint and truncate the write-ahead log, first rewriting the file with ``rebuild`` (so
+        no free space of a page keeps a copy of a deleted row); ``False`` if a reader kept part of the
+        log or the file could not be rewritten."""
         ...
 
 
@@ -690,7 +711,7 @@ class BatchReader(Protocol):
 def supports(resource: object, capability: type) -> bool:
     """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
     :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`,
-    :class:`HistoryPager`).
+    :class:`HistoryPager`, :class:`PurgeSettlement`).
 
     ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
     adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12

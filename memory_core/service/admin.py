@@ -19,13 +19,22 @@ from memory_core.domain.validation import (
     validate_scope_id,
 )
 from memory_core.errors import ConflictError, ValidationError
-from memory_core.ports import Embedder, HistoryStore, MemoryStore, ScopePurger, WalCheckpointer, supports
+from memory_core.ports import (
+    Embedder,
+    HistoryStore,
+    MemoryStore,
+    PurgeSettlement,
+    ScopePurger,
+    WalCheckpointer,
+    supports,
+)
 from memory_core.service.inspection import memory_not_found
 
 __all__ = [
     "PurgeReport",
     "delete_memory",
     "purge_user",
+    "rewrite_files",
     "update_memory",
 ]
 
@@ -245,8 +254,15 @@ async def purge_user(
     2. the scope's messages are removed from ``queue`` (the embedded queue: waiting, in hand and
        dead-lettered);
     3. the memories are removed from the store, then 4. the history (the tombstone stays);
-    5. every adapter in ``files`` that keeps a write-ahead log truncates it
-       (:class:`~memory_core.ports.WalCheckpointer`), so deleted text leaves the disk.
+    5. every file of the adapters in ``files`` (:class:`~memory_core.ports.WalCheckpointer`) is
+       rewritten once and its write-ahead log truncated, so deleted text leaves the disk, free space
+       of pages included;
+    6. the purge is settled in the history (:class:`~memory_core.ports.PurgeSettlement`): a turn of
+       the scope that was being ingested meanwhile waits for this before removing what it wrote, so
+       it never deletes (and takes from this purge's count) what the purge was about to delete.
+
+    The counts are what the purge's own deletes removed (each adapter counts the rows its delete
+    statement removed, in that statement's transaction).
 
     A purge stopped at any point (even by ``SIGKILL``) already drops replays once step 1 is durable;
     running it again completes it (the tombstone moves to the new time).
@@ -258,7 +274,8 @@ async def purge_user(
         agent_id: One agent (``None``: every agent of the user).
         now: The purge time (the tombstone).
         queue: A local queue that can remove the scope's messages itself.
-        files: Adapters to checkpoint afterwards (those that are not file-backed are skipped).
+        files: Adapters whose files are rewritten and checkpointed afterwards (those that are not
+            file-backed are skipped).
     """
     user_id = validate_scope_id(user_id, "user_id")
     if agent_id is not None:
@@ -267,19 +284,10 @@ async def purge_user(
     queued = await queue.purge_scope(user_id, agent_id) if queue is not None else 0
     memories = await store.purge(user_id, agent_id)
     entries = await history.purge(user_id, agent_id) if history is not None else 0
-    checkpointed = True
-    seen: set[int] = set()
-    for resource in files:
-        if id(resource) in seen or not supports(resource, WalCheckpointer):
-            continue
-        seen.add(id(resource))
-        if not await cast(WalCheckpointer, resource).checkpoint_wal():
-            checkpointed = False
-            logger.warning(
-                "after a purge, a reader kept part of the write-ahead log of the %s; the deleted text "
-                "leaves it at the next checkpoint",
-                type(resource).__name__,
-            )
+    checkpointed = await rewrite_files(files, rebuild=True)
+    if history is not None and supports(history, PurgeSettlement):
+        await cast(PurgeSettlement, history).settle_tombstone(user_id, agent_id, now)
+        checkpointed = await rewrite_files(files, rebuild=False) and checkpointed  # the settlement's own log
     logger.info(
         "purged %s memories, %s history entries and %s queued messages (agent filter: %s)",
         memories,
@@ -296,3 +304,28 @@ async def purge_user(
         purged_at=purged_at,
         checkpointed=checkpointed,
     )
+
+
+async def rewrite_files(files: Sequence[object], *, rebuild: bool) -> bool:
+    """Truncate the write-ahead log of every adapter of ``files`` that keeps one
+    (:class:`~memory_core.ports.WalCheckpointer`; the others are skipped), first rewriting
+    (``rebuild``) each file once (two adapters may share one), so deleted text leaves the disk;
+    ``False`` if a file could not be rewritten or a reader kept part of a log."""
+    checkpointed = True
+    seen: set[int] = set()
+    rewritten: set[str] = set()
+    for resource in files:
+        if id(resource) in seen or not supports(resource, WalCheckpointer):
+            continue
+        seen.add(id(resource))
+        path = str(getattr(resource, "path", id(resource)))
+        first = path not in rewritten
+        rewritten.add(path)
+        if not await cast(WalCheckpointer, resource).checkpoint_wal(rebuild=rebuild and first):
+            checkpointed = False
+            logger.warning(
+                "after a purge, a reader kept part of the write-ahead log of the %s, or its file could "
+                "not be rewritten; the deleted text leaves it at the next checkpoint or rewrite",
+                type(resource).__name__,
+            )
+    return checkpointed

@@ -24,6 +24,7 @@ from memory_core.ports import (
     TurnJournal,
     TurnStart,
 )
+from memory_core.service.admin import rewrite_files
 from memory_core.service.consolidation.consolidator import Consolidation, MemoryConsolidator
 from memory_core.service.earlier_values import keep_earlier_value
 from memory_core.service.episodes import (
@@ -37,7 +38,13 @@ from memory_core.service.episodes import (
     withhold_forgotten,
 )
 from memory_core.service.forget_sweep import reported, sweep_forgotten, swept_by
-from memory_core.service.journal import dropped_by_purge, purged_before, step_entry, step_memory_id
+from memory_core.service.journal import (
+    dropped_by_purge,
+    purged_before,
+    step_entry,
+    step_memory_id,
+    wait_for_purge,
+)
 from memory_core.service.preparation import CandidateExtractor, PreparedTurn, turn_candidates
 from memory_core.service.replay import already_ingested, resume
 from memory_core.service.results import IngestResult, StepResult
@@ -282,13 +289,18 @@ async def _purged_meanwhile(run: _Run, tombstone: datetime | None) -> bool:
 
     What it wrote may have landed after the purge deleted the scope. Only this turn of the scope can
     be in flight (one at a time, in order), so purging the scope again removes exactly what the purge
-    meant to remove.
+    meant to remove. It first waits for the purge to be over (:func:`wait_for_purge`): purging while
+    the purge is under way would delete rows the purge was about to delete, and the purge would
+    not count them. Then, as the purge does, it rewrites the files and truncates their logs, so
+    what it wrote after the purge leaves the disk too.
     """
     later = await run.history.tombstone(run.scope)
     if later == tombstone or not purged_before(run.turn.occurred_at, later):
         return False
+    await wait_for_purge(run.history, run.scope)
     await run.store.purge(run.scope.user_id, run.scope.agent_id)
     await run.history.purge(run.scope.user_id, run.scope.agent_id)
+    await rewrite_files([run.store, run.history], rebuild=True)
     logger.warning(
         "turn %s: its scope was purged while it was being ingested; its writes were removed", run.turn.turn_id
     )

@@ -1,15 +1,19 @@
 """What ingestion records and reads back: the deterministic ids of what a turn writes, the history
-entry of a step and the decision it holds, and whether a purge covers something dated."""
+entry of a step and the decision it holds, whether a purge covers something dated, and waiting for
+a purge under way to be over (:func:`wait_for_purge`)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
 from datetime import datetime
+from typing import cast
 
 from memory_core.domain.messages import CandidateKind, Decision, HistoryEntry, MemoryCandidate, Turn
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.ports import HistoryStore
+from memory_core.ports import HistoryStore, PurgeSettlement, supports
 
 __all__ = [
     "decision_from_entry",
@@ -21,6 +25,7 @@ __all__ = [
     "record_once",
     "step_entry",
     "step_memory_id",
+    "wait_for_purge",
 ]
 
 logger = logging.getLogger(__name__)
@@ -101,6 +106,33 @@ def dropped_by_purge(what: str, moment: datetime, tombstone: datetime | None) ->
         moment.isoformat(),
         tombstone.isoformat() if tombstone else None,
     )
+    return True
+
+
+#: How long a turn caught in a purge waits for that purge to be over (one killed midway never is),
+#: and its first and longest pause between looks.
+PURGE_WAIT_SECONDS = 30.0
+_FIRST_PAUSE, _LONGEST_PAUSE = 0.02, 0.5
+
+
+async def wait_for_purge(history: HistoryStore, scope: Scope, *, budget: float = PURGE_WAIT_SECONDS) -> bool:
+    """Wait until every purge covering ``scope`` is over (:class:`~memory_core.ports.PurgeSettlement`),
+    at most ``budget`` seconds; at once for a history that does not record it.
+
+    Returns:
+        ``False`` when the budget ran out (the purge was killed midway, or is very slow); a warning
+        says so.
+    """
+    if not supports(history, PurgeSettlement):
+        return True
+    settlement = cast(PurgeSettlement, history)
+    deadline, pause = time.monotonic() + budget, _FIRST_PAUSE
+    while not await settlement.purge_settled(scope):
+        if time.monotonic() >= deadline:
+            logger.warning("a purge of a scope was still under way after %.0fs; not waiting longer", budget)
+            return False
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _LONGEST_PAUSE)
     return True
 
 

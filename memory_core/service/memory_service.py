@@ -394,7 +394,8 @@ class MemoryService:
         before it are dropped from then on, wherever they come from. A local queue that can
         (:class:`~memory_core.ports.ScopePurger`) loses the scope's messages: ``queue`` (the embedded
         queue of a service built without it as its publisher), else the publisher; the SQLite files are
-        checkpointed so the deleted text leaves the disk. See :func:`memory_core.service.admin.purge_user`.
+        rewritten and checkpointed so the deleted text leaves the disk, and the purge is settled (a
+        turn caught by it waits for that). See :func:`memory_core.service.admin.purge_user`.
         """
         if queue is None and supports(self._publisher, ScopePurger):
             queue = cast(ScopePurger, self._publisher)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,6 +43,7 @@ from memory_core.ports import (
 )
 from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
+from memory_core.service.journal import wait_for_purge
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 BEFORE = NOW - timedelta(hours=1)
@@ -143,6 +145,70 @@ async def test_a_tombstone_covers_its_scope_or_every_agent_of_its_user_and_only_
     assert await store.tombstone(S1) == later
 
 
+@both
+async def test_a_purge_is_under_way_from_its_tombstone_until_it_settles(store: Any) -> None:
+    later = NOW + timedelta(hours=1)
+    assert await store.purge_settled(S1)  # never purged
+    await store.record_tombstone("u1", None, NOW)
+    assert not await store.purge_settled(S1) and not await store.purge_settled(S1B)
+    assert await store.purge_settled(S2)
+    await store.settle_tombstone("u1", None, NOW)
+    assert await store.purge_settled(S1) and await store.purge_settled(S1B)
+    await store.record_tombstone("u1", "a1", later)  # a later purge of one scope: under way again
+    assert not await store.purge_settled(S1) and await store.purge_settled(S1B)
+    await store.settle_tombstone("u1", "a1", NOW)  # an earlier purge's end does not end it
+    assert not await store.purge_settled(S1)
+    await store.settle_tombstone("u1", "a1", later)
+    assert await store.purge_settled(S1)
+    await store.record_tombstone("u1", "a1", NOW)  # an earlier time changes nothing
+    assert await store.purge_settled(S1) and await store.tombstone(S1) == later
+
+
+def test_tombstones_recorded_before_purges_were_settled_count_as_settled(tmp_path: Path) -> None:
+    async def body() -> None:
+        path = tmp_path / "old.db"
+        with closing(sqlite3.connect(path)) as conn:  # a history file of the previous schema
+            conn.execute(
+                "CREATE TABLE history_tombstones (user_id TEXT NOT NULL, agent_id TEXT NOT NULL, "
+                "purged_at TEXT NOT NULL, PRIMARY KEY (user_id, agent_id)) WITHOUT ROWID"
+            )
+            conn.execute("INSERT INTO history_tombstones VALUES ('u1', '', ?)", (NOW.isoformat(),))
+            conn.commit()
+        sqlite_history = SQLiteHistoryStore(path)
+        assert await sqlite_history.tombstone(S1) == NOW and await sqlite_history.purge_settled(S1)
+        await sqlite_history.record_tombstone("u1", None, NOW + timedelta(hours=1))
+        assert not await sqlite_history.purge_settled(S1)
+        await sqlite_history.close()
+        assert not await SQLiteHistoryStore(path).purge_settled(S1)  # opening again settles nothing
+
+        service = FakeTableService()
+        table = history_store(service)
+        await table.record_tombstone("u1", None, NOW)
+        del service.rows()[("~tombstone", "u1|*")]["settled_at"]  # an entity written before
+        assert await table.purge_settled(S1)
+        await table.record_tombstone("u1", None, NOW + timedelta(hours=1))
+        assert not await table.purge_settled(S1)
+        await table.close()
+
+    run(body())
+
+
+def test_a_turn_caught_by_a_purge_killed_midway_stops_waiting_after_its_budget(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        store = SQLiteHistoryStore(tmp_path / "history.db")
+        await store.record_tombstone("u1", None, NOW)  # and the purge never settles
+        assert await wait_for_purge(store, S2, budget=0.0) is True
+        assert await wait_for_purge(store, S1, budget=0.05) is False
+        await store.settle_tombstone("u1", None, NOW)
+        assert await wait_for_purge(store, S1, budget=0.0) is True
+        await store.close()
+
+    run(body())
+    assert "still under way" in caplog.text
+
+
 def test_the_table_tombstone_is_ids_and_a_time_in_its_own_partition() -> None:
     async def body() -> None:
         service = FakeTableService()
@@ -169,6 +235,7 @@ def test_the_table_tombstone_is_ids_and_a_time_in_its_own_partition() -> None:
             "user_id": "u1",
             "agent_id": "",
             "purged_at": NOW.isoformat(),
+            "settled_at": "",  # recorded, not settled: this test never ends the purge
         }
         assert scope["agent_id"] == "a1" and scope["purged_at"] == NOW.isoformat()
         # Reading a scope's tombstone is one query over its user's tombstones.

@@ -329,7 +329,10 @@ class AzureTableHistoryStore(RetryingTable):
         rk, at = tombstone_key(user_id, agent), ensure_utc(at)
 
         def forward(entity: Any) -> dict[str, Any] | None:
-            return None if datetime.fromisoformat(entity["purged_at"]) >= at else {"purged_at": iso_time(at)}
+            if datetime.fromisoformat(entity["purged_at"]) >= at:
+                return None
+            # A tombstone written before purges were settled: the purge it records is over.
+            return {"purged_at": iso_time(at), "settled_at": entity.get("settled_at", entity["purged_at"])}
 
         kept = await self._create_or_merge(
             "record tombstone",
@@ -338,6 +341,37 @@ class AzureTableHistoryStore(RetryingTable):
             f"recording the purge of {rk!r} kept conflicting",
         )
         return at if kept is None else max(datetime.fromisoformat(kept["purged_at"]), at)
+
+    async def settle_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> None:
+        """Record that the purge of a user (``agent_id`` ``None``) or scope at ``at`` is over (only
+        moves forward; ETag-checked)."""
+        validate_scope_id(user_id, "user_id")
+        agent = ALL_AGENTS if agent_id is None else validate_scope_id(agent_id, "agent_id")
+        rk, at = tombstone_key(user_id, agent), ensure_utc(at)
+
+        def forward(entity: Any) -> dict[str, Any] | None:
+            settled = entity.get("settled_at")
+            return None if settled and datetime.fromisoformat(settled) >= at else {"settled_at": iso_time(at)}
+
+        await self._create_or_merge(
+            "settle tombstone",
+            tombstone_entity(rk, user_id, agent_id, at, settled=True),
+            forward,
+            f"settling the purge of {rk!r} kept conflicting",
+        )
+
+    async def purge_settled(self, scope: Scope) -> bool:
+        """Whether every purge covering ``scope`` (its own tombstone and its user's) is over (a
+        tombstone without ``settled_at``, written before purges were settled, is)."""
+        query, params = self._range(TOMBSTONE_PARTITION, *user_partitions(scope.user_id))
+        rows = await self._query("read tombstones", query, ["RowKey", "purged_at", "settled_at"], **params)
+        wanted = {tombstone_key(scope.user_id, ALL_AGENTS), tombstone_key(scope.user_id, scope.agent_id)}
+        return all(
+            r.get("settled_at") is None
+            or (bool(r["settled_at"]) and datetime.fromisoformat(r["settled_at"]) >= datetime.fromisoformat(r["purged_at"]))
+            for r in rows
+            if r["RowKey"] in wanted
+        )
 
     async def tombstone(self, scope: Scope) -> datetime | None:
         """When ``scope`` was last purged (its own tombstone or its user's, the later), or ``None``:

@@ -222,14 +222,18 @@ def journal_from_entity(scope: Scope, turn_id: str, entity: Any, step_rows: Iter
     return journal_from_fields(scope, turn_id, fields, (step_of(row["RowKey"]) for row in step_rows))
 
 
-def tombstone_entity(rk: str, user_id: str, agent_id: str | None, at: datetime) -> dict[str, Any]:
-    """The first tombstone of a user (``agent_id`` ``None``) or a scope."""
+def tombstone_entity(
+    rk: str, user_id: str, agent_id: str | None, at: datetime, *, settled: bool = False
+) -> dict[str, Any]:
+    """The first tombstone of a user (``agent_id`` ``None``) or a scope: its purge under way
+    (``settled_at`` empty), or over (``settled``)."""
     return {
         "PartitionKey": TOMBSTONE_PARTITION,
         "RowKey": rk,
         "user_id": user_id,
         "agent_id": agent_id or "",
         "purged_at": iso_time(at),
+        "settled_at": iso_time(at) if settled else "",
     }
 
 

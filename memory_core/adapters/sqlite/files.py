@@ -12,6 +12,10 @@
 - **Only their owner reads them.** A new folder is made 0700 and a new file, with its ``-wal`` and
   ``-shm``, is made 0600 (:func:`make_folder`, :func:`keep_private`); an existing file that others
   can read is left as it is, with a warning that says how to close it.
+- **Purged text leaves the file.** ``secure_delete`` zeroes a deleted row where it lies, but SQLite
+  leaves copies of rows it moved while rebalancing pages in the free space of the pages they left;
+  after a purge :func:`truncate_wal` with ``rebuild`` rewrites the file (``VACUUM``), so only the rows
+  that remain are anywhere in it, then truncates the write-ahead log.
 - **Disk full is named.** SQLite's "database or disk is full" becomes a
   :class:`~memory_core.errors.StorageFullError` (transient: a queued turn is delivered again once
   space returns) naming the file (:func:`disk_full_error`).
@@ -155,15 +159,40 @@ def disk_full_error(exc: BaseException, path: str) -> StorageFullError | None:
     return StorageFullError(path) if is_disk_full(exc) else None
 
 
-def truncate_wal(conn: sqlite3.Connection, path: str) -> bool:
+def truncate_wal(conn: sqlite3.Connection, path: str, *, rebuild: bool = False) -> bool:
     """Copy ``conn``'s write-ahead log into the database file and truncate it (``wal_checkpoint(TRUNCATE)``),
-    so text deleted with ``secure_delete`` on leaves the disk. Call it holding the adapter's lock.
+    so text deleted with ``secure_delete`` on leaves the disk. Call it holding the adapter's lock,
+    outside a transaction.
+
+    Args:
+        conn: A connection to the file.
+        path: The file (``":memory:"``: nothing to do).
+        rebuild: First rewrite the whole file (``VACUUM``, under the file's write lock, waiting for
+            another connection's write like any write), so no free space of a page keeps a copy of a
+            deleted row that SQLite moved while rebalancing pages (``secure_delete`` zeroes a row only
+            where it lies when deleted). If it cannot (a full disk: it needs room for a copy of the
+            file), the log is still truncated and a warning says so.
 
     Returns:
         ``False`` when another connection's open read kept part of the log (it leaves at the next
-        checkpoint); ``True`` otherwise, and always for an in-memory database.
+        checkpoint) or the file could not be rebuilt; ``True`` otherwise, and always for an
+        in-memory database.
     """
     if path == ":memory:":
         return True
+    rebuilt = True
+    if rebuild:
+        try:
+            conn.execute("VACUUM")
+        except sqlite3.OperationalError as exc:
+            rebuilt = False
+            logger.warning(
+                "could not rewrite %s after a purge (%s): the deleted rows are zeroed, but copies that "
+                "pages kept in their free space stay until the file is rewritten (the next purge, or "
+                "sqlite3 %s VACUUM)",
+                path,
+                exc,
+                path,
+            )
     busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-    return busy == 0
+    return busy == 0 and rebuilt

@@ -10,8 +10,10 @@ turn was completed). WAL mode; every write is one transaction.
 
 ``history_tombstones`` keeps, per purged user (``agent_id`` empty) or scope, when it was purged: ids
 and a time, no text; :meth:`SQLiteHistoryStore.purge` leaves them in place, so a replay of a purged
-turn is dropped. ``secure_delete`` is on (deleted rows are zeroed in the file), and
-:meth:`SQLiteHistoryStore.checkpoint_wal` truncates the write-ahead log after a purge.
+turn is dropped. Its ``settled_at`` says when the last purge of it was over (``""``: one is under
+way; :class:`~memory_core.ports.PurgeSettlement`). ``secure_delete`` is on (deleted rows are zeroed in
+the file), and :meth:`SQLiteHistoryStore.checkpoint_wal` rewrites the file and truncates the
+write-ahead log after a purge.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ CREATE TABLE IF NOT EXISTS history_tombstones (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
     purged_at TEXT NOT NULL,
+    settled_at TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (user_id, agent_id)
 ) WITHOUT ROWID;
 """
@@ -132,7 +135,26 @@ class SQLiteHistoryStore:
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            self._add_settlement()
         keep_private(self._path, existed, "history")
+
+    def _add_settlement(self) -> None:
+        """Give a file made before purges were settled its ``settled_at`` column; the purges it
+        recorded are over (each settled at its own time)."""
+        if "settled_at" in self._tombstone_columns():
+            return
+        self._begin()
+        try:
+            if "settled_at" not in self._tombstone_columns():  # another process may have just added it
+                self._conn.execute("ALTER TABLE history_tombstones ADD COLUMN settled_at TEXT NOT NULL DEFAULT ''")
+                self._conn.execute("UPDATE history_tombstones SET settled_at = purged_at")
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+
+    def _tombstone_columns(self) -> set[str]:
+        return {str(row[1]) for row in self._conn.execute("PRAGMA table_info(history_tombstones)")}
 
     @property
     def path(self) -> str:
@@ -426,6 +448,40 @@ class SQLiteHistoryStore:
                 raise
         return kept
 
+    async def settle_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> None:
+        """Record that the purge of a user (``agent_id`` ``None``) or scope at ``at`` is over (only
+        moves forward; a purge recorded later than ``at`` stays under way until it settles itself)."""
+        validate_scope_id(user_id, "user_id")
+        agent = _ALL_AGENTS if agent_id is None else validate_scope_id(agent_id, "agent_id")
+        at = ensure_utc(at)
+        with self._lock:
+            self._begin()
+            try:
+                row = self._conn.execute(
+                    "SELECT settled_at FROM history_tombstones WHERE user_id = ? AND agent_id = ?",
+                    (user_id, agent),
+                ).fetchone()
+                if row is not None and (not row[0] or datetime.fromisoformat(row[0]) < at):
+                    self._conn.execute(
+                        "UPDATE history_tombstones SET settled_at = ? WHERE user_id = ? AND agent_id = ?",
+                        (iso_time(at), user_id, agent),
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+
+    async def purge_settled(self, scope: Scope) -> bool:
+        """Whether every purge covering ``scope`` (its own tombstone and its user's) is over."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT purged_at, settled_at FROM history_tombstones WHERE user_id = ? AND agent_id IN (?, ?)",
+                (scope.user_id, _ALL_AGENTS, scope.agent_id),
+            ).fetchall()
+        return all(
+            settled and datetime.fromisoformat(settled) >= datetime.fromisoformat(purged) for purged, settled in rows
+        )
+
     async def tombstone(self, scope: Scope) -> datetime | None:
         """When ``scope`` was last purged (its own tombstone or its user's, the later), or ``None``."""
         with self._lock:
@@ -435,15 +491,17 @@ class SQLiteHistoryStore:
             ).fetchall()
         return max((datetime.fromisoformat(r[0]) for r in rows), default=None)
 
-    async def checkpoint_wal(self) -> bool:
-        """Copy the write-ahead log into the file and truncate it, so deleted text leaves the disk.
+    async def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so deleted text leaves the disk;
+        with ``rebuild``, first rewrite the file (``VACUUM``: no free space of a page keeps a copy of a
+        deleted row).
 
         Returns:
-            ``False`` when another connection's read kept part of the log; ``True`` otherwise
-            (always for an in-memory history).
+            ``False`` when another connection's read kept part of the log or the file could not be
+            rewritten; ``True`` otherwise (always for an in-memory history).
         """
         with self._lock:
-            return truncate_wal(self._conn, self._path)
+            return truncate_wal(self._conn, self._path, rebuild=rebuild)
 
     # -- checkpoints (the forgetting job's bookmark) ----------------------------------------------
     async def get_checkpoint(self, name: str) -> str | None:

@@ -366,14 +366,16 @@ class SQLiteQueue:
             rows = listing.scope_rows(conn, self.queue, user_id, agent_id)
         return listing.queued_items(rows)
 
-    async def checkpoint_wal(self) -> bool:
-        """Copy the write-ahead log into the file and truncate it, so removed bodies leave the disk.
+    async def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
+        """Copy the write-ahead log into the file and truncate it, so removed bodies leave the disk;
+        with ``rebuild``, first rewrite the file (``VACUUM``: no free space of a page keeps a copy of a
+        removed body).
 
         Returns:
-            ``False`` when another connection's read kept part of the log; ``True`` otherwise
-            (always for an in-memory queue).
+            ``False`` when another connection's read kept part of the log or the file could not be
+            rewritten; ``True`` otherwise (always for an in-memory queue).
         """
-        return self._file.checkpoint_wal()
+        return self._file.checkpoint_wal(rebuild=rebuild)
 
     def stats(self) -> QueueStats:
         """How many messages wait, are locked, are dead-lettered, and in how many sessions."""

@@ -149,10 +149,11 @@ class QueueFile:
         with self.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def checkpoint_wal(self) -> bool:
-        """Copy the write-ahead log into the file and truncate it (see :func:`truncate_wal`)."""
+    def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
+        """Copy the write-ahead log into the file and truncate it, first rewriting the file with
+        ``rebuild`` (see :func:`truncate_wal`)."""
         with self.connection() as conn:
-            return truncate_wal(conn, self.path)
+            return truncate_wal(conn, self.path, rebuild=rebuild)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -277,16 +277,17 @@ class SQLiteMemoryStore:
         return writes.write_retention(self._db, write)
 
     # -- maintenance ----------------------------------------------------------------------------
-    async def checkpoint_wal(self) -> bool:
+    async def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
         """Copy the write-ahead log into the file and truncate it, so purged text leaves the disk
-        (``secure_delete`` has zeroed the deleted rows in the pages the log carries).
+        (``secure_delete`` has zeroed the deleted rows in the pages the log carries); with ``rebuild``,
+        first rewrite the file (``VACUUM``: no free space of a page keeps a copy of a deleted row).
 
         Returns:
-            ``False`` when another connection's read kept part of the log; ``True`` otherwise
-            (always for an in-memory store).
+            ``False`` when another connection's read kept part of the log or the file could not be
+            rewritten; ``True`` otherwise (always for an in-memory store).
         """
         with self._lock:
-            return truncate_wal(self._conn, self._path)
+            return truncate_wal(self._conn, self._path, rebuild=rebuild)
 
     def approximate_indexes(self) -> list[dict[str, Any]]:
         """What the approximate vector indexes of large scopes did (:meth:`ScopeVectorIndexes.stats`)."""

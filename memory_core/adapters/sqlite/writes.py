@@ -311,7 +311,8 @@ def recall(
 
 
 def purge(db: StoreConnection, user_id: str, agent_id: str | None) -> int:
-    """Delete the rows of a user (of one agent, or all) and their statistics; returns how many."""
+    """Delete the rows of a user (of one agent, or all) and their statistics; returns how many rows
+    the delete removed (in its own transaction)."""
     user_id = validate_scope_id(user_id, "user_id")
     if agent_id is not None:
         agent_id = validate_scope_id(agent_id, "agent_id")
@@ -327,12 +328,12 @@ def purge(db: StoreConnection, user_id: str, agent_id: str | None) -> int:
         for _, terms in rows:
             stats.add(json.loads(terms), -1)
         _flush_stats(db, stats)
-        db.conn.execute(f"DELETE FROM memories WHERE {where}", params)  # noqa: S608
+        removed = db.conn.execute(f"DELETE FROM memories WHERE {where}", params).rowcount  # noqa: S608
         forget_persisted(db.conn, user_id, agent_id)
         seq = db.next_seq()
         scopes = {(user_id, agent) for agent, _ in rows}
         db.bump_scopes(scopes, seq, new_epoch=True)
-    return len(rows)
+    return int(removed)
 
 
 def write_retention(db: StoreConnection, write: RetentionWrite) -> int:
