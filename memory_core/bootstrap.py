@@ -429,18 +429,29 @@ def build_authenticator(settings: Settings) -> EntraTokenValidator | None:
     )
 
 
+#: The logger of the Azure SDK's request and response lines.
+_SDK_REQUEST_LOGGER = "azure.core.pipeline.policies.http_logging_policy"
+
+
 def configure_log_ids(settings: Settings) -> None:
-    """Choose the key of the hashes logs name user, agent and session ids by (docs/security.md).
+    """Choose the key of the hashes logs name user, agent and session ids by (docs/security.md),
+    and keep the Azure SDK's request lines (URLs that hold scope ids) out of the logs.
 
     The embedded store keeps a random key of the install beside its file, so every process on it
     tags alike and a guessed address cannot be checked against the logs; an in-memory store gets a
     key of its process. The Azure deployment hashes without a key: its instances share no secret
     yet, and their lines must match.
     """
+    import logging
     import secrets
 
     from memory_core.domain.log_ids import use_log_key
 
+    # The Azure SDK logs every request's URL at INFO; a table entity's URL holds its PartitionKey,
+    # the scope ``user|agent``. Kept at WARNING unless the host set a level of its own.
+    sdk_requests = logging.getLogger(_SDK_REQUEST_LOGGER)
+    if sdk_requests.level == logging.NOTSET:
+        sdk_requests.setLevel(logging.WARNING)
     if settings.store != "sqlite":
         use_log_key(None)
     elif settings.sqlite_path == ":memory:":

@@ -38,6 +38,9 @@ _UNKEYED_PREFIX = b"memory-core log id\x1f"
 #: What looks like an email address in free text (an exception's message, a URL path).
 _EMAIL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*@[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
 
+#: A tag this module made.
+_TAG = re.compile(rf"[uas]:[0-9a-f]{{{TAG_HEX}}}")
+
 #: An id an error message quotes after its name (``user_id 'alice'``, ``user 'alice'``, ``agent_id='bot'``).
 _QUOTED = re.compile(r"\b(user_id|agent_id|user|agent)( ?=? ?| eq )(['\"])([A-Za-z0-9][A-Za-z0-9_.@:\-]{0,127})\3")
 
@@ -119,14 +122,18 @@ def redact(
         found[user_id] = user_tag(user_id)
     if agent_id:
         found.setdefault(agent_id, agent_tag(agent_id))
-    for value in sorted(found, key=len, reverse=True):  # a session before the ids inside it
-        out = re.sub(rf"(?<![A-Za-z0-9_@\-]){re.escape(value)}(?![A-Za-z0-9_@\-])", found[value], out)
+    if found:  # one pass, longest first: a session before the ids inside it, never inside a tag
+        names = "|".join(re.escape(value) for value in sorted(found, key=len, reverse=True))
+        pattern = re.compile(rf"(?<![A-Za-z0-9_@\-])(?:{names})(?![A-Za-z0-9_@\-])")
+        out = pattern.sub(lambda match: found[match.group(0)], out)
     out = _QUOTED.sub(_quoted, out)
     return _EMAIL.sub(_email, out)
 
 
 def _quoted(match: re.Match[str]) -> str:
     name, between, quote, value = match.groups()
+    if _TAG.fullmatch(value):
+        return match.group(0)
     tag = agent_tag(value) if name.startswith("agent") else user_tag(value)
     return f"{name}{between}{quote}{tag}{quote}"
 
