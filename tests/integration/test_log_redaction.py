@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from azure_fixtures import index_result, make_store
 from azure_transport import CapturingTransport, json_response
-from functions_env import NOW, functions_env, sb_message, turn_body
+from fake_table_service import FakeTableService
+from functions_env import NOW, functions_env, history_store, sb_message, turn_body
 
 import function_app
 from memory_core.adapters.models.hash_embedder import HashingEmbedder
@@ -24,9 +25,11 @@ from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.bootstrap import build_service
 from memory_core.config import Settings
 from memory_core.domain.access import ROLE_USER, Principal, PrincipalKind
-from memory_core.domain.log_ids import scope_tag, use_log_key, user_tag
+from memory_core.domain.log_ids import keyed, scope_tag, use_log_key, user_tag
 from memory_core.domain.messages import session_id_for
 from memory_core.domain.records import Scope
+from memory_core.entrypoints.functions.log_key import LOG_KEY_CHECKPOINT
+from memory_core.entrypoints.functions.runtime import FunctionsRuntime
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
 from memory_core.errors import AuthenticationError, TransientError
@@ -110,6 +113,30 @@ def test_the_queue_trigger_logs_tags_for_failures_and_dead_letters(
     text = logged(caplog)
     assert "transient failure" in text and "unexpected failure" in text and "set aside as dead letter" in text
     assert_redacted(text, scope_tag(EMAIL, AGENT))
+
+
+def test_the_function_app_instances_share_one_key_kept_in_the_history_table(tmp_path: Path) -> None:
+    tables = FakeTableService()
+    use_log_key(None)
+    unkeyed = user_tag(EMAIL)
+
+    async def instance(name: str) -> tuple[str, str | None]:
+        history = history_store(tables)
+        settings = Settings(store="sqlite", sqlite_path=str(tmp_path / f"{name}.db"), embedder="hash")
+        service = build_service(settings, clock=FixedClock(NOW), history=history, checkpoints=history)
+        runtime = FunctionsRuntime(build_service=lambda: (service, settings), build_api=lambda *a: None)  # type: ignore[arg-type, return-value]
+        try:
+            await runtime.service()
+            assert keyed()
+            return user_tag(EMAIL), await history.get_checkpoint(LOG_KEY_CHECKPOINT)
+        finally:
+            await runtime.close()
+
+    first, kept = asyncio.run(instance("one"))
+    use_log_key(None)
+    second, again = asyncio.run(instance("two"))  # another instance, another store file: the same key
+    assert first == second != unkeyed
+    assert kept is not None and kept == again and len(bytes.fromhex(kept)) == 32
 
 
 # -- the embedded queue worker --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory_core.contract.views import ErrorDetail, ErrorResponse
 from memory_core.domain.log_ids import path_ids, redact, redact_path
 from memory_core.domain.records import Scope
-from memory_core.domain.validation import validate_scope_id
+from memory_core.domain.validation import error_location, error_message, validate_scope_id
 from memory_core.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -216,7 +216,9 @@ def json_body(request: ApiRequest) -> dict[str, Any]:
 
     try:
         data = json.loads(request.body.decode("utf-8"), parse_constant=no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise HttpError(400, "bad_request", "the body nests JSON too deeply to be read", "body") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise HttpError(400, "bad_request", f"the body is not valid UTF-8 JSON ({exc})", "body") from None
     if not isinstance(data, dict):
         raise HttpError(400, "bad_request", "the body must be a JSON object", "body")
@@ -264,8 +266,8 @@ def _invalid(exc: ValidationError, method: str, path: str) -> ApiResponse:
 
 def _invalid_model(exc: PydanticValidationError, method: str, path: str) -> ApiResponse:
     first = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
-    where = ".".join(str(p) for p in first.get("loc", ())) or None
-    return error_response(422, "validation_error", str(first.get("msg", "is invalid")), where)
+    where = error_location(first.get("loc", ())) or None
+    return error_response(422, "validation_error", error_message(str(first.get("msg", "is invalid"))), where)
 
 
 def _unavailable(exc: TransientError, method: str, path: str) -> ApiResponse:
