@@ -4,8 +4,9 @@ User ids may be email addresses, and a queue session id is ``user_id|agent_id``.
 scope as ``u:<12 hex>/a:<12 hex>``: the same scope always gets the same tag (so lines correlate),
 and the tag does not give the id back.
 
-The hash is HMAC-SHA-256 under the process's key (:func:`use_log_key`, set once by
-:func:`memory_core.bootstrap.configure_log_ids`): with a secret key, someone who has only the logs
+The hash is HMAC-SHA-256 under the process's key (:func:`use_log_key`, set by
+:func:`memory_core.bootstrap.configure_log_ids` and, in the Function App, from the key its instances
+share): with a secret key, someone who has only the logs
 cannot confirm a guessed address by hashing it. Without a key it is a plain SHA-256 (domain
 separated), which keeps ids out of logs but can be matched against a list of candidate addresses.
 See docs/security.md, "Ids in logs".
@@ -17,6 +18,7 @@ import hashlib
 import hmac
 import re
 import threading
+from urllib.parse import parse_qs, unquote, unquote_plus
 
 __all__ = [
     "agent_tag",
@@ -35,8 +37,8 @@ TAG_HEX = 12
 
 _UNKEYED_PREFIX = b"memory-core log id\x1f"
 
-#: What looks like an email address in free text (an exception's message, a URL path).
-_EMAIL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*@[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
+#: What looks like an email address in free text (an exception's message, a URL, ``@`` or ``%40``).
+_EMAIL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*(?:@|%40)[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
 
 #: A tag this module made.
 _TAG = re.compile(rf"[uas]:[0-9a-f]{{{TAG_HEX}}}")
@@ -90,19 +92,18 @@ def scope_tag(user_id: str | None, agent_id: str | None = None) -> str:
 
 def session_tag(session_id: str | None) -> str:
     """A queue session as a log names it: a scope's ``user|agent`` session as its :func:`scope_tag`
-    (so it matches the scope's other lines), a hashed ``h:`` session shortened, anything else hashed."""
+    (so it matches the scope's other lines), any other (a long pair's ``h:`` session, an unkeyed hash
+    of the pair that a guess could be checked against) as ``s:`` and its keyed hash."""
     if not session_id:
         return "-"
     user, bar, agent = session_id.partition("|")
     if bar:
         return scope_tag(user, agent)
-    if session_id.startswith("h:"):
-        return session_id[: 2 + TAG_HEX]
     return f"s:{_digest('s', session_id)}"
 
 
 def _email(match: re.Match[str]) -> str:
-    return user_tag(match.group(0))
+    return user_tag(unquote(match.group(0)))
 
 
 def redact(
@@ -140,8 +141,6 @@ def _quoted(match: re.Match[str]) -> str:
 
 def path_ids(path: str) -> tuple[str | None, str | None]:
     """The user and agent ids a request path (and query) names, or ``None``."""
-    from urllib.parse import parse_qs, unquote
-
     base, _, query = path.partition("?")
     found: dict[str, str] = {}
     segments = base.split("/")
@@ -159,8 +158,6 @@ def path_ids(path: str) -> tuple[str | None, str | None]:
 def redact_path(path: str) -> str:
     """A request path (and query) with the ids it carries replaced by tags: the segment after
     ``users`` or ``agents`` and the values of ``user_id`` and ``agent_id``."""
-    from urllib.parse import unquote
-
     base, question, query = path.partition("?")
     segments = base.split("/")
     for index in range(1, len(segments)):
@@ -174,8 +171,6 @@ def redact_path(path: str) -> str:
 
 
 def _redact_parameter(part: str) -> str:
-    from urllib.parse import unquote_plus
-
     name, equals, value = part.partition("=")
     kind = _ID_PARAMETERS.get(name)
     if kind is None or not equals:

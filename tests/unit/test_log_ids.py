@@ -65,7 +65,8 @@ def test_a_session_is_tagged_as_its_scope() -> None:
     assert session_tag(session_id_for(scope)) == scope_tag(EMAIL, "agent-1")
     long = Scope.of(EMAIL, "agent-" + "x" * 122)
     hashed = session_id_for(long)
-    assert hashed.startswith("h:") and session_tag(hashed) == hashed[:14]
+    assert hashed.startswith("h:") and session_tag(hashed).startswith("s:")
+    assert hashed[2:14] not in session_tag(hashed)  # the session's own (unkeyed) hash is not shown
     assert session_tag(None) == "-"
     assert session_tag("other").startswith("s:")
 
@@ -73,13 +74,14 @@ def test_a_session_is_tagged_as_its_scope() -> None:
 def test_redact_replaces_named_ids_quoted_ids_and_addresses() -> None:
     text = redact(
         f"user 'bob' acts only for their own user_id 'bob', not for user_id '{EMAIL}'; "
-        f"filter user_id eq '{EMAIL}' and agent_id eq 'bot-7'; session {EMAIL}|bot-7; mail carol@example.org",
+        f"filter user_id eq '{EMAIL}' and agent_id eq 'bot-7'; session {EMAIL}|bot-7; mail carol@example.org; url /x/carol%40example.org/y",
         session_id=f"{EMAIL}|bot-7",
     )
-    for raw in (EMAIL, "'bob'", "bot-7", "carol@example.org"):
+    for raw in (EMAIL, "'bob'", "bot-7", "carol@example.org", "carol%40example.org"):
         assert raw not in text, text
     assert user_tag(EMAIL) in text and agent_tag("bot-7") in text and user_tag("carol@example.org") in text
     assert f"session {scope_tag(EMAIL, 'bot-7')}" in text
+    assert text.count(user_tag("carol@example.org")) == 2  # written either way, the same tag
 
 
 def test_redact_leaves_other_words_alone() -> None:
