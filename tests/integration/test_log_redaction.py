@@ -32,7 +32,7 @@ from memory_core.entrypoints.functions.log_key import LOG_KEY_CHECKPOINT
 from memory_core.entrypoints.functions.runtime import FunctionsRuntime
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
-from memory_core.errors import AuthenticationError, TransientError
+from memory_core.errors import AuthenticationError, PermanentError, TransientError
 from memory_core.ports import FixedClock
 from memory_core.runtime.worker import QueueWorker
 
@@ -97,8 +97,15 @@ def test_the_queue_trigger_logs_tags_for_failures_and_dead_letters(
         throttled = TransientError(f"search refused the filter user_id eq '{EMAIL}' (HTTP 503)")
         async with functions_env(tmp_path / "t", embedder=NamingFailure(throttled)) as env:
             function_app.runtime.use(env.service)
-            with pytest.raises(TransientError):
+            with pytest.raises(TransientError) as raised:  # the host records it: no address either
                 await _ingest(turn_body("turn-1", "I love green tea.", user=EMAIL, agent=AGENT), "m1")
+            assert EMAIL not in str(raised.value) and "HTTP 503" in str(raised.value)
+            assert raised.value.__cause__ is None and raised.value.__suppress_context__
+        async with functions_env(tmp_path / "n", embedder=NamingFailure(KeyError(EMAIL)), dead_letters=False) as env:
+            function_app.runtime.use(env.service)
+            with pytest.raises(PermanentError, match="left to Service Bus") as left:
+                await _ingest(turn_body("turn-4", "I love green tea.", user=EMAIL, agent=AGENT), "m4")
+            assert EMAIL not in str(left.value) and left.value.__suppress_context__
         async with functions_env(tmp_path / "u", embedder=NamingFailure(KeyError(EMAIL))) as env:
             function_app.runtime.use(env.service)
             await _ingest(turn_body("turn-2", "I love green tea.", user=EMAIL, agent=AGENT), "m2")

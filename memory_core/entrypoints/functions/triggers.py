@@ -89,7 +89,8 @@ async def ingest_message(
             # renewed meanwhile, other sessions go on) spaces the attempts out, so a throttled
             # dependency does not burn the queue's maxDeliveryCount in seconds.
             await sleep(delay)
-            raise
+            # The host records what is raised (its log, Application Insights): the same kind, ids replaced.
+            raise TransientError(redact(exc, session_id=msg.session_id)) from None
         except PermanentError as exc:
             await _set_aside(service, msg, exc)
             return
@@ -154,9 +155,10 @@ async def _set_aside(
         # host abandon it; Service Bus dead-letters it after maxDeliveryCount (MaxDeliveryCountExceeded).
         if sleep is not None:
             await sleep(redelivery_delay(msg.delivery_count))
-        raise PermanentError(
-            f"{reason}: {description} (no dead-letter store configured; left to Service Bus)"
-        ) from error
+        raise PermanentError(  # what the host records: ids replaced, the cause left out
+            f"{reason}: {redact(description, session_id=msg.session_id)} (no dead-letter store configured; "
+            "left to Service Bus)"
+        ) from None
     telemetry.record_dead_letter(reason, message_id=msg.message_id)
 
 
