@@ -439,8 +439,9 @@ def configure_log_ids(settings: Settings) -> None:
 
     The embedded store keeps a random key of the install beside its file, so every process on it
     tags alike and a guessed address cannot be checked against the logs; an in-memory store gets a
-    key of its process. The Azure deployment hashes without a key: its instances share no secret
-    yet, and their lines must match.
+    key of its process. The Function App's instances then take the key they share
+    (:mod:`memory_core.entrypoints.functions.log_key`); without a store file of its own, until then,
+    ids are hashed without a key.
     """
     import logging
     import secrets

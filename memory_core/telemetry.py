@@ -14,8 +14,9 @@ Where telemetry goes is decided once per process by :func:`configure_telemetry`:
 - otherwise: nothing is exported.
 
 Privacy: by default telemetry carries ids of messages and memories, counts, modes, paths and
-timings, and the scope's tag (``u:<hash>/a:<hash>``, the one logs use); never memory text, queries, turn messages nor raw user and
-agent ids. ``MEMORY_TELEMETRY_CONTENT=true`` adds the query text and raw scope ids for debugging.
+timings, and the scope's tag (``u:<hash>/a:<hash>``, the one logs use); never memory text, queries,
+turn messages nor raw user and agent ids. ``MEMORY_TELEMETRY_CONTENT=true`` adds the query text and
+raw scope ids for debugging.
 
 Metric names (all with the ``memory.`` prefix): ``ingest.turns``, ``ingest.decisions``,
 ``ingest.duration``, ``search.requests``, ``search.hits``, ``search.duration``,

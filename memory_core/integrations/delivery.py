@@ -74,7 +74,9 @@ class TurnDelivery:
             self._keep(turn, "the run was cancelled while publishing")
             raise
         except ValidationError as exc:
-            logger.error("turn %s was rejected and is dropped: %s", turn.turn_id, redact(exc, turn.user_id, turn.agent_id))
+            logger.error(
+                "turn %s was rejected and is dropped: %s", turn.turn_id, redact(exc, turn.user_id, turn.agent_id)
+            )
         except Exception as exc:
             logger.warning(
                 "publishing turn %s failed (%s: %s); it is kept in the outbox",
@@ -109,7 +111,11 @@ class TurnDelivery:
             self.outbox.put(turn, error=error)
             self._maybe_waiting = True
         except Exception as exc:
-            logger.error("turn %s could not be written to the outbox (%s); it is lost", turn.turn_id, redact(exc, turn.user_id, turn.agent_id))
+            logger.error(
+                "turn %s could not be written to the outbox (%s); it is lost",
+                turn.turn_id,
+                redact(exc, turn.user_id, turn.agent_id),
+            )
 
     # -- the outbox -----------------------------------------------------------------------------
     async def flush(self, *, force: bool = False, limit: int = 100) -> int:
@@ -221,4 +227,6 @@ def _not_delivered(outbox: TurnOutbox, entry: OutboxEntry, exc: Exception) -> No
         )
         return
     outbox.failed(turn_id, reason)
-    logger.info("outbox: turn %s not delivered yet (%s)", turn_id, redact(reason, entry.turn.user_id, entry.turn.agent_id))
+    logger.info(
+        "outbox: turn %s not delivered yet (%s)", turn_id, redact(reason, entry.turn.user_id, entry.turn.agent_id)
+    )

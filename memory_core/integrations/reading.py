@@ -81,7 +81,9 @@ async def _wait_ready(client: MemoryClient, scope: Scope, timeout: float) -> Non
         ready = await asyncio.wait_for(client.wait_ready(scope, timeout=timeout), timeout=timeout + 1.0)
     except Exception as exc:  # never fails the run: search what there is
         logger.warning(
-            "waiting for memory to be ready failed (%s: %s)", type(exc).__name__, redact(exc, scope.user_id, scope.agent_id)
+            "waiting for memory to be ready failed (%s: %s)",
+            type(exc).__name__,
+            redact(exc, scope.user_id, scope.agent_id),
         )
         return
     if not ready:

@@ -279,7 +279,9 @@ class QueueWorker(WorkerStatus):
             return await self._queue_call(self.queue.begin, message)
         except LockLostError as exc:
             self.stats.lock_lost += 1
-            logger.warning("%s: %s; the rest of its batch is given back", self.name, redact(exc, session_id=message.session_id))
+            logger.warning(
+                "%s: %s; the rest of its batch is given back", self.name, redact(exc, session_id=message.session_id)
+            )
             return None
 
     def _give_back_now(self, waiting: list[QueueMessage], head: QueueMessage) -> None:
