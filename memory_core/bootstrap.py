@@ -47,6 +47,7 @@ __all__ = [
     "build_publisher",
     "build_service",
     "build_store",
+    "configure_log_ids",
     "configure_telemetry",
     "ensure_search_index",
     "existing_local_queue",
@@ -348,6 +349,7 @@ def build_service(
     if store is None:
         built_store = build_store(settings, clock=clock, embedder=embedder)
         store = _fairly(settings, built_store, "memory-store", share_fairly=share_fairly)
+    configure_log_ids(settings)
     if history is None:
         built = build_history(settings)
         if built is not None:
@@ -425,6 +427,40 @@ def build_authenticator(settings: Settings) -> EntraTokenValidator | None:
         agent_bindings=settings.agent_binding_map(),
         authority=settings.auth_authority,
     )
+
+
+#: The logger of the Azure SDK's request and response lines.
+_SDK_REQUEST_LOGGER = "azure.core.pipeline.policies.http_logging_policy"
+
+
+def configure_log_ids(settings: Settings) -> None:
+    """Choose the key of the hashes logs name user, agent and session ids by (docs/security.md),
+    and keep the Azure SDK's request lines (URLs that hold scope ids) out of the logs.
+
+    The embedded store keeps a random key of the install beside its file, so every process on it
+    tags alike and a guessed address cannot be checked against the logs; an in-memory store gets a
+    key of its process. The Function App's instances then take the key they share
+    (:mod:`memory_core.entrypoints.functions.log_key`); without a store file of its own, until then,
+    ids are hashed without a key.
+    """
+    import logging
+    import secrets
+
+    from memory_core.domain.log_ids import use_log_key
+
+    # The Azure SDK logs every request's URL at INFO; a table entity's URL holds its PartitionKey,
+    # the scope ``user|agent``. Kept at WARNING unless the host set a level of its own.
+    sdk_requests = logging.getLogger(_SDK_REQUEST_LOGGER)
+    if sdk_requests.level == logging.NOTSET:
+        sdk_requests.setLevel(logging.WARNING)
+    if settings.store != "sqlite":
+        use_log_key(None)
+    elif settings.sqlite_path == ":memory:":
+        use_log_key(secrets.token_bytes(32))
+    else:
+        from memory_core.adapters.sqlite.log_key import install_log_key
+
+        use_log_key(install_log_key(settings.sqlite_path))
 
 
 def configure_telemetry(settings: Settings) -> telemetry.TelemetryStatus:

@@ -14,8 +14,9 @@ Where telemetry goes is decided once per process by :func:`configure_telemetry`:
 - otherwise: nothing is exported.
 
 Privacy: by default telemetry carries ids of messages and memories, counts, modes, paths and
-timings, and a short hash of the scope; never memory text, queries, turn messages nor raw user and
-agent ids. ``MEMORY_TELEMETRY_CONTENT=true`` adds the query text and raw scope ids for debugging.
+timings, and the scope's tag (``u:<hash>/a:<hash>``, the one logs use); never memory text, queries,
+turn messages nor raw user and agent ids. ``MEMORY_TELEMETRY_CONTENT=true`` adds the query text and
+raw scope ids for debugging.
 
 Metric names (all with the ``memory.`` prefix): ``ingest.turns``, ``ingest.decisions``,
 ``ingest.duration``, ``search.requests``, ``search.hits``, ``search.duration``,
@@ -24,7 +25,6 @@ Metric names (all with the ``memory.`` prefix): ``ingest.turns``, ``ingest.decis
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_core.domain.log_ids import scope_tag
 from memory_core.domain.policy import COUNTERS
 
 __all__ = [
@@ -219,8 +220,9 @@ def _configure_console() -> None:
 
 
 def scope_hash(user_id: str, agent_id: str) -> str:
-    """A short, stable, non-reversible tag of a scope (for correlating telemetry without ids)."""
-    return hashlib.sha256(f"{user_id}|{agent_id}".encode()).hexdigest()[:16]
+    """The scope's tag, ``u:<hash>/a:<hash>``, the same the logs name it by
+    (:func:`memory_core.domain.log_ids.scope_tag`: keyed, so it correlates without giving ids back)."""
+    return scope_tag(user_id, agent_id)
 
 
 def _scope_attributes(user_id: str | None, agent_id: str | None) -> dict[str, str]:

@@ -28,6 +28,7 @@ from memory_core.domain.validation import (
     CategoryName,
     UserId,
     UtcDateTime,
+    check_metadata_depth,
     describe_value,
     validate_caller_metadata,
     validate_memory_id,
@@ -163,6 +164,12 @@ class Turn(BaseModel):
     @classmethod
     def _session(cls, value: str | None) -> str | None:
         return None if value is None else validate_scope_id(value, "session_id")
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata_depth(cls, value: object) -> object:
+        check_metadata_depth(value)  # before pydantic walks it: a deep value is refused in one line
+        return value
 
     @field_validator("metadata")
     @classmethod

@@ -23,6 +23,7 @@ from memory_core.errors import ValidationError
 __all__ = [
     "CONTROL_CHARACTERS",
     "MAX_MEMORY_CHARS",
+    "MAX_METADATA_DEPTH",
     "MAX_STATUS_REASON",
     "MESSAGE_CONTROL_CHARACTERS",
     "RESERVED_METADATA_KEYS",
@@ -31,8 +32,11 @@ __all__ = [
     "UserId",
     "UtcDateTime",
     "check_length",
+    "check_metadata_depth",
     "describe_value",
     "ensure_utc",
+    "error_location",
+    "error_message",
     "field_type",
     "new_memory_id",
     "parse_model",
@@ -134,6 +138,7 @@ def validate_caller_metadata(value: object, field: str = "metadata") -> dict[str
     control characters and none of :data:`RESERVED_METADATA_KEYS` (memory-core writes those itself)."""
     if not isinstance(value, Mapping):
         raise ValidationError(field, "must be a mapping of string keys to JSON values")
+    check_metadata_depth(value, field)
     for key in value:
         if not isinstance(key, str) or not METADATA_KEY_PATTERN.fullmatch(key):
             raise ValidationError(
@@ -154,6 +159,54 @@ def validate_caller_metadata(value: object, field: str = "metadata") -> dict[str
             field, f"must hold JSON values only (strings, numbers, booleans, null, lists, objects): {exc}"
         ) from None
     return dict(value)
+
+
+def check_metadata_depth(value: object, field: str = "metadata") -> None:
+    """Raise :class:`ValidationError` naming ``field`` when ``value`` nests objects and lists deeper
+    than :data:`MAX_METADATA_DEPTH` levels (the value itself is the first). Iterative: any depth, even
+    a mapping that holds itself, is measured without recursion."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > MAX_METADATA_DEPTH:
+            raise ValidationError(
+                field, f"is nested more than {MAX_METADATA_DEPTH} levels deep (objects and lists); the maximum is "
+                f"{MAX_METADATA_DEPTH}",
+            )
+        stack.extend((child, depth + 1) for child in children)
+
+
+#: The longest field path an error names (longer: cut at a dot, ``…`` after it).
+MAX_ERROR_FIELD_CHARS = 80
+
+#: The longest message an error carries (a longer one is cut, ``…`` after it).
+MAX_ERROR_MESSAGE_CHARS = 300
+
+
+def error_location(loc: Iterable[object]) -> str:
+    """A pydantic error's location as a dotted field path, at most :data:`MAX_ERROR_FIELD_CHARS`
+    characters: a deeper path keeps its first segments and ends in ``…``."""
+    parts = [str(part) for part in loc]
+    text = ".".join(parts)
+    if len(text) <= MAX_ERROR_FIELD_CHARS:
+        return text
+    kept: list[str] = []
+    for part in parts:
+        if len(".".join([*kept, part])) > MAX_ERROR_FIELD_CHARS - 2:
+            break
+        kept.append(part)
+    return ".".join([*kept, "…"]) if kept else text[: MAX_ERROR_FIELD_CHARS - 1] + "…"
+
+
+def error_message(text: str) -> str:
+    """``text`` cut to :data:`MAX_ERROR_MESSAGE_CHARS` (an error never echoes a long input)."""
+    return text if len(text) <= MAX_ERROR_MESSAGE_CHARS else text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
 
 
 def validate_category(value: object, field: str = "category") -> str:
@@ -233,8 +286,8 @@ def parse_model(model: type[M], data: Any) -> M:
 def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
     errors = exc.errors(include_url=False)
     first: dict[str, Any] = dict(errors[0]) if errors else {"loc": ("?",), "msg": str(exc)}
-    field = ".".join(str(part) for part in first.get("loc", ()))
-    message = str(first.get("msg", "is invalid"))
+    field = error_location(first.get("loc", ()))
+    message = error_message(str(first.get("msg", "is invalid")))
     ctx = first.get("ctx")
     original = ctx.get("error") if isinstance(ctx, dict) else None
     if isinstance(original, ValidationError):
@@ -270,6 +323,9 @@ RESERVED_METADATA_KEYS = frozenset(
 
 #: Longest metadata key a turn may carry.
 MAX_METADATA_KEY_CHARS = 128
+
+#: Levels of objects and lists caller metadata may nest (the metadata object is the first).
+MAX_METADATA_DEPTH = 32
 
 
 #: A caller's metadata key: 1-128 characters, no control characters.

@@ -18,6 +18,7 @@ from agent_framework import AgentSession, ContextProvider, Message, SessionConte
 from memory_core.client.base import MemoryClient
 from memory_core.client.local import OPEN_OPTIONS, LocalMemoryClient
 from memory_core.client.remote import CLIENT_OPTIONS, RemoteMemoryClient
+from memory_core.domain.log_ids import redact
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.relevance import DEFAULT_RELEVANCE_FLOOR
 from memory_core.domain.search import (
@@ -337,7 +338,7 @@ class MemoryContextProvider(ContextProvider):
             read, write = self.resolve_scopes(state)
         except ValidationError as exc:
             logger.warning(
-                "memory scope in the session state is invalid (%s); memory is off for this run", exc
+                "memory scope in the session state is invalid (%s); memory is off for this run", redact(exc)
             )
             return None, None
         if (read is None or (write is None and self.store_turns)) and not self._warned_no_scope:
@@ -469,7 +470,7 @@ class MemoryContextProvider(ContextProvider):
         try:
             await self.client.start()
         except Exception as exc:  # it starts on first use instead
-            logger.warning("starting the memory client failed (%s: %s)", type(exc).__name__, exc)
+            logger.warning("starting the memory client failed (%s: %s)", type(exc).__name__, redact(exc))
         if self.flush_interval is not None:
             self._delivery.start_flushing(self.flush_interval)
         return self

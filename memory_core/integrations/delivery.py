@@ -16,6 +16,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from memory_core.client.base import MemoryClient
+from memory_core.domain.log_ids import redact
 from memory_core.domain.messages import Turn
 from memory_core.errors import PermanentError, TransientError, ValidationError
 from memory_core.integrations.outbox import MAX_PERMANENT_FAILURES, OutboxEntry, TurnOutbox
@@ -73,13 +74,15 @@ class TurnDelivery:
             self._keep(turn, "the run was cancelled while publishing")
             raise
         except ValidationError as exc:
-            logger.error("turn %s was rejected and is dropped: %s", turn.turn_id, exc)
+            logger.error(
+                "turn %s was rejected and is dropped: %s", turn.turn_id, redact(exc, turn.user_id, turn.agent_id)
+            )
         except Exception as exc:
             logger.warning(
                 "publishing turn %s failed (%s: %s); it is kept in the outbox",
                 turn.turn_id,
                 type(exc).__name__,
-                exc,
+                redact(exc, turn.user_id, turn.agent_id),
             )
             self._keep(turn, f"{type(exc).__name__}: {exc}")
 
@@ -98,7 +101,7 @@ class TurnDelivery:
     def _lingering_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            logger.info("a late publish failed (%s); the turn stays in the outbox", task.exception())
+            logger.info("a late publish failed (%s); the turn stays in the outbox", redact(task.exception()))
 
     def _keep(self, turn: Turn, error: str) -> None:
         if self.outbox is None:
@@ -108,7 +111,11 @@ class TurnDelivery:
             self.outbox.put(turn, error=error)
             self._maybe_waiting = True
         except Exception as exc:
-            logger.error("turn %s could not be written to the outbox (%s); it is lost", turn.turn_id, exc)
+            logger.error(
+                "turn %s could not be written to the outbox (%s); it is lost",
+                turn.turn_id,
+                redact(exc, turn.user_id, turn.agent_id),
+            )
 
     # -- the outbox -----------------------------------------------------------------------------
     async def flush(self, *, force: bool = False, limit: int = 100) -> int:
@@ -160,7 +167,7 @@ class TurnDelivery:
         try:
             await self.flush()
         except Exception as exc:
-            logger.warning("outbox flush failed: %s", exc)
+            logger.warning("outbox flush failed: %s", redact(exc))
         finally:
             self._flush_task = None
 
@@ -216,8 +223,10 @@ def _not_delivered(outbox: TurnOutbox, entry: OutboxEntry, exc: Exception) -> No
             turn_id,
             MAX_PERMANENT_FAILURES,
             outbox.path,
-            reason,
+            redact(reason, entry.turn.user_id, entry.turn.agent_id),
         )
         return
     outbox.failed(turn_id, reason)
-    logger.info("outbox: turn %s not delivered yet (%s)", turn_id, reason)
+    logger.info(
+        "outbox: turn %s not delivered yet (%s)", turn_id, redact(reason, entry.turn.user_id, entry.turn.agent_id)
+    )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from memory_core.client.base import MemoryClient
+from memory_core.domain.log_ids import redact
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchResult
 
@@ -79,7 +80,11 @@ async def _wait_ready(client: MemoryClient, scope: Scope, timeout: float) -> Non
     try:
         ready = await asyncio.wait_for(client.wait_ready(scope, timeout=timeout), timeout=timeout + 1.0)
     except Exception as exc:  # never fails the run: search what there is
-        logger.warning("waiting for memory to be ready failed (%s: %s)", type(exc).__name__, exc)
+        logger.warning(
+            "waiting for memory to be ready failed (%s: %s)",
+            type(exc).__name__,
+            redact(exc, scope.user_id, scope.agent_id),
+        )
         return
     if not ready:
         logger.info(
@@ -106,7 +111,11 @@ async def _search(
     except TimeoutError:
         logger.warning("memory search timed out after %.2fs; answering without memories", timeout)
     except Exception as exc:  # a memory failure never fails the run
-        logger.warning("memory search failed (%s: %s); answering without memories", type(exc).__name__, exc)
+        logger.warning(
+            "memory search failed (%s: %s); answering without memories",
+            type(exc).__name__,
+            redact(exc, scope.user_id, scope.agent_id),
+        )
     return None
 
 
@@ -117,4 +126,4 @@ async def _record_recall(
     try:
         await asyncio.wait_for(client.record_recall(scope, [h.record.id for h in hits]), timeout=timeout)
     except Exception as exc:
-        logger.info("recording the recall failed: %s", exc)
+        logger.info("recording the recall failed: %s", redact(exc, scope.user_id, scope.agent_id))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memory_core.domain.log_ids import redact
 from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn
 from memory_core.domain.records import Scope
 from memory_core.ports import TurnPublisher
@@ -141,7 +142,7 @@ class CoalescingPublisher:
                 len(update.memory_ids),
                 f"tried again in {self.window_seconds:g}s" if again else "that reinforcement is lost",
                 type(exc).__name__,
-                exc,
+                redact(exc, update.user_id, update.agent_id),
             )
 
     async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 from memory_core import telemetry
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.adapters.sqlite.queue_messages import LockLostError, QueueMessage
+from memory_core.domain.log_ids import redact, session_tag
 from memory_core.errors import PermanentError, StorageFullError, TransientError
 from memory_core.runtime.backoff import default_backoff, default_retry_delay
 from memory_core.runtime.locks import give_back, locks_kept
@@ -278,7 +279,9 @@ class QueueWorker(WorkerStatus):
             return await self._queue_call(self.queue.begin, message)
         except LockLostError as exc:
             self.stats.lock_lost += 1
-            logger.warning("%s: %s; the rest of its batch is given back", self.name, exc)
+            logger.warning(
+                "%s: %s; the rest of its batch is given back", self.name, redact(exc, session_id=message.session_id)
+            )
             return None
 
     def _give_back_now(self, waiting: list[QueueMessage], head: QueueMessage) -> None:
@@ -361,7 +364,7 @@ class QueueWorker(WorkerStatus):
                 "%s: released message %s (session %s) on shutdown",
                 self.name,
                 message.message_id,
-                message.session_id,
+                session_tag(message.session_id),
             )
 
     async def _wait_for_disk(self, message: QueueMessage, exc: StorageFullError) -> None:
@@ -374,9 +377,9 @@ class QueueWorker(WorkerStatus):
             "%s: message %s (session %s) waits for disk space: %s: %s",
             self.name,
             message.message_id,
-            message.session_id,
+            session_tag(message.session_id),
             type(exc).__name__,
-            exc,
+            redact(exc, session_id=message.session_id),
         )
         try:
             await self._queue_call(
@@ -398,10 +401,10 @@ class QueueWorker(WorkerStatus):
             "%s: dead-lettered message %s (session %s, delivery %s): %s: %s",
             self.name,
             message.message_id,
-            message.session_id,
+            session_tag(message.session_id),
             message.delivery_count,
             reason,
-            exc,
+            redact(exc, session_id=message.session_id),
         )
         if await self._settle(self.queue.dead_letter, message, reason=reason, description=str(exc)):
             self.stats.dead_lettered += 1
@@ -415,12 +418,12 @@ class QueueWorker(WorkerStatus):
             "%s: message %s (session %s) failed on delivery %s/%s, retrying in %.1fs: %s: %s",
             self.name,
             message.message_id,
-            message.session_id,
+            session_tag(message.session_id),
             message.delivery_count,
             self.queue.max_deliveries,
             delay,
             type(exc).__name__,
-            exc,
+            redact(exc, session_id=message.session_id),
         )
         if await self._settle(
             self.queue.abandon, message, error=f"{type(exc).__name__}: {exc}", delay_seconds=delay

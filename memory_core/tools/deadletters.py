@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
+from memory_core.domain.log_ids import redact
 from memory_core.errors import ConfigurationError, InputError, MemoryCoreError, NotFoundError
 from memory_core.tools.deadletter_sources import (
     DEFAULT_DUPLICATE_WINDOW,
@@ -167,10 +168,12 @@ async def _replay(
     try:
         detail = await source.replay(letter)
     except MemoryCoreError as exc:
-        logger.warning("replaying dead letter %s failed: %s", letter.message_id, exc)
+        logger.warning(
+            "replaying dead letter %s failed: %s", letter.message_id, redact(exc, session_id=letter.session_id)
+        )
         detail = str(exc) if "kept" in str(exc) else f"{exc}; the dead letter is kept"
         return ReplayResult(wanted, "failed", detail, letter)
-    logger.info("dead letter %s replayed: %s", letter.message_id, detail)
+    logger.info("dead letter %s replayed: %s", letter.message_id, redact(detail, session_id=letter.session_id))
     return ReplayResult(wanted, "replayed", detail, letter)
 
 

@@ -6,7 +6,12 @@ import re
 from pathlib import Path
 
 from memory_core.domain.messages import MAX_MESSAGE_CHARS, MAX_TURN_BYTES, MAX_TURN_MESSAGES
-from memory_core.domain.validation import MAX_MEMORY_CHARS, MAX_METADATA_KEY_CHARS, MAX_SUMMARY_CHARS
+from memory_core.domain.validation import (
+    MAX_MEMORY_CHARS,
+    MAX_METADATA_DEPTH,
+    MAX_METADATA_KEY_CHARS,
+    MAX_SUMMARY_CHARS,
+)
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -24,3 +29,4 @@ def test_the_limits_table_is_the_code() -> None:
     assert documented("characters in a memory's text") == f"{MAX_MEMORY_CHARS:,}"
     assert documented("characters in a memory's summary") == f"{MAX_SUMMARY_CHARS:,}"
     assert documented("characters in a metadata key") == f"{MAX_METADATA_KEY_CHARS:,}"
+    assert documented("levels of objects and lists in metadata") == f"{MAX_METADATA_DEPTH:,}"

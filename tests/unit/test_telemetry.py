@@ -133,7 +133,7 @@ def test_ingest_metrics_and_span_without_content(sinks: Sinks) -> None:
     assert span.name == "memory.ingest"
     assert span.attributes["memory.turn_id"] == "turn-1"
     assert span.attributes["memory.decisions.add"] == 1 and span.attributes["memory.decisions"] == 2
-    assert len(span.attributes["memory.scope_hash"]) == 16
+    assert span.attributes["memory.scope_hash"] == telemetry.scope_hash(USER, "a1")
     text = sinks.dump()
     for secret in (SECRET_MEMORY, "4321", "green tea", USER):
         assert secret not in text

@@ -30,6 +30,7 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 
+from memory_core.domain.log_ids import redact
 from memory_core.errors import ConflictError, MemoryCoreError, NotFoundError, PermanentError, TransientError
 
 __all__ = [
@@ -192,7 +193,7 @@ async def call_with_retries(
                 operation,
                 attempt,
                 settings.attempts,
-                describe_error(last),
+                redact(describe_error(last)),
                 wait,
             )
             await sleep(wait)

@@ -33,6 +33,7 @@ from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
 from memory_core.adapters.azure.retry import RetrySettings, Sleep
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, close_credential
 from memory_core.adapters.azure.search_query import check_query_vector, search_request
+from memory_core.domain.log_ids import scope_tag
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import (
@@ -431,7 +432,7 @@ class AzureSearchMemoryStore:
             after = ids[-1]
             if not more:
                 break
-        logger.info("purged %s memories of user %s (agent %s)", deleted, user_id, agent_id or "*")
+        logger.info("purged %s memories of %s", deleted, scope_tag(user_id, agent_id))
         return deleted
 
     # -- forgetting (the policy is applied in memory_core.service.forgetting) --------------------

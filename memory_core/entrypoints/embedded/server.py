@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from memory_core import telemetry
 from memory_core.contract.routes import API_PREFIX, ROUTES, api_path, route
+from memory_core.domain.log_ids import path_ids, redact, redact_path
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
 from memory_core.entrypoints.http.dispatcher import MemoryApi, match
 from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers, HttpError, error_response
@@ -119,13 +120,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._write(error_response(code, phrase.lower().replace(" ", "_").replace("-", "_"), text[:300]))
 
     def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s %s", self.address_string(), format % args)
+        logger.debug("%s %s", self.address_string(), redact(format % args, *path_ids(getattr(self, "path", ""))))
 
     def _dispatch(self) -> None:
         try:
             response = self._respond()
         except Exception:  # a transport bug must not kill the connection thread silently
-            logger.exception("%s %s failed in the HTTP layer", self.command, self.path)
+            logger.exception("%s %s failed in the HTTP layer", self.command, redact_path(self.path))
             response = error_response(500, "internal_error", "the request failed unexpectedly")
             self.close_connection = True
         self._write(response)
@@ -261,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             payload = response.json_bytes()
         except (TypeError, ValueError):
-            logger.exception("%s %s: the response is not JSON-serializable", self.command, self.path)
+            logger.exception("%s %s: the response is not JSON-serializable", self.command, redact_path(self.path))
             response = error_response(500, "internal_error", "the response could not be serialized")
             payload = response.json_bytes()
         self._send(response.status, response.headers, payload, head=head)

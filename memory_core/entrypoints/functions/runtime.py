@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from memory_core.entrypoints.functions.log_key import share_log_key
+
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.config import Settings
     from memory_core.domain.access import Authenticator
@@ -48,7 +50,9 @@ class FunctionsRuntime:
                 self._lock = asyncio.Lock()
             async with self._lock:
                 if self._service is None:
-                    self._service, self._settings = self._build_service()
+                    service, self._settings = self._build_service()
+                    await share_log_key(service)  # before any line that names a user
+                    self._service = service
         return self._service
 
     async def api(self) -> MemoryApi:

@@ -10,11 +10,13 @@ forgetting runs in bounded pages within a time budget and resumes where it stopp
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memory_core import telemetry
+from memory_core.domain.log_ids import redact, session_tag
 from memory_core.errors import MemoryCoreError, PermanentError, TransientError
 from memory_core.runtime.sharing import background_work
 
@@ -78,21 +80,27 @@ async def ingest_message(
             logger.warning(
                 "message %s (session %s, delivery %s): transient failure, redelivered after %.0fs: %s",
                 msg.message_id,
-                msg.session_id,
+                session_tag(msg.session_id),
                 msg.delivery_count,
                 delay,
-                exc,
+                redact(exc, session_id=msg.session_id),
             )
             # An abandoned session message comes back at once; waiting here (the session lock is
             # renewed meanwhile, other sessions go on) spaces the attempts out, so a throttled
             # dependency does not burn the queue's maxDeliveryCount in seconds.
             await sleep(delay)
-            raise
+            # The host records what is raised (its log, Application Insights): the same kind, ids replaced.
+            raise TransientError(redact(exc, session_id=msg.session_id)) from None
         except PermanentError as exc:
             await _set_aside(service, msg, exc)
             return
         except Exception as exc:  # a bug or a missing module: redelivering at once would only repeat it
-            logger.exception("message %s (session %s): unexpected failure", msg.message_id, msg.session_id)
+            logger.error(  # the traceback as text, its ids replaced (a message may name the user)
+                "message %s (session %s): unexpected failure\n%s",
+                msg.message_id,
+                session_tag(msg.session_id),
+                redact(traceback.format_exc(), session_id=msg.session_id),
+            )
             await _set_aside(service, msg, exc, sleep=sleep)
             return
         if outcome.ingest is not None:
@@ -128,10 +136,10 @@ async def _set_aside(
     logger.error(
         "message %s (session %s, delivery %s) cannot be processed and is set aside as dead letter: %s: %s",
         msg.message_id,
-        msg.session_id,
+        session_tag(msg.session_id),
         msg.delivery_count,
         reason,
-        description,
+        redact(description, session_id=msg.session_id),
     )
     kept = await service.set_aside(
         message_id=msg.message_id,
@@ -147,9 +155,10 @@ async def _set_aside(
         # host abandon it; Service Bus dead-letters it after maxDeliveryCount (MaxDeliveryCountExceeded).
         if sleep is not None:
             await sleep(redelivery_delay(msg.delivery_count))
-        raise PermanentError(
-            f"{reason}: {description} (no dead-letter store configured; left to Service Bus)"
-        ) from error
+        raise PermanentError(  # what the host records: ids replaced, the cause left out
+            f"{reason}: {redact(description, session_id=msg.session_id)} (no dead-letter store configured; "
+            "left to Service Bus)"
+        ) from None
     telemetry.record_dead_letter(reason, message_id=msg.message_id)
 
 

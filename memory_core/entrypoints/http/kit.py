@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -13,8 +14,9 @@ from typing import Any, TypeVar
 from pydantic import ValidationError as PydanticValidationError
 
 from memory_core.contract.views import ErrorDetail, ErrorResponse
+from memory_core.domain.log_ids import path_ids, redact, redact_path
 from memory_core.domain.records import Scope
-from memory_core.domain.validation import validate_scope_id
+from memory_core.domain.validation import error_location, error_message, validate_scope_id
 from memory_core.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -214,7 +216,9 @@ def json_body(request: ApiRequest) -> dict[str, Any]:
 
     try:
         data = json.loads(request.body.decode("utf-8"), parse_constant=no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise HttpError(400, "bad_request", "the body nests JSON too deeply to be read", "body") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise HttpError(400, "bad_request", f"the body is not valid UTF-8 JSON ({exc})", "body") from None
     if not isinstance(data, dict):
         raise HttpError(400, "bad_request", "the body must be a JSON object", "body")
@@ -236,17 +240,22 @@ def _challenge(error: str | None, description: str) -> str:
     return f'Bearer realm="memory-core", error="{error}", error_description="{text[:300]}"'
 
 
+def _logged(text: object, path: str) -> str:
+    """``text`` with the ids of the request's path (and any email-shaped word) replaced by tags."""
+    return redact(text, *path_ids(path))
+
+
 def _http_error(exc: HttpError, method: str, path: str) -> ApiResponse:
     return error_response(exc.status, exc.code, exc.message, exc.field, **exc.headers)
 
 
 def _unauthorized(exc: AuthenticationError, method: str, path: str) -> ApiResponse:
-    logger.info("%s %s: not authenticated: %s", method, path, exc)
+    logger.info("%s %s: not authenticated: %s", method, redact_path(path), _logged(exc, path))
     return error_response(401, "unauthorized", str(exc), None, **{"WWW-Authenticate": _challenge(exc.error, str(exc))})
 
 
 def _forbidden(exc: ForbiddenError, method: str, path: str) -> ApiResponse:
-    logger.info("%s %s: forbidden: %s", method, path, exc)
+    logger.info("%s %s: forbidden: %s", method, redact_path(path), _logged(exc, path))
     challenge = _challenge("insufficient_scope", str(exc))
     return error_response(403, "forbidden", str(exc), None, **{"WWW-Authenticate": challenge})
 
@@ -257,17 +266,17 @@ def _invalid(exc: ValidationError, method: str, path: str) -> ApiResponse:
 
 def _invalid_model(exc: PydanticValidationError, method: str, path: str) -> ApiResponse:
     first = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
-    where = ".".join(str(p) for p in first.get("loc", ())) or None
-    return error_response(422, "validation_error", str(first.get("msg", "is invalid")), where)
+    where = error_location(first.get("loc", ())) or None
+    return error_response(422, "validation_error", error_message(str(first.get("msg", "is invalid"))), where)
 
 
 def _unavailable(exc: TransientError, method: str, path: str) -> ApiResponse:
-    logger.warning("%s %s: transient failure: %s", method, path, exc)
+    logger.warning("%s %s: transient failure: %s", method, redact_path(path), _logged(exc, path))
     return error_response(503, "unavailable", str(exc), None, **{"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 def _misconfigured(exc: ConfigurationError, method: str, path: str) -> ApiResponse:
-    logger.error("%s %s: configuration error: %s", method, path, exc)
+    logger.error("%s %s: configuration error: %s", method, redact_path(path), _logged(exc, path))
     return error_response(500, "configuration_error", str(exc))
 
 
@@ -302,5 +311,5 @@ def failure_response(exc: Exception, method: str, path: str) -> ApiResponse:
     for kind, answer in _FAILURES:
         if isinstance(exc, kind):
             return answer(exc, method, path)
-    logger.exception("%s %s failed", method, path)
+    logger.error("%s %s failed\n%s", method, redact_path(path), _logged(traceback.format_exc(), path))
     return error_response(500, "internal_error", "the request failed unexpectedly; see the server log")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO, TypeVar
 from pydantic import BaseModel, Field
 
 from memory_core.client.local import LocalMemoryClient
+from memory_core.domain.log_ids import redact, scope_tag
 from memory_core.domain.messages import MAX_MESSAGE_CHARS
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
@@ -152,7 +153,7 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         except ValidationError as exc:
             raise ToolError(f"invalid input: {exc}") from None
         except MemoryCoreError as exc:
-            logger.warning("MCP %s failed: %s", action, exc)
+            logger.warning("MCP %s failed: %s", action, redact(exc, tools.scope.user_id, tools.scope.agent_id))
             raise ToolError(f"could not {action}: {exc}") from None
         except Exception as exc:
             logger.exception("MCP %s failed unexpectedly", action)
@@ -361,7 +362,7 @@ async def run_mcp(settings: "Settings", options: McpOptions, *, out: TextIO | No
         tools = MemoryTools(memory.service, scope, recall=options.recall)
         server = build_server(tools)
         if options.transport == "stdio":
-            logger.info("MCP server on stdio for %s/%s", scope.user_id, scope.agent_id)
+            logger.info("MCP server on stdio for %s", scope_tag(scope.user_id, scope.agent_id))
             await server.run_stdio_async()
         else:
             await serve_http(
