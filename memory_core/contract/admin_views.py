@@ -12,7 +12,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memory_core.ports import QueuedItem
+    from memory_core.capabilities import QueuedItem
     from memory_core.service.admin import PurgeReport
     from memory_core.service.forgetting import ForgettingReport, RetentionCurve
 

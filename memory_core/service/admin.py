@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from memory_core.capabilities import PurgeSettlement, ScopePurger, WalCheckpointer, supports
 from memory_core.domain.messages import HistoryEntry, MemoryEvent
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
@@ -19,15 +20,7 @@ from memory_core.domain.validation import (
     validate_scope_id,
 )
 from memory_core.errors import ConflictError, ValidationError
-from memory_core.ports import (
-    Embedder,
-    HistoryStore,
-    MemoryStore,
-    PurgeSettlement,
-    ScopePurger,
-    WalCheckpointer,
-    supports,
-)
+from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.inspection import memory_not_found
 
 __all__ = [
@@ -254,10 +247,10 @@ async def purge_user(
     2. the scope's messages are removed from ``queue`` (the embedded queue: waiting, in hand and
        dead-lettered);
     3. the memories are removed from the store, then 4. the history (the tombstone stays);
-    5. every file of the adapters in ``files`` (:class:`~memory_core.ports.WalCheckpointer`) is
+    5. every file of the adapters in ``files`` (:class:`~memory_core.capabilities.WalCheckpointer`) is
        rewritten once and its write-ahead log truncated, so deleted text leaves the disk, free space
        of pages included;
-    6. the purge is settled in the history (:class:`~memory_core.ports.PurgeSettlement`): a turn of
+    6. the purge is settled in the history (:class:`~memory_core.capabilities.PurgeSettlement`): a turn of
        the scope that was being ingested meanwhile waits for this before removing what it wrote, so
        it never deletes (and takes from this purge's count) what the purge was about to delete.
 
@@ -308,7 +301,7 @@ async def purge_user(
 
 async def rewrite_files(files: Sequence[object], *, rebuild: bool) -> bool:
     """Truncate the write-ahead log of every adapter of ``files`` that keeps one
-    (:class:`~memory_core.ports.WalCheckpointer`; the others are skipped), first rewriting
+    (:class:`~memory_core.capabilities.WalCheckpointer`; the others are skipped), first rewriting
     (``rebuild``) each file once (two adapters may share one), so deleted text leaves the disk;
     ``False`` if a file could not be rewritten or a reader kept part of a log."""
     checkpointed = True

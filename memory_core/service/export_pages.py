@@ -16,12 +16,13 @@ import bisect
 from dataclasses import dataclass, field
 from typing import cast
 
+from memory_core.capabilities import HistoryPager, supports
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import validate_memory_id, validate_scope_id
 from memory_core.errors import ValidationError
-from memory_core.ports import HistoryPager, HistoryStore, MemoryStore, supports
+from memory_core.ports import HistoryStore, MemoryStore
 
 __all__ = ["ExportPage", "ExportPosition", "export_page"]
 

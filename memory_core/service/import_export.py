@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
+from memory_core.capabilities import BatchReader, supports
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import parse_model, validate_scope_id
 from memory_core.errors import ValidationError
-from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, ProgressCallback, supports
+from memory_core.ports import Embedder, HistoryStore, MemoryStore, ProgressCallback
 
 __all__ = [
     "DEDUPE_LOOKUP",
@@ -35,7 +36,7 @@ IMPORT_BATCH = 256
 #: Records read per store call during an export.
 EXPORT_PAGE = 500
 #: Ids looked up per store call when an import skips what the store already holds (a store that
-#: reads many at once, :class:`~memory_core.ports.BatchReader`).
+#: reads many at once, :class:`~memory_core.capabilities.BatchReader`).
 DEDUPE_LOOKUP = 500
 
 
@@ -112,7 +113,7 @@ async def _stored_decisions(
 ) -> list[_Decision]:
     """:func:`_decision` for each of ``records`` (distinct ids per scope), against the store.
 
-    A store that reads many memories at once (:class:`~memory_core.ports.BatchReader`) is asked per
+    A store that reads many memories at once (:class:`~memory_core.capabilities.BatchReader`) is asked per
     scope for up to :data:`DEDUPE_LOOKUP` ids at a time, and only a decision is kept of each memory
     read; another store is asked once per record.
     """
@@ -158,7 +159,7 @@ async def import_records(
             (not a random one), and a row whose memory the store already holds with every field the
             row gives is skipped, as is a row repeating an earlier row's id. Without it every row is
             written (``upsert``: a row with an existing id replaces that memory). A store that reads
-            many memories at once (:class:`~memory_core.ports.BatchReader`: both adapters) is asked
+            many memories at once (:class:`~memory_core.capabilities.BatchReader`: both adapters) is asked
             for :data:`DEDUPE_LOOKUP` ids of a scope per call; another, once per row.
         progress: Told ``(records written, records to write)`` once the rows are validated and after
             every batch.

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import cast
 
+from memory_core.capabilities import QueuedItem, QueuedLister, UserDirectory, supports
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import validate_memory_id, validate_scope_id
 from memory_core.errors import NotFoundError, UnsupportedError, ValidationError
-from memory_core.ports import MemoryStore, QueuedItem, QueuedLister, StatusCounts, UserDirectory, supports
+from memory_core.ports import MemoryStore, StatusCounts
 
 __all__ = [
     "PREFIX_CANDIDATES",

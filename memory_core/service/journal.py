@@ -11,9 +11,10 @@ import uuid
 from datetime import datetime
 from typing import cast
 
+from memory_core.capabilities import PurgeSettlement, supports
 from memory_core.domain.messages import CandidateKind, Decision, HistoryEntry, MemoryCandidate, Turn
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.ports import HistoryStore, PurgeSettlement, supports
+from memory_core.ports import HistoryStore
 
 __all__ = [
     "decision_from_entry",
@@ -116,7 +117,7 @@ _FIRST_PAUSE, _LONGEST_PAUSE = 0.02, 0.5
 
 
 async def wait_for_purge(history: HistoryStore, scope: Scope, *, budget: float = PURGE_WAIT_SECONDS) -> bool:
-    """Wait until every purge covering ``scope`` is over (:class:`~memory_core.ports.PurgeSettlement`),
+    """Wait until every purge covering ``scope`` is over (:class:`~memory_core.capabilities.PurgeSettlement`),
     at most ``budget`` seconds; at once for a history that does not record it.
 
     Returns:

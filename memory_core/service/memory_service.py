@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
+from memory_core.capabilities import QueuedItem, ScopePurger, supports
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -28,12 +29,9 @@ from memory_core.ports import (
     MemoryStore,
     Page,
     ProgressCallback,
-    QueuedItem,
-    ScopePurger,
     SortedPage,
     StatusCounts,
     TurnPublisher,
-    supports,
 )
 from memory_core.service import admin, export_pages, forgetting, import_export, inspection, messages
 from memory_core.service import search as search_use_case
@@ -392,7 +390,7 @@ class MemoryService:
 
         The purge time is recorded first as the scope's tombstone: turns and recall updates dated at or
         before it are dropped from then on, wherever they come from. A local queue that can
-        (:class:`~memory_core.ports.ScopePurger`) loses the scope's messages: ``queue`` (the embedded
+        (:class:`~memory_core.capabilities.ScopePurger`) loses the scope's messages: ``queue`` (the embedded
         queue of a service built without it as its publisher), else the publisher; the SQLite files are
         rewritten and checkpointed so the deleted text leaves the disk, and the purge is settled (a
         turn caught by it waits for that). See :func:`memory_core.service.admin.purge_user`.

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from memory_core.capabilities import BatchReader, supports
 from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
@@ -17,7 +18,7 @@ from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
-from memory_core.ports import BatchReader, Embedder, HistoryStore, MemoryStore, supports
+from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity

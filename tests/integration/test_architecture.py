@@ -24,12 +24,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bootstrap",),
     ("contract", "runtime", "telemetry"),
     ("service", "adapters"),
-    ("ports", "config"),
+    ("ports", "capabilities", "config"),
     ("domain",),
     ("language", "errors", "version", "web"),
 )
 #: Imports between two layers of one rank that the plan allows (importer, imported).
 SIDEWAYS = {
+    ("capabilities", "ports"),
     ("entrypoints", "integrations"),
     ("runtime", "telemetry"),
     ("contract", "telemetry"),
@@ -37,7 +38,7 @@ SIDEWAYS = {
 #: The only places that may import inside a function (lazily) from the package.
 LAZY_IMPORTERS = ("bootstrap", "cli", "tools")
 #: The package root holds at most these modules.
-ROOT_MODULES = {"__init__", "__main__", "version", "errors", "config", "ports", "bootstrap", "telemetry"}
+ROOT_MODULES = {"__init__", "__main__", "version", "errors", "config", "ports", "capabilities", "bootstrap", "telemetry"}
 SDKS = ("azure", "openai", "agent_framework", "opentelemetry", "httpx")
 ENTRY_POINTS = [
     ROOT / "function_app.py",

@@ -1,4 +1,4 @@
-"""Reading many memories of a scope at once (:class:`~memory_core.ports.BatchReader`), on both stores.
+"""Reading many memories of a scope at once (:class:`~memory_core.capabilities.BatchReader`), on both stores.
 
 The same behaviours run against the embedded store (a temporary file) and the Azure AI Search adapter
 on the simulated search service (every request body validated against the REST contract subset):
@@ -28,10 +28,11 @@ from memory_core.adapters.azure.documents import to_document
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, ensure_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.capabilities import BatchReader, supports
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.validation import validate_memory_id
 from memory_core.errors import ValidationError
-from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
+from memory_core.ports import FixedClock, MemoryStore
 from memory_core.runtime.offload import StorageThread, offloaded
 
 ENDPOINT = "https://memtest.search.windows.net"

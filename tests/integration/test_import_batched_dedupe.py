@@ -1,7 +1,7 @@
 """A deduplicating import reads the stored memories many at a time, and decides exactly as before.
 
 ``import_records(..., dedupe=True)`` (what ``memory-core import`` does by default) looks every row's id
-up in the store. A store that offers :class:`~memory_core.ports.BatchReader` (both adapters) is asked
+up in the store. A store that offers :class:`~memory_core.capabilities.BatchReader` (both adapters) is asked
 for up to :data:`~memory_core.service.import_export.DEDUPE_LOOKUP` ids of a scope per call; another store once
 per row. Here the same imports run on a store and on the same store with ``get_many`` hidden (a
 subclass of the real adapter), on SQLite and on the Azure adapter over the simulated search service:
@@ -27,10 +27,11 @@ from fake_search_service import FakeSearchService
 from memory_core.adapters.azure.search_index import ensure_index
 from memory_core.adapters.azure.search_store import AzureSearchMemoryStore
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
+from memory_core.capabilities import BatchReader, supports
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
-from memory_core.ports import BatchReader, FixedClock, MemoryStore, supports
+from memory_core.ports import FixedClock, MemoryStore
 from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.service.import_export import (
     DEDUPE_LOOKUP,

@@ -26,21 +26,14 @@ from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.queue_messages import LockLostError
 from memory_core.bootstrap import build_service
+from memory_core.capabilities import QueuedLister, ScopePurger, WalCheckpointer, supports
 from memory_core.cli.main import main
 from memory_core.config import Settings
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn, session_id_for
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
-from memory_core.ports import (
-    DeadLetter,
-    FixedClock,
-    QueuedLister,
-    ScopePurger,
-    TurnStart,
-    WalCheckpointer,
-    supports,
-)
+from memory_core.ports import DeadLetter, FixedClock, TurnStart
 from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 from memory_core.service.journal import wait_for_purge

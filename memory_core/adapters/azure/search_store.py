@@ -211,7 +211,7 @@ class AzureSearchMemoryStore:
     async def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """The records of ``scope`` among ``memory_ids`` (any status, with embeddings, as :meth:`get`
         returns them), by id; ids missing or of another scope are absent
-        (:class:`~memory_core.ports.BatchReader`).
+        (:class:`~memory_core.capabilities.BatchReader`).
 
         One search request per :data:`MAX_PAGE` ids (``user_id eq … and agent_id eq … and
         search.in(id, '…', ',')``, ``top`` the number of ids), instead of one document lookup per id.

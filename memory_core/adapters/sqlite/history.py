@@ -11,7 +11,7 @@ turn was completed). WAL mode; every write is one transaction.
 ``history_tombstones`` keeps, per purged user (``agent_id`` empty) or scope, when it was purged: ids
 and a time, no text; :meth:`SQLiteHistoryStore.purge` leaves them in place, so a replay of a purged
 turn is dropped. Its ``settled_at`` says when the last purge of it was over (``""``: one is under
-way; :class:`~memory_core.ports.PurgeSettlement`). ``secure_delete`` is on (deleted rows are zeroed in
+way; :class:`~memory_core.capabilities.PurgeSettlement`). ``secure_delete`` is on (deleted rows are zeroed in
 the file), and :meth:`SQLiteHistoryStore.checkpoint_wal` rewrites the file and truncates the
 write-ahead log after a purge.
 """

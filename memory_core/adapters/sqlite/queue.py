@@ -43,10 +43,10 @@ from memory_core.adapters.sqlite import queue_listing as listing
 from memory_core.adapters.sqlite.files import keep_private, make_folder
 from memory_core.adapters.sqlite.queue_file import QueueFile
 from memory_core.adapters.sqlite.queue_messages import QueueMessage, QueueStats
+from memory_core.capabilities import QueuedItem
 from memory_core.domain.messages import MAX_RECALL_IDS, RecallUpdate, Turn, message_id_for, session_id_for
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.ports import QueuedItem
 
 __all__ = ["DEFAULT_QUEUE", "MAX_MESSAGE_BYTES", "SQLiteQueue", "default_queue_path"]
 

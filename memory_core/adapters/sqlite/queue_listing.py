@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory_core.adapters.sqlite.queue_messages import COLUMNS, QueueMessage, QueueStats, instant, json_body
+from memory_core.capabilities import QueuedItem
 from memory_core.domain.messages import session_id_for
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import validate_scope_id
 from memory_core.errors import ValidationError
-from memory_core.ports import QueuedItem
 
 __all__ = [
     "dead_letters",

@@ -204,7 +204,7 @@ class SQLiteMemoryStore:
     async def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """The records of ``scope`` among ``memory_ids`` (any status, with embeddings, as :meth:`get`
         returns them), by id; ids missing or of another scope are absent. One query per 900 ids
-        (:class:`~memory_core.ports.BatchReader`).
+        (:class:`~memory_core.capabilities.BatchReader`).
 
         Raises:
             ValidationError: A bad id (before any query).

@@ -1,0 +1,154 @@
+"""Capability ports: what some adapters offer beyond their port (a queue that purges a scope itself, a
+history that pages or settles a purge, a store that lists its users or reads many memories at once),
+and :func:`supports`, which tells whether one does. A use case asks before it relies on one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.ports import StatusCounts
+
+__all__ = [
+    "BatchReader",
+    "HistoryPager",
+    "PurgeSettlement",
+    "QueuedItem",
+    "QueuedLister",
+    "ScopePurger",
+    "UserDirectory",
+    "WalCheckpointer",
+    "supports",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedItem:
+    """A message of a user still on a local queue (waiting, in hand or dead-lettered), by ids only.
+
+    Attributes:
+        message_id: The queue's message id.
+        kind: ``turn``, ``recall`` or what the producer said.
+        agent_id: The agent of the scope, when the body names one.
+        item_id: The ``turn_id`` or ``recall_id``, when the body names one.
+        occurred_at: The turn's ``occurred_at`` (a recall update's ``at``), when readable.
+        dead_lettered: ``True`` for a dead letter.
+    """
+
+    message_id: str
+    kind: str
+    agent_id: str | None
+    item_id: str | None
+    occurred_at: datetime | None
+    dead_lettered: bool = False
+
+
+@runtime_checkable
+class ScopePurger(Protocol):
+    """A queue that can remove every message of a user or scope itself (the embedded queue; Service
+    Bus cannot, and relies on the tombstone instead)."""
+
+    async def purge_scope(self, user_id: str, agent_id: str | None = None) -> int:
+        """Remove the waiting, locked and dead-lettered messages of one scope (``agent_id`` ``None``:
+        of every scope of the user) in one transaction; returns how many."""
+        ...
+
+
+@runtime_checkable
+class PurgeSettlement(Protocol):
+    """A history that records when a purge is over (both history stores), so that a turn in flight
+    during a purge waits for it before removing what it wrote (it would otherwise delete, and so
+    take from the purge's count, what the purge was about to delete)."""
+
+    async def settle_tombstone(self, user_id: str, agent_id: str | None, at: datetime) -> None:
+        """Record that the purge of a user (``agent_id`` ``None``) or scope at ``at`` is over: its
+        rows are deleted and its files rewritten (only moves forward)."""
+        ...
+
+    async def purge_settled(self, scope: Scope) -> bool:
+        """Whether every purge covering ``scope`` (its own tombstone and its user's) is over: false
+        from :meth:`~memory_core.ports.HistoryStore.record_tombstone` until :meth:`settle_tombstone` of that time or later.
+        A tombstone recorded before settlement was kept counts as settled."""
+        ...
+
+
+@runtime_checkable
+class QueuedLister(Protocol):
+    """A queue that can list a user's messages it still holds (export)."""
+
+    async def queued_for(self, user_id: str, agent_id: str | None = None) -> list[QueuedItem]:
+        """The messages of one scope (``agent_id`` ``None``: every scope of the user), oldest first."""
+        ...
+
+
+@runtime_checkable
+class HistoryPager(Protocol):
+    """A history that reads one slice of a scope's entries (the embedded one: one query), where
+    :meth:`~memory_core.ports.HistoryStore.for_scope` reads them all. A paged export reads with it."""
+
+    async def scope_page(self, scope: Scope, offset: int, limit: int) -> list[HistoryEntry]:
+        """At most ``limit`` entries of ``scope`` after the first ``offset``, oldest first (the order of
+        :meth:`~memory_core.ports.HistoryStore.for_scope`: entries are only appended, so an offset stays where it was)."""
+        ...
+
+
+@runtime_checkable
+class UserDirectory(Protocol):
+    """A store that can list its users (the embedded store; the Azure AI Search index cannot: its
+    ``user_id`` field is filterable but not facetable)."""
+
+    async def count_users(self, *, after: str | None = None, limit: int = 100) -> list[StatusCounts]:
+        """Users holding memories, by id, from just after ``after``, at most ``limit``, each with its
+        counts by status (every agent's memories added up)."""
+        ...
+
+
+@runtime_checkable
+class WalCheckpointer(Protocol):
+    """A file-backed adapter that can move its write-ahead log into its file and truncate the log, so
+    deleted text leaves the disk (the SQLite adapters, which also zero deleted content)."""
+
+    async def checkpoint_wal(self, *, rebuild: bool = False) -> bool:
+        """Checkpoint and truncate the write-ahead log, first rewriting the file with ``rebuild`` (so
+        no free space of a page keeps a copy of a deleted row); ``False`` if a reader kept part of the
+        log or the file could not be rewritten."""
+        ...
+
+
+@runtime_checkable
+class BatchReader(Protocol):
+    """A store that can read many memories of one scope in one round trip (both adapters: one SQLite
+    query per 900 ids, one Azure AI Search request per 1,000), where :meth:`~memory_core.ports.MemoryStore.get` costs one
+    call per memory (an HTTP request on Azure). An import that skips what the store already holds
+    reads with it."""
+
+    async def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The records of ``scope`` among ``memory_ids``, any status, by id (in the order asked), as
+        :meth:`~memory_core.ports.MemoryStore.get` returns them (with their embeddings). An id that no memory of ``scope`` has (missing, or of
+        another scope) is simply absent; a repeated id is read once. Any number of ids: the adapter
+        splits them into requests it can send.
+
+        Raises:
+            ValidationError: An id is not a memory id (before anything is read).
+        """
+        ...
+
+
+def supports(resource: object, capability: type) -> bool:
+    """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
+    :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`,
+    :class:`HistoryPager`, :class:`PurgeSettlement`).
+
+    ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
+    adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12
+    ``isinstance`` looks a protocol's members up statically and no longer sees forwarded ones.
+    """
+    if isinstance(resource, capability):
+        return True
+    members = [name for name, value in vars(capability).items() if not name.startswith("_") and callable(value)]
+    return bool(members) and all(callable(getattr(resource, name, None)) for name in members)
