@@ -90,7 +90,17 @@ def check_semantic_order(mode: SearchMode, order_by: OrderBy | None) -> None:
 class MemorySearchOptions(BaseModel):
     """What a search asks for. Filters are built from these fields, never from caller-supplied OData."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        # The rule of :func:`check_semantic_order`, in the schema: no semantic search sorted by a field.
+        json_schema_extra={
+            "not": {
+                "required": ["mode", "order_by"],
+                "properties": {"mode": {"const": SearchMode.SEMANTIC.value}, "order_by": {"type": "string"}},
+            }
+        },
+    )
 
     mode: SearchMode = SearchMode.HYBRID
     ranking_profile: RankingProfile = RankingProfile.IMPORTANT
