@@ -72,6 +72,22 @@ def _add_serve(commands: Commands) -> None:
         "(default 2; 0: no limit; health and POST /turns never wait)",
     )
     p.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=256,
+        metavar="N",
+        help="connections served at once, each on a thread of its own; more are answered 503 with "
+        "Retry-After (default 256)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a client may take to send a whole request (request line, headers and body), or to "
+        "start one on an idle connection; later: 408 and closed (default 30)",
+    )
+    p.add_argument(
         "--recall-window",
         type=float,
         default=2.0,
@@ -104,9 +120,22 @@ def _add_mcp(commands: Commands) -> None:
 T = TypeVar("T")
 
 #: The ``serve`` options :class:`~memory_core.entrypoints.embedded.host.RuntimeOptions` takes as they are.
-_RUNTIME_OPTIONS = ("host", "port", "workers", "batch", "lock_seconds", "max_deliveries")
+_RUNTIME_OPTIONS = (
+    "host", "port", "workers", "batch", "lock_seconds", "max_deliveries", "max_connections", "read_timeout"
+)
 #: The ``mcp`` options :class:`~memory_core.entrypoints.mcp.server.McpOptions` takes as they are.
 _MCP_OPTIONS = ("transport", "host", "port", "recall")
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds, more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not more than 0 seconds")
+    return value
 
 
 def _options(make: Callable[..., T], args: argparse.Namespace, same: tuple[str, ...], **values: Any) -> T:

@@ -575,14 +575,42 @@ def test_bad_requests_get_4xx_with_a_message(tmp_path: Path) -> None:
     asyncio.run(body())
 
 
-def test_missing_settings_answer_503_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_settings_answer_503_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("MEMORY_STORE", "azure_search")
     monkeypatch.delenv("AZURE_SEARCH_ENDPOINT", raising=False)
 
     async def body() -> None:
         response = await function_app.health(http("GET", "health"))
         assert response.status_code == 503
-        assert "AZURE_SEARCH_ENDPOINT" in payload(response)["error"]["message"]
+        message = payload(response)["error"]["message"]
+        # The anonymous caller learns that it is not configured; the log says which setting is missing.
+        assert "not configured" in message and "AZURE_SEARCH" not in message
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+    with caplog.at_level("ERROR", logger="memory_core.functions"):
+        asyncio.run(body())
+    assert "AZURE_SEARCH_ENDPOINT" in caplog.text
+
+
+def test_every_api_answer_is_no_store_and_nosniff_and_health_shows_no_details(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with functions_env(tmp_path) as env:
+            function_app.runtime.use(env.service)
+            answers = [
+                await function_app.health(http("GET", "health")),
+                await function_app.search_memories(
+                    http("POST", "memories/search", body={"user_id": "u1", "agent_id": "a1", "query": "tea"})
+                ),
+                await function_app.search_memories(http("POST", "memories/search", body=b"not json")),
+            ]
+            assert [a.status_code for a in answers] == [200, 200, 400]
+            for answer in answers:
+                assert answer.headers["Cache-Control"] == "no-store"
+                assert answer.headers["X-Content-Type-Options"] == "nosniff"
+            assert payload(answers[0])["details"] == {}
 
     asyncio.run(body())
 

@@ -141,9 +141,10 @@ class Harness(RunningRuntime):
         assert isinstance(queue, FaultyQueue)
         return queue
 
-    def health(self) -> tuple[int, dict[str, Any]]:
-        """``GET /api/health`` without credentials: status code and body."""
-        reply = self.client.get("/api/health")
+    def health(self, *, anonymous: bool = False) -> tuple[int, dict[str, Any]]:
+        """``GET /api/health`` with the token (every fact), or without (the verdict): status code and body."""
+        headers = {} if anonymous else {"Authorization": f"Bearer {TOKEN}"}
+        reply = self.client.get("/api/health", headers=headers)
         return reply.status, reply.body
 
     def post_turn(self, body: dict[str, Any]) -> int:
@@ -339,7 +340,9 @@ def test_health_turns_503_when_ingestion_has_stopped_and_200_after_recovery(tmp_
 
         turn = make_turns(1)[0]
         assert rt.post_turn(turn) == 202
-        status, body = rt.health()  # no token: health stays open
+        status, body = rt.health(anonymous=True)  # no token: health stays open, with the verdict only
+        assert status == 503 and body["status"] == "unhealthy" and body["details"] == {"ingestion": "stopped"}
+        status, body = rt.health()
         assert status == 503 and body["status"] == "unhealthy"
         details = body["details"]
         assert details["ingestion"] == "stopped"

@@ -45,7 +45,7 @@ from memory_core.bootstrap import (
 )
 from memory_core.config import Settings
 from memory_core.domain.access import Authenticator
-from memory_core.entrypoints.embedded.server import ApiServer
+from memory_core.entrypoints.embedded.server import MAX_CONNECTIONS, READ_TIMEOUT_SECONDS, ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.errors import ConfigurationError
 from memory_core.runtime.backoff import exponential_backoff
@@ -94,6 +94,10 @@ class RuntimeOptions:
         request_concurrency: HTTP requests served at once (others wait their turn; health never
             does), so the queue workers keep their share of the event loop under a crowd of
             searches (``None``: no limit).
+        max_connections: HTTP connections served at once (each holds a thread); more are answered
+            503 with ``Retry-After`` and closed.
+        read_timeout: Seconds an HTTP client may take to send a whole request, or to start one on an
+            idle connection (408 and closed after).
         recall_window_seconds: How long a scope's recall updates are gathered into one before they
             are queued (:mod:`memory_core.runtime.recalls`; 0: each is queued at once).
     """
@@ -115,6 +119,8 @@ class RuntimeOptions:
     retry_max_seconds: float = 30.0
     stalled_after_seconds: float = 60.0
     request_concurrency: int | None = 2
+    max_connections: int = MAX_CONNECTIONS
+    read_timeout: float = READ_TIMEOUT_SECONDS
     recall_window_seconds: float = 2.0
 
 
@@ -301,6 +307,8 @@ class EmbeddedRuntime:
                     port=opts.port,
                     token=token or None,
                     concurrency=opts.request_concurrency,
+                    max_connections=opts.max_connections,
+                    read_timeout=opts.read_timeout,
                 )
                 self.server.start()
                 self._say(

@@ -18,17 +18,24 @@ The memory inspector (:mod:`memory_core.web`) is served beside the API: ``GET /`
 token (the page asks for it and sends it with its API calls); the ``Host`` and ``Origin`` rules below
 apply to them as to the API, and they carry the page's Content-Security-Policy.
 
-Transport rules (before the API sees a request): any other path outside ``/api`` is 404, a body needs a
-``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
-reading the body, and a request the loop does not answer within ``request_timeout`` is 503.
+Transport rules (before the API sees a request): at most ``max_connections`` connections are served at
+once (the others are answered 503 with ``Retry-After`` and closed), each request must arrive whole
+within ``read_timeout`` seconds (408 and closed otherwise; :mod:`.connections`), a request whose body's
+end is ambiguous is 400 and closed (:mod:`.framing`), any other path outside ``/api`` is 404, a body
+needs a ``Content-Length`` (411 without one), a ``Content-Length`` over the API's limit is 413 without
+reading the body, and a request the loop does not answer within ``request_timeout`` is 503. Every API
+answer carries :data:`~memory_core.entrypoints.http.kit.API_HEADERS` (``Cache-Control: no-store``,
+``X-Content-Type-Options: nosniff``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -41,12 +48,21 @@ from memory_core import telemetry
 from memory_core.contract.routes import API_PREFIX, ROUTES, api_path, route
 from memory_core.domain.log_ids import path_ids, redact, redact_path
 from memory_core.domain.network import bearer_matches, cross_site_refusal, is_loopback
+from memory_core.entrypoints.embedded.connections import ConnectionGuard, Deadline
+from memory_core.entrypoints.embedded.framing import FramingError, body_length
 from memory_core.entrypoints.http.dispatcher import MemoryApi, match
-from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Headers, HttpError, error_response
+from memory_core.entrypoints.http.kit import (
+    ApiRequest,
+    ApiResponse,
+    Headers,
+    HttpError,
+    error_response,
+    with_api_headers,
+)
 from memory_core.errors import ConfigurationError
 from memory_core.web import StaticFile, static_file
 
-__all__ = ["MIN_TOKEN_CHARS", "ApiServer", "check_binding", "is_loopback"]
+__all__ = ["MAX_CONNECTIONS", "MIN_TOKEN_CHARS", "READ_TIMEOUT_SECONDS", "ApiServer", "check_binding", "is_loopback"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +74,10 @@ UNQUEUED_ROUTES = OPEN_ROUTES | {api_path("post_turn")}
 _SEARCH = route("search")
 #: The shortest token accepted (a guessable token guards nothing).
 MIN_TOKEN_CHARS = 16
+#: Connections served at once by default (each holds a thread); ``serve --max-connections``.
+MAX_CONNECTIONS = 256
+#: Seconds a client has by default to send a whole request, or to start one on an idle connection.
+READ_TIMEOUT_SECONDS = 30.0
 
 
 def check_binding(host: str, token: str | None, *, authenticated: bool = False) -> None:
@@ -92,6 +112,10 @@ def _timed_out() -> ApiResponse:
     return error_response(503, "unavailable", "the request timed out", **{"Retry-After": "5"})
 
 
+def _late() -> ApiResponse:
+    return error_response(408, "request_timeout", "the request did not arrive in time")
+
+
 def _single_values(text: str) -> dict[str, str]:
     """The query parameters, each named once (which of repeated ones would count is a guess: 400)."""
     pairs = parse_qsl(text, keep_blank_values=True)
@@ -104,8 +128,9 @@ def _single_values(text: str) -> dict[str, str]:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    deadline: Deadline
     protocol_version = "HTTP/1.1"
-    timeout = 30  # seconds a client may take to send its request
+    timeout = 30  # seconds one read or write of the connection may wait (the request's own clock: .connections)
     wbufsize = -1  # buffer the response: headers and body leave in one write
     disable_nagle_algorithm = True
     server_version = "memory-core"
@@ -122,6 +147,32 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s %s", self.address_string(), redact(format % args, *path_ids(getattr(self, "path", ""))))
 
+    def setup(self) -> None:
+        super().setup()
+        self.deadline = self.server.connections.track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.connections.untrack(self.deadline)
+
+    def handle_one_request(self) -> None:
+        self.server.connections.expect(self.deadline)  # the next request, whole, within read_timeout
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line and headers, unless they did not arrive in time (408, then closed)."""
+        if not self.deadline.expired and not super().parse_request():
+            return False  # malformed: answered already
+        if self.deadline.expired:  # cut short (the line or the headers)
+            self.close_connection = True
+            self.command, self.request_version = getattr(self, "command", None) or "", self.protocol_version
+            self.requestline = str(getattr(self, "raw_requestline", b"")[:100], "latin-1").rstrip("\r\n")
+            self._write(_late())
+            return False
+        return True
+
     def _dispatch(self) -> None:
         try:
             response = self._respond()
@@ -134,9 +185,15 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = _dispatch
 
     def do_HEAD(self) -> None:
+        self.close_connection = True  # its body (if any) is not read
         self._write(error_response(405, "method_not_allowed", "HEAD is not supported"), head=True)
 
     def _respond(self) -> ApiResponse | StaticFile:
+        try:
+            self._length = body_length(self.headers)
+        except FramingError as refused:
+            self.close_connection = True  # where the body ends is unknown: nothing after it can be read
+            return error_response(refused.status, refused.code, refused.message)
         parts = urlsplit(self.path)
         if parts.path != API_PREFIX and not parts.path.startswith(API_PREFIX + "/"):
             return self._static(parts.path)
@@ -184,25 +241,19 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
     def _read_body(self) -> bytes:
-        """The request body, of a valid length within the API's limit and JSON (411, 400, 413, 415)."""
+        """The request body, within the API's limit, JSON and whole in time (413, 415, 408)."""
         length = self._content_length()
         if length and not _is_json(self.headers.get("Content-Type")):
             self.close_connection = True  # the unread body makes the connection unusable
             raise _Refused(error_response(415, "unsupported_media_type", "send the body as Content-Type: application/json"))
-        return self.rfile.read(length) if length else b""
+        body = self.rfile.read(length) if length else b""
+        if self.deadline.expired or len(body) < length:
+            self.close_connection = True
+            raise _Refused(_late())
+        return body
 
     def _content_length(self) -> int:
-        length_header = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding") and length_header is None:
-            self.close_connection = True
-            raise _Refused(error_response(411, "length_required", "send the body with a Content-Length"))
-        try:
-            length = int(length_header) if length_header is not None else 0
-            if length < 0:
-                raise ValueError(length_header)
-        except ValueError:
-            self.close_connection = True
-            raise _Refused(error_response(400, "bad_request", "Content-Length is not a valid length")) from None
+        length = self._length  # (framing: .framing.body_length)
         limit = self.server.api.max_body_bytes
         if length > limit:
             self.close_connection = True  # the unread body makes the connection unusable
@@ -211,12 +262,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _call_api(self, path: str, query: dict[str, str], body: bytes) -> ApiResponse:
         """The API's answer, handed to the runtime's loop (after admission, within the timeout)."""
+        self.server.connections.received(self.deadline)
+        token = self.server.token
         request = ApiRequest(
             method=self.command,
             path=path[len(API_PREFIX) :] or "/",
             query=query,
             body=body,
             headers=Headers(self.headers.items()),
+            anonymous=bool(token) and not bearer_matches(self.headers.get("Authorization"), token or ""),
         )
         started = time.perf_counter()
         admission = self.server.admission if _waits_its_turn(request) else None
@@ -243,19 +297,15 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _discard_body(self) -> None:
-        if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True  # a chunked body is never read here: the connection cannot go on
-            return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
+        length = self._length  # (framing refused already: .framing.body_length)
         if 0 < length <= self.server.api.max_body_bytes:
-            self.rfile.read(length)
+            if len(self.rfile.read(length)) < length:
+                self.close_connection = True
         elif length != 0:
             self.close_connection = True
 
     def _write(self, response: ApiResponse | StaticFile, *, head: bool = False) -> None:
+        self.server.connections.received(self.deadline)  # the clock is for reading, not for answering
         if isinstance(response, StaticFile):
             self._send(200, response.headers, response.body, head=head)
             return
@@ -265,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
             logger.exception("%s %s: the response is not JSON-serializable", self.command, redact_path(self.path))
             response = error_response(500, "internal_error", "the response could not be serialized")
             payload = response.json_bytes()
-        self._send(response.status, response.headers, payload, head=head)
+        self._send(response.status, with_api_headers(response.headers), payload, head=head)
 
     def _send(self, status: int, headers: Mapping[str, str], payload: bytes, *, head: bool = False) -> None:
         self.send_response(status)
@@ -294,6 +344,17 @@ def _waits_its_turn(request: ApiRequest) -> bool:
     return not target.heavy
 
 
+def _busy_answer() -> bytes:
+    """The whole answer to a connection over the limit, written before it is closed."""
+    response = error_response(
+        503, "unavailable", "the server has too many connections open; retry later", **{"Retry-After": "5"}
+    )
+    payload = response.json_bytes()
+    headers = {**with_api_headers(response.headers), "Content-Length": str(len(payload)), "Connection": "close"}
+    head = "HTTP/1.1 503 Service Unavailable\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return head.encode("latin-1") + b"\r\n" + payload
+
+
 def _is_json(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` is JSON (``application/json``, any parameters)."""
     return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
@@ -312,14 +373,53 @@ class _Server(ThreadingHTTPServer):
         request_timeout: float,
         token: str | None,
         concurrency: int | None,
+        connections: ConnectionGuard,
     ) -> None:
         super().__init__(address, _Handler)
+        self.connections = connections
+        self.refused = 0
+        self._refusal_logged = 0.0
+        self._busy = _busy_answer()
         self.admission = threading.BoundedSemaphore(concurrency) if concurrency else None
         self.api = api
         self.loop = loop
         self.request_timeout = request_timeout
         self.token = token
         self.loopback = is_loopback(address[0])
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection on a thread of its own, or refuse it at once when the limit is reached."""
+        if not self.connections.admit():
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        """503 with ``Retry-After`` to a connection over the limit, then closed (never waits on it)."""
+        self.refused += 1
+        request.setblocking(False)
+        with contextlib.suppress(OSError):
+            request.recv(65536)  # what already arrived, so closing does not reset the answer away
+        with contextlib.suppress(OSError):
+            request.send(self._busy)
+        self.shutdown_request(request)
+        now = time.monotonic()
+        if now - self._refusal_logged >= 60:
+            self._refusal_logged = now
+            logger.warning(
+                "HTTP: %d connection(s) refused so far: %d are open, the limit (--max-connections)",
+                self.refused, self.connections.limit,
+            )
 
 
 class ApiServer:
@@ -336,6 +436,8 @@ class ApiServer:
             their connection's thread, so a crowd of requests cannot crowd the queue workers out of
             the loop. Health and ``POST /turns`` are never held back (:data:`UNQUEUED_ROUTES`), nor
             the heavy operations, which the API bounds on its own and refuses beyond its bound.
+        max_connections: Connections served at once (each holds a thread); more are answered 503.
+        read_timeout: Seconds a client has to send a whole request (or start one on an idle connection).
 
     Raises:
         ConfigurationError: See :func:`check_binding`.
@@ -351,11 +453,16 @@ class ApiServer:
         request_timeout: float = 120.0,
         token: str | None = None,
         concurrency: int | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        read_timeout: float = READ_TIMEOUT_SECONDS,
     ) -> None:
         check_binding(host, token or None, authenticated=api.authenticator is not None)
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        self._server = _Server((host, port), api, loop, request_timeout, token or None, concurrency)
+        self._connections = ConnectionGuard(max_connections, read_timeout)
+        self._server = _Server(
+            (host, port), api, loop, request_timeout, token or None, concurrency, self._connections
+        )
         self._thread: threading.Thread | None = None
 
     @property
@@ -373,6 +480,7 @@ class ApiServer:
 
     def start(self) -> None:
         """Start accepting requests on a background thread."""
+        self._connections.start()
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.2},
@@ -388,6 +496,7 @@ class ApiServer:
             self._server.shutdown()
             self._thread.join(timeout=10)
             self._thread = None
+        self._connections.stop()
         self._server.server_close()
 
 

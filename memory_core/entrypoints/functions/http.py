@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from memory_core import telemetry
 from memory_core.contract.routes import INSPECTOR, HttpFunction
-from memory_core.entrypoints.http.kit import JSON_HEADERS, ApiRequest
+from memory_core.entrypoints.http.kit import JSON_HEADERS, ApiRequest, with_api_headers
 from memory_core.errors import MemoryCoreError
 from memory_core.web import static_file
 
@@ -45,7 +45,7 @@ class HttpReply:
 
 def _error(status: int, code: str, message: str, **headers: str) -> HttpReply:
     body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode("utf-8")
-    return HttpReply(status, body, {**JSON_HEADERS, **headers})
+    return HttpReply(status, body, with_api_headers({**JSON_HEADERS, **headers}))
 
 
 def _record_search(request: bytes, reply: HttpReply, seconds: float) -> None:
@@ -94,16 +94,20 @@ async def respond(runtime: FunctionsRuntime, function: HttpFunction, call: HttpC
 async def _forward(runtime: FunctionsRuntime, function: HttpFunction, call: HttpCall) -> HttpReply:
     try:
         api = await runtime.api()
-    except MemoryCoreError as exc:  # settings missing or wrong: say so instead of a bare 500
+    except MemoryCoreError as exc:  # settings missing or wrong: the log says which, the caller only that
         logger.error("memory-core is not configured: %s", exc)
-        return _error(503, "unavailable", f"memory-core is not configured: {exc}", **{"Retry-After": "30"})
+        return _error(
+            503, "unavailable", "memory-core is not configured; the Function App's log says why", **{"Retry-After": "30"}
+        )
     template = function.routes[0]
     path = template.path_for({name: call.route_params.get(name, "") for name in template.parameters})
-    request = ApiRequest(call.method, path, dict(call.params), call.body, headers=dict(call.headers))
+    request = ApiRequest(
+        call.method, path, dict(call.params), call.body, headers=dict(call.headers), anonymous=function.anonymous
+    )
     response = await api.handle(request)
     answer = dict(response.headers)
     answer.setdefault("Content-Type", JSON_HEADERS["Content-Type"])
-    return HttpReply(response.status, response.json_bytes(), answer)
+    return HttpReply(response.status, response.json_bytes(), with_api_headers(answer))
 
 
 def inspector_file(path: str, url: str) -> HttpReply:

@@ -31,6 +31,9 @@ __all__ = ["MemoryApi", "match"]
 #: The caller of an API without an authenticator (the embedded server, whose token or loopback
 #: binding already gates access; in-process callers): allowed everything.
 _TOKEN_HOLDER = Principal.token_holder()
+#: The facts of ``GET /health`` an anonymous caller sees: verdicts only, never an error's text, a path or
+#: a setting (an administrator's credential shows every fact).
+PUBLIC_HEALTH_FACTS = ("ingestion",)
 
 
 def match(method: str, path: str) -> tuple[Route, dict[str, str]]:
@@ -200,6 +203,24 @@ class MemoryApi:
         """Whether the service works (``healthy`` on the facts), and the facts for ``GET /health``."""
         details = dict(self._health_details()) if self._health_details is not None else {}
         return self._healthy is None or self._healthy(details), details
+
+    async def public_health(self, request: ApiRequest) -> tuple[bool, dict[str, Any]]:
+        """:meth:`health` as ``request``'s caller may see it: every fact for an administrator (the token
+        holder, or an Entra ID administrator), only :data:`PUBLIC_HEALTH_FACTS` for anyone else."""
+        ok, details = self.health()
+        if not await self._is_admin(request):
+            details = {k: details[k] for k in PUBLIC_HEALTH_FACTS if k in details}
+        return ok, details
+
+    async def _is_admin(self, request: ApiRequest) -> bool:
+        """Whether the caller of an anonymous route showed an administrator's credential."""
+        if self.authenticator is None:
+            return not request.anonymous
+        try:
+            principal = await self.authenticator.authenticate(request.headers)
+        except Exception:  # no credential, a wrong one, or none checkable now: anonymous
+            return False
+        return principal.is_admin
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI 3.1 document of every route, generated from the route table and the views."""

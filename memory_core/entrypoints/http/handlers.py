@@ -61,8 +61,8 @@ class Context(Protocol):
 
     service: MemoryService
 
-    def health(self) -> tuple[bool, dict[str, Any]]:
-        """Whether the deployment is healthy, and its facts."""
+    async def public_health(self, request: ApiRequest) -> tuple[bool, dict[str, Any]]:
+        """Whether the deployment is healthy, and the facts ``request``'s caller may see."""
         ...
 
     def openapi(self) -> dict[str, Any]:
@@ -245,7 +245,7 @@ async def forgetting(api: Context, request: ApiRequest, subject: Subject) -> Api
 
 @handles("health")
 async def health(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
-    ok, details = api.health()
+    ok, details = await api.public_health(request)
     view = HealthResponse(status="ok" if ok else "unhealthy", version=__version__, details=details)
     return ApiResponse(200 if ok else 503, view.model_dump())
 

@@ -30,6 +30,7 @@ from memory_core.errors import (
 )
 
 __all__ = [
+    "API_HEADERS",
     "JSON_HEADERS",
     "RETRY_AFTER_SECONDS",
     "ApiRequest",
@@ -40,6 +41,7 @@ __all__ = [
     "error_response",
     "failure_response",
     "json_body",
+    "with_api_headers",
 ]
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,9 @@ logger = logging.getLogger(__name__)
 #: Seconds a client is asked to wait after a transient failure (``Retry-After``).
 RETRY_AFTER_SECONDS = 5
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+#: What every API answer carries, on both faces (the embedded server, the Function App): answers hold
+#: users' memories, so no cache keeps them, and their type is never sniffed into another one.
+API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
@@ -92,6 +97,9 @@ class ApiRequest:
         body: The raw request body.
         headers: The request headers (any mapping is turned into :class:`Headers`, so names are
             looked up in any case); ``Authorization`` is what the authenticator reads.
+        anonymous: The transport let it in without checking a credential (an open route of a server
+            that has one, such as health): without an authenticator, the API shows such a caller
+            nothing meant for the token holder.
     """
 
     method: str
@@ -99,6 +107,7 @@ class ApiRequest:
     query: Mapping[str, str]
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=Headers, repr=False)
+    anonymous: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.headers, Headers):
@@ -137,6 +146,11 @@ class HttpError(Exception):
         self.message = message
         self.field = field
         self.headers = dict(headers or {})
+
+
+def with_api_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with :data:`API_HEADERS` (which win over any of the same name)."""
+    return {**headers, **API_HEADERS}
 
 
 def error_response(status: int, code: str, message: str, field: str | None = None, **headers: str) -> ApiResponse:
