@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import date
+from datetime import UTC, date, datetime, time
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
 from memory_core.language.chatter import SMALL_TALK
 from memory_core.language.corrections import CORRECTION, correction_pair
 from memory_core.language.date_annotation import annotate_dates
+from memory_core.language.event_time import event_time
 from memory_core.language.sentences import (
     JAPANESE_SCRIPT,
     LEADING_MARKERS_EN,
@@ -87,12 +88,21 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
     text = statement_text(body)
     if not text or (not remembered and _EMPTY_STATEMENT.match(text)):
         return None
-    if kind != "routine":
-        recurring = is_recurring(body)
+    when = None
+    if kind != "routine":  # a routine's weekday comes back every week: it is no date
+        recurring, past = is_recurring(body), is_past(body, kind)
+        # the words as said give the event time; the annotation only writes it into the text
+        when = event_time(
+            text,
+            datetime.combine(reference, time(), UTC),
+            past=past,
+            weekdays=kind in ("plan", "event") and not recurring,
+            calendar=not recurring,
+        )
         text = annotate_dates(
             text,
             reference,
-            past=is_past(body, kind),
+            past=past,
             weekdays=kind == "plan" and not recurring,
             calendar=not recurring,
         )
@@ -100,6 +110,8 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
         kind=CandidateKind.FACT,
         memory=text[:MAX_MEMORY_CHARS],
         category=kind or "general",
+        event_at=None if when is None else when.start,
+        event_until=None if when is None else when.end,
         evidence=sentence,
     )
 
@@ -184,7 +196,9 @@ def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
     thanks and greetings, passing states ("today", "今日") and statements that are not about the user
     produce nothing. A sentence that joins statements of different kinds ("I'm vegetarian and I live in
     Berlin") gives one candidate per statement. Relative dates are made absolute in the text
-    (:func:`annotate_dates`, against ``turn.occurred_at``), and a message with a ``name`` gives memories
+    (:func:`annotate_dates`, against ``turn.occurred_at``) and the time a statement states is its
+    event time (:func:`~memory_core.language.event_time.event_time`: ``event_at``/``event_until``, the
+    turn's UTC day as "today"), and a message with a ``name`` gives memories
     that name their speaker (:func:`with_speaker`). Explicit forget requests produce ``kind=forget``
     candidates naming what to forget. Candidates carry importance 0.65, confidence 0.55 and source
     ``rule-fallback``.
