@@ -12,7 +12,7 @@ from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, 
 from memory_core.language.chatter import SMALL_TALK
 from memory_core.language.corrections import CORRECTION, correction_pair
 from memory_core.language.date_annotation import annotate_dates
-from memory_core.language.event_time import event_time
+from memory_core.language.event_time import EventTime, event_time
 from memory_core.language.sentences import (
     JAPANESE_SCRIPT,
     LEADING_MARKERS_EN,
@@ -73,6 +73,26 @@ _REMEMBER_EN = re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$"
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
 
 
+def _dated(text: str, body: str, kind: str | None, reference: date) -> tuple[str, EventTime | None]:
+    """A statement's text with its relative dates made absolute, and the event time its words state
+    (neither for a routine: its weekday comes back every week, it is no date)."""
+    if kind == "routine":
+        return text, None
+    recurring, past = is_recurring(body), is_past(body, kind)
+    # the words as said give the event time; the annotation only writes it into the text
+    when = event_time(
+        text,
+        datetime.combine(reference, time(), UTC),
+        past=past,
+        weekdays=kind in ("plan", "event") and not recurring,
+        calendar=not recurring,
+    )
+    written = annotate_dates(
+        text, reference, past=past, weekdays=kind == "plan" and not recurring, calendar=not recurring
+    )
+    return written, when
+
+
 def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
     """The candidate of one statement, or ``None`` when there is nothing durable in it."""
     about_the_world = JAPANESE_SCRIPT.search(body) is None and not FIRST_PERSON_EN.search(body)
@@ -88,24 +108,7 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
     text = statement_text(body)
     if not text or (not remembered and _EMPTY_STATEMENT.match(text)):
         return None
-    when = None
-    if kind != "routine":  # a routine's weekday comes back every week: it is no date
-        recurring, past = is_recurring(body), is_past(body, kind)
-        # the words as said give the event time; the annotation only writes it into the text
-        when = event_time(
-            text,
-            datetime.combine(reference, time(), UTC),
-            past=past,
-            weekdays=kind in ("plan", "event") and not recurring,
-            calendar=not recurring,
-        )
-        text = annotate_dates(
-            text,
-            reference,
-            past=past,
-            weekdays=kind == "plan" and not recurring,
-            calendar=not recurring,
-        )
+    text, when = _dated(text, body, kind, reference)
     return MemoryCandidate(
         kind=CandidateKind.FACT,
         memory=text[:MAX_MEMORY_CHARS],
