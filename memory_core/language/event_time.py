@@ -309,7 +309,7 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(rf"\b{_MONTH_EN}\s+(?:of\s+)?(\d{{4}})\b", _I), _en_month_year),
     (
         re.compile(
-            rf"\b(in|since|during|until|by|last|this|next|early|mid|late)[\s-]+{_MONTH_EN}\b(?!\.?,?\s+(?:of\s+)?\d)",
+            rf"\b(in|of|since|during|until|by|last|this|next|early|mid|late)[\s-]+{_MONTH_EN}\b(?!\.?,?\s+(?:of\s+)?\d)",
             _I,
         ),
         _en_month,

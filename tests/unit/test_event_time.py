@@ -178,3 +178,8 @@ def test_a_month_with_its_day_or_year_is_read_whole() -> None:
     for text, first in (("I started in March 2024", D(2024, 3, 1)), ("I flew in on March 14", D(2026, 3, 14))):
         found = event_time(text, THURSDAY)
         assert found is not None and found.start.date() == first, text
+
+
+def test_a_month_after_of_is_a_month() -> None:
+    found = event_time("I moved at the end of March", THURSDAY)
+    assert found is not None and (found.start.date(), found.unit) == (D(2026, 3, 1), "month")
