@@ -183,3 +183,21 @@ def test_a_month_with_its_day_or_year_is_read_whole() -> None:
 def test_a_month_after_of_is_a_month() -> None:
     found = event_time("I moved at the end of March", THURSDAY)
     assert found is not None and (found.start.date(), found.unit) == (D(2026, 3, 1), "month")
+
+
+def test_a_record_or_candidate_refuses_an_event_span_that_is_no_span() -> None:
+    from pydantic import ValidationError
+
+    from memory_core.domain.messages import MemoryCandidate
+    from memory_core.domain.records import MemoryRecord
+
+    start = datetime(2026, 12, 2, tzinfo=UTC)
+    base = {"user_id": "u", "agent_id": "a", "memory": "x", "created_at": THURSDAY, "updated_at": THURSDAY}
+    with pytest.raises(ValidationError, match="event_until needs event_at"):
+        MemoryRecord.model_validate({**base, "event_until": start})
+    with pytest.raises(ValidationError, match="must be later than event_at"):
+        MemoryRecord.model_validate({**base, "event_at": start, "event_until": start})
+    with pytest.raises(ValidationError, match="must be later than event_at"):
+        MemoryCandidate(memory="x", event_at=start, event_until=start - timedelta(days=1))
+    record = MemoryRecord.model_validate({**base, "event_at": start})  # a start alone is an instant
+    assert record.event_at == start and record.event_until is None
