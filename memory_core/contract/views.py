@@ -87,6 +87,14 @@ class MemoryView(BaseModel):
     valid_from: str | None = None
     valid_until: str | None = None
     superseded_by: str | None = None
+    event_at: str | None = Field(
+        default=None,
+        description="When what the memory says happened or will happen, as the user stated it: the first "
+        "instant of the span (null: it states no time).",
+    )
+    event_until: str | None = Field(
+        default=None, description="The first instant after that span (exclusive)."
+    )
     metadata: dict[str, Any]
     provenance: list[Provenance]
 

@@ -18,6 +18,7 @@ from memory_core.domain.records import (
     MemoryRecord,
     Scope,
     SpeakerName,
+    check_event_span,
     forgotten_state,
 )
 from memory_core.domain.validation import (
@@ -233,12 +234,20 @@ class MemoryCandidate(BaseModel):
     importance: float = Field(default=0.65, ge=0.0, le=1.0)
     confidence: float = Field(default=0.55, ge=0.0, le=1.0)
     expires_at: UtcDateTime | None = None
+    #: When what it says happened or will happen (the span's first instant, and the first after it).
+    event_at: UtcDateTime | None = None
+    event_until: UtcDateTime | None = None
     source: str = "rule-fallback"
     #: The sentence of the turn the candidate came from.
     evidence: str = ""
     #: Index of the message it came from, and who said it.
     message: int = Field(default=0, ge=0)
     speaker: SpeakerName | None = None
+
+    @model_validator(mode="after")
+    def _event_span(self) -> MemoryCandidate:
+        check_event_span(self.event_at, self.event_until)
+        return self
 
     def forgotten(self, redact: Callable[[str], str] | None = None) -> MemoryCandidate:
         """This candidate as a turn's journal keeps it once a forget request took what it said: without

@@ -51,6 +51,7 @@ __all__ = [
     "MemoryStatus",
     "Provenance",
     "Scope",
+    "check_event_span",
     "deleted_on_request",
     "forgotten_record",
     "forgotten_state",
@@ -64,6 +65,20 @@ class MemoryStatus(StrEnum):
     ACTIVE = "active"
     ARCHIVED = "archived"
     DELETED = "deleted"
+
+
+def check_event_span(start: datetime | None, end: datetime | None) -> None:
+    """An event time is a span: ``event_until`` needs ``event_at`` and comes after it.
+
+    Raises:
+        ValueError: Saying which of the two is wrong.
+    """
+    if end is None:
+        return
+    if start is None:
+        raise ValueError("event_until needs event_at (the start of the span it ends)")
+    if end <= start:
+        raise ValueError(f"event_until ({end.isoformat()}) must be later than event_at ({start.isoformat()})")
 
 
 class Scope(BaseModel):
@@ -171,6 +186,11 @@ class MemoryRecord(BaseModel):
     valid_until: UtcDateTime | None = None
     #: The memory that holds now in its place.
     superseded_by: str | None = None
+    #: When what it says happened or will happen, as the user stated it ("last Friday", 3月14日): the
+    #: first instant of the span (``None``: it states no time; when it was said is ``valid_from``).
+    event_at: UtcDateTime | None = None
+    #: The first instant after that span (exclusive: "yesterday" ends at today's midnight).
+    event_until: UtcDateTime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     provenance: list[Provenance] = Field(default_factory=list, max_length=MAX_PROVENANCE)
     embedding: list[float] | None = None
@@ -230,6 +250,7 @@ class MemoryRecord(BaseModel):
     def _times(self) -> MemoryRecord:
         if self.updated_at < self.created_at:
             raise ValueError("updated_at must not be earlier than created_at")
+        check_event_span(self.event_at, self.event_until)
         return self
 
     @property

@@ -21,6 +21,7 @@ from memory_core.language.dates import (
     RelativeDate,
     Unit,
     ago,
+    calendar_day,
     count_of,
     fold,
     month_number,
@@ -163,20 +164,12 @@ def _ago_mentions(text: str, reference: date) -> Iterator[_Mention]:
         yield match.start(), match.end(), "day" if unit in ("day", "week") else unit, day
 
 
-def _calendar_day(month: int, day: int, reference: date, past: bool) -> date | None:
-    """ "5月3日" / "May 3rd" without a year: the next such day, or the last one when ``past``."""
-    upcoming = resolve_calendar_date(month, day, reference)
-    if upcoming is None or not past or upcoming <= reference:
-        return upcoming
-    return resolve_calendar_date(month, day, reference, upcoming.year - 1)
-
-
 def _calendar_mentions(text: str, reference: date, past: bool) -> Iterator[_Mention]:
     for pattern, month_group, day_group, year_group in _CALENDAR_PATTERNS:
         for match in pattern.finditer(text):
             if match.group(year_group):
                 continue  # already absolute
-            meant = _calendar_day(*_month_day(match, month_group, day_group), reference, past)
+            meant = calendar_day(*_month_day(match, month_group, day_group), reference, past)
             if meant is not None:
                 yield match.start(), match.end(), "day", meant
 

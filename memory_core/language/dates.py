@@ -11,11 +11,13 @@ from typing import Literal
 
 __all__ = [
     "AGO_UNITS",
+    "ERAS",
     "KANJI_DIGITS",
     "KANJI_HUNDRED",
     "MONTHS",
     "NUMBER_WORDS",
     "RELATIVE_DATES",
+    "SEASONS",
     "WEEKDAYS",
     "WEEKDAYS_JA",
     "WEEKDAY_RELATIONS_EN",
@@ -23,6 +25,7 @@ __all__ = [
     "RelativeDate",
     "Unit",
     "ago",
+    "calendar_day",
     "count_of",
     "fold",
     "kanji_number",
@@ -30,6 +33,7 @@ __all__ = [
     "month_spelling",
     "resolve_calendar_date",
     "resolve_date_word",
+    "span_end",
     "span_start",
     "weekday_date",
 ]
@@ -69,6 +73,8 @@ class RelativeDate:
         compared: Consolidation compares statements by them (``rel:d+1`` for tomorrow).
         inside_words: Annotation finds them inside a longer word too ("midday after tomorrow"); otherwise
             an English word is found only as a whole word.
+        dated: They put what is said on a date (an event time, see
+            :func:`~memory_core.language.event_time.event_time`); a bare "weekend" does not.
     """
 
     unit: Unit
@@ -77,6 +83,7 @@ class RelativeDate:
     annotated: bool = True
     compared: bool = True
     inside_words: bool = False
+    dated: bool = True
 
 
 #: The relative date words. Annotation tries them in this order, each span once: longer and more
@@ -97,7 +104,7 @@ RELATIVE_DATES: tuple[RelativeDate, ...] = (
     RelativeDate("weekend", -1, ("last weekend", "先週末"), compared=False),
     RelativeDate("weekend", 0, ("this weekend",)),
     RelativeDate("weekend", 0, ("今週末",), compared=False),
-    RelativeDate("weekend", 0, ("weekend", "週末"), annotated=False),
+    RelativeDate("weekend", 0, ("weekend", "週末"), annotated=False, dated=False),
     RelativeDate("weekend", 1, ("next weekend",)),
     RelativeDate("weekend", 1, ("来週末",), compared=False),
     RelativeDate("week", 2, ("week after next",), compared=False),
@@ -111,6 +118,7 @@ RELATIVE_DATES: tuple[RelativeDate, ...] = (
     RelativeDate("month", 0, ("this month", "今月")),
     RelativeDate("month", 1, ("next month", "来月")),
     RelativeDate("year", 2, ("再来年",), annotated=False),
+    RelativeDate("year", -2, ("the year before last", "一昨年", "おととし"), annotated=False, compared=False),
     RelativeDate("year", -1, ("last year", "去年", "昨年")),
     RelativeDate("year", 0, ("this year", "今年")),
     RelativeDate("year", 1, ("next year", "来年")),
@@ -125,6 +133,15 @@ WEEKDAY_RELATIONS_JA = {
 AGO_UNITS: dict[str, Unit] = {
     "day": "day", "week": "week", "month": "month", "year": "year",
     "日": "day", "週間": "week", "か月": "month", "ヶ月": "month", "ヵ月": "month", "カ月": "month", "年": "year",
+}  # fmt: skip
+
+#: The Japanese eras (年号) and the Western year of their first year (令和元年 = 2019, so 令和8年 = 2026).
+ERAS = {"令和": 2019, "平成": 1989, "昭和": 1926, "大正": 1912, "明治": 1868}
+#: The seasons (meteorological, northern hemisphere) in English and Japanese, and the month each begins:
+#: spring March to May, summer June to August, autumn September to November, winter December to February
+#: (the winter of a year begins in its December).
+SEASONS: dict[str, int] = {
+    "spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "春": 3, "夏": 6, "秋": 9, "冬": 12,
 }  # fmt: skip
 
 #: The normalized date words of :func:`resolve_date_word`: the unit and offset of the span they end.
@@ -207,7 +224,7 @@ def span_start(unit: Unit, offset: int, reference: date) -> date:
     return date(reference.year + offset, 1, 1)
 
 
-def _span_end(unit: Unit, offset: int, reference: date) -> date:
+def span_end(unit: Unit, offset: int, reference: date) -> date:
     """The last day of the span :func:`span_start` begins (weeks and weekends end on Sunday)."""
     start = span_start(unit, offset, reference)
     if unit in ("week", "weekend"):
@@ -240,7 +257,7 @@ def resolve_date_word(word: str, reference: date, weekday: int | None = None) ->
         ValueError: For an unknown word, or ``weekday`` without a weekday.
     """
     if word in _DATE_WORDS:
-        return _span_end(*_DATE_WORDS[word], reference)
+        return span_end(*_DATE_WORDS[word], reference)
     if word == "weekday":
         if weekday is None or not 0 <= weekday <= 6:
             raise ValueError("weekday must be 0 (Monday) to 6 (Sunday)")
@@ -261,6 +278,15 @@ def resolve_calendar_date(month: int, day: int, reference: date, year: int | Non
         return candidate
     except ValueError:
         return None
+
+
+def calendar_day(month: int, day: int, reference: date, past: bool) -> date | None:
+    """ "5月3日" / "May 3rd" without a year: the next such day (``reference`` itself included), or the
+    last one when ``past``; ``None`` for a day that does not exist."""
+    upcoming = resolve_calendar_date(month, day, reference)
+    if upcoming is None or not past or upcoming <= reference:
+        return upcoming
+    return resolve_calendar_date(month, day, reference, upcoming.year - 1)
 
 
 def ago(unit: Unit, count: int, reference: date) -> date:

@@ -30,6 +30,7 @@ from memory_core.domain.records import (
 )
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS
 from memory_core.language.chatter import is_chatter
+from memory_core.language.event_time import event_time
 from memory_core.language.secrets import SECRETS_ONLY, withheld, without_secrets
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.decisions import SimilarityThresholds
@@ -42,6 +43,7 @@ from memory_core.service.earlier_values import (
     keep_earlier_value,
     superseded_in,
 )
+from memory_core.service.extraction.categories import is_recurring
 from memory_core.service.journal import episode_id_for, record_once
 from memory_core.service.neighbours import nearest_memories
 from memory_core.service.prompts.extraction import strip_recalled_memories
@@ -101,6 +103,8 @@ def episode_candidates(
         if not said or (text and is_chatter(text)) or (not text and not withheld(said)):
             continue
         memory = f"{message.name}: {text or said}" if message.name else text or said
+        # an episode's event time is the one it states (when it was said is its valid_from)
+        when = event_time(text, turn.occurred_at, calendar=not is_recurring(text)) if text else None
         episodes.append(
             MemoryCandidate(
                 kind=CandidateKind.EPISODE,
@@ -109,6 +113,8 @@ def episode_candidates(
                 importance=policy.importance,
                 confidence=1.0,
                 source="episode",
+                event_at=None if when is None else when.start,
+                event_until=None if when is None else when.end,
                 evidence=said,
                 message=index,
                 speaker=message.name,

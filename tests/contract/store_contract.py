@@ -660,6 +660,32 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_event_time_is_kept_read_and_merged(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            # "last Friday" said in Tokyo: the span starts at 15:00 UTC, not at a UTC midnight
+            start, end = datetime(2026, 10, 29, 15, tzinfo=UTC), datetime(2026, 10, 30, 15, tzinfo=UTC)
+            await store.upsert(
+                [
+                    make("京都の旅館に泊まった", id="dated", event_at=start, event_until=end),
+                    make("旅館が好き", id="undated"),
+                ]
+            )
+            got = await store.get(U1A1, "dated")
+            assert got is not None and (got.event_at, got.event_until) == (start, end)
+            undated = await store.get(U1A1, "undated")
+            assert undated is not None and (undated.event_at, undated.event_until) == (None, None)
+            page = await store.scan(U1A1, PageRequest())
+            assert {r.id: r.event_at for r in page.records} == {"dated": start, "undated": None}
+            later = start + timedelta(days=7)
+            merged = await store.merge(U1A1, "dated", {"event_at": later, "event_until": later + timedelta(days=1)})
+            assert merged.event_at == later
+            got = await store.get(U1A1, "dated")
+            assert got is not None and (got.event_at, got.event_until) == (later, later + timedelta(days=1))
+            with pytest.raises(ValidationError):
+                await store.merge(U1A1, "dated", {"event_until": start})  # before its start
+
+        self.run(scenario)
+
     def test_browse_filters_sorts_pages_and_counts(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             records = [

@@ -67,7 +67,7 @@ Predicate = Callable[[dict[str, Any]], bool]
 
 
 #: The index's Edm.DateTimeOffset fields besides the ``*_at`` ones.
-_VALIDITY = frozenset({"valid_from", "valid_until"})
+_VALIDITY = frozenset({"valid_from", "valid_until", "event_until"})
 
 
 def _value(document: dict[str, Any], field: str) -> Any:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def upgraded(memory: dict[str, Any]) -> dict[str, Any]:
     provenance = [
         {"turn_id": t, "message": 0, "start": 0, "end": 0, "speaker": None} for t in dict.fromkeys(turns) if t
     ]
-    validity = {"valid_from": None, "valid_until": None, "superseded_by": None}
+    validity = {"valid_from": None, "valid_until": None, "superseded_by": None, "event_at": None, "event_until": None}
     return {**memory, "kind": "fact", "provenance": provenance, **validity}
 
 
@@ -114,6 +115,34 @@ def test_a_file_written_by_the_previous_version_is_upgraded_in_place(tmp_path: P
             await service.close()
 
     run(use())
+
+
+def test_a_version_4_file_gains_the_event_time_columns(tmp_path: Path) -> None:
+    path = v1_copy(tmp_path)
+    before = run(export(path))  # upgraded to the current version, then taken back to version 4
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE memories DROP COLUMN event_at")
+        conn.execute("ALTER TABLE memories DROP COLUMN event_until")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    assert "event_at" not in [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(memories)")]
+    assert run(export(path)) == before  # every memory reads back, stating no event time
+    assert schema_version(path) == SCHEMA_VERSION == 5
+    with sqlite3.connect(path) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(memories)").fetchall()]
+    assert {"event_at", "event_until"} <= set(columns)
+
+    async def dated() -> MemoryRecord | None:
+        store = SQLiteMemoryStore(path)
+        try:
+            record = next(iter((await store.scan(Scope.of("u1", "travel"), PageRequest())).records))
+            start = datetime(2026, 3, 14, tzinfo=UTC)
+            await store.merge(record.scope, record.id, {"event_at": start, "event_until": start + timedelta(days=1)})
+            return await store.get(record.scope, record.id)
+        finally:
+            await store.close()
+
+    got = run(dated())
+    assert got is not None and got.event_at == datetime(2026, 3, 14, tzinfo=UTC)
 
 
 def test_a_file_of_a_newer_version_is_refused_untouched(tmp_path: Path) -> None:

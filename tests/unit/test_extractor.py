@@ -206,3 +206,19 @@ def test_the_source_names_the_model_within_what_a_source_may_hold() -> None:
     long = llm_source("x" * 200)
     assert len(long) == 64 and long.startswith("llm.")
     MemoryCandidate(memory="m", source=long)  # a valid source
+
+
+def test_llm_facts_carry_the_event_time_the_users_words_state() -> None:
+    # AT is Thursday 2026-11-26: the user's 先週の金曜日 is 2026-11-20, whatever the model wrote
+    answer = {
+        "memories": [
+            item(memory="2026年11月20日に京都に行った", category="event", evidence="先週の金曜日に京都に行きました。"),
+            item(),
+        ]
+    }
+    extractor = MemoryExtractor(chat_model=ScriptedChatModel(answer), clock=FixedClock(AT))
+    result = extract(extractor, make_turn("先週の金曜日に京都に行きました。コーヒーが好きです。"))
+    assert result.path == "llm"
+    kyoto, coffee = result.candidates
+    assert (kyoto.event_at, kyoto.event_until) == (datetime(2026, 11, 20, tzinfo=UTC), datetime(2026, 11, 21, tzinfo=UTC))
+    assert coffee.event_at is None and coffee.event_until is None

@@ -24,7 +24,9 @@ from memory_core.ports import RetentionPage
 
 __all__ = ["from_document", "reranked", "retention_page", "search_hit", "to_document"]
 
-_TIMES = frozenset({"created_at", "updated_at", "last_accessed_at", "expires_at", "valid_from", "valid_until"})
+_TIMES = frozenset(
+    {"created_at", "updated_at", "last_accessed_at", "expires_at", "valid_from", "valid_until", "event_at", "event_until"}
+)
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -56,6 +56,8 @@ FILTERABLE_FIELDS: dict[str, str] = {
     "valid_from": "datetime",
     "valid_until": "datetime",
     "superseded_by": "string",
+    "event_at": "datetime",
+    "event_until": "datetime",
 }
 
 _OPERATORS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})

@@ -122,6 +122,8 @@ FIELD_ROLES: dict[str, str] = {
     "valid_from": "sort",
     "valid_until": "sort",
     "superseded_by": "filter",
+    "event_at": "sort",
+    "event_until": "sort",
     "metadata": "stored",
     "provenance": "stored",
     "embedding": "vector",

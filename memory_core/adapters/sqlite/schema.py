@@ -18,6 +18,8 @@ Versions (``meta.schema_version``):
 4. ``scope_snapshots``: the search index of a large scope, saved so that loading the scope reads it
    instead of rebuilding it from every row (a cache: dropped whenever it could hold text the rows no
    longer hold, and rebuilt from the rows when missing or unusable).
+5. Event time: ``event_at`` and ``event_until`` columns (when what a memory says happened, as stated;
+   ``NULL`` in the rows of an older file, which stated none that was resolved).
 
 Opening a file upgrades it in place, in one transaction, from its version to :data:`SCHEMA_VERSION`;
 a file written by a newer memory-core is refused rather than misread.
@@ -61,7 +63,7 @@ __all__ = [
 ]
 
 #: The current file format.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: ``PRAGMA application_id`` of a memory-core store file ("memc").
 APPLICATION_ID = 0x6D656D63
 
@@ -321,6 +323,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _v2_application_id,
     3: _v3_kind_and_provenance,
     4: lambda conn: None,  # scope_snapshots: created with the other tables
+    5: lambda conn: _add_missing_columns(conn),  # event_at, event_until
 }
 
 

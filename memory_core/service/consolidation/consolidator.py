@@ -97,6 +97,8 @@ class _NewMemory:
             created_at=self.now,
             updated_at=self.now,
             valid_from=self.now,
+            event_at=candidate.event_at,
+            event_until=candidate.event_until,
             embedding=[float(x) for x in self.vector],
             **fields,
         )

@@ -81,7 +81,8 @@ class RecordChange:
 
     def updated(self) -> MemoryRecord:
         """UPDATE: the new text, the larger importance and confidence; a superseded memory or one replaced
-        by the candidate's words takes the candidate's category, expiry and source."""
+        by the candidate's words takes the candidate's category, expiry and source, and the candidate's
+        event time whenever it states one (or the memory now holds its words)."""
         target, candidate = self.target, self.candidate
         text = self.verdict.text or target.memory
         metadata = dict(target.metadata)
@@ -100,6 +101,10 @@ class RecordChange:
             changes["category"] = candidate.category
             changes["expires_at"] = candidate.expires_at
             changes["source"] = candidate.source
+        if candidate.event_at is not None or self.verdict.supersedes or text == candidate.memory:
+            # the memory now says what the new statement says, and when it says it happened
+            changes["event_at"] = candidate.event_at
+            changes["event_until"] = candidate.event_until
         if self.verdict.supersedes:
             changes.update(self._superseding(metadata))
         return MemoryRecord.model_validate({**target.model_dump(), **changes})

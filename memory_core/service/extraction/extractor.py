@@ -14,6 +14,7 @@ from typing import Literal
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import ensure_utc
 from memory_core.errors import PermanentError, TransientError, ValidationError
+from memory_core.language.event_time import event_time
 from memory_core.language.sentences import JAPANESE_SCRIPT
 from memory_core.ports import ChatModel, Clock, SystemClock
 from memory_core.service.extraction.rules import MAX_CANDIDATES, extract_with_rules, with_speaker
@@ -112,6 +113,11 @@ def _to_candidates(output: ExtractionOutput, turn: Turn, source: str = LLM_SOURC
             continue
         seen.add(key)
         candidate = _candidate_from(item, evidence, source)
+        if candidate.kind is CandidateKind.FACT:
+            # the time the user's words state (else the model's text): the rule path's resolver
+            when = event_time(evidence or item.memory, turn.occurred_at)
+            if when is not None:
+                candidate = candidate.model_copy(update={"event_at": when.start, "event_until": when.end})
         # where it was said and by whom, as on the rule path
         said_in = turn.user_message_with(evidence)
         if said_in is not None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import date
+from datetime import UTC, date, datetime, time
 
 from memory_core.domain.messages import CandidateKind, MemoryCandidate, MessageRole, Turn
 from memory_core.domain.validation import CONTROL_CHARACTERS, MAX_MEMORY_CHARS, ensure_utc
 from memory_core.language.chatter import SMALL_TALK
 from memory_core.language.corrections import CORRECTION, correction_pair
 from memory_core.language.date_annotation import annotate_dates
+from memory_core.language.event_time import EventTime, event_time
 from memory_core.language.sentences import (
     JAPANESE_SCRIPT,
     LEADING_MARKERS_EN,
@@ -72,6 +73,26 @@ _REMEMBER_EN = re.compile(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<what>.+)$"
 _REMEMBER_JA = re.compile(r"^(?P<what>.+?)(?:って|と|ことを|のを|を)?(?:覚えて(?:おいて|て)|記憶して)")
 
 
+def _dated(text: str, body: str, kind: str | None, reference: date) -> tuple[str, EventTime | None]:
+    """A statement's text with its relative dates made absolute, and the event time its words state
+    (neither for a routine: its weekday comes back every week, it is no date)."""
+    if kind == "routine":
+        return text, None
+    recurring, past = is_recurring(body), is_past(body, kind)
+    # the words as said give the event time; the annotation only writes it into the text
+    when = event_time(
+        text,
+        datetime.combine(reference, time(), UTC),
+        past=past,
+        weekdays=kind in ("plan", "event") and not recurring,
+        calendar=not recurring,
+    )
+    written = annotate_dates(
+        text, reference, past=past, weekdays=kind == "plan" and not recurring, calendar=not recurring
+    )
+    return written, when
+
+
 def _statement(body: str, sentence: str, reference: date, remembered: bool) -> MemoryCandidate | None:
     """The candidate of one statement, or ``None`` when there is nothing durable in it."""
     about_the_world = JAPANESE_SCRIPT.search(body) is None and not FIRST_PERSON_EN.search(body)
@@ -87,19 +108,13 @@ def _statement(body: str, sentence: str, reference: date, remembered: bool) -> M
     text = statement_text(body)
     if not text or (not remembered and _EMPTY_STATEMENT.match(text)):
         return None
-    if kind != "routine":
-        recurring = is_recurring(body)
-        text = annotate_dates(
-            text,
-            reference,
-            past=is_past(body, kind),
-            weekdays=kind == "plan" and not recurring,
-            calendar=not recurring,
-        )
+    text, when = _dated(text, body, kind, reference)
     return MemoryCandidate(
         kind=CandidateKind.FACT,
         memory=text[:MAX_MEMORY_CHARS],
         category=kind or "general",
+        event_at=None if when is None else when.start,
+        event_until=None if when is None else when.end,
         evidence=sentence,
     )
 
@@ -184,7 +199,9 @@ def extract_with_rules(turn: Turn) -> list[MemoryCandidate]:
     thanks and greetings, passing states ("today", "今日") and statements that are not about the user
     produce nothing. A sentence that joins statements of different kinds ("I'm vegetarian and I live in
     Berlin") gives one candidate per statement. Relative dates are made absolute in the text
-    (:func:`annotate_dates`, against ``turn.occurred_at``), and a message with a ``name`` gives memories
+    (:func:`annotate_dates`, against ``turn.occurred_at``) and the time a statement states is its
+    event time (:func:`~memory_core.language.event_time.event_time`: ``event_at``/``event_until``, the
+    turn's UTC day as "today"), and a message with a ``name`` gives memories
     that name their speaker (:func:`with_speaker`). Explicit forget requests produce ``kind=forget``
     candidates naming what to forget. Candidates carry importance 0.65, confidence 0.55 and source
     ``rule-fallback``.

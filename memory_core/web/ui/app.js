@@ -296,7 +296,7 @@ async function showMemories() {
 // -- A memory ----------------------------------------------------------------------------------------------
 const SHOWN_FIELDS = ["id", "status", "kind", "category", "importance", "confidence", "retention_score",
   "access_count", "source", "created_at", "updated_at", "last_accessed_at", "expires_at", "valid_from",
-  "valid_until", "summary"];
+  "valid_until", "event_at", "event_until", "summary"];
 const COMPARED = ["memory", "summary", "category", "importance", "confidence", "status", "kind", "expires_at"];
 
 async function showMemory(memoryId) {

@@ -1,0 +1,81 @@
+"""The time a search query asks about: the period it names ("last weekend", 先月, "next week") and
+whether it asks what held "as of" a time, read by the same resolver as what users state
+(:func:`~memory_core.language.event_time.event_time`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from memory_core.language.event_time import EventTime, event_time, said_of_past
+from memory_core.language.sentences import JAPANESE_SCRIPT
+
+__all__ = ["QueryTime", "query_time"]
+
+#: "as of March", "as at 1 May", 「3月時点で」「3月の時点で」: what held then, not what happened then.
+_AS_OF_BEFORE = re.compile(r"\bas\s+(?:(?:of|at)\s+)?$", re.IGNORECASE)
+_OF_AT = re.compile(r"^(?:of|at)\s", re.IGNORECASE)
+_AS_OF_AFTER = re.compile(r"^\s*(?:の)?時点(?:で|の|では)?")
+#: A Japanese question's ending ("行ったっけ", "行ったの？"): the tense is read without it.
+_QUESTION_TAIL_JA = re.compile(r"(?:っけ|かな|かしら|か|の|？|\?|\s)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTime:
+    """What a query says about time.
+
+    Attributes:
+        window: The period it asks about (start inclusive, end exclusive, UTC), or ``None``.
+        as_of: For an "as of" question, the moment whose current memories it asks for: the end of the
+            window, or ``now`` when that is later than now (the memory knows nothing after now).
+        rest: The query without its time words, for the text search.
+    """
+
+    window: EventTime | None
+    as_of: datetime | None
+    rest: str
+
+
+def _past(query: str) -> bool:
+    if JAPANESE_SCRIPT.search(query):
+        return said_of_past(_QUESTION_TAIL_JA.sub("", query))
+    return said_of_past(query)
+
+
+def query_time(query: str, now: datetime, *, tz: tzinfo | None = None) -> QueryTime:
+    """The period a search query asks about, and whether it asks "as of" then.
+
+    "What did I do last weekend?", 「先月どこに行ったっけ」, "What's on my calendar next week?" name a
+    window; "Where did I live as of March?" and 「3月時点でどこに住んでいた？」 ask what was current at
+    its end. A bare weekday or month takes the question's tense as a statement does ("Where did I go on
+    Friday?" is the last Friday, "What am I doing on Friday?" the next one).
+
+    Args:
+        query: The search text.
+        now: The query's "now" (its ``reference_time``; timezone-aware).
+        tz: The calendar "today" is read in; ``None``: ``now``'s own timezone.
+
+    Returns:
+        The window (or ``None``), the "as of" moment (or ``None``) and the query without its time words.
+
+    Raises:
+        ValueError: ``now`` has no timezone.
+    """
+    window = event_time(query, now, tz=tz, past=_past(query))
+    if window is None:
+        return QueryTime(window=None, as_of=None, rest=query.strip())
+    start = query.find(window.words)
+    before, after = query[:start], query[start + len(window.words) :]
+    marker_before, marker_after = _AS_OF_BEFORE.search(before), _AS_OF_AFTER.match(after)
+    if marker_before and not marker_before[0].rstrip().lower().endswith(("of", "at")):
+        # "as" alone only before words that begin with "of" ("as of March": the words are "of March")
+        marker_before = marker_before if _OF_AT.match(window.words) else None
+    as_of = min(window.end, now) if marker_before or marker_after else None
+    if marker_before:
+        before = before[: marker_before.start()]
+    if marker_after:
+        after = after[marker_after.end() :]
+    japanese = bool(JAPANESE_SCRIPT.search(query))
+    rest = (before + after) if japanese else re.sub(r"\s+", " ", f"{before} {after}")
+    return QueryTime(window=window, as_of=as_of, rest=rest.strip())
