@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.azure.entra_tokens import EntraTokenValidator
     from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
     from memory_core.adapters.models.openai_clients import AzureOpenAIConnection, CompatibleConnection
+    from memory_core.adapters.sqlite.integrity import Integrity
     from memory_core.adapters.sqlite.queue import SQLiteQueue
 
 __all__ = [
@@ -132,11 +133,13 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
         clock=clock,
         policy=settings.policy(),
         vector_index_min_scope=settings.vector_index_min_scope,
+        check_seconds=settings.sqlite_check_seconds,
     )
     if embedder is not None:
         recorded = sqlite.get_meta("embedder")
         if recorded is None:
-            sqlite.set_meta("embedder", embedder.name)
+            if not sqlite.integrity.damaged:  # (a damaged file takes no writes)
+                sqlite.set_meta("embedder", embedder.name)
         elif recorded != embedder.name:
             sqlite.close_sync()
             raise ConflictError(
@@ -146,11 +149,12 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     return sqlite
 
 
-def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
+def build_history(settings: Settings, *, integrity: Integrity | None = None) -> HistoryAndCheckpoints | None:
     """Where decision history, processed message ids and checkpoints live (beside the memories).
 
     ``None`` for the Azure store without ``MEMORY_HISTORY_TABLE_ENDPOINT``: search, listing, import,
-    export and forgetting work; ingestion and recall updates then say what is missing.
+    export and forgetting work; ingestion and recall updates then say what is missing. ``integrity``:
+    what the embedded store's check of the same file found (``None``: the history checks it).
     """
     if settings.store == "azure_search":
         if not settings.history_table_endpoint:
@@ -163,7 +167,9 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
         return history
     from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 
-    return SQLiteHistoryStore(settings.sqlite_path)
+    return SQLiteHistoryStore(
+        settings.sqlite_path, integrity=integrity, check_seconds=settings.sqlite_check_seconds
+    )
 
 
 def _openai_models(what: str, module: str) -> ModuleType:
@@ -281,6 +287,7 @@ def build_local_queue(
         queue=settings.turns_queue,
         lock_seconds=lock_seconds,
         max_deliveries=max_deliveries,
+        check_seconds=settings.sqlite_check_seconds,
     )
 
 
@@ -345,11 +352,13 @@ def build_service(
     if embedder is None:
         embedder = build_embedder(settings)
         owned.append(embedder)
+    integrity = None
     if store is None:
         built_store = build_store(settings, clock=clock, embedder=embedder)
+        integrity = getattr(built_store, "integrity", None)  # the embedded store's check of its file
         store = _fairly(settings, built_store, "memory-store", share_fairly=share_fairly)
     if history is None:
-        built = build_history(settings)
+        built = build_history(settings, integrity=integrity)
         if built is not None:
             built = _fairly(settings, built, "memory-history", share_fairly=share_fairly)
         history = built

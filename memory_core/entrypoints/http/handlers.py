@@ -7,7 +7,7 @@ by the operation the route table names.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from memory_core.contract.admin_views import (
     ForgettingPreviewResponse,
@@ -238,7 +238,10 @@ async def forgetting(api: Context, request: ApiRequest, subject: Subject) -> Api
 @handles("health")
 async def health(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
     ok, details = api.health()
-    view = HealthResponse(status="ok" if ok else "unhealthy", version=__version__, details=details)
+    status: Literal["ok", "degraded", "unhealthy"] = "unhealthy"
+    if ok:
+        status = "degraded" if details.get("degraded") else "ok"
+    view = HealthResponse(status=status, version=__version__, details=details)
     return ApiResponse(200 if ok else 503, view.model_dump())
 
 
