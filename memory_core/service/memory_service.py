@@ -112,11 +112,6 @@ class MemoryService:
 
     # -- what callers may know --------------------------------------------------------------------
     @property
-    def store(self) -> MemoryStore:
-        """The memory store (the embedded runtime's health reads the state of its file)."""
-        return self._store
-
-    @property
     def embedder_name(self) -> str:
         """The embedder's name (recorded with stored vectors)."""
         return self._embedder.name

@@ -27,7 +27,7 @@ import pytest
 from runtime_helpers import START, RunningRuntime, turn_body
 
 from memory_core.adapters.sqlite.history import SQLiteHistoryStore
-from memory_core.adapters.sqlite.integrity import check_integrity
+from memory_core.adapters.sqlite.integrity import FileState, check_integrity
 from memory_core.adapters.sqlite.queue import SQLiteQueue, default_queue_path
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.cli.main import main
@@ -107,10 +107,12 @@ def damaged_store(tmp_path: Path) -> Path:
 def test_a_damaged_store_opens_for_reading_only_and_refuses_every_write(tmp_path: Path) -> None:
     db = damaged_store(tmp_path)
     before = db.read_bytes()
-    store = SQLiteMemoryStore(db)
-    history = SQLiteHistoryStore(db, integrity=store.integrity)
+    store_state = FileState()
+    store = SQLiteMemoryStore(db, file_state=store_state)
+    history = SQLiteHistoryStore(db, file_state=store_state)  # the store's finding: not checked again
     try:
         assert store.integrity.damaged and "quick_check found" in store.integrity.found
+        assert history.integrity is store_state.integrity
         record = MemoryRecord(id="new", user_id="u9", agent_id="a9", memory="likes tea", created_at=START, updated_at=START)
         with pytest.raises(DamagedFileError) as raised:
             asyncio.run(store.upsert([record]))

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_core.adapters.sqlite.files import disk_full_error, rollback
-from memory_core.adapters.sqlite.integrity import Integrity, damaged, is_corrupt, unchecked
+from memory_core.adapters.sqlite.integrity import FileState, Integrity, is_corrupt
 from memory_core.errors import ConflictError, DamagedFileError
 
 __all__ = ["IN_CHUNK", "StoreConnection"]
@@ -32,7 +32,11 @@ class StoreConnection:
         #: Transactions this connection committed (other connections' show in ``data_version``).
         self.commits = 0
         #: What the check at open found (or a write since: damaged); a damaged file takes no writes.
-        self.integrity: Integrity = unchecked("not checked")
+        self.file = FileState()
+
+    @property
+    def integrity(self) -> Integrity:
+        return self.file.integrity
 
     def refuse_if_damaged(self) -> None:
         """Raise before a write to a file found damaged.
@@ -147,5 +151,5 @@ class Transaction:
         if full is not None:
             raise full from exc
         if is_corrupt(exc):  # from now on no write goes into it
-            self._connection.integrity = damaged(str(exc))
+            self._connection.file.mark_damaged(str(exc))
             raise DamagedFileError(self._connection.path, str(exc)) from exc

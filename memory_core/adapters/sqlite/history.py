@@ -43,9 +43,9 @@ from memory_core.adapters.sqlite.files import (
 )
 from memory_core.adapters.sqlite.integrity import (
     DEFAULT_CHECK_SECONDS,
+    FileState,
     Integrity,
     check_integrity,
-    damaged,
     is_corrupt,
 )
 from memory_core.adapters.sqlite.ownership import STORE, STORE_APPLICATION_ID, check_owner, create_whole
@@ -124,9 +124,9 @@ class SQLiteHistoryStore:
     Args:
         path: The database file (usually the memory store's file); ``":memory:"`` for a private one.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
-        integrity: What the memory store's check found, when it is the same file (``None``: the file
-            is checked here, within ``check_seconds``). A damaged file is opened for reading only:
-            every write raises :class:`~memory_core.errors.DamagedFileError`.
+        file_state: The state of the file shared with the memory store on it (``None``, or not
+            checked yet: the file is checked here, within ``check_seconds``). A damaged file is opened
+            for reading only: every write raises :class:`~memory_core.errors.DamagedFileError`.
         check_seconds: The budget of that check (``MEMORY_SQLITE_CHECK_SECONDS``; 0: none).
 
     Raises:
@@ -138,7 +138,7 @@ class SQLiteHistoryStore:
         path: str | Path,
         *,
         synchronous: str = "NORMAL",
-        integrity: Integrity | None = None,
+        file_state: FileState | None = None,
         check_seconds: float = DEFAULT_CHECK_SECONDS,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
@@ -153,7 +153,9 @@ class SQLiteHistoryStore:
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")
             check_owner(self._conn, self._path, STORE)  # before the first write, even of a pragma
-            self.integrity = integrity if integrity is not None else check_integrity(self._path, check_seconds)
+            self._file = file_state if file_state is not None else FileState()
+            if not self._file.checked:
+                self._file.record(check_integrity(self._path, check_seconds))
             if not self.integrity.damaged:
                 self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
                 if self._path != ":memory:":
@@ -170,6 +172,11 @@ class SQLiteHistoryStore:
     def path(self) -> str:
         return self._path
 
+    @property
+    def integrity(self) -> Integrity:
+        """What the check at open found (``damaged`` also after a write SQLite failed so)."""
+        return self._file.integrity
+
     # -- plumbing -------------------------------------------------------------------------------
     def _begin(self) -> None:
         if self.integrity.damaged:
@@ -184,7 +191,7 @@ class SQLiteHistoryStore:
         if full is not None:
             raise full from exc
         if is_corrupt(exc):  # from now on no write goes into it
-            self.integrity = damaged(str(exc))
+            self._file.mark_damaged(str(exc))
             raise DamagedFileError(self._path, str(exc)) from exc
 
     def _next_seq(self) -> int:

@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DEFAULT_CHECK_SECONDS", "Integrity", "check_integrity", "damaged", "is_corrupt", "unchecked"]
+__all__ = [
+    "DEFAULT_CHECK_SECONDS",
+    "FileState",
+    "Integrity",
+    "check_integrity",
+    "damaged",
+    "is_corrupt",
+    "unchecked",
+]
 
 #: How long the check at open may take by default.
 DEFAULT_CHECK_SECONDS = 5.0
@@ -53,6 +61,34 @@ class Integrity:
     @property
     def damaged(self) -> bool:
         return self.state == "damaged"
+
+
+class FileState:
+    """The integrity of one file as this process knows it, shared by every adapter on that file (the
+    store and its history) and whoever watches it (``serve``'s health): recorded by the check at open,
+    marked damaged by a write SQLite fails so.
+
+    Attributes:
+        integrity: The latest finding.
+        checked: Whether the file was checked (or found damaged) in this process.
+    """
+
+    def __init__(self) -> None:
+        self.integrity: Integrity = Integrity("unchecked", "not checked yet")
+        self.checked = False
+
+    @property
+    def damaged(self) -> bool:
+        return self.integrity.damaged
+
+    def record(self, integrity: Integrity) -> None:
+        """Keep what a check found."""
+        self.integrity = integrity
+        self.checked = True
+
+    def mark_damaged(self, found: str) -> None:
+        """A statement found the file damaged: from now on it takes no writes."""
+        self.record(damaged(found))
 
 
 def unchecked(why: str) -> Integrity:

@@ -43,7 +43,7 @@ from memory_core.adapters.sqlite.files import (
     rollback,
     truncate_wal,
 )
-from memory_core.adapters.sqlite.integrity import DEFAULT_CHECK_SECONDS, Integrity, check_integrity
+from memory_core.adapters.sqlite.integrity import DEFAULT_CHECK_SECONDS, FileState, Integrity, check_integrity
 from memory_core.adapters.sqlite.legs import CorpusStatistics
 from memory_core.adapters.sqlite.ownership import STORE, create_whole, stamp
 from memory_core.adapters.sqlite.scans import checked_scope
@@ -92,6 +92,8 @@ class SQLiteMemoryStore:
         check_seconds: The budget of the integrity check at open (``MEMORY_SQLITE_CHECK_SECONDS``; 0:
             none; see :mod:`memory_core.adapters.sqlite.integrity`). A file found damaged is opened
             for reading only: every write raises :class:`~memory_core.errors.DamagedFileError`.
+        file_state: Where the check's finding is kept, shared with the history on the same file and
+            with whoever watches it (default: the store's own).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class SQLiteMemoryStore:
         synchronous: str = "NORMAL",
         vector_index_min_scope: int = 0,
         check_seconds: float = DEFAULT_CHECK_SECONDS,
+        file_state: FileState | None = None,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
@@ -117,6 +120,7 @@ class SQLiteMemoryStore:
         self._db = StoreConnection(
             sqlite3.connect(self._path, check_same_thread=False, isolation_level=None), self._path
         )
+        self._db.file = file_state if file_state is not None else FileState()
         self._conn = self._db.conn
         self._lock = self._db.lock
         found = self._open(synchronous, check_seconds)
@@ -134,7 +138,7 @@ class SQLiteMemoryStore:
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")
             check_file(self._conn, self._path)  # before the first write, even of a pragma
-            self._db.integrity = check_integrity(self._path, check_seconds)
+            self._db.file.record(check_integrity(self._path, check_seconds))
             if self._db.integrity.damaged:
                 logger.info("%s is damaged, opened for reading only: %s", self._path, self._db.integrity.found)
                 return SCHEMA_VERSION

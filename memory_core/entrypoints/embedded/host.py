@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memory_core.adapters.sqlite.files import make_folder, refuse_empty_file
-from memory_core.adapters.sqlite.integrity import Integrity
+from memory_core.adapters.sqlite.integrity import FileState, Integrity
 from memory_core.adapters.sqlite.schema import check_file
 from memory_core.bootstrap import (
     build_authenticator,
@@ -163,6 +163,8 @@ class EmbeddedRuntime:
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
         self.service: MemoryService | None = None
+        #: The integrity of the store's file, as the store found it at open (and since).
+        self.store_file = FileState()
 
     @property
     def queue_path(self) -> str:
@@ -249,8 +251,7 @@ class EmbeddedRuntime:
         return states
 
     def _store_integrity(self) -> Integrity | None:
-        integrity = getattr(self.service.store, "integrity", None) if self.service is not None else None
-        return integrity if isinstance(integrity, Integrity) else None
+        return self.store_file.integrity if self.store_file.checked else None
 
     def _queue_health(self) -> tuple[dict[str, Any], int | None]:
         """The queue's facts for health, and how many messages wait (``None``: unknown)."""
@@ -305,6 +306,7 @@ class EmbeddedRuntime:
             ),
             recall_via_queue=True,
             share_fairly=True,
+            file_state=self.store_file,
         )
         self.service = service
         loop = asyncio.get_running_loop()
