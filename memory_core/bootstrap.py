@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.azure.entra_tokens import EntraTokenValidator
     from memory_core.adapters.azure.service_bus import ServiceBusTurnPublisher
     from memory_core.adapters.models.openai_clients import AzureOpenAIConnection, CompatibleConnection
+    from memory_core.adapters.sqlite.integrity import FileState
     from memory_core.adapters.sqlite.queue import SQLiteQueue
 
 __all__ = [
@@ -107,11 +108,14 @@ def _model_embedder(settings: Settings) -> Embedder:
     return E5LocalEmbedder(threads=settings.embedder_threads)
 
 
-def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None = None) -> MemoryStore:
+def build_store(
+    settings: Settings, *, clock: Clock, embedder: Embedder | None = None, file_state: FileState | None = None
+) -> MemoryStore:
     """The memory store the settings name.
 
     For the embedded store, the embedder's name is recorded in the file on first use and checked
-    afterwards, so vectors of two models never mix in one store.
+    afterwards, so vectors of two models never mix in one store; ``file_state`` receives what the
+    integrity check at open found.
     """
     if settings.store == "azure_search":
         from memory_core.adapters.azure.search_index import default_credential
@@ -133,11 +137,14 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
         clock=clock,
         policy=settings.policy(),
         vector_index_min_scope=settings.vector_index_min_scope,
+        check_seconds=settings.sqlite_check_seconds,
+        file_state=file_state,
     )
     if embedder is not None:
         recorded = sqlite.get_meta("embedder")
         if recorded is None:
-            sqlite.set_meta("embedder", embedder.name)
+            if not sqlite.integrity.damaged:  # (a damaged file takes no writes)
+                sqlite.set_meta("embedder", embedder.name)
         elif recorded != embedder.name:
             sqlite.close_sync()
             raise ConflictError(
@@ -147,11 +154,12 @@ def build_store(settings: Settings, *, clock: Clock, embedder: Embedder | None =
     return sqlite
 
 
-def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
+def build_history(settings: Settings, *, file_state: FileState | None = None) -> HistoryAndCheckpoints | None:
     """Where decision history, processed message ids and checkpoints live (beside the memories).
 
     ``None`` for the Azure store without ``MEMORY_HISTORY_TABLE_ENDPOINT``: search, listing, import,
-    export and forgetting work; ingestion and recall updates then say what is missing.
+    export and forgetting work; ingestion and recall updates then say what is missing. ``file_state``:
+    the state of the file shared with the embedded store on it (not checked yet: the history checks it).
     """
     if settings.store == "azure_search":
         if not settings.history_table_endpoint:
@@ -164,7 +172,9 @@ def build_history(settings: Settings) -> HistoryAndCheckpoints | None:
         return history
     from memory_core.adapters.sqlite.history import SQLiteHistoryStore
 
-    return SQLiteHistoryStore(settings.sqlite_path)
+    return SQLiteHistoryStore(
+        settings.sqlite_path, file_state=file_state, check_seconds=settings.sqlite_check_seconds
+    )
 
 
 def _openai_models(what: str, module: str) -> ModuleType:
@@ -282,6 +292,7 @@ def build_local_queue(
         queue=settings.turns_queue,
         lock_seconds=lock_seconds,
         max_deliveries=max_deliveries,
+        check_seconds=settings.sqlite_check_seconds,
     )
 
 
@@ -311,6 +322,7 @@ def build_service(
     dead_letters: DeadLetterStore | None = None,
     share_fairly: bool = False,
     batch_embeddings: bool = False,
+    file_state: FileState | None = None,
 ) -> MemoryService:
     """The one :class:`MemoryService`, wired from settings (any adapter may be passed in instead).
 
@@ -336,6 +348,8 @@ def build_service(
             several scopes at once without a server's searches beside them (``memory-core ingest
             --concurrency``, the Functions app's concurrent sessions): passages asked for while the
             embedder is busy are embedded in one call; queries and storage are left as they are.
+        file_state: Receives the integrity of the embedded store's file (what the check at open
+            found; damaged once a write fails so), for a caller that watches it (``serve``'s health).
     """
     from memory_core.service.consolidation.consolidator import MemoryConsolidator
     from memory_core.service.extraction.extractor import MemoryExtractor
@@ -346,12 +360,16 @@ def build_service(
     if embedder is None:
         embedder = build_embedder(settings)
         owned.append(embedder)
+    if file_state is None:
+        from memory_core.adapters.sqlite.integrity import FileState
+
+        file_state = FileState()  # the embedded store checks its file; its history then need not
     if store is None:
-        built_store = build_store(settings, clock=clock, embedder=embedder)
+        built_store = build_store(settings, clock=clock, embedder=embedder, file_state=file_state)
         store = _fairly(settings, built_store, "memory-store", share_fairly=share_fairly)
     configure_log_ids(settings)
     if history is None:
-        built = build_history(settings)
+        built = build_history(settings, file_state=file_state)
         if built is not None:
             built = _fairly(settings, built, "memory-history", share_fairly=share_fairly)
         history = built

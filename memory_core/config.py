@@ -78,6 +78,11 @@ class Settings:
         "Heavy HTTP operations (export pages, purges, forgetting runs) served at once per process; one "
         "more is answered 429 with Retry-After (searches are never held back).",
     )
+    sqlite_check_seconds: float = _env(
+        "MEMORY_SQLITE_CHECK_SECONDS",
+        5.0,
+        "Embedded store and queue: how long the integrity check (`quick_check`) at open may take; a larger file is reported not checked in time (0: no check).",
+    )
     half_life_days: float = _env("MEMORY_HALF_LIFE_DAYS", 45.0, "Retention half-life in days.")
     archive_threshold: float = _env(
         "MEMORY_ARCHIVE_THRESHOLD", 0.22, "At or below this retention a memory is archived."
@@ -397,6 +402,8 @@ class Settings:
         self.llm_header_map()
         if not self.llm_timeout_seconds > 0:
             raise ConfigurationError("MEMORY_LLM_TIMEOUT_SECONDS must be positive")
+        if not self.sqlite_check_seconds >= 0:
+            raise ConfigurationError("MEMORY_SQLITE_CHECK_SECONDS must not be negative")
         if self.embedding_dimensions < 1:
             raise ConfigurationError("MEMORY_EMBEDDING_DIMENSIONS must be at least 1")
 

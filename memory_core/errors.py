@@ -11,6 +11,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "ConflictError",
+    "DamagedFileError",
     "ForbiddenError",
     "InputError",
     "MemoryCoreError",
@@ -55,6 +56,25 @@ class StorageFullError(TransientError):
         super().__init__(
             f"the disk holding {path} is full (database or disk is full): nothing was written; "
             "free some space and retry"
+        )
+
+
+class DamagedFileError(TransientError):
+    """A store or history file that SQLite's integrity check (or a write) found damaged: writes to it are
+    refused, so nothing more is written into damaged pages; they succeed once the file is restored
+    (a queued turn waits in the queue meanwhile). The command line exits with status 2.
+
+    Args:
+        path: The damaged file.
+        found: What the check found (SQLite's first problem).
+    """
+
+    def __init__(self, path: str, found: str) -> None:
+        self.path = path
+        self.found = found
+        super().__init__(
+            f"{path} is damaged ({found}): nothing was written to it; run `memory-core doctor`, then restore "
+            "it from a backup or rebuild it from an export (see docs/operations.md, \"A damaged file\")"
         )
 
 

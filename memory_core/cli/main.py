@@ -39,6 +39,7 @@ from memory_core.cli.parser import UsageError, build_parser
 from memory_core.errors import (
     ConfigurationError,
     ConflictError,
+    DamagedFileError,
     InputError,
     MemoryCoreError,
     NotFoundError,
@@ -69,6 +70,7 @@ _FAILURES: tuple[tuple[type[MemoryCoreError], int, str, str], ...] = (
     (NotFoundError, EXIT_NOT_FOUND, "not_found", "not found"),
     (ValidationError, EXIT_USAGE, "validation_error", "error"),
     (ConflictError, EXIT_USAGE, "conflict", "error"),
+    (DamagedFileError, EXIT_USAGE, "damaged", "error"),  # (nothing was written; the line says how to recover)
     (InputError, EXIT_USAGE, "bad_request", "error"),
     (PermanentError, EXIT_FAILURE, "failed", "error"),  # the service failed for good (a refusal, an Azure 403, ...)
     (ConfigurationError, EXIT_FAILURE, "configuration_error", "error"),
@@ -88,6 +90,13 @@ def _missing_extra(exc: ModuleNotFoundError) -> str | None:
     return EXTRAS.get(name)
 
 
+def _damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying a file is damaged (read from a page that is)."""
+    from memory_core.adapters.sqlite.integrity import is_corrupt
+
+    return is_corrupt(exc)
+
+
 def _failure(exc: BaseException) -> tuple[int, str, str, str | None]:
     """Exit status, JSON error code, the line for standard error, and the field, for an error."""
     for kind, status, code, word in _FAILURES:
@@ -99,6 +108,14 @@ def _failure(exc: BaseException) -> tuple[int, str, str, str | None]:
             "missing_dependency",
             f"error: this needs the optional package {exc.name!r}, which is not installed: "
             f"pip install 'memory-core[{extra}]'",
+            None,
+        )
+    if _damaged(exc):
+        return (
+            EXIT_USAGE,
+            "damaged",
+            f"error: a memory-core file is damaged ({exc}): run `memory-core doctor`, then restore it from a "
+            "backup or rebuild it from an export (see docs/operations.md, \"A damaged file\")",
             None,
         )
     if isinstance(exc, _FILE_ERRORS) and exc.filename is not None:

@@ -337,11 +337,11 @@ ROUTES: tuple[Route, ...] = (
         Target.NONE,
         anonymous=True,
         replies=(
-            Reply(200, "Alive (`status` is `ok`)", "HealthResponse"),
+            Reply(200, "Alive (`status` is `ok`, or `degraded`: `details.degraded` says what to look at)", "HealthResponse"),
             Reply(
                 503,
-                "Unhealthy (`status` is `unhealthy`): messages wait and no worker drains the queue; "
-                "`details.problem` says why",
+                "Unhealthy (`status` is `unhealthy`): messages wait and no worker drains the queue, or the "
+                "store file is damaged; `details.problem` says why",
                 "HealthResponse",
             ),
         ),

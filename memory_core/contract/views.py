@@ -232,13 +232,16 @@ class TurnAccepted(BaseModel):
 class HealthResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["ok", "unhealthy"] = Field(
-        description="`ok` (HTTP 200), or `unhealthy` (HTTP 503): ingestion has stopped (`details.problem` says why)"
+    status: Literal["ok", "degraded", "unhealthy"] = Field(
+        description="`ok` (HTTP 200); `degraded` (HTTP 200): it works, but something needs looking at "
+        "(`details.degraded` says what, such as a damaged queue file); or `unhealthy` (HTTP 503): ingestion has "
+        "stopped or the store file is damaged (`details.problem` says why)"
     )
     version: str
     details: dict[str, Any] = Field(
         default_factory=dict,
-        description="Facts of the deployment: locally `ingestion` (`ok`, `stopped`, `off`), `queue` and `workers`",
+        description="Facts of the deployment: locally `ingestion` (`ok`, `stopped`, `off`), `queue`, `workers` "
+        "and `files` (the integrity of the store's and the queue's files: `ok`, `damaged`, `unchecked`)",
     )
 
 

@@ -26,7 +26,7 @@ from memory_core import telemetry
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.adapters.sqlite.queue_messages import LockLostError, QueueMessage
 from memory_core.domain.log_ids import redact, session_tag
-from memory_core.errors import PermanentError, StorageFullError, TransientError
+from memory_core.errors import DamagedFileError, PermanentError, StorageFullError, TransientError
 from memory_core.runtime.backoff import default_backoff, default_retry_delay
 from memory_core.runtime.locks import give_back, locks_kept
 from memory_core.runtime.offload import StorageThread
@@ -322,7 +322,7 @@ class QueueWorker(WorkerStatus):
             except asyncio.CancelledError:
                 self._release_on_shutdown(message)
                 raise
-            except StorageFullError as exc:
+            except (StorageFullError, DamagedFileError) as exc:  # the machine's fault: never the message's
                 await self._wait_for_disk(message, exc)
                 raise
             except PermanentError as exc:
@@ -367,8 +367,9 @@ class QueueWorker(WorkerStatus):
                 session_tag(message.session_id),
             )
 
-    async def _wait_for_disk(self, message: QueueMessage, exc: StorageFullError) -> None:
-        """Give a message back without counting its delivery when the disk is full.
+    async def _wait_for_disk(self, message: QueueMessage, exc: StorageFullError | DamagedFileError) -> None:
+        """Give a message back without counting its delivery when the disk is full (or the store file
+        is damaged: it waits until the file is restored).
 
         The machine's fault, not the message's: a long disk-full episode never dead-letters a turn, and
         run() backs off as after a queue error (growing delays; health shows the worker backing off).

@@ -17,7 +17,8 @@ or data is damaged), with one line saying why and the numbers behind it:
   the store and the sizes of the stored vectors;
 - ``store.memories`` / ``store.history``: memories by status and kind, scopes, history entries and
   journaled turns;
-- ``queue.format`` / ``queue.messages``: the queue tables; messages waiting, locked, dead-lettered,
+- ``queue.format`` / ``queue.messages``: a memory-core queue (:func:`~memory_core.adapters.sqlite.ownership.check_owner`:
+  its application id, or, for an older file, only queue tables); messages waiting, locked, dead-lettered,
   sessions and the oldest message's age (dead letters warn);
 - ``store.wal`` / ``queue.wal``: the size of the write-ahead log beside each file; ``disk``: free space
   on the disk holding the store (a full disk stops every write).
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_core.adapters.sqlite.files import empty_file_message
+from memory_core.adapters.sqlite.ownership import QUEUE, check_owner
 from memory_core.adapters.sqlite.queue import default_queue_path
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file
 from memory_core.config import Settings
@@ -547,18 +549,19 @@ def _queue_messages(conn: sqlite3.Connection, queue: str, now: float) -> Check:
     return Check(name, "ok", text, facts)
 
 
+def _queue_format(conn: sqlite3.Connection, path: str) -> Check:
+    check_owner(conn, path, QUEUE)  # another program's file (even one whose tables were added): ConflictError
+    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == QUEUE.application_id
+    note = "" if marked else " (written before queue files were marked; marked when it is next opened)"
+    return Check("queue.format", "ok", f"a memory-core queue{note}", {"marked": marked})
+
+
 def _queue_contents(
     conn: sqlite3.Connection, checks: list[Check], path: str, queue: str, now: float | None
 ) -> bool:
-    tables = _tables(conn)
-    if "queue_messages" not in tables:
-        if tables:
-            listed = ", ".join(sorted(tables)[:5])
-            checks.append(Check("queue.format", "fail", f"{path} is not a memory-core queue (it holds {listed})"))
-        else:
-            checks.append(Check("queue.format", "warn", "no queue tables yet (made when it is next opened)"))
+    checks.append(_guarded("queue.format", lambda: _queue_format(conn, path)))
+    if "error" in checks[-1].facts:  # not ours: its tables mean something else
         return False
-    checks.append(Check("queue.format", "ok", "a memory-core queue"))
     stamp = time.time() if now is None else now
     checks.append(_guarded("queue.messages", lambda: _queue_messages(conn, queue, stamp)))
     return True

@@ -116,14 +116,15 @@ class RunningRuntime:
             self._error = exc
             self._started.set()
 
-    def start(self) -> RunningRuntime:
+    def start(self, *, workers: bool = True) -> RunningRuntime:
+        """Start it and wait until it serves (and, unless ``workers`` is false, its workers exist)."""
         self._thread.start()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self._error is not None:
                 raise self._error
             served = self.runtime.server is not None or not self.runtime.options.http
-            working = bool(self.runtime.workers) or self.runtime.options.workers == 0
+            working = bool(self.runtime.workers) or self.runtime.options.workers == 0 or not workers
             if self.runtime.queue is not None and served and working:
                 return self
             time.sleep(0.01)

@@ -122,5 +122,5 @@ def test_a_damaged_store_or_queue_is_refused_with_one_line(tmp_path_factory: pyt
         and "Traceback" not in err.getvalue()
     )
     (folder / "fresh.db.queue").write_bytes(garbage)
-    with pytest.raises(ConflictError, match="is not a readable queue file"):
+    with pytest.raises(ConflictError, match=r"is not a readable SQLite database .* not a memory-core queue"):
         SQLiteQueue(folder / "fresh.db.queue")

@@ -15,7 +15,7 @@ import pytest
 
 from memory_core.adapters.sqlite.queue import SQLiteQueue
 from memory_core.adapters.sqlite.queue_messages import LockLostError
-from memory_core.errors import StorageFullError, TransientError, ValidationError
+from memory_core.errors import DamagedFileError, StorageFullError, TransientError, ValidationError
 from memory_core.runtime.worker import MessageProcessor, QueueWorker
 from memory_core.service import ProcessOutcome
 
@@ -317,13 +317,19 @@ def test_a_message_taken_by_another_receiver_is_not_processed_nor_what_follows(t
     assert rest[1].locked_until is None and rest[1].delivery_count == 0  # a2 given back unstarted
 
 
-def test_a_full_disk_mid_batch_gives_everything_back_without_counting(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [StorageFullError("q.db"), DamagedFileError("m.db", "database disk image is malformed")],
+    ids=["disk-full", "damaged-store"],
+)
+def test_a_full_disk_mid_batch_gives_everything_back_without_counting(tmp_path: Path, error: Exception) -> None:
+    """A full disk, or a store found damaged by a write: the machine's fault, never the turn's."""
     queue = SQLiteQueue(tmp_path / "q.db")
     for i in range(4):
         send(queue, "A", f"a{i}")
-    recorder = Recorder(fail={"a1": [StorageFullError("the disk holding q.db is full")]})
+    recorder = Recorder(fail={"a1": [error]})
     worker = QueueWorker(queue, recorder, batch=4, renew_locks=False)
-    with pytest.raises(StorageFullError):  # run() backs off on it; drain() raises it
+    with pytest.raises(type(error)):  # run() backs off on it; drain() raises it
         asyncio.run(worker.run_once())
     assert [key for key, _ in recorder.processed] == ["a0"]
     rest = queue.peek()

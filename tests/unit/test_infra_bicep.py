@@ -59,6 +59,7 @@ INTENTIONALLY_UNSET = {
     "MEMORY_HEAVY_OPERATIONS": "the default (2 heavy operations per process) suits the Function App",
     # Only the embedded store reads it; in Azure, Azure AI Search does the vector search.
     "MEMORY_VECTOR_INDEX_MIN_SCOPE": "only the embedded SQLite store uses it",
+    "MEMORY_SQLITE_CHECK_SECONDS": "only the embedded SQLite store and queue use it",
     # Empty selects Azure OpenAI whenever its endpoint and chat deployment are set, as they are here.
     "MEMORY_LLM_PROVIDER": "empty selects `azure`, since the endpoint and chat deployment are set",
     # OpenAI and OpenAI-compatible servers only; the deployment uses Azure OpenAI with Entra ID.

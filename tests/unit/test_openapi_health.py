@@ -1,4 +1,4 @@
-"""The OpenAPI document describes both answers of ``GET /health``: 200 ``ok`` and 503 ``unhealthy``."""
+"""The OpenAPI document describes the answers of ``GET /health``: 200 ``ok`` or ``degraded``, 503 ``unhealthy``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_health_documents_the_503_unhealthy_answer_with_the_health_schema() -> N
         assert schema == {"$ref": "#/components/schemas/HealthResponse"}
     assert "unhealthy" in responses["503"]["description"]
     health = doc["components"]["schemas"]["HealthResponse"]
-    assert health["properties"]["status"]["enum"] == ["ok", "unhealthy"]
+    assert health["properties"]["status"]["enum"] == ["ok", "degraded", "unhealthy"]
     assert set(health["required"]) == {"status", "version"}
 
 

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_core.adapters.sqlite.files import disk_full_error, rollback
-from memory_core.errors import ConflictError
+from memory_core.adapters.sqlite.integrity import FileState, Integrity, is_corrupt
+from memory_core.errors import ConflictError, DamagedFileError
 
 __all__ = ["IN_CHUNK", "StoreConnection"]
 
@@ -30,9 +31,29 @@ class StoreConnection:
         self.lock = threading.RLock()
         #: Transactions this connection committed (other connections' show in ``data_version``).
         self.commits = 0
+        #: What the check at open found (or a write since: damaged); a damaged file takes no writes.
+        self.file = FileState()
+
+    @property
+    def integrity(self) -> Integrity:
+        return self.file.integrity
+
+    def refuse_if_damaged(self) -> None:
+        """Raise before a write to a file found damaged.
+
+        Raises:
+            DamagedFileError: The check at open, or a write since, found the file damaged.
+        """
+        if self.integrity.damaged:
+            raise DamagedFileError(self.path, self.integrity.found)
 
     def transaction(self) -> Transaction:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT`` under the lock (rolled back on any error)."""
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` under the lock (rolled back on any error).
+
+        Raises:
+            DamagedFileError: The file is damaged (nothing is begun).
+        """
+        self.refuse_if_damaged()
         return Transaction(self)
 
     def change_marker(self) -> tuple[int, int]:
@@ -129,3 +150,6 @@ class Transaction:
         full = disk_full_error(exc, self._connection.path)
         if full is not None:
             raise full from exc
+        if is_corrupt(exc):  # from now on no write goes into it
+            self._connection.file.mark_damaged(str(exc))
+            raise DamagedFileError(self._connection.path, str(exc)) from exc

@@ -43,9 +43,18 @@ from memory_core.adapters.sqlite.files import (
     rollback,
     truncate_wal,
 )
+from memory_core.adapters.sqlite.integrity import (
+    DEFAULT_CHECK_SECONDS,
+    FileState,
+    Integrity,
+    check_integrity,
+    is_corrupt,
+)
+from memory_core.adapters.sqlite.ownership import STORE, STORE_APPLICATION_ID, check_owner, create_whole
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
+from memory_core.errors import DamagedFileError
 from memory_core.ports import TurnJournal, TurnStart
 
 __all__ = ["SQLiteHistoryStore", "history_entry_id"]
@@ -118,24 +127,49 @@ class SQLiteHistoryStore:
     Args:
         path: The database file (usually the memory store's file); ``":memory:"`` for a private one.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` survives a killed process in WAL mode).
+        file_state: The state of the file shared with the memory store on it (``None``, or not
+            checked yet: the file is checked here, within ``check_seconds``). A damaged file is opened
+            for reading only: every write raises :class:`~memory_core.errors.DamagedFileError`.
+        check_seconds: The budget of that check (``MEMORY_SQLITE_CHECK_SECONDS``; 0: none).
+
+    Raises:
+        ConflictError: The file is another program's, or not a database.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        file_state: FileState | None = None,
+        check_seconds: float = DEFAULT_CHECK_SECONDS,
+    ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValueError("synchronous must be OFF, NORMAL, FULL or EXTRA")
         self._path = str(path)
         existed = make_folder(self._path)
         self._lock = threading.RLock()
         refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
+        if not existed:
+            create_whole(self._path, _new_history)  # the path holds whole tables, or nothing
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout = 10000")
-        self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
-        if self._path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
-            self._add_settlement()
+        try:
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            check_owner(self._conn, self._path, STORE)  # before the first write, even of a pragma
+            self._file = file_state if file_state is not None else FileState()
+            if not self._file.checked:
+                self._file.record(check_integrity(self._path, check_seconds))
+            if not self.integrity.damaged:
+                self._conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free space
+                if self._path != ":memory:":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+                with self._lock:
+                    _make_tables(self._conn)
+                    self._add_settlement()
+        except BaseException:
+            self._conn.close()
+            raise
         keep_private(self._path, existed, "history")
 
     def _add_settlement(self) -> None:
@@ -160,8 +194,15 @@ class SQLiteHistoryStore:
     def path(self) -> str:
         return self._path
 
+    @property
+    def integrity(self) -> Integrity:
+        """What the check at open found (``damaged`` also after a write SQLite failed so)."""
+        return self._file.integrity
+
     # -- plumbing -------------------------------------------------------------------------------
     def _begin(self) -> None:
+        if self.integrity.damaged:
+            raise DamagedFileError(self._path, self.integrity.found)
         self._conn.execute("BEGIN IMMEDIATE")
 
     def _abort(self, exc: BaseException) -> None:
@@ -171,6 +212,9 @@ class SQLiteHistoryStore:
         full = disk_full_error(exc, self._path)
         if full is not None:
             raise full from exc
+        if is_corrupt(exc):  # from now on no write goes into it
+            self._file.mark_damaged(str(exc))
+            raise DamagedFileError(self._path, str(exc)) from exc
 
     def _next_seq(self) -> int:
         row = self._conn.execute("SELECT value FROM history_meta WHERE key = 'seq'").fetchone()
@@ -530,3 +574,24 @@ class SQLiteHistoryStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _make_tables(conn: sqlite3.Connection) -> None:
+    """The history tables, in one transaction; the file is marked as a store file if it is not yet."""
+    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == STORE_APPLICATION_ID
+    mark = "" if marked else f"PRAGMA application_id = {STORE_APPLICATION_ID};"
+    try:
+        conn.executescript(f"BEGIN; {mark} {_SCHEMA} COMMIT;")
+    except BaseException:
+        rollback(conn)
+        raise
+
+
+def _new_history(path: str) -> None:
+    """Make a new file holding the history tables at ``path``."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        _make_tables(conn)
+    finally:
+        conn.close()

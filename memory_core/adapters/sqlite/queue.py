@@ -41,6 +41,7 @@ from pathlib import Path
 from memory_core.adapters.sqlite import queue_delivery as delivery
 from memory_core.adapters.sqlite import queue_listing as listing
 from memory_core.adapters.sqlite.files import keep_private, make_folder
+from memory_core.adapters.sqlite.integrity import DEFAULT_CHECK_SECONDS, Integrity
 from memory_core.adapters.sqlite.queue_file import QueueFile
 from memory_core.adapters.sqlite.queue_messages import QueueMessage, QueueStats
 from memory_core.capabilities import QueuedItem
@@ -88,6 +89,8 @@ class SQLiteQueue:
         coalesce_recalls: Fold a recall update into the one waiting at the end of its session
             (:meth:`publish_recall`).
         recall_merge_seconds: How recent that one must be (queued at most this long ago).
+        check_seconds: The budget of the integrity check at open (``MEMORY_SQLITE_CHECK_SECONDS``; 0:
+            none). A damaged file still opens: :attr:`integrity` says so (``serve``'s health: degraded).
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class SQLiteQueue:
         busy_timeout_seconds: float = 10.0,
         coalesce_recalls: bool = True,
         recall_merge_seconds: float = 2.0,
+        check_seconds: float = DEFAULT_CHECK_SECONDS,
     ) -> None:
         if lock_seconds <= 0:
             raise ValidationError("lock_seconds", "must be positive")
@@ -126,13 +130,22 @@ class SQLiteQueue:
         #: Recall updates folded into a waiting one since the queue was opened.
         self.coalesced_recalls = 0
         self._file = QueueFile(
-            self._path, synchronous=synchronous, busy_timeout_seconds=busy_timeout_seconds
+            self._path,
+            synchronous=synchronous,
+            busy_timeout_seconds=busy_timeout_seconds,
+            existed=existed,
+            check_seconds=check_seconds,
         )
         keep_private(self._path, existed, "queue")
 
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def integrity(self) -> Integrity:
+        """What the check at open found, or ``damaged`` once a statement failed so."""
+        return self._file.integrity
 
     @property
     def busy_timeout_seconds(self) -> float:

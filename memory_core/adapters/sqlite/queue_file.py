@@ -1,7 +1,10 @@
 """The embedded queue's SQLite file: its tables, its one connection and lock, and its transactions.
 
 Storage: tables prefixed ``queue_`` (``queue_messages``, ``queue_dedup``, ``queue_state``) in one
-SQLite file in WAL mode. Every operation is one ``BEGIN IMMEDIATE`` transaction, safe across threads
+SQLite file in WAL mode, marked as a queue (``PRAGMA application_id``, see
+:mod:`memory_core.adapters.sqlite.ownership`: another program's file is refused untouched).
+The file is checked at open (:mod:`memory_core.adapters.sqlite.integrity`); a damaged one still
+opens, and :attr:`QueueFile.integrity` says it is damaged (as does any statement SQLite fails so). Every operation is one ``BEGIN IMMEDIATE`` transaction, safe across threads
 and processes; a file that is busy beyond the timeout, locked or failing raises
 :class:`~memory_core.errors.TransientError`, a full disk :class:`~memory_core.errors.StorageFullError`.
 """
@@ -15,6 +18,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from memory_core.adapters.sqlite.files import disk_full_error, refuse_empty_file, rollback, truncate_wal
+from memory_core.adapters.sqlite.integrity import (
+    DEFAULT_CHECK_SECONDS,
+    Integrity,
+    check_integrity,
+    damaged,
+    is_corrupt,
+)
+from memory_core.adapters.sqlite.ownership import QUEUE, QUEUE_APPLICATION_ID, check_owner, create_whole
 from memory_core.errors import ConflictError, PermanentError, TransientError, ValidationError
 
 __all__ = ["QueueFile"]
@@ -58,6 +69,7 @@ class QueueFile:
         path: The file (``":memory:"`` for a private in-memory queue); its folder must exist.
         synchronous: SQLite ``synchronous`` pragma (validated by the caller).
         busy_timeout_seconds: How long an operation waits for another connection's write lock.
+        check_seconds: The budget of the integrity check at open (0: none).
 
     Raises:
         StorageFullError: The disk is full.
@@ -65,21 +77,37 @@ class QueueFile:
         ConflictError: The file is damaged or not a queue file.
     """
 
-    def __init__(self, path: str, *, synchronous: str, busy_timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str,
+        busy_timeout_seconds: float,
+        existed: bool = True,
+        check_seconds: float = DEFAULT_CHECK_SECONDS,
+    ) -> None:
         self.path = path
         self.lock = threading.RLock()
         self.closed = False
         self._busy_timeout = float(busy_timeout_seconds)
         refuse_empty_file(path, "queue")  # a missing file is a new queue; an empty one is not
+        if not existed:
+            create_whole(path, _new_queue)  # the path holds a whole queue file, or nothing
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
+            check_owner(self._conn, path, QUEUE)  # before the first write, even of a pragma
+            #: What the check at open found, or ``damaged`` once a statement failed so.
+            self.integrity: Integrity = check_integrity(path, check_seconds)
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._conn.execute("PRAGMA secure_delete = ON")  # a settled message's body is zeroed in the file
             with self.lock:
-                self._conn.executescript(_SCHEMA)
+                _make_tables(self._conn)
+        except ConflictError:
+            self._conn.close()
+            raise
         except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
             self._conn.close()
             full = disk_full_error(exc, path)
@@ -114,7 +142,11 @@ class QueueFile:
         with self.lock:
             if self.closed:
                 raise PermanentError("the queue is closed")
-            yield self._conn
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as exc:
+                self.notice(exc)
+                raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -140,9 +172,15 @@ class QueueFile:
                 full = disk_full_error(exc, self.path)
                 if full is not None:
                     raise full from exc
+                self.notice(exc)
                 if isinstance(exc, sqlite3.OperationalError):  # locked, busy, I/O: worth a retry
                     raise TransientError(f"the queue file is unavailable: {exc}") from exc
                 raise
+
+    def notice(self, exc: BaseException) -> None:
+        """Record that the file is damaged when ``exc`` is SQLite saying so."""
+        if is_corrupt(exc) and not self.integrity.damaged:
+            self.integrity = damaged(str(exc))
 
     def read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """The rows of one statement, outside any transaction."""
@@ -161,3 +199,24 @@ class QueueFile:
             if not self.closed:
                 self.closed = True
                 self._conn.close()
+
+
+def _make_tables(conn: sqlite3.Connection) -> None:
+    """The queue tables, in one transaction; the file is marked as a queue if it is not yet."""
+    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == QUEUE_APPLICATION_ID
+    mark = "" if marked else f"PRAGMA application_id = {QUEUE_APPLICATION_ID};"
+    try:
+        conn.executescript(f"BEGIN; {mark} {_SCHEMA} COMMIT;")
+    except BaseException:
+        rollback(conn)
+        raise
+
+
+def _new_queue(path: str) -> None:
+    """Make a new queue file at ``path``."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        _make_tables(conn)
+    finally:
+        conn.close()

@@ -41,6 +41,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from memory_core.adapters.sqlite.ownership import STORE, STORE_APPLICATION_ID, check_owner
 from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord
 from memory_core.domain.validation import field_type
 from memory_core.errors import ConflictError
@@ -65,24 +66,9 @@ __all__ = [
 #: The current file format.
 SCHEMA_VERSION = 5
 #: ``PRAGMA application_id`` of a memory-core store file ("memc").
-APPLICATION_ID = 0x6D656D63
-
+APPLICATION_ID = STORE_APPLICATION_ID
 #: Tables memory-core puts into a store file (memories and, beside them, the decision history).
-KNOWN_TABLES = frozenset(
-    {
-        "meta",
-        "memories",
-        "scope_versions",
-        "term_stats",
-        "field_stats",
-        "scope_snapshots",
-        "history_entries",
-        "history_steps",
-        "turns_journal",
-        "history_meta",
-        "history_tombstones",
-    }
-)
+KNOWN_TABLES = STORE.tables
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,28 +320,8 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 
 def check_ownership(conn: sqlite3.Connection, path: str) -> None:
     """Refuse a database that belongs to another program, or a file that is no database at all (before
-    anything is written to it)."""
-    try:
-        application_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-    except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
-        raise ConflictError(
-            f"{path} is not a readable SQLite database ({exc}): it is damaged or not a memory-core file; "
-            "restore it from a backup or pick another MEMORY_SQLITE_PATH / --db"
-        ) from None
-    if application_id == APPLICATION_ID:
-        return
-    if application_id != 0:
-        raise ConflictError(
-            f"{path} is not a memory-core store (its SQLite application id is {application_id:#x}); "
-            "pick another MEMORY_SQLITE_PATH / --db"
-        )
-    foreign = sorted(_tables(conn) - KNOWN_TABLES)
-    if foreign:
-        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise ConflictError(
-            f"{path} is not a memory-core store (it holds other tables: {listed}); "
-            "pick another MEMORY_SQLITE_PATH / --db"
-        )
+    anything is written to it; see :mod:`memory_core.adapters.sqlite.ownership`)."""
+    check_owner(conn, path, STORE)
 
 
 def check_file(conn: sqlite3.Connection, path: str) -> None:

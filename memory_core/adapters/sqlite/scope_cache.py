@@ -163,8 +163,8 @@ def load_persisted(db: StoreConnection, key: ScopeKey, version: int, epoch: int)
 
 
 def persist(db: StoreConnection, key: ScopeKey, index: ScopeIndex) -> None:
-    """Save a large scope's index in the file (best effort: a busy or read-only file is skipped)."""
-    if index.persisted or len(index) < PERSIST_MIN_DOCUMENTS:
+    """Save a large scope's index in the file (best effort: a busy, read-only or damaged file is skipped)."""
+    if index.persisted or len(index) < PERSIST_MIN_DOCUMENTS or db.integrity.damaged:
         return
     if index.saved_at is not None and time.monotonic() - index.saved_at < PERSIST_INTERVAL_SECONDS:
         return

@@ -43,7 +43,9 @@ from memory_core.adapters.sqlite.files import (
     rollback,
     truncate_wal,
 )
+from memory_core.adapters.sqlite.integrity import DEFAULT_CHECK_SECONDS, FileState, Integrity, check_integrity
 from memory_core.adapters.sqlite.legs import CorpusStatistics
+from memory_core.adapters.sqlite.ownership import STORE, create_whole, stamp
 from memory_core.adapters.sqlite.scans import checked_scope
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepare_schema, row_to_record
 from memory_core.adapters.sqlite.scope_cache import ScopeCache, persist
@@ -87,6 +89,11 @@ class SQLiteMemoryStore:
         vector_index_min_scope: Scopes of at least this many memories get an approximate vector index
             (``MEMORY_VECTOR_INDEX_MIN_SCOPE``; 0, the default: every scope is searched exactly; see
             :mod:`memory_core.adapters.sqlite.ann`).
+        check_seconds: The budget of the integrity check at open (``MEMORY_SQLITE_CHECK_SECONDS``; 0:
+            none; see :mod:`memory_core.adapters.sqlite.integrity`). A file found damaged is opened
+            for reading only: every write raises :class:`~memory_core.errors.DamagedFileError`.
+        file_state: Where the check's finding is kept, shared with the history on the same file and
+            with whoever watches it (default: the store's own).
     """
 
     def __init__(
@@ -98,6 +105,8 @@ class SQLiteMemoryStore:
         cache_documents: int = 200_000,
         synchronous: str = "NORMAL",
         vector_index_min_scope: int = 0,
+        check_seconds: float = DEFAULT_CHECK_SECONDS,
+        file_state: FileState | None = None,
     ) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise ValidationError("synchronous", "must be OFF, NORMAL, FULL or EXTRA")
@@ -106,12 +115,15 @@ class SQLiteMemoryStore:
         self._clock: Clock = clock or SystemClock()
         self._policy = policy or HumanMemoryPolicy()
         refuse_empty_file(self._path, "store")  # a missing file is a new store; an empty one is not
+        if not existed:
+            create_whole(self._path, _new_store)  # the path holds a whole store, or nothing
         self._db = StoreConnection(
             sqlite3.connect(self._path, check_same_thread=False, isolation_level=None), self._path
         )
+        self._db.file = file_state if file_state is not None else FileState()
         self._conn = self._db.conn
         self._lock = self._db.lock
-        found = self._open(synchronous)
+        found = self._open(synchronous, check_seconds)
         keep_private(self._path, existed, "store")
         if 0 < found < SCHEMA_VERSION:
             logger.info("upgraded %s from store schema %s to %s", self._path, found, SCHEMA_VERSION)
@@ -120,11 +132,16 @@ class SQLiteMemoryStore:
         self._ann = ScopeVectorIndexes(vector_index_min_scope, lock=self._lock)
         self._closed = False
 
-    def _open(self, synchronous: str) -> int:
-        """Set the connection up and bring the file to the current schema; returns the schema found."""
+    def _open(self, synchronous: str, check_seconds: float) -> int:
+        """Set the connection up and bring the file to the current schema; returns the schema found
+        (a damaged file is left as it is: read only)."""
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")
             check_file(self._conn, self._path)  # before the first write, even of a pragma
+            self._db.file.record(check_integrity(self._path, check_seconds))
+            if self._db.integrity.damaged:
+                logger.info("%s is damaged, opened for reading only: %s", self._path, self._db.integrity.found)
+                return SCHEMA_VERSION
             if self._path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -143,6 +160,11 @@ class SQLiteMemoryStore:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def integrity(self) -> Integrity:
+        """What the integrity check at open found (``damaged`` also after a write SQLite failed so)."""
+        return self._db.integrity
 
     def embedding_dimensions(self) -> int | None:
         with self._lock:
@@ -311,3 +333,17 @@ class SQLiteMemoryStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _new_store(path: str) -> None:
+    """Make a new store file at ``path``: its tables and application id in one transaction."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        db = StoreConnection(conn, path)
+        with db.transaction():
+            stamp(conn, STORE)
+            prepare_schema(conn, path)
+            writes.reindex_if_needed(db)
+    finally:
+        conn.close()

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memory_core.adapters.sqlite.files import make_folder, refuse_empty_file
+from memory_core.adapters.sqlite.integrity import FileState, Integrity
 from memory_core.adapters.sqlite.schema import check_file
 from memory_core.bootstrap import (
     build_authenticator,
@@ -168,6 +169,8 @@ class EmbeddedRuntime:
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
         self.service: MemoryService | None = None
+        #: The integrity of the store's file, as the store found it at open (and since).
+        self.store_file = FileState()
 
     @property
     def queue_path(self) -> str:
@@ -223,15 +226,42 @@ class EmbeddedRuntime:
         """
         queue_facts, waiting = self._queue_health()
         workers = [w.health() for w in self.workers]
-        details: dict[str, Any] = {"ingestion": "ok", "queue": queue_facts, "workers": workers}
+        files = self._file_states()
+        details: dict[str, Any] = {
+            "ingestion": "ok", "queue": queue_facts, "workers": workers, "files": files
+        }
         threshold = self.options.stalled_after_seconds
         stalled = bool(self.workers) and all(w.is_stalled(threshold) for w in self.workers)
         if self.options.workers == 0:
             details["ingestion"] = "off"
+        elif files.get("store") == "damaged":
+            details["ingestion"] = "stopped"
+            details["problem"] = _DAMAGED_STORE
         elif stalled and (waiting is None or waiting > 0):
             details["ingestion"] = "stopped"
             details["problem"] = self._stalled_problem(waiting, threshold)
+        if files.get("queue") == "damaged":
+            details["degraded"] = _DAMAGED_QUEUE
+        damaged = [path for name, path in (("store", self.settings.sqlite_path), ("queue", self.queue_path))
+                   if files.get(name) == "damaged"]
+        if damaged:  # an administrator's fact only (PUBLIC_HEALTH_FACTS): the files to doctor or restore
+            details["damaged_files"] = damaged
         return details
+
+    def _file_states(self) -> dict[str, str]:
+        """The integrity of the store's and the queue's files: ``ok``, ``damaged`` or ``unchecked``
+        (what the check at open found; ``damaged`` also once a statement failed so)."""
+        states: dict[str, str] = {}
+        store = self._store_integrity()
+        if store is not None:
+            states["store"] = store.state
+        queues = [q.integrity for q in (self.queue, self.monitor) if q is not None]
+        if queues:
+            states["queue"] = next((i.state for i in queues if i.damaged), queues[0].state)
+        return states
+
+    def _store_integrity(self) -> Integrity | None:
+        return self.store_file.integrity if self.store_file.checked else None
 
     def _queue_health(self) -> tuple[dict[str, Any], int | None]:
         """The queue's facts for health, and how many messages wait (``None``: unknown)."""
@@ -256,8 +286,9 @@ class EmbeddedRuntime:
 
     @staticmethod
     def healthy(details: Mapping[str, Any]) -> bool:
-        """Whether :meth:`health_details` describe a working runtime (ingestion not stopped)."""
-        return details.get("ingestion") != "stopped"
+        """Whether :meth:`health_details` describe a working runtime (ingestion not stopped, the store
+        file not damaged); a damaged queue file only degrades it (``degraded``)."""
+        return details.get("ingestion") != "stopped" and details.get("files", {}).get("store") != "damaged"
 
     async def run(self, stop: asyncio.Event, *, force: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set; ``force`` (if set later) releases in-flight work at once."""
@@ -285,14 +316,19 @@ class EmbeddedRuntime:
             ),
             recall_via_queue=True,
             share_fairly=True,
+            file_state=self.store_file,
         )
         self.service = service
         loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[None]] = []
         worker_stop = asyncio.Event()
+        workers = opts.workers
+        self._say_file_states()
+        if self._file_states().get("store") == "damaged":
+            workers = 0  # turns wait in the queue until the store file is restored
         try:
             # The workers exist before the API answers, so health never sees a runtime without them.
-            self.workers = [self.build_worker(queue, service, f"worker-{i + 1}") for i in range(opts.workers)]
+            self.workers = [self.build_worker(queue, service, f"worker-{i + 1}") for i in range(workers)]
             if opts.http:
                 token = opts.token or self.settings.api_token
                 api = MemoryApi(
@@ -334,7 +370,7 @@ class EmbeddedRuntime:
                     self.settings.forget_schedule,
                     await scheduler.next_due(),
                 )
-            self._say(f"memory-core serve: {opts.workers} worker(s) on {self.queue_path}")
+            self._say(f"memory-core serve: {workers} worker(s) on {self.queue_path}")
             await stop.wait()
             self._say("memory-core serve: stopping")
         finally:
@@ -367,11 +403,48 @@ class EmbeddedRuntime:
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
 
+    def _say_file_states(self) -> None:
+        """Say what the checks at open found when it is not ``ok`` (damage, or not checked in time)."""
+        store = self._store_integrity()
+        queue = self.queue.integrity if self.queue is not None else None
+        for what, path, integrity in (
+            ("store", self.settings.sqlite_path, store),
+            ("queue", self.queue_path, queue),
+        ):
+            if integrity is None or integrity.state == "ok" or integrity.found in _NOT_CHECKED_ON_PURPOSE:
+                continue
+            if integrity.damaged:
+                consequence = (
+                    "it is opened for reading only and no worker takes turns (they wait in the queue)"
+                    if what == "store"
+                    else "health says degraded"
+                )
+                logger.error(
+                    "the %s file %s is damaged (%s): %s; run `memory-core doctor`, then restore it "
+                    "(docs/operations.md, \"A damaged file\")", what, path, integrity.found, consequence,
+                )
+            else:
+                logger.warning("the %s file %s: %s", what, path, integrity.found)
+
     def _say(self, line: str) -> None:
         logger.info("%s", line)
         if self.out is not None:
             self.out.write(line + "\n")
             self.out.flush()
+
+
+#: Why a file was not checked that needs no warning (checks off, nothing on disk).
+_NOT_CHECKED_ON_PURPOSE = frozenset({"not checked (no file)", "not checked (MEMORY_SQLITE_CHECK_SECONDS is 0)"})
+#: ``problem`` of health when the store file is damaged (no file name: health may be anonymous).
+_DAMAGED_STORE = (
+    "the store file is damaged: writes are refused and turns wait in the queue; run `memory-core doctor`, "
+    "then restore it from a backup or an export"
+)
+#: ``degraded`` of health when the queue file is damaged.
+_DAMAGED_QUEUE = (
+    "the queue file is damaged: turns and recall updates may not be queued; run `memory-core doctor`, "
+    "then move it aside or restore it"
+)
 
 
 def _refuse_unusable_store(path: str) -> None:

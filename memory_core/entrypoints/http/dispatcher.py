@@ -13,7 +13,7 @@ from memory_core.contract.parameters import MAX_BODY_BYTES
 from memory_core.contract.routes import ROUTES, Route
 from memory_core.domain.access import Authenticator, Principal, authorize
 from memory_core.entrypoints.http.gate import HeavyGate
-from memory_core.entrypoints.http.handlers import HANDLERS, Handler
+from memory_core.entrypoints.http.handlers import HANDLERS, Handler, HealthStatus
 from memory_core.entrypoints.http.kit import (
     RETRY_AFTER_SECONDS,
     ApiRequest,
@@ -204,13 +204,16 @@ class MemoryApi:
         details = dict(self._health_details()) if self._health_details is not None else {}
         return self._healthy is None or self._healthy(details), details
 
-    async def public_health(self, request: ApiRequest) -> tuple[bool, dict[str, Any]]:
-        """:meth:`health` as ``request``'s caller may see it: every fact for an administrator (the token
-        holder, or an Entra ID administrator), only :data:`PUBLIC_HEALTH_FACTS` for anyone else."""
+    async def public_health(self, request: ApiRequest) -> tuple[HealthStatus, dict[str, Any]]:
+        """:meth:`health` as ``request``'s caller may see it: the status (``unhealthy`` when the service
+        does not work, ``degraded`` when it works with a fact saying ``degraded``, else ``ok``), with
+        every fact for an administrator (the token holder, or an Entra ID administrator) and only
+        :data:`PUBLIC_HEALTH_FACTS` for anyone else."""
         ok, details = self.health()
+        status: HealthStatus = "unhealthy" if not ok else "degraded" if details.get("degraded") else "ok"
         if not await self._is_admin(request):
             details = {k: details[k] for k in PUBLIC_HEALTH_FACTS if k in details}
-        return ok, details
+        return status, details
 
     async def _is_admin(self, request: ApiRequest) -> bool:
         """Whether the caller of an anonymous route showed an administrator's credential."""

@@ -7,7 +7,7 @@ by the operation the route table names.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from memory_core.contract.admin_views import (
     ForgettingPreviewResponse,
@@ -53,7 +53,10 @@ from memory_core.version import __version__
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service import MemoryService
 
-__all__ = ["HANDLERS", "Context", "Handler", "handles"]
+__all__ = ["HANDLERS", "Context", "Handler", "HealthStatus", "handles"]
+
+#: What ``GET /health`` says of the deployment.
+HealthStatus = Literal["ok", "degraded", "unhealthy"]
 
 
 class Context(Protocol):
@@ -61,8 +64,8 @@ class Context(Protocol):
 
     service: MemoryService
 
-    async def public_health(self, request: ApiRequest) -> tuple[bool, dict[str, Any]]:
-        """Whether the deployment is healthy, and the facts ``request``'s caller may see."""
+    async def public_health(self, request: ApiRequest) -> tuple[HealthStatus, dict[str, Any]]:
+        """How the deployment is (ok, degraded or unhealthy), and the facts ``request``'s caller may see."""
         ...
 
     def openapi(self) -> dict[str, Any]:
@@ -245,9 +248,9 @@ async def forgetting(api: Context, request: ApiRequest, subject: Subject) -> Api
 
 @handles("health")
 async def health(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
-    ok, details = await api.public_health(request)
-    view = HealthResponse(status="ok" if ok else "unhealthy", version=__version__, details=details)
-    return ApiResponse(200 if ok else 503, view.model_dump())
+    status, details = await api.public_health(request)
+    view = HealthResponse(status=status, version=__version__, details=details)
+    return ApiResponse(503 if status == "unhealthy" else 200, view.model_dump())
 
 
 @handles("openapi")
