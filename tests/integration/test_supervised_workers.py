@@ -395,7 +395,8 @@ def test_a_foreign_write_lock_held_past_the_busy_timeout_loses_nothing(tmp_path:
             assert rt.post_turn(late) == 202
             rt.drain()
             wait_for(lambda: all(w.state == "running" for w in rt.runtime.workers), "the workers to recover")
-            assert sum(w.stats.completed for w in rt.runtime.workers) == len(turns)
+            # A message leaves the queue before its worker counts it: wait for the count, not just the queue.
+            wait_for(lambda: sum(w.stats.completed for w in rt.runtime.workers) == len(turns), "every turn counted")
             assert all(w.restarts == 0 for w in rt.runtime.workers)
             received = list(rt.queue.received)
     finally:
