@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_core.client.results import AddResult, MemoryExport
@@ -49,6 +50,10 @@ class MemoryClient(ABC):
     @abstractmethod
     async def publish_turn(self, turn: Turn) -> None:
         """Hand one turn to ingestion (idempotent per ``turn_id``)."""
+
+    def now(self) -> datetime:
+        """The time memories are read at (whether a plan has passed): the wall clock, in UTC."""
+        return datetime.now(UTC)
 
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         """Count memories as recalled outside a search (not every client can; the default does nothing)."""

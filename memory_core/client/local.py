@@ -15,6 +15,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence, Set
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -395,6 +396,10 @@ class LocalMemoryClient(MemoryBackend):
         worker = QueueWorker(self.queue, self.service, name="drain", renew_locks=False, thread=self.queue_thread)
         handled: int = await worker.drain()
         return handled
+
+    def now(self) -> datetime:
+        """The service's clock (the time its searches compute retention at)."""
+        return self.service.now()
 
     async def search(
         self, scope: Scope, query: str, options: MemorySearchOptions, *, recall: bool = True

@@ -407,7 +407,8 @@ class MemoryContextProvider(ContextProvider):
             hits = await self._search_for_run(read, query) if query else []
             if token is not None:  # the loop's later runs never search for the loop's own prompt
                 self._loop_memories.put(token, read, hits)
-        text = format_memories(hits)  # a fresh marker nonce for every run
+        # a fresh marker nonce for every run; a plan whose day has passed by the client's clock reads as past
+        text = format_memories(hits, now=self.client.now())
         if text is not None:
             message = Message(role=self.injection_role, contents=[text])
             extend_with_origins(context, self, [message], origin_session_ids(hits, context.session_id))

@@ -686,6 +686,24 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_a_passed_plan_stays_an_active_dated_plan_through_forgetting(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            friday = datetime(2026, 11, 6, tzinfo=UTC)
+            span = {"event_at": friday, "event_until": friday + timedelta(days=1)}
+            await store.upsert(
+                [make("flying to Osaka on Friday", id="trip", category="plan", importance=0.65, **span)]
+            )
+            clock.advance(days=14)  # a week after the day
+            report = await forget(store, clock, dry_run=False)
+            assert report.archived == 0 and report.expired == 0
+            got = await store.get(U1A1, "trip")
+            assert got is not None and got.status == MemoryStatus.ACTIVE and got.category == "plan"
+            assert (got.event_at, got.event_until) == (span["event_at"], span["event_until"])
+            assert 0 < got.retention_score < 1  # rescored like any memory, not dropped
+            assert await ids_of(store, U1A1, "Osaka", mode=SearchMode.KEYWORD) == ["trip"]
+
+        self.run(scenario)
+
     def test_browse_filters_sorts_pages_and_counts(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:
             records = [

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from memory_core.domain.event_dates import Tense, tense_of
 from memory_core.domain.messages import MAX_MESSAGE_CHARS, MemoryEvent
 from memory_core.domain.records import MemoryRecord
 from memory_core.language.sanitize import sanitize_memory_text
@@ -53,10 +54,20 @@ class MemoryItem(BaseModel):
         default=None,
         description="Set when something said later replaced it: what held until then, no longer current.",
     )
+    event_at: datetime | None = Field(
+        default=None, description="When what it says happened or will happen: the first instant of the span."
+    )
+    event_until: datetime | None = Field(default=None, description="The first instant after that span.")
+    tense: Tense | None = Field(
+        default=None,
+        description="Where the event time lies now: past, ongoing or upcoming (a past plan is history, "
+        "not something to come).",
+    )
 
     @classmethod
-    def of(cls, record: MemoryRecord, score: float | None = None) -> MemoryItem:
-        """The item for ``record`` (its text and category sanitised)."""
+    def of(cls, record: MemoryRecord, score: float | None = None, *, now: datetime | None = None) -> MemoryItem:
+        """The item for ``record`` (its text and category sanitised); ``now`` decides its ``tense``."""
+        tense = None if now is None else tense_of(record.event_at, record.event_until, now)
         return cls(
             id=record.id,
             memory=sanitize_memory_text(record.memory),
@@ -68,6 +79,9 @@ class MemoryItem(BaseModel):
             updated_at=record.updated_at,
             score=None if score is None else round(score, 6),
             valid_until=record.valid_until,
+            event_at=record.event_at,
+            event_until=record.event_until,
+            tense=tense,
         )
 
 

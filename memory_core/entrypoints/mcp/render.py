@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory_core.domain.event_dates import PLAN_CATEGORY, event_span_text
 from memory_core.entrypoints.mcp.models import (
     DATA_NOTE,
     ForgetOutput,
@@ -16,7 +17,12 @@ __all__ = ["forget_text", "list_text", "remember_text", "search_text"]
 
 
 def _item_line(number: int, item: MemoryItem) -> str:
-    labels = [item.category] if item.kind == item.category else [item.category, item.kind]
+    passed = item.category == PLAN_CATEGORY and item.tense == "past"  # history, not something to come
+    category = "past" if passed else item.category
+    labels = [category] if item.kind == item.category else [category, item.kind]
+    dates = event_span_text(item.event_at, item.event_until)
+    if dates is not None:
+        labels.append(f"was planned for {dates}" if passed else dates)
     if item.status != "active":
         labels.append(item.status)
     if item.valid_until is not None:

@@ -78,7 +78,7 @@ class MemoryTools:
         else:
             result = await self.service.search(self.scope, query, chosen, recall=False)
         return SearchOutput(
-            memories=[MemoryItem.of(hit.record, hit.score) for hit in result.hits],
+            memories=[MemoryItem.of(hit.record, hit.score, now=self.service.now()) for hit in result.hits],
             notes=[sanitize_memory_text(note) for note in result.notes],
         )
 
@@ -151,7 +151,7 @@ class MemoryTools:
         page = await self.service.list(
             self.scope, statuses=statuses, cursor=cursor or None, limit=limit, include_superseded=include_superseded
         )
-        return ListOutput(memories=[MemoryItem.of(r) for r in page.records], next_cursor=page.next_cursor)
+        return ListOutput(memories=[MemoryItem.of(r, now=self.service.now()) for r in page.records], next_cursor=page.next_cursor)
 
 
 def _said(text: str | None, messages: Sequence[ChatMessage] | None) -> list[dict[str, str]]:
