@@ -14,7 +14,7 @@ from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, S
 from memory_core.domain.relevance import RelevanceCalibration, calibration_for, relevance
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode, SearchResult
 from memory_core.domain.search_request import SearchRequest
-from memory_core.domain.search_time import TimeWindow
+from memory_core.domain.search_time import WINDOW_RULE, TimeWindow, WindowRule, in_window, inside_window
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.language.query_time import query_time
@@ -84,6 +84,7 @@ async def search(
     options: MemorySearchOptions | Mapping[str, Any] | None = None,
     *,
     now: datetime | None = None,
+    window_rule: WindowRule = WINDOW_RULE,
 ) -> SearchResult:
     """Ranked memories of ``scope`` for ``query`` (no recall is recorded here).
 
@@ -91,7 +92,7 @@ async def search(
     embedded unless the mode is ``keyword``. The query's time words are read against
     ``options.reference_time`` (else ``now``, the service clock's): an "as of" reads what was current
     then (unless ``options.as_of`` says when), a period prefers the memories in it
-    (:func:`time_asked`); the keyword leg searches the query without its time words.
+    (:func:`time_asked`, by ``window_rule``); the keyword leg searches the query without its time words.
 
     Raises:
         ValidationError: A bad scope, query or option (names the field).
@@ -118,12 +119,17 @@ async def search(
     )
     asked = time_asked(query, opts, now)
     wider = wider.model_copy(update={"as_of": asked.as_of})
-    request = SearchRequest(scope, asked.text, vector, wider, asked.window)
+    filtered = asked.window if window_rule.how == "filter" else None
+    if asked.window is not None and filtered is None:  # a boost: what held then competes as well
+        wider = wider.model_copy(update={"include_superseded": True})
+    request = SearchRequest(scope, asked.text, vector, wider, filtered)
     result = await store.search(request)
-    if asked.window is not None and not result.hits:  # nothing of that time: what matches at all
+    if filtered is not None and not result.hits:  # nothing of that time: what matches at all
         result = await store.search(replace(request, query=query, window=None))
         result = result.model_copy(update={"notes": [*result.notes, NO_MEMORY_IN_WINDOW]})
     hits = list(result.hits)
+    if asked.window is not None:
+        hits = discounted(hits, _window_cues(asked.window, window_rule, filtered=filtered is not None))
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
@@ -169,6 +175,14 @@ def time_asked(query: str, options: MemorySearchOptions, now: datetime | None) -
     if read.window is None:
         return TimeAsked(None, None, query)
     return TimeAsked(TimeWindow(read.window.start, read.window.end), None, read.rest)
+
+
+def _window_cues(window: TimeWindow, rule: WindowRule, *, filtered: bool) -> list[Cue]:
+    """The boosts of a search with a window (:class:`~memory_core.domain.search_time.WindowRule`)."""
+    cues = [Cue("inside the window", lambda hit: inside_window(hit.record, window), rule.inside)]
+    if not filtered:
+        cues.append(Cue("in the window", lambda hit: in_window(hit.record, window), rule.boost))
+    return cues
 
 
 async def with_relevance(
