@@ -117,19 +117,9 @@ async def search(
     wider = opts.model_copy(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
-    asked = time_asked(query, opts, now)
-    wider = wider.model_copy(update={"as_of": asked.as_of})
-    filtered = asked.window if window_rule.how == "filter" else None
-    if asked.window is not None and filtered is None:  # a boost: what held then competes as well
-        wider = wider.model_copy(update={"include_superseded": True})
-    request = SearchRequest(scope, asked.text, vector, wider, filtered)
-    result = await store.search(request)
-    if filtered is not None and not result.hits:  # nothing of that time: what matches at all
-        result = await store.search(replace(request, query=query, window=None))
-        result = result.model_copy(update={"notes": [*result.notes, NO_MEMORY_IN_WINDOW]})
-    hits = list(result.hits)
-    if asked.window is not None:
-        hits = discounted(hits, _window_cues(asked.window, window_rule, filtered=filtered is not None))
+    result, hits = await _search_in_time(
+        store, SearchRequest(scope, query, vector, wider), time_asked(query, opts, now), window_rule
+    )
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
@@ -175,6 +165,27 @@ def time_asked(query: str, options: MemorySearchOptions, now: datetime | None) -
     if read.window is None:
         return TimeAsked(None, None, query)
     return TimeAsked(TimeWindow(read.window.start, read.window.end), None, read.rest)
+
+
+async def _search_in_time(
+    store: MemoryStore, request: SearchRequest, asked: TimeAsked, rule: WindowRule
+) -> tuple[SearchResult, list[SearchHit]]:
+    """The store's result for ``request`` with the time ``asked`` (an "as of" moment, or a window
+    filtered to, the search running without it when nothing is in it, or boosted), and its hits with
+    the window's boosts."""
+    options = request.options.model_copy(update={"as_of": asked.as_of})
+    filtered = asked.window if rule.how == "filter" else None
+    if asked.window is not None and filtered is None:  # a boost: what held then competes as well
+        options = options.model_copy(update={"include_superseded": True})
+    timed = replace(request, query=asked.text, options=options, window=filtered)
+    result = await store.search(timed)
+    if filtered is not None and not result.hits:  # nothing of that time: what matches at all
+        result = await store.search(replace(timed, query=request.query, window=None))
+        result = result.model_copy(update={"notes": [*result.notes, NO_MEMORY_IN_WINDOW]})
+    hits = list(result.hits)
+    if asked.window is not None:
+        hits = discounted(hits, _window_cues(asked.window, rule, filtered=filtered is not None))
+    return result, hits
 
 
 def _window_cues(window: TimeWindow, rule: WindowRule, *, filtered: bool) -> list[Cue]:
