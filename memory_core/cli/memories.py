@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memory_core.cli.arguments import add_scope
@@ -36,6 +37,14 @@ EXAMPLES = {
 }
 
 _DIRECTIONS = ("asc", "desc")
+
+
+def _moment(text: str) -> datetime:
+    """An ISO 8601 date or time (``2026-03-15``, ``2026-03-15T09:00+09:00``; naive: UTC)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date or time") from None
 
 
 def _order_by(text: str) -> str:
@@ -118,6 +127,18 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "vector_weight": (
         "--vector-weight",
         {"type": float, "help": "weight of the vector leg in hybrid fusion (default: by the query's language)"},
+    ),
+    "reference_time": (
+        "--reference-time",
+        {
+            "type": _moment,
+            "metavar": "ISO-8601",
+            "help": "the 'now' the query's time words (last weekend, 先月, as of March) are read against",
+        },
+    ),
+    "as_of": (
+        "--as-of",
+        {"type": _moment, "metavar": "ISO-8601", "help": "what was current at this time (earlier values included)"},
     ),
 }
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
-from memory_core.domain.validation import parse_model, unit_interval, validate_category
+from memory_core.domain.validation import UtcDateTime, parse_model, unit_interval, validate_category
 from memory_core.errors import ValidationError
 
 __all__ = [
@@ -122,11 +122,24 @@ class MemorySearchOptions(BaseModel):
     #: Weight of the vector leg in hybrid fusion (Azure's vector query ``weight``; the text leg has 1);
     #: ``None``: the query language's default (:mod:`memory_core.domain.fusion`).
     vector_weight: float | None = Field(default=None, gt=0.0, le=10.0)
+    #: The "now" the query's time words ("last weekend", 先月, "as of March") are read against;
+    #: ``None``: the service clock's now (:mod:`memory_core.domain.search_time`).
+    reference_time: datetime | None = None
+    #: Read what was current at this time: the memories valid then (``valid_from`` at or before it and
+    #: no ``valid_until`` at or before it), earlier values included, nothing said later. ``None``: now,
+    #: or the moment an "as of" in the query names.
+    as_of: UtcDateTime | None = None
 
     @field_validator("category")
     @classmethod
     def _category(cls, value: str | None) -> str | None:
         return None if value is None else validate_category(value)
+
+    @field_validator("reference_time")
+    @classmethod
+    def _reference_time(cls, value: datetime | None) -> datetime | None:
+        # Its own offset is kept: "yesterday" is read in the caller's calendar (naive: UTC).
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @field_validator("min_importance", "min_retention_score", "min_score")
     @classmethod

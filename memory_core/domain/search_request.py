@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions
+from memory_core.domain.search_time import TimeWindow
 
 __all__ = ["SearchRequest"]
 
@@ -27,10 +28,13 @@ class SearchRequest:
         scope: Whose memories.
         query: The query text (blank: no keyword leg; in keyword mode, every memory the filters allow).
         vector: The query's embedding where the mode has a vector leg (``None``: keyword only).
-        options: The mode, ranking profile, filters and ``top``.
+        options: The mode, ranking profile, filters and ``top`` (``as_of``: what was current then).
+        window: Only memories whose span overlaps this window (:mod:`memory_core.domain.search_time`),
+            earlier values included unless closed before it began; ``None``: no window.
     """
 
     scope: Scope
     query: str
     vector: Sequence[float] | None = None
     options: MemorySearchOptions = field(default_factory=MemorySearchOptions)
+    window: TimeWindow | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -129,6 +130,9 @@ class MemoryContextProvider(ContextProvider):
         vector_k: Nearest neighbours the vector leg takes (hybrid and vector modes).
         vector_weight: Weight of the vector leg in hybrid fusion (the keyword leg has 1).
         min_score: Leave out memories less relevant than this (0-1, ``SearchHit.relevance``).
+        reference_time: The "now" the user's time words ("last weekend", 先月) are read against
+            (``None``: the memory service's clock, the time of the turn).
+        as_of: Read what was current at this time (``None``: now, or an "as of" in what the user asks).
         relevance_floor: Inject nothing when the most relevant memory is below this (0-1; default
             ``DEFAULT_RELEVANCE_FLOOR``, 0.5): a question about nothing remembered gets no memories.
             ``None``: always inject what the search found.
@@ -175,6 +179,8 @@ class MemoryContextProvider(ContextProvider):
         vector_k: int | None = None,
         vector_weight: float | None = None,
         min_score: float | None = None,
+        reference_time: datetime | None = None,
+        as_of: datetime | None = None,
         relevance_floor: float | None = DEFAULT_RELEVANCE_FLOOR,
         injection_role: InjectionRole = "user",
         recall: bool = True,

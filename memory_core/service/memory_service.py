@@ -142,7 +142,7 @@ class MemoryService:
 
         An empty query is a keyword match-all (every memory the filters allow).
         """
-        result = await search_use_case.search(self._store, self._embedder, scope, query, options)
+        result = await search_use_case.search(self._store, self._embedder, scope, query, options, now=self.now())
         records = self._as_of_now([h.record for h in result.hits])
         hits = [h.model_copy(update={"record": r}) for h, r in zip(result.hits, records, strict=True)]
         result = result.model_copy(update={"hits": hits})

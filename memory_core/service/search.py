@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,8 +14,10 @@ from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, S
 from memory_core.domain.relevance import RelevanceCalibration, calibration_for, relevance
 from memory_core.domain.search import MemorySearchOptions, SearchHit, SearchMode, SearchResult
 from memory_core.domain.search_request import SearchRequest
+from memory_core.domain.search_time import WINDOW_RULE, TimeWindow, WindowRule, in_window, inside_window
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
+from memory_core.language.query_time import query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
@@ -29,9 +31,11 @@ __all__ = [
     "ENDED_CUE",
     "ENDED_RELEVANCE",
     "MAX_QUERY_CHARS",
+    "NO_MEMORY_IN_WINDOW",
     "RELATION_RELEVANCE",
     "RELEVANCE_WEIGHT",
     "Cue",
+    "TimeAsked",
     "apply_recall",
     "by_relevance_and_rank",
     "discounted",
@@ -40,6 +44,7 @@ __all__ = [
     "recall_purged",
     "recall_update",
     "search",
+    "time_asked",
     "with_question_cues",
     "with_relevance",
 ]
@@ -77,11 +82,17 @@ async def search(
     scope: Scope,
     query: str,
     options: MemorySearchOptions | Mapping[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
+    window_rule: WindowRule = WINDOW_RULE,
 ) -> SearchResult:
     """Ranked memories of ``scope`` for ``query`` (no recall is recorded here).
 
     An empty query is a keyword match-all (every memory the filters allow); otherwise the query is
-    embedded unless the mode is ``keyword``.
+    embedded unless the mode is ``keyword``. The query's time words are read against
+    ``options.reference_time`` (else ``now``, the service clock's): an "as of" reads what was current
+    then (unless ``options.as_of`` says when), a period prefers the memories in it
+    (:func:`time_asked`, by ``window_rule``); the keyword leg searches the query without its time words.
 
     Raises:
         ValidationError: A bad scope, query or option (names the field).
@@ -106,8 +117,9 @@ async def search(
     wider = opts.model_copy(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
-    result = await store.search(SearchRequest(scope, query, vector, wider))
-    hits = list(result.hits)
+    result, hits = await _search_in_time(
+        store, SearchRequest(scope, query, vector, wider), time_asked(query, opts, now), window_rule
+    )
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
@@ -119,6 +131,69 @@ async def search(
     if opts.min_score is not None:
         hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
     return result.model_copy(update={"hits": in_score_order(hits)})
+
+
+#: What a result says when nothing of the time its query names was found (the search ran without it).
+NO_MEMORY_IN_WINDOW = "no memory of the time the query names; the search ran without it"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeAsked:
+    """What a search asks about time (:func:`time_asked`).
+
+    Attributes:
+        window: The period its time words name (``None``: none, or an "as of" read).
+        as_of: The moment whose current memories it reads (``None``: now).
+        text: The query text for the keyword leg: without its time words when it names a time.
+    """
+
+    window: TimeWindow | None
+    as_of: datetime | None
+    text: str
+
+
+def time_asked(query: str, options: MemorySearchOptions, now: datetime | None) -> TimeAsked:
+    """The window and "as of" moment of a search: ``options.as_of`` when given, else the query's time
+    words (:func:`~memory_core.language.query_time.query_time`) read against ``options.reference_time``
+    or ``now`` (no time words, or neither time: the search as it is)."""
+    reference = options.reference_time or now
+    if reference is None or not query.strip():
+        return TimeAsked(None, options.as_of, query)
+    read = query_time(query, reference)
+    if options.as_of is not None or read.as_of is not None:
+        return TimeAsked(None, options.as_of or read.as_of, read.rest if read.as_of else query)
+    if read.window is None:
+        return TimeAsked(None, None, query)
+    return TimeAsked(TimeWindow(read.window.start, read.window.end), None, read.rest)
+
+
+async def _search_in_time(
+    store: MemoryStore, request: SearchRequest, asked: TimeAsked, rule: WindowRule
+) -> tuple[SearchResult, list[SearchHit]]:
+    """The store's result for ``request`` with the time ``asked`` (an "as of" moment, or a window
+    filtered to, the search running without it when nothing is in it, or boosted), and its hits with
+    the window's boosts."""
+    options = request.options.model_copy(update={"as_of": asked.as_of})
+    filtered = asked.window if rule.how == "filter" else None
+    if asked.window is not None and filtered is None:  # a boost: what held then competes as well
+        options = options.model_copy(update={"include_superseded": True})
+    timed = replace(request, query=asked.text, options=options, window=filtered)
+    result = await store.search(timed)
+    if filtered is not None and not result.hits:  # nothing of that time: what matches at all
+        result = await store.search(replace(timed, query=request.query, window=None))
+        result = result.model_copy(update={"notes": [*result.notes, NO_MEMORY_IN_WINDOW]})
+    hits = list(result.hits)
+    if asked.window is not None:
+        hits = discounted(hits, _window_cues(asked.window, rule, filtered=filtered is not None))
+    return result, hits
+
+
+def _window_cues(window: TimeWindow, rule: WindowRule, *, filtered: bool) -> list[Cue]:
+    """The boosts of a search with a window (:class:`~memory_core.domain.search_time.WindowRule`)."""
+    cues = [Cue("inside the window", lambda hit: inside_window(hit.record, window), rule.inside)]
+    if not filtered:
+        cues.append(Cue("in the window", lambda hit: in_window(hit.record, window), rule.boost))
+    return cues
 
 
 async def with_relevance(

@@ -21,6 +21,7 @@ from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.domain.search_request import SearchRequest
+from memory_core.domain.search_time import TimeWindow
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.ports import FixedClock, MemoryStore, RetentionWrite
 from memory_core.service.forgetting import ForgettingReport, apply_forgetting
@@ -523,6 +524,32 @@ class StoreContract:
             assert [r.id for r in every.records] == ["c0", "c1", "c2"] and every.total == 3
             (old,) = [r for r in every.records if r.id == "c0"]
             assert old.superseded_by == "c1" and old.valid_until == changed and old.valid_from == said
+
+        self.run(scenario)
+
+    def test_a_window_finds_the_memories_whose_span_overlaps_it_and_as_of_what_was_current_then(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            march = TimeWindow(datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC))
+            said, moved = datetime(2026, 1, 10, tzinfo=UTC), datetime(2026, 10, 1, tzinfo=UTC)
+            await store.upsert(
+                [
+                    make("I live in Munich", id="now", valid_from=moved),
+                    make("I live in Berlin", id="then", valid_from=said, valid_until=moved, superseded_by="now"),
+                    make("hiking in March", id="hike", valid_from=moved, event_at=datetime(2026, 3, 14, tzinfo=UTC),
+                         event_until=datetime(2026, 3, 15, tzinfo=UTC)),
+                    make("a point in April", id="april", valid_from=said, event_at=datetime(2026, 4, 1, tzinfo=UTC)),
+                    make("a turn in March", id="turn", created_at=datetime(2026, 3, 2, tzinfo=UTC),
+                         updated_at=datetime(2026, 3, 2, tzinfo=UTC), retention_score=0.9),
+                    make("a plan for later", id="later", valid_from=said, valid_until=datetime(2026, 2, 1, tzinfo=UTC)),
+                ]
+            )
+            found = await store.search(SearchRequest(U1A1, "", None, opts(mode=SearchMode.KEYWORD, top=10), march))
+            assert sorted(h.record.id for h in found.hits) == ["hike", "then", "turn"]
+            at = datetime(2026, 3, 20, tzinfo=UTC)
+            as_of = opts(mode=SearchMode.KEYWORD, top=10, as_of=at)
+            found = await store.search(SearchRequest(U1A1, "", None, as_of))
+            assert sorted(h.record.id for h in found.hits) == ["april", "then", "turn"]
+            assert await ids_of(store, U1A1, "Berlin", mode=SearchMode.KEYWORD) == []  # not current now
 
         self.run(scenario)
 

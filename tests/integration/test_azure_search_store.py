@@ -8,7 +8,7 @@ Each test scripts the service's answers, runs the adapter, then asserts every re
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -55,6 +55,7 @@ from memory_core.domain.ranking import MEMORY_PRIORITY, MEMORY_RECENCY, PROFILES
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.domain.search_request import SearchRequest
+from memory_core.domain.search_time import TimeWindow
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ConflictError, NotFoundError, PermanentError, TransientError, ValidationError
 from memory_core.ports import MemoryStore
@@ -724,6 +725,34 @@ def test_search_filters(options: MemorySearchOptions, extra_filter: str | None) 
     expected += f" and (valid_until eq null or valid_until gt {NOW_LITERAL})"
     assert body["filter"] == expected
     assert "deleted" not in body["filter"]
+
+
+def test_a_window_and_an_as_of_moment_are_sent_as_date_range_filters() -> None:
+    """The rule of memory_core.domain.search_time as OData: the event span overlaps the window (a point
+    inside it), else the validity does, else created_at is inside it; an earlier value closed before
+    the window began is left out. As of T: valid from T or before, not closed by T."""
+    window = TimeWindow(datetime(2026, 11, 28, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC))
+    start, end = "2026-11-28T00:00:00.000000Z", "2026-11-30T00:00:00.000000Z"
+    transport = CapturingTransport([search_response(), search_response()])
+    store = make_store(transport)
+    keyword = MemorySearchOptions(mode=SearchMode.KEYWORD)
+    run(store.search(SearchRequest(SCOPE, "hiking", None, keyword, window)))
+    body = check_request(transport.requests[0], "POST", SEARCH)
+    assert body["filter"].endswith(
+        f" and (event_at lt {end} and (event_until gt {start} or event_until eq null and event_at ge {start})"
+        f" or event_at eq null and valid_from lt {end} and (valid_until eq null or valid_until gt {start})"
+        f" or event_at eq null and valid_from eq null and created_at ge {start} and created_at lt {end})"
+        f" and (valid_until eq null or valid_until gt {start})"
+    )
+    as_of = keyword.model_copy(update={"as_of": datetime(2026, 3, 15, tzinfo=UTC)})
+    run(store.search(SearchRequest(SCOPE, "live", None, as_of)))
+    body = check_request(transport.requests[1], "POST", SEARCH)
+    t = "2026-03-15T00:00:00.000000Z"
+    assert body["filter"].endswith(
+        f" and (valid_from le {t} or valid_from eq null and created_at le {t})"
+        f" and (valid_until eq null or valid_until gt {t})"
+    )
+    assert f"valid_until gt {NOW_LITERAL}" not in body["filter"]  # current then, not now
 
 
 @pytest.mark.parametrize("order", list(OrderBy))

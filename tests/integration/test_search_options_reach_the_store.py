@@ -15,6 +15,7 @@ import inspect
 import io
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,6 +53,8 @@ CHANGED: dict[str, Any] = {
     "kind": MemoryKind.FACT,
     "vector_k": 17,
     "vector_weight": 2.5,
+    "reference_time": datetime(2026, 3, 15, 9, 0, tzinfo=UTC),
+    "as_of": datetime(2026, 3, 1, tzinfo=UTC),
 }
 EXPECTED = MemorySearchOptions(**CHANGED)
 #: What the store is asked: every option as sent, with twice ``top`` (the service re-ranks episodes

@@ -15,12 +15,14 @@ from datetime import datetime
 
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy
+from memory_core.domain.search_time import TimeWindow
 from memory_core.domain.validation import ensure_utc, validate_category, validate_memory_id, validate_scope_id
 from memory_core.errors import ValidationError
 
 __all__ = [
     "FILTERABLE_FIELDS",
     "and_",
+    "as_of_filter",
     "compare",
     "current_filter",
     "datetime_literal",
@@ -34,6 +36,7 @@ __all__ = [
     "search_filter",
     "status_filter",
     "user_filter",
+    "window_filter",
 ]
 
 #: Fields an expression may name, with their OData kind.
@@ -185,13 +188,17 @@ def kind_filter(kind: MemoryKind) -> str:
     return _or([eq("kind", MemoryKind.FACT.value), eq("kind", None)])
 
 
-def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> str:
-    """The complete filter of a search: scope, status, category, kind, minimums and expiry.
+def search_filter(
+    scope: Scope, options: MemorySearchOptions, now: datetime, window: TimeWindow | None = None
+) -> str:
+    """The complete filter of a search: scope, status, category, kind, minimums, expiry, and what is
+    current now, at ``options.as_of`` or in ``window``.
 
     Args:
         scope: Whose memories.
         options: Validated search options.
         now: The current time; memories that expired at or before it are excluded.
+        window: Only memories whose span overlaps it (:func:`window_filter`).
 
     Returns:
         An OData ``$filter`` expression.
@@ -209,9 +216,43 @@ def search_filter(scope: Scope, options: MemorySearchOptions, now: datetime) -> 
     if options.min_retention_score is not None:
         clauses.append(compare("retention_score", "ge", options.min_retention_score))
     clauses.append(_or([eq("expires_at", None), compare("expires_at", "gt", now)]))
-    if not options.include_superseded:
+    if options.as_of is not None:
+        clauses.append(as_of_filter(options.as_of))
+    elif window is not None:
+        clauses.append(window_filter(window))
+        if not options.include_superseded:
+            clauses.append(current_filter(window.start))
+    elif not options.include_superseded:
         clauses.append(current_filter(now))
     return and_(*clauses)
+
+
+def window_filter(window: TimeWindow) -> str:
+    """The memories whose span overlaps ``window`` (the rule of :mod:`memory_core.domain.search_time`):
+    an event span (``event_at lt end and event_until gt start``; a point event at or after the start),
+    else the validity (``valid_from`` before the end, ``valid_until`` none or after the start), else
+    ``created_at`` inside the window."""
+    start, end = window.start, window.end
+    event = and_(
+        compare("event_at", "lt", end),
+        _or([compare("event_until", "gt", start), and_(eq("event_until", None), compare("event_at", "ge", start))]),
+    )
+    validity = and_(
+        eq("event_at", None),
+        compare("valid_from", "lt", end),
+        _or([eq("valid_until", None), compare("valid_until", "gt", start)]),
+    )
+    made = and_(
+        eq("event_at", None), eq("valid_from", None), compare("created_at", "ge", start), compare("created_at", "lt", end)
+    )
+    return _or([event, validity, made])
+
+
+def as_of_filter(at: datetime) -> str:
+    """The memories current at ``at``: valid from (``valid_from``, else ``created_at``) at or before it
+    and not closed by then (earlier values included, what was said later not)."""
+    began = _or([compare("valid_from", "le", at), and_(eq("valid_from", None), compare("created_at", "le", at))])
+    return and_(began, current_filter(at))
 
 
 def current_filter(at: datetime) -> str:

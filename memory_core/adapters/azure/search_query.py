@@ -23,6 +23,7 @@ from memory_core.adapters.azure.search_index import SELECT_FIELDS, SEMANTIC_CONF
 from memory_core.domain.records import Scope
 from memory_core.domain.search import MemorySearchOptions
 from memory_core.domain.search_plan import SearchPlan
+from memory_core.domain.search_time import TimeWindow
 from memory_core.errors import ValidationError
 
 __all__ = ["SearchRequest", "check_query_vector", "plain_query_text", "search_request"]
@@ -76,6 +77,7 @@ def search_request(
     now: datetime,
     exhaustive: bool,
     debug: bool,
+    window: TimeWindow | None = None,
 ) -> SearchRequest:
     """The request of ``plan`` for the (stripped) query ``text`` in ``scope``.
 
@@ -88,12 +90,13 @@ def search_request(
         now: The moment expiry is measured against.
         exhaustive: Ask for exact nearest neighbours instead of HNSW.
         debug: Ask for per-leg subscores and the document boost (``debug="vector"``).
+        window: Only memories whose span overlaps it (:func:`memory_core.adapters.azure.odata.window_filter`).
     """
     words = plan.text is not None and bool(text)
     kwargs: dict[str, Any] = {
         # An empty keyword query matches everything the filters allow (``*``).
         "search_text": plain_query_text(text) if words else None,
-        "filter": odata.search_filter(scope, options, now),
+        "filter": odata.search_filter(scope, options, now, window),
         "select": list(SELECT_FIELDS),
         "top": options.top,
         "scoring_statistics": "global",

@@ -305,6 +305,7 @@ class AzureSearchMemoryStore:
             now=self._clock.now(),
             exhaustive=self._exhaustive,
             debug=self._debug_scores,
+            window=request.window,
         )
         documents = await self._requests.query("search", **rendered.kwargs)
         profile = plan.profile.name if plan.profile else None

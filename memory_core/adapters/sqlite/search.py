@@ -30,6 +30,7 @@ from memory_core.domain.ranking import apply_profile
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, ScoreBreakdown, SearchHit
 from memory_core.domain.search_plan import SearchPlan
+from memory_core.domain.search_time import TimeWindow, current_at_mask, in_window_mask
 from memory_core.errors import ValidationError
 
 __all__ = ["SEMANTIC_NOTE", "ScopeSearch", "query_vector"]
@@ -81,13 +82,14 @@ class ScopeSearch:
         options: MemorySearchOptions,
         plan: SearchPlan,
         now_epoch: float,
+        window: TimeWindow | None = None,
     ) -> tuple[list[SearchHit], ScopeIndex]:
         """The hits of one search, and the scope's index (call inside one read transaction)."""
         key = (scope.user_id, scope.agent_id)
         marker = self.db.change_marker()
         index = self.scopes.index(self.db, key, marker, self.ann)
         _check_query_dimensions(index, vector)
-        mask = _filter_mask(index, options, now_epoch, self.policy)
+        mask = _filter_mask(index, options, now_epoch, self.policy, window)
         keyword = vectors = None
         if plan.text is not None:
             keyword = keyword_leg(self.db.conn, self.statistics, index, plan.text, query, mask, marker)
@@ -123,10 +125,14 @@ def _check_query_dimensions(index: ScopeIndex, vector: np.ndarray | None) -> Non
 
 
 def _filter_mask(
-    index: ScopeIndex, options: MemorySearchOptions, now_epoch: float, policy: HumanMemoryPolicy
+    index: ScopeIndex,
+    options: MemorySearchOptions,
+    now_epoch: float,
+    policy: HumanMemoryPolicy,
+    window: TimeWindow | None = None,
 ) -> np.ndarray:
-    """The documents the options' filters allow (status, expiry, supersession, category, kind, minimums;
-    the retention minimum on the retention at ``now_epoch``)."""
+    """The documents the options' filters allow (status, expiry, supersession or the ``as_of`` moment,
+    the window, category, kind, minimums; the retention minimum on the retention at ``now_epoch``)."""
     cols = index.columns
     status = cols["status"]
     mask = status == STATUS_CODES[MemoryStatus.ACTIVE]
@@ -134,8 +140,14 @@ def _filter_mask(
         mask |= status == STATUS_CODES[MemoryStatus.ARCHIVED]
     expires = cols["expires_at"]
     mask &= np.isnan(expires) | (expires > now_epoch)
-    if not options.include_superseded:
-        until = cols["valid_until"]
+    until = cols["valid_until"]
+    if options.as_of is not None:
+        mask &= current_at_mask(cols, options.as_of)
+    elif window is not None:
+        mask &= in_window_mask(cols, window)
+        if not options.include_superseded:  # what held in the window: closed before it began is not
+            mask &= np.isnan(until) | (until > window.start.timestamp())
+    elif not options.include_superseded:
         mask &= np.isnan(until) | (until > now_epoch)
     if options.category is not None:
         mask &= cols["_category"] == options.category

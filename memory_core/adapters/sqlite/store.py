@@ -270,7 +270,7 @@ class SQLiteMemoryStore:
         with self._lock:
             self._conn.execute("BEGIN")  # one read snapshot: the index and the rows of its hits agree
             try:
-                hits, index = search.run(scope, query, unit_vector, options, plan, now_epoch)
+                hits, index = search.run(scope, query, unit_vector, options, plan, now_epoch, request.window)
             except BaseException:
                 rollback(self._conn)  # if SQLite has not already (the original error is what is raised)
                 raise

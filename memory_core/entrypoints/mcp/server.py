@@ -31,6 +31,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO, TypeVar
 
@@ -201,6 +202,13 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         vector_k: Annotated[int | None, Field(ge=1, le=1000, description="Neighbours of the vector leg.")] = None,
         vector_weight: Annotated[
             float | None, Field(gt=0, le=10, description="Weight of the vector leg in hybrid fusion.")
+        ] = None,
+        reference_time: Annotated[
+            datetime | None,
+            Field(description="The 'now' the query's time words (last weekend, 先月, as of March) are read against."),
+        ] = None,
+        as_of: Annotated[
+            datetime | None, Field(description="Read what was current at this time (earlier values included).")
         ] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Search the user's long-term memories (preferences, constraints, plans, facts about them and

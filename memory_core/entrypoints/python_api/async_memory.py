@@ -283,6 +283,8 @@ class AsyncMemory:
         order_by: OrderBy | str | None = None,
         vector_k: int | None = None,
         vector_weight: float | None = None,
+        reference_time: datetime | None = None,
+        as_of: datetime | None = None,
         recall: bool = False,
         profile: RankingProfile | str | None = None,
     ) -> SearchResult:
@@ -311,6 +313,9 @@ class AsyncMemory:
             order_by: An explicit order instead of relevance (``"updated_at desc"``...).
             vector_k: Nearest neighbours the vector leg takes (default 50).
             vector_weight: Weight of the vector leg in hybrid fusion (default: by the query's language).
+            reference_time: The "now" the query's time words ("last weekend", 先月, "as of March")
+                are read against (default: the service clock's now; naive: UTC).
+            as_of: Read what was current at this time (earlier values included, nothing said later).
             recall: Count the returned memories as recalled (access count, last access and
                 retention go up), as an agent's search does; off by default, so a search only reads.
             profile: The older name of ``ranking_profile`` (give one of them).
