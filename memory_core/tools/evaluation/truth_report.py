@@ -102,17 +102,21 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 
 def draw_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
-    """``truth.png``: every metric's rate by category (grouped bars; a missing figure draws nothing)."""
+    """``truth.png``: every metric's rate by category, and ``temporal_pass`` for the temporal ones
+    (grouped bars; a missing figure draws nothing)."""
     plt = pyplot()
     if plt is None:
         return []
-    metrics = report["metrics"]
-    categories = [c for c in CATEGORIES if any(c in metrics[m]["by_category"] for m in METRICS)]
+    blocks = dict(report["metrics"])
+    temporal = report.get("temporal") or {}
+    if _measured(temporal):
+        blocks["temporal_pass"] = temporal["temporal_pass"]
+    categories = [c for c in CATEGORIES if any(c in block["by_category"] for block in blocks.values())]
     series: list[tuple[str, Sequence[float] | None]] = []
-    for metric in METRICS:
+    for metric, block in blocks.items():
         values = []
         for category in categories:
-            cell = metrics[metric]["by_category"].get(category)
+            cell = block["by_category"].get(category)
             values.append(float("nan") if not cell or cell["rate"] is None else float(cell["rate"]))
         series.append((_label(metric), values))
     fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(categories)), 4.2))
