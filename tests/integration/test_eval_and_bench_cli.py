@@ -457,6 +457,12 @@ def test_eval_pipeline_measures_what_the_ingest_path_remembers(tmp_path: Path) -
     facts = [r for r in locomo["results"] if r.get("kind") == "fact"]
     assert len(facts) == 1 and facts[0]["metrics"]["overall"]["n"] == 4  # facts alone, reported beside
     assert "facts alone" in printed
+    # LoCoMo's temporal questions (category 2) are reported alone, for all memories and for facts alone.
+    temporal = locomo["temporal"]
+    assert temporal["n"] == 1
+    assert temporal["all_memories"] == locomo["results"][0]["metrics"]["2-temporal"]["any@5"]
+    assert temporal["facts_alone"] == facts[0]["metrics"]["2-temporal"]["any@5"]
+    assert f"temporal questions (category 2, 1), hybrid + important any@5: all memories {temporal['all_memories']:.3f}" in printed
     assert locomo["raw_turns"][0]["metrics"]["overall"]["n"] == 4
     japanese = report["sets"]["Japanese"]
     assert japanese["cases"] == 30 and japanese["questions"] == 65

@@ -10,7 +10,7 @@ import asyncio
 import io
 import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,6 +25,7 @@ from memory_core.tools.evaluation.truth import AGENT_ID, evaluate, forbidden_fou
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
     LANGUAGES,
+    TEMPORAL_CATEGORIES,
     TruthProbe,
     TruthScenario,
     TruthTurn,
@@ -34,13 +35,16 @@ from memory_core.tools.evaluation.truth_data import (
 from memory_core.tools.evaluation.truth_metrics import (
     FACTS_ALONE,
     METRICS,
+    TEMPORAL_METRICS,
     HitView,
     ProbeObservation,
     ScenarioObservation,
     chatter_matches,
+    presented_as_upcoming,
     score,
     shown_as_current,
 )
+from memory_core.tools.evaluation.truth_report import render_markdown
 
 NOW = datetime(2026, 6, 1, 9, tzinfo=UTC)
 
@@ -49,11 +53,14 @@ NOW = datetime(2026, 6, 1, 9, tzinfo=UTC)
 def test_the_packaged_set_is_valid_and_covers_every_category_in_both_languages() -> None:
     data = load_truth_set()
     scenarios = data.scenarios
-    assert len(scenarios) >= 220
+    assert len(scenarios) >= 220 + 60
     ids = [s.id for s in scenarios]
     assert len(set(ids)) == len(ids)
     per = Counter(s.category for s in scenarios)
-    assert set(per) == set(CATEGORIES) and min(per.values()) >= 18, per
+    assert set(per) == set(CATEGORIES), per
+    assert min(n for c, n in per.items() if c not in TEMPORAL_CATEGORIES) >= 18, per
+    assert min(per[c] for c in TEMPORAL_CATEGORIES) >= 14, per
+    assert sum(per[c] for c in TEMPORAL_CATEGORIES) >= 60, per
     for category in CATEGORIES:
         assert {s.lang for s in scenarios if s.category == category} == set(LANGUAGES), category
     langs = Counter(s.lang for s in scenarios)
@@ -75,6 +82,12 @@ def test_every_category_asks_what_it_measures() -> None:
             assert s.chatter and s.kept, s.id
         if s.category == "unanswerable":
             assert all(not p.answerable and not p.current for p in probes), s.id
+        if s.category in ("temporal_when", "temporal_period"):
+            assert all(p.expect and p.event_days_ago is not None for p in probes), s.id
+        if s.category == "temporal_as_of":
+            assert all(p.expect and p.not_first for p in probes), s.id
+        if s.category == "temporal_passed_plan":
+            assert any(p.not_upcoming for p in probes), s.id
         days = [t.days_ago for t in s.turns]
         assert days == sorted(days, reverse=True), s.id
 
@@ -103,6 +116,41 @@ def _raw(**changes: Any) -> dict[str, Any]:
         ({"probes": [{"query": "q", "current": ["tea"], "answerable": False}]}, "no current value"),
         ({"probes": [{"query": "q", "kept": [""]}]}, "non-empty strings"),
         ({"probes": []}, "probes"),
+        ({"probes": [{"query": "q", "current": ["tea"], "expect": ["tea"]}]}, "only a temporal category"),
+        ({"category": "temporal_when", "chatter": [], "probes": [{"query": "q"}]}, "expect or not_upcoming"),
+        (
+            {
+                "category": "temporal_when",
+                "chatter": [],
+                "probes": [{"query": "q", "expect": ["a"], "kept": ["a"]}],
+            },
+            "not current",
+        ),
+        ({"category": "temporal_when", "probes": [{"query": "q", "expect": ["a"]}]}, "no chatter lines"),
+        (
+            {
+                "category": "temporal_when",
+                "chatter": [],
+                "probes": [{"query": "q", "expect": ["a"], "event_on": "12 days"}],
+            },
+            "event_on",
+        ),
+        (
+            {
+                "category": "temporal_when",
+                "chatter": [],
+                "probes": [{"query": "q", "not_upcoming": ["a"], "event_on": "-2d"}],
+            },
+            "needs expect",
+        ),
+        (
+            {
+                "category": "temporal_when",
+                "chatter": [],
+                "probes": [{"query": "q", "expect": ["a"], "asked_days_after": -1}],
+            },
+            "asked_days_after",
+        ),
     ],
 )
 def test_the_format_is_checked(changes: dict[str, Any], message: str) -> None:
@@ -206,10 +254,17 @@ def test_superseded_kept_fails_when_what_held_before_is_lost() -> None:
     lost = ScenarioObservation(s, probes, ("I moved to Osaka",))
     in_an_episode = ScenarioObservation(s, probes, ("I moved to Osaka",), superseded=("I live in Tokyo.",))
     as_a_fact = ScenarioObservation(
-        s, probes, ("I moved to Osaka",), superseded=("I live in Tokyo",), superseded_facts=("I live in Tokyo",)
+        s,
+        probes,
+        ("I moved to Osaka",),
+        superseded=("I live in Tokyo",),
+        superseded_facts=("I live in Tokyo",),
     )
     assert _rate(lost, "superseded_kept") == 0.0 and _rate(lost, "facts:superseded_kept") == 0.0
-    assert _rate(in_an_episode, "superseded_kept") == 1.0 and _rate(in_an_episode, "facts:superseded_kept") == 0.0
+    assert (
+        _rate(in_an_episode, "superseded_kept") == 1.0
+        and _rate(in_an_episode, "facts:superseded_kept") == 0.0
+    )
     assert _rate(as_a_fact, "facts:superseded_kept") == 1.0
 
 
@@ -302,7 +357,13 @@ class _PlantedClient:
         )
 
     async def page(
-        self, scope: Scope, status: MemoryStatus, cursor: str | None, limit: int, *, include_superseded: bool = False
+        self,
+        scope: Scope,
+        status: MemoryStatus,
+        cursor: str | None,
+        limit: int,
+        *,
+        include_superseded: bool = False,
     ) -> tuple[list[MemoryRecord], None]:
         assert include_superseded  # what must be gone is looked for in what held before too
         return list(self.records.get(status, [])), None
@@ -394,3 +455,100 @@ def test_the_command_prints_the_tables_and_the_failures(
     text = out.getvalue()
     assert "| **overall** |" in text and "| secret |" in text and "facts alone" in text
     assert json.loads((tmp_path / "truth.json").read_text(encoding="utf-8"))["scenarios"] == 10
+
+
+# -- the temporal probes ---------------------------------------------------------------------------
+def _day(offset: float) -> datetime:
+    return NOW + timedelta(days=offset)
+
+
+def _dated(text: str, days: float | None, category: str = "event", *, until: float | None = None) -> HitView:
+    start = None if days is None else datetime(2026, 6, 1, tzinfo=UTC) + timedelta(days=days)
+    end = None if until is None else datetime(2026, 6, 1, tzinfo=UTC) + timedelta(days=until)
+    return HitView(text, "fact", True, category=category, event_at=start, event_until=end)
+
+
+def _temporal(probe: TruthProbe, *hits: HitView, after: float = 0.0) -> dict[str, Any]:
+    scenario = TruthScenario("t1", "ja", "temporal_when", (TruthTurn("something", None, 1.0),), (probe,))
+    observed = ProbeObservation(probe, hits, asked_at=_day(after), reference=NOW)
+    return score([ScenarioObservation(scenario, (observed,), ())]).figures(list(TEMPORAL_METRICS))
+
+
+def _n(figures: dict[str, Any], metric: str) -> tuple[int, int]:
+    cell = figures[metric]["overall"]
+    return cell["n"], cell["of"]
+
+
+DENTIST = TruthProbe("When did the user go to the dentist?", expect=("dentist",), event_days_ago=12.0)
+
+
+def test_a_when_question_needs_the_memory_first_and_its_day_covered() -> None:
+    right = _temporal(DENTIST, _dated("Went to the dentist", -12), _dated("Ran a 10k", -3))
+    assert _n(right, "temporal_pass") == (1, 1) and _n(right, "event_date") == (1, 1)
+    wrong_day = _temporal(DENTIST, _dated("Went to the dentist", -11))
+    assert _n(wrong_day, "expected_first") == (1, 1) and _n(wrong_day, "event_date") == (0, 1)
+    assert _n(wrong_day, "temporal_pass") == (0, 1)
+    undated = _temporal(DENTIST, _dated("Went to the dentist", None))
+    assert _n(undated, "event_date") == (0, 1)
+    week = _temporal(DENTIST, _dated("Went to the dentist last week", -14, until=-7))  # a span covering it
+    assert _n(week, "event_date") == (1, 1)
+    second = _temporal(DENTIST, _dated("Ran a 10k", -3), _dated("Went to the dentist", -12))
+    assert _n(second, "expected_first") == (0, 1) and _n(second, "expected_hits") == (1, 1)
+    assert _n(second, "event_date") == (1, 1) and _n(second, "temporal_pass") == (0, 1)
+    assert _n(_temporal(DENTIST), "expected_hits") == (0, 1)
+
+
+def test_an_as_of_question_fails_when_the_later_value_comes_first() -> None:
+    probe = TruthProbe("3月にはどこに住んでいた？", expect=("札幌",), not_first=("福岡",))
+    assert _n(
+        _temporal(probe, _dated("札幌に住んでいる", None), _dated("福岡に引っ越した", -20)), "temporal_pass"
+    ) == (1, 1)
+    later_first = _temporal(probe, _dated("福岡に引っ越した", -20), _dated("札幌に住んでいる", None))
+    assert _n(later_first, "expected_first") == (0, 1) and _n(later_first, "expected_hits") == (1, 1)
+    both = _temporal(probe, _dated("札幌から福岡に引っ越した", -20))
+    assert _n(both, "expected_first") == (0, 1)
+    assert _n(both, "event_date") == (0, 0)  # no event_on: not counted
+
+
+def test_a_passed_plan_counts_as_upcoming_only_while_it_reads_as_a_plan_still_to_come() -> None:
+    probe = TruthProbe("What plans does the user have?", expect=("Lisbon",), not_upcoming=("dentist",))
+    lisbon = _dated("Lisbon on June 12", 11, "plan")
+    past = _temporal(probe, lisbon, _dated("Dentist appointment on May 20", -12, "plan"))
+    assert _n(past, "plan_shown_upcoming") == (0, 1) and _n(past, "temporal_pass") == (1, 1)
+    undated = _temporal(probe, lisbon, _dated("Dentist appointment soon", None, "plan"))
+    assert _n(undated, "plan_shown_upcoming") == (1, 1) and _n(undated, "temporal_pass") == (0, 1)
+    asked_before = _temporal(probe, lisbon, _dated("Dentist appointment on June 4", 3, "plan"))
+    assert _n(asked_before, "plan_shown_upcoming") == (1, 1)
+    asked_after = _temporal(probe, lisbon, _dated("Dentist appointment on June 4", 3, "plan"), after=10)
+    assert _n(asked_after, "plan_shown_upcoming") == (0, 1)
+    moved_to_history = _temporal(probe, lisbon, _dated("Dentist appointment soon", None, "event"))
+    assert _n(moved_to_history, "plan_shown_upcoming") == (0, 1)
+    superseded = HitView("Dentist appointment soon", "fact", False, category="plan")
+    assert _n(_temporal(probe, lisbon, superseded), "plan_shown_upcoming") == (0, 1)
+    assert presented_as_upcoming(_dated("Dentist on June 4", 3, "plan"), _day(0))
+    assert not presented_as_upcoming(_dated("Dentist on June 4", 3, "plan"), _day(5))
+
+
+def test_temporal_probes_leave_the_other_metrics_alone() -> None:
+    figures = _temporal(DENTIST, _dated("Went to the dentist", -12))
+    scenario = TruthScenario("t1", "en", "temporal_when", (TruthTurn("something", None, 1.0),), (DENTIST,))
+    observed = ProbeObservation(DENTIST, (_dated("Went to the dentist", -12),), reference=NOW)
+    others = score([ScenarioObservation(scenario, (observed,), ())]).figures(list(METRICS))
+    assert all(block["overall"]["of"] == 0 for block in others.values())
+    assert figures["temporal_pass"]["by_category"] == {"temporal_when": {"n": 1, "of": 1, "rate": 1.0}}
+
+
+def test_the_temporal_suite_runs_end_to_end_and_reports_per_category(tmp_path: Path) -> None:
+    chosen = ("tw-en-01", "tw-ja-01", "ta-en-01", "tp-ja-02", "tx-en-03", "tx-ja-06")
+    report = _evaluate(chosen)
+    temporal = report["temporal"]
+    assert set(temporal) == set(TEMPORAL_METRICS)
+    probes = sum(len(s.probes) for s in load_truth_set().scenarios if s.id in chosen)
+    assert temporal["temporal_pass"]["overall"]["of"] == probes
+    assert set(temporal["temporal_pass"]["by_category"]) == set(TEMPORAL_CATEGORIES)
+    assert temporal["plan_shown_upcoming"]["overall"]["of"] == 2
+    assert all(block["overall"]["of"] == 0 for block in report["metrics"].values())
+    assert _evaluate(chosen)["temporal"] == temporal  # deterministic
+    text = render_markdown(report | {"embedder": "hash", "extraction": "rules"})
+    assert "temporal_pass ↑" in text and "| temporal_passed_plan |" in text
+    assert "current_first" not in text  # nothing of the other categories was measured

@@ -229,3 +229,17 @@ def test_english_stemmer_and_query_terms() -> None:
     assert stem_english("京都") == "京都"
     assert query_terms("When did Caroline go to the support groups?") == ["carolin", "go", "support", "group"]
     assert query_terms("what was it") == ["what", "was", "it"]
+
+
+def test_eval_pipeline_reports_locomo_temporal_questions_for_all_memories_and_facts_alone() -> None:
+    from memory_core.tools.evaluation.pipeline import temporal_figures
+
+    def row(any5: float, *, kind: str | None = None, forgetting: bool = False, mode: str = "hybrid") -> dict:
+        metrics = {"overall": {"n": 9.0, "any@5": 0.9}, "2-temporal": {"n": 3.0, "any@5": any5}}
+        return {"mode": mode, "profile": "important", "forgetting": forgetting, "metrics": metrics} | (
+            {"kind": kind} if kind else {}
+        )
+
+    results = [row(2 / 3), row(0.1, mode="keyword"), row(1 / 3, kind="fact"), row(0.0, forgetting=True)]
+    assert temporal_figures(results) == {"all_memories": 2 / 3, "facts_alone": 1 / 3, "n": 3}
+    assert temporal_figures([{**row(0.5), "metrics": {"overall": {"n": 1.0, "any@5": 1.0}}}]) == {}

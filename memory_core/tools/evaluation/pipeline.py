@@ -12,7 +12,8 @@ Reported, per data set: coverage (evidence turns that left any memory; turns tha
 memories per 100 turns (facts and episodes), bytes of store file per turn, and end-to-end any@1/5/10,
 all@k and MRR for the default search (hybrid + ``important``) and per mode, overall and per question
 category; the same after a forgetting run at question time; and, for LoCoMo, the same questions over
-the raw turns imported verbatim (what a plain turn store finds), in the same run.
+the raw turns imported verbatim (what a plain turn store finds), in the same run, and the temporal
+questions (category 2) on their own: any@5 for all memories and for facts alone (``temporal``).
 
 With ``--llm`` extraction and consolidation use the chat model the environment configures
 (``MEMORY_LLM_PROVIDER`` and its settings; the rules where it fails), and the report adds what it
@@ -320,6 +321,39 @@ def _search_table(section: Mapping[str, Any]) -> str:
     return markdown_table(["search", *(metric_label(n) for n in _SEARCH_METRICS)], rows)
 
 
+#: LoCoMo's temporal questions, as their group is named.
+TEMPORAL_GROUP = "2-temporal"
+
+
+def temporal_figures(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Any@5 of the temporal questions for all memories and for facts alone (default search, before
+    forgetting), with their count; empty when the set has none."""
+    figures: dict[str, Any] = {}
+    for r in results:
+        if r["forgetting"] or (r["mode"], r["profile"]) != (DEFAULT[0].value, DEFAULT[1].value):
+            continue
+        group = r["metrics"].get(TEMPORAL_GROUP)
+        if group is None:
+            continue
+        key = "facts_alone" if r.get("kind") == MemoryKind.FACT.value else "all_memories"
+        figures.setdefault(key, group["any@5"])
+        figures.setdefault("n", int(group["n"]))
+    return figures
+
+
+def _temporal_line(section: Mapping[str, Any]) -> str:
+    figures = section.get("temporal") or {}
+    if "all_memories" not in figures:
+        return ""
+    facts = figures.get("facts_alone")
+    return (
+        f"temporal questions (category 2, {figures['n']}), {DEFAULT[0].value} + {DEFAULT[1].value} any@5: "
+        f"all memories {figures['all_memories']:.3f}"
+        + (f", facts alone {facts:.3f}" if facts is not None else "")
+        + "\n"
+    )
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Per set: what ingest kept (and cost), the searches, and the default search per question group."""
     parts = []
@@ -330,7 +364,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + _cost_line(section.get("llm"))
             + _ingest_table(ingest)
         )
-        parts.append(_search_table(section))
+        parts.append(_search_table(section) + _temporal_line(section))
         default = section["results"][0]
         parts.append(
             f"per question group, {default['mode']} + {default['profile']}:\n\n"
@@ -394,6 +428,7 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
                 progress=progress,
             )
             section["raw_turns"] = raw["results"]
+            section["temporal"] = temporal_figures(section["results"])
             report["sets"]["LoCoMo"] = section
         if not args.skip_japanese:
             report["sets"]["Japanese"] = await evaluate_cases(

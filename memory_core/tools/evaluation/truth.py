@@ -23,6 +23,11 @@ language, as ``n/N``:
 * ``chatter_kept``: chatter lines that became (or sit inside) an active memory;
 * ``unanswerable_silent``: probes about what was never said that inject nothing;
 * ``answerable_hits``: answerable probes with a current value in the top 5.
+
+The temporal categories (when-questions, as-of questions, last/next-period questions, passed plans)
+are scored by their own metrics (:data:`~memory_core.tools.evaluation.truth_metrics.TEMPORAL_METRICS`,
+under ``temporal`` in the report); a probe with ``asked_days_after`` is asked with the clock that
+many days past the reference time.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from memory_core.tools.evaluation.embeddings import add_cache_arguments, add_llm
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
     LANGUAGES,
+    TEMPORAL_CATEGORIES,
     TruthScenario,
     TruthSet,
     TruthTurn,
@@ -57,6 +63,7 @@ from memory_core.tools.evaluation.truth_data import (
 from memory_core.tools.evaluation.truth_metrics import (
     FACTS_ALONE,
     METRICS,
+    TEMPORAL_METRICS,
     HitView,
     ProbeObservation,
     ScenarioObservation,
@@ -92,7 +99,15 @@ def _background(coroutine: Coroutine[Any, Any, None]) -> object:
 
 def _view(hit: SearchHit) -> HitView:
     record = hit.record
-    return HitView(record.memory, record.kind.value, shown_as_current(record), float(hit.score))
+    return HitView(
+        record.memory,
+        record.kind.value,
+        shown_as_current(record),
+        float(hit.score),
+        category=record.category,
+        event_at=record.event_at,
+        event_until=record.event_until,
+    )
 
 
 async def injected(
@@ -170,7 +185,9 @@ async def _places(client: LocalMemoryClient, scope: Scope) -> dict[str, list[str
     places: dict[str, list[str]] = {}
     for status in _STATUSES:
         places[f"list:{status.value}"] = [
-            t for r in await _records(client, scope, status, include_superseded=True) for t in _record_texts(r)
+            t
+            for r in await _records(client, scope, status, include_superseded=True)
+            for t in _record_texts(r)
         ]
     export = await client.export(scope.user_id, scope.agent_id)
     places["export"] = [t for r in export.memories for t in _record_texts(r)]
@@ -200,22 +217,44 @@ async def forbidden_found(
     }
 
 
-async def observe_scenario(client: LocalMemoryClient, scenario: TruthScenario) -> ScenarioObservation:
-    """What the metrics need of ``scenario``, read from ``client`` after its conversation."""
+async def observe_scenario(
+    client: LocalMemoryClient,
+    scenario: TruthScenario,
+    *,
+    reference: datetime | None = None,
+    clock: FixedClock | None = None,
+) -> ScenarioObservation:
+    """What the metrics need of ``scenario``, read from ``client`` after its conversation.
+
+    Args:
+        client: The scenario's store.
+        scenario: The scenario whose turns were added.
+        reference: The set's reference time ("now"; what a temporal probe's days count from).
+        clock: The service's clock, moved to each probe's time while it is asked (then back).
+    """
     scope = Scope.of(_user(scenario), AGENT_ID)
     probes = []
     for probe in scenario.probes:
+        asked = None if reference is None else reference + timedelta(days=probe.asked_days_after)
+        if clock is not None and asked is not None:
+            clock.set(asked)
         probes.append(
             ProbeObservation(
                 probe,
                 tuple(await injected(client, scope, probe.query, PROVIDER_OPTIONS)),
                 tuple(await injected(client, scope, probe.query, FACT_OPTIONS)),
+                asked_at=asked,
+                reference=reference,
             )
         )
+    if clock is not None and reference is not None:
+        clock.set(reference)
     active = await _records(client, scope, MemoryStatus.ACTIVE)
     facts = tuple(r.memory for r in active if r.kind is MemoryKind.FACT)
     found = await forbidden_found(client, scope, scenario)
-    earlier = [r for r in await _records(client, scope, MemoryStatus.ACTIVE, include_superseded=True) if r.superseded]
+    earlier = [
+        r for r in await _records(client, scope, MemoryStatus.ACTIVE, include_superseded=True) if r.superseded
+    ]
     return ScenarioObservation(
         scenario,
         tuple(probes),
@@ -247,7 +286,7 @@ async def run_scenario(
             clock.set(when)
             await client.add(_turn(scenario, at, turn, when))
         clock.set(reference)
-        return await observe_scenario(client, scenario)
+        return await observe_scenario(client, scenario, reference=reference, clock=clock)
     finally:
         await client.close()
 
@@ -295,6 +334,9 @@ async def evaluate(
         "metrics": figures,
         "facts_alone": {m: facts[f"facts:{m}"] for m in FACTS_ALONE},
         "forgotten_found_where": where_found(observations),
+        "temporal": tally.figures(list(TEMPORAL_METRICS))
+        if any(s.category in TEMPORAL_CATEGORIES for s in data.scenarios)
+        else {},
         "failures_total": len(tally.failures),
         "failures": tally.failures[:show_failures],
         "seconds": round(time.perf_counter() - started, 1),
@@ -309,7 +351,10 @@ async def main(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PR
         report: dict[str, Any] = {
             "benchmark": "truth",
             "set": {"name": data.name, "version": data.version},
-            "selection": {"lang": args.lang or list(LANGUAGES), "category": args.category or list(CATEGORIES)},
+            "selection": {
+                "lang": args.lang or list(LANGUAGES),
+                "category": args.category or list(CATEGORIES),
+            },
             "embedder": models.name,
             "extraction": f"llm {chat_model.name}" if chat_model is not None else "rules",
         }

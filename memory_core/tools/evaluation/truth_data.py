@@ -8,11 +8,20 @@ was said, never more than the turn before it) and its ``probes``: a ``query`` wi
 current), ``kept`` (must still be in an active memory), ``forbidden`` (must not be found anywhere)
 and ``answerable`` (``false``: nothing should be injected). A ``chatter`` scenario lists its chatter
 lines under ``chatter`` (each one of its user messages).
+
+The temporal categories (:data:`TEMPORAL_CATEGORIES`) ask about time, and their probes use fields of
+their own (and none of the above, so the other metrics do not change with them): ``expect`` (any of
+them in a hit makes it the memory asked for), ``not_first`` (the first injected memory must not hold
+any: the value of another time), ``event_on`` (the day the expected memory's event time must cover, as
+``"-12d"``: days before the reference time, ``"+9d"`` after it), ``not_upcoming`` (values of a plan whose date has passed:
+no injected memory holding one may be presented as an upcoming plan) and ``asked_days_after`` (the
+probe is asked that many days after the reference time; default 0).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +32,7 @@ from typing import Any
 __all__ = [
     "CATEGORIES",
     "LANGUAGES",
+    "TEMPORAL_CATEGORIES",
     "TruthProbe",
     "TruthScenario",
     "TruthSet",
@@ -44,12 +54,20 @@ CATEGORIES: tuple[str, ...] = (
     "secret",
     "chatter",
     "unanswerable",
+    "temporal_when",
+    "temporal_as_of",
+    "temporal_period",
+    "temporal_passed_plan",
 )
+#: The categories that ask about time (scored by the temporal metrics alone).
+TEMPORAL_CATEGORIES: tuple[str, ...] = CATEGORIES[-4:]
 #: The languages of the set.
 LANGUAGES: tuple[str, ...] = ("en", "ja")
 #: The reference time ("now") when the file does not give one.
 DEFAULT_REFERENCE = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 _VALUE_FIELDS = ("current", "superseded", "kept", "forbidden")
+_TEMPORAL_FIELDS = ("expect", "not_first", "not_upcoming")
+_DAY_OFFSET = re.compile(r"^([+-])(\d+(?:\.\d+)?)d$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +89,22 @@ class TruthProbe:
     kept: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
     answerable: bool = True
+    #: Temporal probes: any of these in a hit makes it the memory asked for.
+    expect: tuple[str, ...] = ()
+    #: The first injected memory must hold none of these (a value of another time).
+    not_first: tuple[str, ...] = ()
+    #: The day the expected memory's event time must cover, in days before the reference time
+    #: (negative: after it).
+    event_days_ago: float | None = None
+    #: Values of a plan whose date has passed: never presented as an upcoming plan.
+    not_upcoming: tuple[str, ...] = ()
+    #: Asked this many days after the reference time.
+    asked_days_after: float = 0.0
+
+    @property
+    def temporal(self) -> bool:
+        """Whether the probe asks about time (uses a temporal field)."""
+        return bool(self.expect or self.not_upcoming)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +202,46 @@ def _probe(raw: Mapping[str, Any], where: str) -> TruthProbe:
         raise ValueError(f"{where}: answerable must be true or false")
     if not answerable and values["current"]:
         raise ValueError(f"{where}: an unanswerable probe has no current value")
-    return TruthProbe(query=query, answerable=answerable, **values)
+    timed = {key: _strings(raw, key, where) for key in _TEMPORAL_FIELDS}
+    event_on = raw.get("event_on")
+    days: float | None = None
+    if event_on is not None:
+        match = _DAY_OFFSET.match(event_on) if isinstance(event_on, str) else None
+        if match is None:
+            raise ValueError(f'{where}: event_on must be days from the reference time, as "-12d" or "+9d"')
+        days = float(match.group(2)) * (1 if match.group(1) == "-" else -1)
+        if not timed["expect"]:
+            raise ValueError(f"{where}: event_on needs expect (the memory whose date it is)")
+    after = raw.get("asked_days_after", 0)
+    if not isinstance(after, int | float) or isinstance(after, bool) or after < 0:
+        raise ValueError(f"{where}: asked_days_after must be a number of days, at least 0")
+    return TruthProbe(
+        query=query,
+        answerable=answerable,
+        event_days_ago=days,
+        asked_days_after=float(after),
+        **values,
+        **timed,
+    )
+
+
+def _check_kind(sid: str, category: str, probes: Sequence[TruthProbe], chatter: Sequence[str]) -> None:
+    """A temporal scenario uses the temporal fields alone; the others none of them."""
+    if category in TEMPORAL_CATEGORIES:
+        for at, p in enumerate(probes):
+            if not p.temporal:
+                raise ValueError(f"{sid} probe {at}: a temporal probe names expect or not_upcoming")
+            if p.current or p.superseded or p.kept or p.forbidden or not p.answerable:
+                raise ValueError(
+                    f"{sid} probe {at}: a temporal probe uses expect, not_first, event_on and not_upcoming "
+                    "(not current, superseded, kept, forbidden or answerable)"
+                )
+        if chatter:
+            raise ValueError(f"{sid}: a temporal scenario lists no chatter lines")
+        return
+    for at, p in enumerate(probes):
+        if p.temporal or p.not_first or p.event_days_ago is not None or p.asked_days_after:
+            raise ValueError(f"{sid} probe {at}: only a temporal category's probes use the temporal fields")
 
 
 def _scenario(raw: Mapping[str, Any]) -> TruthScenario:
@@ -190,6 +263,7 @@ def _scenario(raw: Mapping[str, Any]) -> TruthScenario:
         raise ValueError(f"{sid}: every chatter line must be one of its user messages")
     if category == "chatter" and not chatter:
         raise ValueError(f"{sid}: a chatter scenario lists its chatter lines")
+    _check_kind(sid, str(category), probes, chatter)
     return TruthScenario(sid, str(lang), str(category), turns, probes, chatter)
 
 

@@ -7,6 +7,14 @@ forbidden string was found, and the chatter lines kept. :func:`score` turns obse
 
 Values are matched by :func:`contains`: the text normalised (NFKC, case folded) holds the value
 normalised the same way (plain substring, so Japanese matches exactly).
+
+The temporal probes (:data:`~memory_core.tools.evaluation.truth_data.TEMPORAL_CATEGORIES`) are scored
+by :data:`TEMPORAL_METRICS` alone, each per probe: ``expected_first`` (the first injected memory holds
+an ``expect`` value and no ``not_first`` one), ``expected_hits`` (an ``expect`` value in the top 5),
+``event_date`` (the first injected memory holding an ``expect`` value has an event time covering the
+``event_on`` day), ``plan_shown_upcoming`` (a top-5 memory holding a ``not_upcoming`` value is
+presented as an upcoming plan: see :func:`presented_as_upcoming`) and ``temporal_pass`` (every check
+of the probe holds).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from memory_core.tools.evaluation.truth_data import TruthProbe, TruthScenario
@@ -22,6 +31,7 @@ from memory_core.tools.evaluation.truth_data import TruthProbe, TruthScenario
 __all__ = [
     "FACTS_ALONE",
     "METRICS",
+    "TEMPORAL_METRICS",
     "HitView",
     "ProbeObservation",
     "ScenarioObservation",
@@ -30,6 +40,7 @@ __all__ = [
     "contains",
     "contains_any",
     "norm",
+    "presented_as_upcoming",
     "score",
     "shown_as_current",
     "where_found",
@@ -46,6 +57,16 @@ METRICS: dict[str, bool] = {
     "unanswerable_silent": True,
     "answerable_hits": True,
 }
+#: The metrics of the temporal probes, with whether higher is better.
+TEMPORAL_METRICS: dict[str, bool] = {
+    "temporal_pass": True,
+    "expected_first": True,
+    "expected_hits": True,
+    "event_date": True,
+    "plan_shown_upcoming": False,
+}
+#: The category of a dated plan (extraction's and the LLM prompt's).
+PLAN_CATEGORY = "plan"
 #: The metrics also reported for facts alone (the search restricted to facts; values kept by a fact).
 FACTS_ALONE = ("current_first", "answerable_hits", "values_lost", "superseded_kept")
 #: Hits of the injected memories a metric looks at (the provider's default ``top``).
@@ -101,9 +122,49 @@ class HitView:
     kind: str
     current: bool
     score: float = 0.0
+    category: str = "general"
+    #: The first instant of the event time (``None``: the memory states none).
+    event_at: datetime | None = None
+    #: The first instant after the span (``None``: no span given).
+    event_until: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind, "current": self.current, "score": round(self.score, 4)}
+        view: dict[str, Any] = {
+            "text": self.text,
+            "kind": self.kind,
+            "current": self.current,
+            "score": round(self.score, 4),
+        }
+        if self.event_at is not None:
+            view["category"] = self.category
+            view["event_at"] = self.event_at.isoformat()
+            view["event_until"] = None if self.event_until is None else self.event_until.isoformat()
+        return view
+
+
+def presented_as_upcoming(hit: HitView, asked_at: datetime) -> bool:
+    """Whether ``hit`` reads as a plan still to come when asked at ``asked_at``.
+
+    The contract either way of expiring a plan satisfies: a memory is presented as upcoming when it is
+    current, its category is ``plan``, and its event time is not earlier than ``asked_at`` (or it has
+    none). A plan moved into history (another category, superseded, or an event time that has passed)
+    is not.
+    """
+    if not hit.current or hit.category != PLAN_CATEGORY:
+        return False
+    return hit.event_at is None or hit.event_at >= asked_at
+
+
+def covers_day(hit: HitView, day: datetime) -> bool:
+    """Whether ``hit``'s event time covers the calendar day (UTC) of ``day``."""
+    if hit.event_at is None:
+        return False
+    start = datetime(day.year, day.month, day.day, tzinfo=day.tzinfo)
+    end = hit.event_until or (
+        datetime(hit.event_at.year, hit.event_at.month, hit.event_at.day, tzinfo=hit.event_at.tzinfo)
+        + timedelta(days=1)
+    )
+    return hit.event_at < start + timedelta(days=1) and end > start
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +174,10 @@ class ProbeObservation:
     probe: TruthProbe
     injected: tuple[HitView, ...]
     facts: tuple[HitView, ...] = ()
+    #: When the probe was asked (the reference time plus its ``asked_days_after``).
+    asked_at: datetime | None = None
+    #: The set's reference time (what ``event_on`` counts back from).
+    reference: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +276,52 @@ def _superseded(tally: Tally, s: TruthScenario, p: TruthProbe, hits: Sequence[Hi
         )
 
 
+def _temporal(tally: Tally, s: TruthScenario, o: ProbeObservation) -> None:
+    """The temporal metrics of one probe (``temporal_pass``: all of its checks hold)."""
+    p, hits = o.probe, o.injected[:TOP]
+    checks: dict[str, bool] = {}
+    if p.expect:
+        first = hits[0] if hits else None
+        checks["expected_first"] = (
+            first is not None
+            and contains_any(first.text, p.expect)
+            and not contains_any(first.text, p.not_first)
+        )
+        checks["expected_hits"] = any(contains_any(h.text, p.expect) for h in hits)
+        if p.event_days_ago is not None and o.reference is not None:
+            day = o.reference - timedelta(days=p.event_days_ago)
+            found = next((h for h in hits if contains_any(h.text, p.expect)), None)
+            checks["event_date"] = found is not None and covers_day(found, day)
+    if p.not_upcoming:
+        asked = o.asked_at or o.reference
+        shown = [
+            h
+            for h in hits
+            if contains_any(h.text, p.not_upcoming) and (asked is None or presented_as_upcoming(h, asked))
+        ]
+        tally.add("plan_shown_upcoming", s, bool(shown))
+        checks["not_upcoming"] = not shown
+    for name, ok in checks.items():
+        if name != "not_upcoming":
+            tally.add(name, s, ok)
+    passed = all(checks.values())
+    tally.add("temporal_pass", s, passed)
+    if not passed:
+        tally.fail(
+            "temporal_pass",
+            s,
+            query=p.query,
+            failed=[name for name, ok in checks.items() if not ok],
+            expected=list(p.expect),
+            injected=[h.as_dict() for h in hits],
+        )
+
+
 def _score_probe(tally: Tally, s: TruthScenario, o: ProbeObservation) -> None:
     p = o.probe
+    if p.temporal:
+        _temporal(tally, s, o)
+        return
     if p.current:
         _current_first(tally, "current_first", s, p, o.injected)
         _current_first(tally, "facts:current_first", s, p, o.facts)

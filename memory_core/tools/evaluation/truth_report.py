@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.tools.evaluation.truth_data import CATEGORIES, LANGUAGES
-from memory_core.tools.evaluation.truth_metrics import FACTS_ALONE, METRICS
+from memory_core.tools.evaluation.truth_metrics import FACTS_ALONE, METRICS, TEMPORAL_METRICS
 from memory_core.tools.reporting import grouped_bars, markdown_table, pyplot, save_chart
 
 __all__ = ["cell_text", "draw_chart", "render_markdown"]
@@ -22,14 +22,15 @@ def cell_text(cell: Mapping[str, Any] | None) -> str:
 
 
 def _label(metric: str) -> str:
-    return f"{metric} {'↑' if METRICS[metric] else '↓'}"
+    higher = METRICS[metric] if metric in METRICS else TEMPORAL_METRICS[metric]
+    return f"{metric} {'↑' if higher else '↓'}"
 
 
-def _groups(report: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _groups(blocks: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """The table's rows: (label, block key, name) for overall, each category and each language seen."""
     seen_categories: set[str] = set()
     seen_langs: set[str] = set()
-    for block in report["metrics"].values():
+    for block in blocks.values():
         seen_categories.update(block["by_category"])
         seen_langs.update(block["by_lang"])
     rows = [("**overall**", "overall", "")]
@@ -46,12 +47,17 @@ def _cell(block: Mapping[str, Any], key: str, name: str) -> Mapping[str, Any] | 
     return found
 
 
-def _metrics_table(report: Mapping[str, Any], blocks: Mapping[str, Any], names: Sequence[str]) -> str:
+def _metrics_table(groups: Mapping[str, Any], blocks: Mapping[str, Any], names: Sequence[str]) -> str:
     rows = [
         [label, *(cell_text(_cell(blocks[m], key, name)) for m in names)]
-        for label, key, name in _groups(report)
+        for label, key, name in _groups(groups)
     ]
     return markdown_table(["", *(_label(m) for m in names)], rows)
+
+
+def _measured(blocks: Mapping[str, Any]) -> bool:
+    """Whether any metric of ``blocks`` counted a case."""
+    return any(block["overall"]["of"] for block in blocks.values())
 
 
 def _failure_lines(failures: Sequence[Mapping[str, Any]]) -> str:
@@ -71,9 +77,19 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"embedder {report['embedder']}, extraction {report['extraction']}; {report['seconds']} s "
         "(↑ higher is better, ↓ lower is better)\n\n"
     )
-    text += _metrics_table(report, metrics, list(METRICS))
-    text += "\nfacts alone (the same probes searched with `kind=fact`; values kept by an active fact):\n\n"
-    text += _metrics_table(report, report["facts_alone"], list(FACTS_ALONE))
+    if _measured(metrics) or not _measured(report.get("temporal") or {}):
+        text += _metrics_table(metrics, metrics, list(METRICS))
+        text += (
+            "\nfacts alone (the same probes searched with `kind=fact`; values kept by an active fact):\n\n"
+        )
+        text += _metrics_table(metrics, report["facts_alone"], list(FACTS_ALONE))
+    temporal = report.get("temporal") or {}
+    if _measured(temporal):
+        text += (
+            "\ntemporal probes (when, as of, last/next period, passed plans; `temporal_pass`: every check "
+            "of the probe holds):\n\n"
+        )
+        text += _metrics_table(temporal, temporal, list(TEMPORAL_METRICS))
     where = report.get("forgotten_found_where") or {}
     if where:
         text += "\nscenarios whose forbidden strings were found, per place:\n\n"
@@ -86,17 +102,21 @@ def render_markdown(report: Mapping[str, Any]) -> str:
 
 
 def draw_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
-    """``truth.png``: every metric's rate by category (grouped bars; a missing figure draws nothing)."""
+    """``truth.png``: every metric's rate by category, and ``temporal_pass`` for the temporal ones
+    (grouped bars; a missing figure draws nothing)."""
     plt = pyplot()
     if plt is None:
         return []
-    metrics = report["metrics"]
-    categories = [c for c in CATEGORIES if any(c in metrics[m]["by_category"] for m in METRICS)]
+    blocks = dict(report["metrics"])
+    temporal = report.get("temporal") or {}
+    if _measured(temporal):
+        blocks["temporal_pass"] = temporal["temporal_pass"]
+    categories = [c for c in CATEGORIES if any(c in block["by_category"] for block in blocks.values())]
     series: list[tuple[str, Sequence[float] | None]] = []
-    for metric in METRICS:
+    for metric, block in blocks.items():
         values = []
         for category in categories:
-            cell = metrics[metric]["by_category"].get(category)
+            cell = block["by_category"].get(category)
             values.append(float("nan") if not cell or cell["rate"] is None else float(cell["rate"]))
         series.append((_label(metric), values))
     fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(categories)), 4.2))
