@@ -11,7 +11,7 @@ from datetime import datetime, tzinfo
 from memory_core.language.event_time import EventTime, event_time, said_of_past
 from memory_core.language.sentences import JAPANESE_SCRIPT
 
-__all__ = ["QueryTime", "query_time"]
+__all__ = ["QueryTime", "asks_of_past", "query_time"]
 
 #: "as of March", "as at 1 May", 「3月時点で」「3月の時点で」: what held then, not what happened then.
 _AS_OF_BEFORE = re.compile(r"\bas\s+(?:(?:of|at)\s+)?$", re.IGNORECASE)
@@ -37,7 +37,8 @@ class QueryTime:
     rest: str
 
 
-def _past(query: str) -> bool:
+def asks_of_past(query: str) -> bool:
+    """Whether a question is asked in the past tense ("When did I...?", 「どこに行ったっけ」)."""
     if JAPANESE_SCRIPT.search(query):
         return said_of_past(_QUESTION_TAIL_JA.sub("", query))
     return said_of_past(query)
@@ -62,7 +63,7 @@ def query_time(query: str, now: datetime, *, tz: tzinfo | None = None) -> QueryT
     Raises:
         ValueError: ``now`` has no timezone.
     """
-    window = event_time(query, now, tz=tz, past=_past(query))
+    window = event_time(query, now, tz=tz, past=asks_of_past(query))
     if window is None:
         return QueryTime(window=None, as_of=None, rest=query.strip())
     start = query.find(window.words)

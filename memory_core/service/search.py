@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory_core.capabilities import BatchReader, supports
+from memory_core.domain.event_dates import is_passed_plan
 from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
@@ -17,7 +18,7 @@ from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.search_time import WINDOW_RULE, TimeWindow, WindowRule, in_window, inside_window
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.language.query_time import query_time
+from memory_core.language.query_time import asks_of_past, query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
@@ -117,16 +118,20 @@ async def search(
     wider = opts.model_copy(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
-    result, hits = await _search_in_time(
-        store, SearchRequest(scope, query, vector, wider), time_asked(query, opts, now), window_rule
-    )
+    asked = time_asked(query, opts, now)
+    result, hits = await _search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
+    # A plan whose day has passed (at the moment asked about) is an event of the past, not one to come:
+    # it counts as ended, unless the query asks of a period or of the past ("When did I...?"), where
+    # the memories of that time are what is wanted.
+    of_past = asked.window is not None or asks_of_past(query)
+    moment = None if of_past else asked.as_of or opts.reference_time or now
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
         hits = await with_relevance(store, scope, query, vector, hits, calibration_for(embedder.name))
         hits = with_question_cues(query, hits)
         if ranked:
-            hits = by_relevance_and_rank(hits)
+            hits = by_relevance_and_rank(hits, passed_at=moment)
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
     if opts.min_score is not None:
         hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
@@ -246,17 +251,21 @@ def with_question_cues(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]
     return found
 
 
-def by_relevance_and_rank(hits: Sequence[SearchHit]) -> list[SearchHit]:
+def by_relevance_and_rank(hits: Sequence[SearchHit], *, passed_at: datetime | None = None) -> list[SearchHit]:
     """The hits ordered by :data:`RELEVANCE_WEIGHT` of their relevance and the rest of their rank score
     (relative to the best one), when every hit has a relevance (else as they are). A memory that says
-    something ended counts :data:`ENDED_RELEVANCE` less relevant here (its shown relevance is not
-    changed)."""
+    something ended, or a plan whose day had passed at ``passed_at``
+    (:func:`~memory_core.domain.event_dates.is_passed_plan`), counts :data:`ENDED_RELEVANCE` less
+    relevant here (its shown relevance is not changed)."""
     if not hits or any(h.relevance is None for h in hits):
         return list(hits)
     best = max(h.score for h in hits) or 1.0
 
+    def ended(hit: SearchHit) -> bool:
+        return _ended(hit) or (passed_at is not None and is_passed_plan(hit.record, passed_at))
+
     def key(hit: SearchHit) -> float:
-        relevance = cast(float, hit.relevance) - (ENDED_RELEVANCE if _ended(hit) else 0.0)
+        relevance = cast(float, hit.relevance) - (ENDED_RELEVANCE if ended(hit) else 0.0)
         return -(RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * hit.score / best)
 
     return sorted(hits, key=key)

@@ -132,3 +132,24 @@ def test_a_memory_that_tells_the_relation_asked_for_is_more_relevant() -> None:
 def test_no_memory_answers_a_question_for_a_secret(question: str) -> None:
     hits = [hit("I'm a network admin", 0.06, 0.62), hit("I use a Mac", 0.05, None)]
     assert [h.relevance for h in with_question_cues(question, hits)] == [0.0, None]
+
+
+def test_a_plan_whose_day_has_passed_counts_as_ended_at_the_moment_asked_about() -> None:
+    def plan(memory: str, day: datetime, relevance: float) -> SearchHit:
+        found = hit(memory, 0.03, relevance)
+        record = found.record.model_copy(
+            update={"category": "plan", "event_at": day, "event_until": day.replace(day=day.day + 1)}
+        )
+        return found.model_copy(update={"record": record})
+
+    passed = plan("Dentist appointment on November 20", datetime(2026, 11, 20, tzinfo=UTC), 0.62)
+    coming = plan("Flying to Lisbon on December 12", datetime(2026, 12, 12, tzinfo=UTC), 0.58)
+    assert texts(by_relevance_and_rank([passed, coming])) == [passed.record.memory, coming.record.memory]
+    # On December 1 the dentist is behind the user: the trip to come is the plan.
+    assert texts(by_relevance_and_rank([passed, coming], passed_at=NOW)) == [
+        coming.record.memory,
+        passed.record.memory,
+    ]
+    # Asked about November 19, neither had passed.
+    before = datetime(2026, 11, 19, tzinfo=UTC)
+    assert texts(by_relevance_and_rank([passed, coming], passed_at=before))[0] == passed.record.memory
