@@ -120,11 +120,7 @@ async def search(
     )
     asked = time_asked(query, opts, now)
     result, hits = await _search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
-    # A plan whose day has passed (at the moment asked about) is an event of the past, not one to come:
-    # it counts as ended, unless the query asks of a period or of the past ("When did I...?"), where
-    # the memories of that time are what is wanted.
-    of_past = asked.window is not None or asks_of_past(query)
-    moment = None if of_past else asked.as_of or opts.reference_time or now
+    moment = _passed_at(query, asked, opts, now)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
@@ -249,6 +245,18 @@ def with_question_cues(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]
             hit = hit.model_copy(update={"relevance": round(min(1.0, hit.relevance + RELATION_RELEVANCE), 4)})
         found.append(hit)
     return found
+
+
+def _passed_at(
+    query: str, asked: TimeAsked, options: MemorySearchOptions, now: datetime | None
+) -> datetime | None:
+    """The moment at which a plan whose day has passed is an event of the past, not one to come (it
+    counts as ended, :func:`by_relevance_and_rank`): the "as of" moment, else the reference time, else
+    now; ``None`` when the query asks of a period or of the past ("When did I...?"), where the memories
+    of that time are what is wanted."""
+    if asked.window is not None or asks_of_past(query):
+        return None
+    return asked.as_of or options.reference_time or now
 
 
 def by_relevance_and_rank(hits: Sequence[SearchHit], *, passed_at: datetime | None = None) -> list[SearchHit]:

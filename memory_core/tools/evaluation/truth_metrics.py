@@ -276,34 +276,42 @@ def _superseded(tally: Tally, s: TruthScenario, p: TruthProbe, hits: Sequence[Hi
         )
 
 
+def _expected_checks(o: ProbeObservation, hits: Sequence[HitView]) -> dict[str, bool]:
+    """The checks of a temporal probe's ``expect``: first, among the hits, and its day covered."""
+    p = o.probe
+    first = hits[0] if hits else None
+    checks = {
+        "expected_first": first is not None
+        and contains_any(first.text, p.expect)
+        and not contains_any(first.text, p.not_first),
+        "expected_hits": any(contains_any(h.text, p.expect) for h in hits),
+    }
+    if p.event_days_ago is not None and o.reference is not None:
+        day = o.reference - timedelta(days=p.event_days_ago)
+        found = next((h for h in hits if contains_any(h.text, p.expect)), None)
+        checks["event_date"] = found is not None and covers_day(found, day)
+    return checks
+
+
+def _shown_upcoming(o: ProbeObservation, hits: Sequence[HitView]) -> bool:
+    """Whether a hit naming the probe's ``not_upcoming`` plan is presented as still to come."""
+    asked = o.asked_at or o.reference
+    return any(
+        contains_any(h.text, o.probe.not_upcoming) and (asked is None or presented_as_upcoming(h, asked))
+        for h in hits
+    )
+
+
 def _temporal(tally: Tally, s: TruthScenario, o: ProbeObservation) -> None:
     """The temporal metrics of one probe (``temporal_pass``: all of its checks hold)."""
     p, hits = o.probe, o.injected[:TOP]
-    checks: dict[str, bool] = {}
-    if p.expect:
-        first = hits[0] if hits else None
-        checks["expected_first"] = (
-            first is not None
-            and contains_any(first.text, p.expect)
-            and not contains_any(first.text, p.not_first)
-        )
-        checks["expected_hits"] = any(contains_any(h.text, p.expect) for h in hits)
-        if p.event_days_ago is not None and o.reference is not None:
-            day = o.reference - timedelta(days=p.event_days_ago)
-            found = next((h for h in hits if contains_any(h.text, p.expect)), None)
-            checks["event_date"] = found is not None and covers_day(found, day)
-    if p.not_upcoming:
-        asked = o.asked_at or o.reference
-        shown = [
-            h
-            for h in hits
-            if contains_any(h.text, p.not_upcoming) and (asked is None or presented_as_upcoming(h, asked))
-        ]
-        tally.add("plan_shown_upcoming", s, bool(shown))
-        checks["not_upcoming"] = not shown
+    checks: dict[str, bool] = _expected_checks(o, hits) if p.expect else {}
     for name, ok in checks.items():
-        if name != "not_upcoming":
-            tally.add(name, s, ok)
+        tally.add(name, s, ok)
+    if p.not_upcoming:
+        shown = _shown_upcoming(o, hits)
+        tally.add("plan_shown_upcoming", s, shown)
+        checks["not_upcoming"] = not shown
     passed = all(checks.values())
     tally.add("temporal_pass", s, passed)
     if not passed:
