@@ -18,6 +18,7 @@ write-ahead log after a purge.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 import uuid
@@ -50,7 +51,7 @@ from memory_core.adapters.sqlite.integrity import (
     check_integrity,
     is_corrupt,
 )
-from memory_core.adapters.sqlite.ownership import STORE, STORE_APPLICATION_ID, check_owner, create_whole
+from memory_core.adapters.sqlite.ownership import STORE, check_owner, create_whole, make_tables, new_database
 from memory_core.domain.messages import HistoryEntry, MemoryCandidate
 from memory_core.domain.records import Scope
 from memory_core.domain.validation import ensure_utc, validate_scope_id
@@ -151,7 +152,7 @@ class SQLiteHistoryStore:
         self._lock = threading.RLock()
         refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
         if not existed:
-            create_whole(self._path, _new_history)  # the path holds whole tables, or nothing
+            create_whole(self._path, functools.partial(new_database, kind=STORE, schema=_SCHEMA))  # the path holds whole tables, or nothing
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")
@@ -165,7 +166,7 @@ class SQLiteHistoryStore:
                     self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
                 with self._lock:
-                    _make_tables(self._conn)
+                    make_tables(self._conn, STORE, _SCHEMA)
                     self._add_settlement()
         except BaseException:
             self._conn.close()
@@ -574,24 +575,3 @@ class SQLiteHistoryStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _make_tables(conn: sqlite3.Connection) -> None:
-    """The history tables, in one transaction; the file is marked as a store file if it is not yet."""
-    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == STORE_APPLICATION_ID
-    mark = "" if marked else f"PRAGMA application_id = {STORE_APPLICATION_ID};"
-    try:
-        conn.executescript(f"BEGIN; {mark} {_SCHEMA} COMMIT;")
-    except BaseException:
-        rollback(conn)
-        raise
-
-
-def _new_history(path: str) -> None:
-    """Make a new file holding the history tables at ``path``."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        _make_tables(conn)
-    finally:
-        conn.close()

@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory_core.adapters.sqlite.files import rollback
 from memory_core.errors import ConflictError
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "FileKind",
     "check_owner",
     "create_whole",
+    "make_tables",
+    "new_database",
     "stamp",
 ]
 
@@ -163,6 +166,27 @@ def stamp(conn: sqlite3.Connection, kind: FileKind) -> None:
     """Mark a file as ``kind`` (inside the caller's write transaction; nothing is written if it is)."""
     if int(conn.execute("PRAGMA application_id").fetchone()[0]) != kind.application_id:
         conn.execute(f"PRAGMA application_id = {kind.application_id}")
+
+
+def make_tables(conn: sqlite3.Connection, kind: FileKind, schema: str) -> None:
+    """``schema`` (``CREATE ... IF NOT EXISTS`` statements) and ``kind``'s mark, in one transaction."""
+    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == kind.application_id
+    mark = "" if marked else f"PRAGMA application_id = {kind.application_id};"
+    try:
+        conn.executescript(f"BEGIN; {mark} {schema} COMMIT;")
+    except BaseException:
+        rollback(conn)
+        raise
+
+
+def new_database(path: str, kind: FileKind, schema: str) -> None:
+    """Make a new ``kind`` file at ``path`` holding ``schema`` (a ``build`` of :func:`create_whole`)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        make_tables(conn, kind, schema)
+    finally:
+        conn.close()
 
 
 #: Files SQLite may keep beside a database.

@@ -11,6 +11,7 @@ and processes; a file that is busy beyond the timeout, locked or failing raises
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -25,7 +26,7 @@ from memory_core.adapters.sqlite.integrity import (
     damaged,
     is_corrupt,
 )
-from memory_core.adapters.sqlite.ownership import QUEUE, QUEUE_APPLICATION_ID, check_owner, create_whole
+from memory_core.adapters.sqlite.ownership import QUEUE, check_owner, create_whole, make_tables, new_database
 from memory_core.errors import ConflictError, PermanentError, TransientError, ValidationError
 
 __all__ = ["QueueFile"]
@@ -92,7 +93,7 @@ class QueueFile:
         self._busy_timeout = float(busy_timeout_seconds)
         refuse_empty_file(path, "queue")  # a missing file is a new queue; an empty one is not
         if not existed:
-            create_whole(path, _new_queue)  # the path holds a whole queue file, or nothing
+            create_whole(path, functools.partial(new_database, kind=QUEUE, schema=_SCHEMA))  # the path holds a whole queue file, or nothing
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
@@ -104,7 +105,7 @@ class QueueFile:
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._conn.execute("PRAGMA secure_delete = ON")  # a settled message's body is zeroed in the file
             with self.lock:
-                _make_tables(self._conn)
+                make_tables(self._conn, QUEUE, _SCHEMA)
         except ConflictError:
             self._conn.close()
             raise
@@ -199,24 +200,3 @@ class QueueFile:
             if not self.closed:
                 self.closed = True
                 self._conn.close()
-
-
-def _make_tables(conn: sqlite3.Connection) -> None:
-    """The queue tables, in one transaction; the file is marked as a queue if it is not yet."""
-    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == QUEUE_APPLICATION_ID
-    mark = "" if marked else f"PRAGMA application_id = {QUEUE_APPLICATION_ID};"
-    try:
-        conn.executescript(f"BEGIN; {mark} {_SCHEMA} COMMIT;")
-    except BaseException:
-        rollback(conn)
-        raise
-
-
-def _new_queue(path: str) -> None:
-    """Make a new queue file at ``path``."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        _make_tables(conn)
-    finally:
-        conn.close()
