@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_core.adapters.sqlite.files import empty_file_message
-from memory_core.adapters.sqlite.ownership import QUEUE, check_owner
+from memory_core.adapters.sqlite.ownership import QUEUE, check_owner, is_marked
 from memory_core.adapters.sqlite.queue import default_queue_path
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file
 from memory_core.config import Settings
@@ -551,7 +551,7 @@ def _queue_messages(conn: sqlite3.Connection, queue: str, now: float) -> Check:
 
 def _queue_format(conn: sqlite3.Connection, path: str) -> Check:
     check_owner(conn, path, QUEUE)  # another program's file (even one whose tables were added): ConflictError
-    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == QUEUE.application_id
+    marked = is_marked(conn, QUEUE)
     note = "" if marked else " (written before queue files were marked; marked when it is next opened)"
     return Check("queue.format", "ok", f"a memory-core queue{note}", {"marked": marked})
 

@@ -152,7 +152,8 @@ class SQLiteHistoryStore:
         self._lock = threading.RLock()
         refuse_empty_file(self._path, "store")  # a missing file is new; an empty one is not
         if not existed:
-            create_whole(self._path, functools.partial(new_database, kind=STORE, schema=_SCHEMA))  # the path holds whole tables, or nothing
+            # the path holds whole tables, or nothing
+            create_whole(self._path, functools.partial(new_database, kind=STORE, schema=_SCHEMA))
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute("PRAGMA busy_timeout = 10000")

@@ -34,6 +34,7 @@ __all__ = [
     "FileKind",
     "check_owner",
     "create_whole",
+    "is_marked",
     "make_tables",
     "new_database",
     "stamp",
@@ -162,16 +163,20 @@ def check_owner(conn: sqlite3.Connection, path: str, kind: FileKind) -> None:
     )
 
 
+def is_marked(conn: sqlite3.Connection, kind: FileKind) -> bool:
+    """Whether the file is marked as ``kind`` (its ``PRAGMA application_id``)."""
+    return int(conn.execute("PRAGMA application_id").fetchone()[0]) == kind.application_id
+
+
 def stamp(conn: sqlite3.Connection, kind: FileKind) -> None:
     """Mark a file as ``kind`` (inside the caller's write transaction; nothing is written if it is)."""
-    if int(conn.execute("PRAGMA application_id").fetchone()[0]) != kind.application_id:
+    if not is_marked(conn, kind):
         conn.execute(f"PRAGMA application_id = {kind.application_id}")
 
 
 def make_tables(conn: sqlite3.Connection, kind: FileKind, schema: str) -> None:
     """``schema`` (``CREATE ... IF NOT EXISTS`` statements) and ``kind``'s mark, in one transaction."""
-    marked = int(conn.execute("PRAGMA application_id").fetchone()[0]) == kind.application_id
-    mark = "" if marked else f"PRAGMA application_id = {kind.application_id};"
+    mark = "" if is_marked(conn, kind) else f"PRAGMA application_id = {kind.application_id};"
     try:
         conn.executescript(f"BEGIN; {mark} {schema} COMMIT;")
     except BaseException:

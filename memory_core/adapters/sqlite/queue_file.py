@@ -93,7 +93,8 @@ class QueueFile:
         self._busy_timeout = float(busy_timeout_seconds)
         refuse_empty_file(path, "queue")  # a missing file is a new queue; an empty one is not
         if not existed:
-            create_whole(path, functools.partial(new_database, kind=QUEUE, schema=_SCHEMA))  # the path holds a whole queue file, or nothing
+            # the path holds a whole queue file, or nothing
+            create_whole(path, functools.partial(new_database, kind=QUEUE, schema=_SCHEMA))
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_seconds * 1000)}")
