@@ -11,12 +11,31 @@ from datetime import datetime, tzinfo
 from memory_core.language.event_time import EventTime, event_time, said_of_past
 from memory_core.language.sentences import JAPANESE_SCRIPT
 
-__all__ = ["QueryTime", "asks_of_past", "query_time"]
+__all__ = ["QueryTime", "asks_ahead", "asks_of_past", "query_time"]
 
 #: "as of March", "as at 1 May", 「3月時点で」「3月の時点で」: what held then, not what happened then.
 _AS_OF_BEFORE = re.compile(r"\bas\s+(?:(?:of|at)\s+)?$", re.IGNORECASE)
 _OF_AT = re.compile(r"^(?:of|at)\s", re.IGNORECASE)
 _AS_OF_AFTER = re.compile(r"^\s*(?:の)?時点(?:で|の|では)?")
+#: Words of a question about what is to come: "coming up", "next week", "my calendar", 予定, 今後, 来週.
+_AHEAD = re.compile(
+    r"\b(?:upcoming|coming up|ahead|next|tomorrow|tonight|soon|later|plans?|planned|planning|"
+    r"schedule[ds]?|scheduled|calendar|agenda|will|shall|going to|gonna)\b|'ll\b|"
+    r"予定|今後|これから|近々|今度|計画|スケジュール|控えて|来週|再来週|来月|来年|明日|明後日|あした|あさって",
+    re.IGNORECASE,
+)
+#: Participles that say something is arranged ("What does the user have planned?", "Anything
+#: scheduled?"): no past tense for :func:`asks_ahead`.
+_ARRANGED = re.compile(r"\b(?:planned|scheduled|booked|arranged|lined up)\b", re.IGNORECASE)
+#: A Japanese question that ends in a past form asks of the past, plan or not (「先週の予定は何だった？」).
+_PAST_ENDING_JA = re.compile(r"(?:た|でした|ました)$")
+#: A when-question ("When is...?", "What month...?", いつ, 何月): it asks for a date, past or not, so
+#: it is no question about what is to come.
+_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which) (?:day|date|month|year|time|week|weekday)\b|\bhow long ago\b|"
+    r"いつ|何月|何日|何曜|何年|何時|何週",
+    re.IGNORECASE,
+)
 #: A Japanese question's ending ("行ったっけ", "行ったの？"): the tense is read without it.
 _QUESTION_TAIL_JA = re.compile(r"(?:っけ|かな|かしら|か|の|？|\?|\s)+$")
 
@@ -42,6 +61,18 @@ def asks_of_past(query: str) -> bool:
     if JAPANESE_SCRIPT.search(query):
         return said_of_past(_QUESTION_TAIL_JA.sub("", query))
     return said_of_past(query)
+
+
+def asks_ahead(query: str) -> bool:
+    """Whether a question asks what is to come ("What's on my calendar next week?", "What plans does the
+    user have coming up?", 「来週の予定は？」, 「今後の予定を教えて」): it has a word of what is ahead and
+    is neither asked in the past tense (:func:`asks_of_past`) nor a when-question ("When is my dentist
+    appointment?", 「歯医者はいつ？」, which asks for a date, past or not)."""
+    if _WHEN.search(query) or asks_of_past(_ARRANGED.sub(" ", query)):
+        return False
+    if JAPANESE_SCRIPT.search(query) and _PAST_ENDING_JA.search(_QUESTION_TAIL_JA.sub("", query.strip())):
+        return False
+    return bool(_AHEAD.search(query))
 
 
 def query_time(query: str, now: datetime, *, tz: tzinfo | None = None) -> QueryTime:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory_core.capabilities import BatchReader, supports
-from memory_core.domain.event_dates import is_passed_plan
+from memory_core.domain.event_dates import is_passed_plan, tense_of
 from memory_core.domain.messages import RecallUpdate
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
@@ -18,7 +18,7 @@ from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.search_time import WINDOW_RULE, TimeWindow, WindowRule, in_window, inside_window
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.language.query_time import asks_of_past, query_time
+from memory_core.language.query_time import asks_ahead, asks_of_past, query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
@@ -27,6 +27,7 @@ from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
 
 __all__ = [
+    "AHEAD_PAST_RELEVANCE",
     "ARCHIVED_CUE",
     "CUES",
     "ENDED_CUE",
@@ -40,14 +41,18 @@ __all__ = [
     "apply_recall",
     "by_relevance_and_rank",
     "discounted",
+    "ended_at",
     "facts_first",
     "in_score_order",
+    "passed_at",
     "recall_purged",
     "recall_update",
     "search",
+    "search_in_time",
     "time_asked",
     "with_question_cues",
     "with_relevance",
+    "without_time_words",
 ]
 
 #: Longest query text accepted.
@@ -75,6 +80,11 @@ RELEVANCE_WEIGHT = 0.7
 #: does the user do for work?" though the two share no word and their vectors are only somewhat alike.
 #: ``eval truth`` current value first and unanswerable probes silenced (docs/evaluation.md).
 RELATION_RELEVANCE = 0.15
+#: What the relevance of a memory whose event has ended counts in the order when the query asks what is
+#: to come (:func:`~memory_core.language.query_time.asks_ahead`: "What plans does the user have coming
+#: up?", 「今後の予定を教えて」): the dentist of last week after the trip of next month, found still
+#: when nothing else matches. ``eval truth`` temporal suite (docs/evaluation.md).
+AHEAD_PAST_RELEVANCE = 0.3
 
 
 async def search(
@@ -93,7 +103,10 @@ async def search(
     embedded unless the mode is ``keyword``. The query's time words are read against
     ``options.reference_time`` (else ``now``, the service clock's): an "as of" reads what was current
     then (unless ``options.as_of`` says when), a period prefers the memories in it
-    (:func:`time_asked`, by ``window_rule``); the keyword leg searches the query without its time words.
+    (:func:`time_asked`, by ``window_rule``); the keyword leg searches the query without its time words,
+    and a memory's relevance is the better of the whole query's and that of the query without them
+    (:func:`without_time_words`). A query that asks what is to come (``TimeAsked.ahead``) puts a memory
+    whose event has ended after those still ahead (:data:`AHEAD_PAST_RELEVANCE`).
 
     Raises:
         ValidationError: A bad scope, query or option (names the field).
@@ -119,19 +132,36 @@ async def search(
         update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
     )
     asked = time_asked(query, opts, now)
-    result, hits = await _search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
-    moment = _passed_at(query, asked, opts, now)
+    result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
-        hits = await with_relevance(store, scope, query, vector, hits, calibration_for(embedder.name))
-        hits = with_question_cues(query, hits)
+        hits = await _by_relevance(store, embedder, SearchRequest(scope, query, vector, opts), hits, asked)
         if ranked:
-            hits = by_relevance_and_rank(hits, passed_at=moment)
+            hits = by_relevance_and_rank(
+                hits, passed_at=passed_at(query, asked, opts, now), ended_at=ended_at(asked, opts, now)
+            )
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
     if opts.min_score is not None:
         hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
     return result.model_copy(update={"hits": in_score_order(hits)})
+
+
+async def _by_relevance(
+    store: MemoryStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    hits: Sequence[SearchHit],
+    asked: TimeAsked,
+) -> list[SearchHit]:
+    """The hits with their relevance to the query (:func:`with_relevance`; for a query that names a
+    time, the better of the whole query's and that of its words without the time words: those name the
+    memories' time, not what they say) and the question's cues (:func:`with_question_cues`)."""
+    calibration, rest = calibration_for(embedder.name), without_time_words(request.query, asked)
+    alone = (rest, (await embedder.embed_query(rest)).tolist()) if rest and calibration else None
+    vector = cast(Sequence[float], request.vector)
+    found = await with_relevance(store, request.scope, request.query, vector, hits, calibration, rest=alone)
+    return with_question_cues(request.query, found)
 
 
 #: What a result says when nothing of the time its query names was found (the search ran without it).
@@ -146,11 +176,13 @@ class TimeAsked:
         window: The period its time words name (``None``: none, or an "as of" read).
         as_of: The moment whose current memories it reads (``None``: now).
         text: The query text for the keyword leg: without its time words when it names a time.
+        ahead: Whether it asks what is to come (:func:`~memory_core.language.query_time.asks_ahead`).
     """
 
     window: TimeWindow | None
     as_of: datetime | None
     text: str
+    ahead: bool = False
 
 
 def time_asked(query: str, options: MemorySearchOptions, now: datetime | None) -> TimeAsked:
@@ -158,17 +190,29 @@ def time_asked(query: str, options: MemorySearchOptions, now: datetime | None) -
     words (:func:`~memory_core.language.query_time.query_time`) read against ``options.reference_time``
     or ``now`` (no time words, or neither time: the search as it is)."""
     reference = options.reference_time or now
+    ahead = bool(query.strip()) and asks_ahead(query)
     if reference is None or not query.strip():
-        return TimeAsked(None, options.as_of, query)
+        return TimeAsked(None, options.as_of, query, ahead)
     read = query_time(query, reference)
     if options.as_of is not None or read.as_of is not None:
-        return TimeAsked(None, options.as_of or read.as_of, read.rest if read.as_of else query)
+        return TimeAsked(None, options.as_of or read.as_of, read.rest if read.as_of else query, ahead)
     if read.window is None:
-        return TimeAsked(None, None, query)
-    return TimeAsked(TimeWindow(read.window.start, read.window.end), None, read.rest)
+        return TimeAsked(None, None, query, ahead)
+    return TimeAsked(TimeWindow(read.window.start, read.window.end), None, read.rest, ahead)
 
 
-async def _search_in_time(
+def without_time_words(query: str, asked: TimeAsked) -> str | None:
+    """The query without its time words when it reads a window or an "as of" moment from them ("What
+    did I do last weekend?": "What did I do ?"), else ``None``: its relevance to a memory of that time
+    is the better of the two (:func:`with_relevance`), so "went hiking" is not held back by words that
+    name its time, not what it says."""
+    if asked.window is None and asked.as_of is None:
+        return None
+    rest = asked.text.strip()
+    return rest if rest and rest != query.strip() else None
+
+
+async def search_in_time(
     store: MemoryStore, request: SearchRequest, asked: TimeAsked, rule: WindowRule
 ) -> tuple[SearchResult, list[SearchHit]]:
     """The store's result for ``request`` with the time ``asked`` (an "as of" moment, or a window
@@ -204,14 +248,21 @@ async def with_relevance(
     vector: Sequence[float],
     hits: Sequence[SearchHit],
     calibration: RelevanceCalibration | None,
+    *,
+    rest: tuple[str, Sequence[float]] | None = None,
 ) -> list[SearchHit]:
     """The hits with their relevance (:mod:`memory_core.domain.relevance`): the cosine of the query's
     vector and each memory's, from the vector leg's score (``1 / (2 - cosine)``) when the hit has one,
     else from the stored vector, read in one batch (Azure AI Search's hybrid query gives no score per
-    leg)."""
+    leg). With ``rest`` (the query without its time words and its vector, :func:`without_time_words`),
+    a memory whose stored vector is known is as relevant as the better of the two."""
     if calibration is None or not hits:
         return list(hits)
-    missing = [h.record.id for h in hits if h.record.embedding is None and not h.breakdown.vector_score]
+    missing = [
+        h.record.id
+        for h in hits
+        if h.record.embedding is None and (rest is not None or not h.breakdown.vector_score)
+    ]
     stored: Mapping[str, MemoryRecord] = {}
     if missing and supports(store, BatchReader):
         stored = await cast(BatchReader, store).get_many(scope, missing)
@@ -220,7 +271,11 @@ async def with_relevance(
         embedding = hit.record.embedding or stored.get(hit.record.id, hit.record).embedding
         cosine = cosine_similarity(vector, embedding, hit.breakdown.vector_score)
         if cosine is not None:
-            hit = hit.model_copy(update={"relevance": relevance(cosine, query, hit.record.memory, calibration)})
+            value = relevance(cosine, query, hit.record.memory, calibration)
+            if rest is not None and embedding is not None:
+                cosine = cast(float, cosine_similarity(rest[1], embedding, None))
+                value = max(value, relevance(cosine, rest[0], hit.record.memory, calibration))
+            hit = hit.model_copy(update={"relevance": value})
         found.append(hit)
     return found
 
@@ -247,7 +302,7 @@ def with_question_cues(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]
     return found
 
 
-def _passed_at(
+def passed_at(
     query: str, asked: TimeAsked, options: MemorySearchOptions, now: datetime | None
 ) -> datetime | None:
     """The moment at which a plan whose day has passed is an event of the past, not one to come (it
@@ -259,12 +314,24 @@ def _passed_at(
     return asked.as_of or options.reference_time or now
 
 
-def by_relevance_and_rank(hits: Sequence[SearchHit], *, passed_at: datetime | None = None) -> list[SearchHit]:
+def ended_at(asked: TimeAsked, options: MemorySearchOptions, now: datetime | None) -> datetime | None:
+    """The moment at which an event has ended for a query that asks what is to come (``asked.ahead``):
+    the "as of" moment, else the reference time, else now; ``None`` for any other query."""
+    if not asked.ahead:
+        return None
+    return asked.as_of or options.reference_time or now
+
+
+def by_relevance_and_rank(
+    hits: Sequence[SearchHit], *, passed_at: datetime | None = None, ended_at: datetime | None = None
+) -> list[SearchHit]:
     """The hits ordered by :data:`RELEVANCE_WEIGHT` of their relevance and the rest of their rank score
     (relative to the best one), when every hit has a relevance (else as they are). A memory that says
     something ended, or a plan whose day had passed at ``passed_at``
     (:func:`~memory_core.domain.event_dates.is_passed_plan`), counts :data:`ENDED_RELEVANCE` less
-    relevant here (its shown relevance is not changed)."""
+    relevant here; a memory whose event span had ended at ``ended_at`` (a query that asks what is to
+    come, :func:`ended_at`) counts :data:`AHEAD_PAST_RELEVANCE` of its relevance (its shown relevance
+    is not changed)."""
     if not hits or any(h.relevance is None for h in hits):
         return list(hits)
     best = max(h.score for h in hits) or 1.0
@@ -274,6 +341,8 @@ def by_relevance_and_rank(hits: Sequence[SearchHit], *, passed_at: datetime | No
 
     def key(hit: SearchHit) -> float:
         relevance = cast(float, hit.relevance) - (ENDED_RELEVANCE if ended(hit) else 0.0)
+        if ended_at is not None and tense_of(hit.record.event_at, hit.record.event_until, ended_at) == "past":
+            relevance *= AHEAD_PAST_RELEVANCE
         return -(RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * hit.score / best)
 
     return sorted(hits, key=key)

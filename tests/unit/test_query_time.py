@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory_core.language.query_time import query_time
+from memory_core.language.query_time import asks_ahead, query_time
 
 # 2026-12-03 is a Thursday.
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -61,3 +61,32 @@ def test_a_query_without_time_words_has_no_window() -> None:
 def test_a_query_time_needs_a_timezone() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         query_time("last week", datetime(2026, 12, 3))
+
+
+@pytest.mark.parametrize(
+    ("query", "ahead"),
+    [
+        ("What's on my calendar next week?", True),
+        ("What plans does the user have coming up?", True),
+        ("Anything scheduled for the user?", True),
+        ("Where will I be on Friday?", True),
+        ("What does the user have planned?", True),
+        ("来週の予定は？", True),
+        ("今後の予定を教えて", True),
+        ("何を計画している？", True),
+        ("近々やることは？", True),
+        # when-questions ask for a date, past or not
+        ("When is the user's dentist appointment?", False),
+        ("What month is the wedding planned for?", False),
+        ("歯医者の予約はいつ？", False),
+        ("何月に引っ越す予定？", False),
+        # the past tense, and no word of what is to come
+        ("What were the user's plans for May?", False),
+        ("先週の予定は何だった？", False),
+        ("What did I do last weekend?", False),
+        ("Where does the user live?", False),
+        ("好きな食べ物は？", False),
+    ],
+)
+def test_a_question_about_what_is_to_come_asks_ahead(query: str, ahead: bool) -> None:
+    assert asks_ahead(query) is ahead

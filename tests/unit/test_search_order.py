@@ -3,12 +3,16 @@ episodes unless the episode says more of what was asked."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
 
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance
-from memory_core.domain.search import ScoreBreakdown, SearchHit
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
+from memory_core.domain.relevance import RelevanceCalibration
+from memory_core.domain.search import MemorySearchOptions, ScoreBreakdown, SearchHit
+from memory_core.ports import MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.search import (
     ARCHIVED_CUE,
@@ -16,8 +20,12 @@ from memory_core.service.search import (
     RELATION_RELEVANCE,
     by_relevance_and_rank,
     discounted,
+    ended_at,
     facts_first,
+    time_asked,
     with_question_cues,
+    with_relevance,
+    without_time_words,
 )
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -153,3 +161,63 @@ def test_a_plan_whose_day_has_passed_counts_as_ended_at_the_moment_asked_about()
     # Asked about November 19, neither had passed.
     before = datetime(2026, 11, 19, tzinfo=UTC)
     assert texts(by_relevance_and_rank([passed, coming], passed_at=before))[0] == passed.record.memory
+
+
+def dated(memory: str, day: datetime, relevance: float, *, category: str = "episode") -> SearchHit:
+    """A hit of one day's event (an episode unless said otherwise)."""
+    found = hit(memory, 0.03, relevance, kind=MemoryKind.EPISODE if category == "episode" else MemoryKind.FACT)
+    record = found.record.model_copy(
+        update={"category": category, "event_at": day, "event_until": day.replace(day=day.day + 1)}
+    )
+    return found.model_copy(update={"record": record})
+
+
+def test_a_question_about_what_is_to_come_puts_what_has_ended_after_what_is_ahead() -> None:
+    dentist = dated("I have a dentist appointment on November 20.", datetime(2026, 11, 20, tzinfo=UTC), 0.66)
+    trip = dated("I'm going to Lisbon on December 12.", datetime(2026, 12, 12, tzinfo=UTC), 0.55)
+    undated = hit("I like sailing", 0.03, 0.1)
+    options = MemorySearchOptions()
+    ahead = time_asked("What plans does the user have coming up?", options, NOW)
+    assert ahead.ahead and ended_at(ahead, options, NOW) == NOW
+    ordered = by_relevance_and_rank([dentist, trip, undated], ended_at=ended_at(ahead, options, NOW))
+    assert texts(ordered) == [trip.record.memory, dentist.record.memory, undated.record.memory]
+    assert ordered[1].relevance == 0.66  # what is shown is not discounted
+    # A when-question, or one without a word of what is ahead, keeps the order of relevance.
+    for query in ("When was the user's dentist appointment?", "What does the user have at the dentist?"):
+        asked = time_asked(query, options, NOW)
+        assert ended_at(asked, options, NOW) is None
+        assert texts(by_relevance_and_rank([dentist, trip], ended_at=None))[0] == dentist.record.memory
+    # Asked as of November 19, the dentist was still ahead.
+    before = datetime(2026, 11, 19, tzinfo=UTC)
+    assert texts(by_relevance_and_rank([dentist, trip], ended_at=before))[0] == dentist.record.memory
+
+
+@pytest.mark.parametrize(
+    ("query", "rest"),
+    [
+        ("What did the user do last weekend?", "What did the user do ?"),
+        ("先月どこに行ったっけ", "どこに行ったっけ"),
+        ("Where did the user live as of March?", "Where did the user live ?"),
+        ("What does the user like?", None),  # no time words
+        ("last weekend", None),  # nothing but time words
+    ],
+)
+def test_the_query_without_its_time_words(query: str, rest: str | None) -> None:
+    assert without_time_words(query, time_asked(query, MemorySearchOptions(), NOW)) == rest
+
+
+def test_a_memory_of_the_time_asked_is_as_relevant_as_the_query_without_its_time_words() -> None:
+    calibration = RelevanceCalibration(latin=0.77, japanese=0.80)
+    hiking = hit("went hiking", 0.03, None)
+    hiking = hiking.model_copy(update={"record": hiking.record.model_copy(update={"embedding": [1.0, 0.0]})})
+    query, vector, rest = "What did I do last weekend?", [0.6, 0.8], ("What did I do ?", [0.95, 0.3122])
+    store = cast(MemoryStore, cast(Any, object()))  # every hit has its vector: the store is not read
+
+    def relevance_of(whole: list[float], **kwargs: Any) -> float | None:
+        found = asyncio.run(with_relevance(store, Scope.of("u", "a"), query, whole, [hiking], calibration, **kwargs))
+        return found[0].relevance
+
+    assert relevance_of(vector) == 0.0  # the whole query: its time words pull the cosine down to 0.6
+    assert relevance_of(vector, rest=rest) == pytest.approx(1.0)  # the words of what was done alone: 0.95
+    far = ("What did I do ?", [0.0, 1.0])
+    assert relevance_of([0.8, 0.6], rest=far) == pytest.approx(0.65)  # never less than the whole query's
