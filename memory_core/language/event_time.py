@@ -354,12 +354,17 @@ _PAST_EN = re.compile(
     r"found|gave|told|said|heard|felt|kept|lost|won|wrote|sent|\w{2,}[^e\W]ed)\b",
     _I,
 )
-#: A Japanese sentence that ends in a past form (行った, 行きました, でした, 楽しかったです).
 #: "-ed" forms that say how someone is ("I'm excited", "so tired"), not what happened.
 _STATE_EN = re.compile(
     r"(?:'m|'re|'s|\b(?:am|is|are|be|been|being|so|very|really|feel|feeling|get|getting))\s+\w+ed\b", _I
 )
-_PAST_JA = re.compile(r"(?:た|ました|でした|かったです)(?:んです|んだ|よ|ね|の|な|わ|けど)*$")
+#: The verbs in 〜ぐ whose past ends in いだ (泳いだ, 急いだ, 脱いだ): a kanji before いだ is no past
+#: otherwise (嫌いだ, 幸いだ: an adjective or a noun with だ).
+_GU_VERBS = "泳急脱継嗅稼騒防注繋仰剥漕研塞凌担跨嫁紡"
+#: A Japanese sentence that ends in a past form (行った, 行きました, でした, 楽しかったです, 読んだ, 楽しんだ, 泳いだ).
+_PAST_JA = re.compile(
+    rf"(?:た|ました|でした|かったです|[\u4e00-\u9fff]し?んだ|[{_GU_VERBS}]いだ)(?:んです|んだ|よ|ね|の|な|わ|けど)*$"
+)
 _FUTURE_JA = re.compile(r"予定|つもり|たい$|ます$|ましょう")
 _SENTENCE_END = re.compile(r"[。．.!?！？\n]")
 _TRAILING = re.compile(r"[\s。．.!?！？、,」』）)]+$")
@@ -368,7 +373,7 @@ _TRAILING = re.compile(r"[\s。．.!?！？、,」』）)]+$")
 def said_of_past(sentence: str) -> bool:
     """Whether a sentence reports something that happened (its tense).
 
-    Japanese: it ends in a past form (〜た, 〜ました, 〜でした) and says no plan (予定, つもり). English:
+    Japanese: it ends in a past form (〜た, 〜ました, 〜でした, 読んだ, 泳いだ; not 嫌いだ) and says no plan (予定, つもり). English:
     it has a past tense ("went", "visited") and no word of what is to come ("will", "going to").
 
     Args:

@@ -168,6 +168,14 @@ def test_a_time_without_a_timezone_is_refused() -> None:
         ("京都に行きました。", True),
         ("京都に行きます", False),
         ("京都に行く予定でした", False),
+        # 〜んだ and 〜いだ after a verb's kanji are past forms; an adjective with だ is not
+        ("図書館で本を読んだ", True),
+        ("週末は海で泳いだよ", True),
+        ("友達とカラオケを楽しんだ。", True),
+        ("引っ越し業者に見積もりを頼んだんです", True),
+        ("納豆が嫌いだ", False),
+        ("それは幸いだ", False),
+        ("明日は本を読むんだ", False),
     ],
 )
 def test_the_tense_rule(sentence: str, past: bool) -> None:
@@ -201,3 +209,11 @@ def test_a_record_or_candidate_refuses_an_event_span_that_is_no_span() -> None:
         MemoryCandidate(memory="x", event_at=start, event_until=start - timedelta(days=1))
     record = MemoryRecord.model_validate({**base, "event_at": start})  # a start alone is an instant
     assert record.event_at == start and record.event_until is None
+
+
+def test_a_bare_date_in_a_japanese_past_in_nda_is_the_last_such_day() -> None:
+    said = datetime(2026, 5, 2, 10, 0, tzinfo=UTC)
+    when = event_time("4月25日に引っ越し業者に見積もりを頼んだ。", said)
+    assert when is not None and when.start.date() == date(2026, 4, 25)  # not next year's
+    when = event_time("金曜日に海で泳いだ", said)  # 2026-05-02 is a Saturday
+    assert when is not None and when.start.date() == date(2026, 5, 1)

@@ -658,3 +658,78 @@ def test_what_the_user_says_of_themselves_is_a_fact(text: str, memory: str) -> N
 )
 def test_a_statement_that_says_nothing_on_its_own_is_not_a_fact(text: str) -> None:
     assert facts(text) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Which dated statements are plans
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        # said of the past, its date begun: who the user is now or what happened, not a plan
+        ("今週、福岡に引っ越しました。", "profile"),
+        ("11月20日に引っ越し業者に見積もりを頼んだ。", "profile"),
+        ("Yesterday I moved to Leeds.", "profile"),
+        # a date ahead is still ahead
+        ("来週、福岡に引っ越します。", "plan"),
+    ],
+)
+def test_a_dated_statement_about_the_past_is_not_a_plan(text: str, category: str) -> None:
+    assert one(text).category == category
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("12月5日にバーベキューをする。", date(2026, 12, 5)),
+        ("来週の月曜日に大家さんと契約の話をする。", date(2026, 11, 30)),
+        ("12月9日から陶芸教室に通う。", date(2026, 12, 9)),
+        ("土曜日にフットサルの試合に出ます。", date(2026, 11, 28)),
+    ],
+)
+def test_a_japanese_dated_activity_ahead_is_a_plan(text: str, day: date) -> None:
+    candidate = one(text)
+    assert candidate.category == "plan"
+    assert candidate.event_at is not None and candidate.event_at.date() == day
+
+
+@pytest.mark.parametrize("text", ["2020年から東京で一人でバーベキューをする。", "毎週月曜日は10時からヨガに行っています。"])
+def test_a_japanese_activity_whose_date_is_over_or_that_recurs_is_no_plan(text: str) -> None:
+    assert all(c.category != "plan" for c in facts(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm going to Lisbon on December 12 for a friend's birthday.",
+        "My birthday trip to Rome is on January 8.",
+        "12月12日に誕生日旅行で沖縄に行く。",
+    ],
+)
+def test_a_birthday_as_the_occasion_of_one_trip_is_no_yearly_date(text: str) -> None:
+    candidate = one(text)
+    assert candidate.category == "plan"
+    assert candidate.event_at is not None and candidate.event_at.year in (2026, 2027)
+
+
+def test_a_birthday_itself_still_comes_back_every_year() -> None:
+    candidate = one("My birthday is on December 12.")
+    assert candidate.category != "plan" and candidate.event_at is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I drive an old blue Golf.",
+        "I ride a red Vespa.",
+        "I'm on the payments team at work.",
+        "今週、人事部に異動になった。",
+        "プリウスに乗っています。",
+        "主治医は田中先生です。",
+        "電車で通勤しています。",
+    ],
+)
+def test_what_the_user_drives_their_team_their_doctor_and_commute_are_profile(text: str) -> None:
+    assert one(text).category == "profile"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, time
 
 from memory_core.language.date_annotation import is_dated, mentions_relative_date
 from memory_core.language.dates import KANJI_DIGITS, WEEKDAYS, WEEKDAYS_JA
+from memory_core.language.event_time import event_time, said_of_past
 from memory_core.language.sentences import JAPANESE_SCRIPT, TRAILING_PUNCTUATION
 
 __all__ = [
@@ -193,7 +194,11 @@ _PROFILE = re.compile(
     r"\bi (?:\w+ly )?work\b|"
     r"(?:を|として)(?:して|やって)(?:います|いる|ます|る)$|習って|勉強中|勉強して|練習中|練習して|趣味|働いて|転職|"
     r"一人暮らし|二人暮らし|実家暮らし|同居|\bi live (?:alone|with)\b|"
-    r"(?:朝型|夜型)",
+    r"(?:朝型|夜型)|"
+    # what the user drives or rides, the team they are on, a transfer, their doctor, their commute
+    r"\bi (?:(?:still|now|also|currently|usually) )?(?:drive|ride) (?:an?|my|the)\b|"
+    r"\bi(?:'m| am) (?:(?:now|currently|still|also) )?on the (?:[\w-]+ ){1,3}team\b|"
+    r"異動|に乗って(?:います|いる|る|ます)|主治医(?:は|が)|通勤",
     re.IGNORECASE,
 )
 #: An undated plan, clearly one: 「京都へ家族旅行に行く予定です」, "I'm planning to visit Kyoto".
@@ -213,6 +218,19 @@ _RECURRING = re.compile(
     r"誕生日|記念日|命日|毎年|生まれ|\bbirthday\b|\banniversary\b|\bevery year\b|\bannual(?:ly)?\b|\bborn\b",
     re.IGNORECASE,
 )
+#: A birthday or an anniversary as the occasion of something that happens once ("to Lisbon for a
+#: friend's birthday", "my birthday trip", 誕生日旅行): the date said is that one's, not every year's.
+_OCCASION = re.compile(
+    r"\bfor (?:(?:my|a|an|his|her|their|our|the) )?(?:\w+'s )?(?:\w+ )?(?:birthday|anniversary)\b|"
+    r"\b(?:birthday|anniversary) (?:trip|party|dinner|lunch|present|gift|celebration|getaway|weekend|"
+    r"holiday|vacation)\b|(?:誕生日|記念日)の?(?:会|パーティー|旅行|お祝い|祝い|プレゼント|ディナー)|"
+    r"(?:誕生日|記念日)(?:を|の)?祝",
+    re.IGNORECASE,
+)
+#: A Japanese statement that ends in a verb of what is to come (バーベキューをする, 教室に通う, 受けます):
+#: an intention when it is dated ahead. A state (住んでいる, 〜てる, 行っています) or a copula (です) is none.
+_ACTIVITY_JA = re.compile(r"(?:[うくぐすつぬぶむる]|ます)(?:よ|ね|んだ|んです|の)?$")
+_STATE_JA = re.compile(r"(?:[てで]い?(?:る|ます)|です)(?:よ|ね|んだ|んです|の)?$")
 #: Said of the past: a bare date in it is the last such day, not the next ("I was born on May 5").
 _PAST_EN = re.compile(
     r"\b(?:was|were|had|did|got|went|came|born|married|moved|\w{2,}[^e\W]ed)\b", re.IGNORECASE
@@ -294,18 +312,46 @@ def category(body: str, reference: date) -> str | None:
 
     A dated plan is a plan; its date is written into the text, so once the day has passed it still says
     what was planned and when: a dated record, not something to throw away. A change that starts then
-    ("来月から大阪に住む") keeps its own category.
+    ("来月から大阪に住む") keeps its own category, and so does a dated statement about the past ("I had
+    my interview last week", 「今週、福岡に引っ越しました」: an event, or who the user is now). A Japanese
+    statement that ends in a verb of what is to come (「5月16日にバーベキューをする」) is an intention
+    when its date is not over.
     """
     found = classify(body)
     if found in ("preference", "routine", "event", "general") and _SECOND_PERSON.search(body):
         return None
-    if found in ("constraint", "event") or not _PLAN_INTENT.search(body):
+    activity = _ends_in_activity(body)
+    if found in ("constraint", "event") or not (_PLAN_INTENT.search(body) or activity):
         return found
     if not is_dated(body, reference):
         return found or ("plan" if _PLAN_UNDATED.search(body) else None)
-    if _RECURRING.search(body) and not mentions_relative_date(body):
+    if is_recurring(body) and not mentions_relative_date(body):
         return found or "profile"  # a birthday on a calendar date: every year, not a plan
-    return (found or "general") if _STARTING.search(body) else "plan"
+    only_by_its_ending = activity and not _PLAN_INTENT.search(body)
+    if _STARTING.search(body) or not _ahead(body, reference, activity_only=only_by_its_ending):
+        return found or ("event" if said_of_past(body) else "general")
+    return "plan"
+
+
+def _ends_in_activity(body: str) -> bool:
+    """Whether a Japanese statement ends in a verb of what is to come (:data:`_ACTIVITY_JA`)."""
+    if not JAPANESE_SCRIPT.search(body):
+        return False
+    core = TRAILING_PUNCTUATION.sub("", body)
+    return bool(_ACTIVITY_JA.search(core)) and not _STATE_JA.search(core)
+
+
+def _ahead(body: str, reference: date, *, activity_only: bool) -> bool:
+    """Whether a dated statement says what is still to come on ``reference``: not one in the past tense
+    whose date had begun by then, and, when only its ending says it is an intention, one whose date is
+    not over."""
+    said = datetime.combine(reference, time(), UTC)
+    when = event_time(body, said, calendar=not is_recurring(body))
+    if when is None:
+        return True
+    if said_of_past(body) and when.start <= said:
+        return False
+    return not activity_only or when.end > said
 
 
 def is_past(body: str, kind: str | None) -> bool:
@@ -319,5 +365,6 @@ def is_past(body: str, kind: str | None) -> bool:
 
 
 def is_recurring(body: str) -> bool:
-    """Whether a statement names a date that comes back every year (a birthday, an anniversary)."""
-    return bool(_RECURRING.search(body))
+    """Whether a statement names a date that comes back every year (a birthday, an anniversary), not
+    as the occasion of something that happens once ("for my birthday trip", 誕生日旅行)."""
+    return bool(_RECURRING.search(body)) and not _OCCASION.search(body)
