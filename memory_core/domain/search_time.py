@@ -3,7 +3,10 @@ moment an "as of" read is current at.
 
 A memory's span is its event span (``event_at`` to ``event_until``; a point without ``event_until``),
 or, lacking one, its validity (``valid_from`` to ``valid_until``, open-ended while current), or, lacking
-that, the moment it was made (``created_at``). It is *in* a window ``[start, end)`` when the two
+that, the moment it was made (``created_at``). A memory of something that happened at one time (an
+episode, or a fact of a category in :data:`MOMENT_CATEGORIES`: "I went hiking", a plan without a date)
+that states no date of its own is a point at its ``valid_from`` (when it was said), not a state that
+holds from then on: "went hiking" said on Tuesday is not of next week. It is *in* a window ``[start, end)`` when the two
 overlap: it starts before the window ends and ends after the window starts (a point: at or after the
 start). The search service filters to the window when some memory of the search is in it and runs the
 search without it otherwise (:data:`WINDOW_RULE`, measured in ``docs/evaluation.md``).
@@ -21,9 +24,10 @@ from typing import Literal
 
 import numpy as np
 
-from memory_core.domain.records import MemoryRecord
+from memory_core.domain.records import MemoryKind, MemoryRecord
 
 __all__ = [
+    "MOMENT_CATEGORIES",
     "WINDOW_RULE",
     "TimeWindow",
     "WindowRule",
@@ -31,6 +35,7 @@ __all__ = [
     "in_window",
     "in_window_mask",
     "inside_window",
+    "moment_mask",
 ]
 
 
@@ -68,6 +73,20 @@ class WindowRule:
 WINDOW_RULE = WindowRule("filter", inside=1.5)
 
 
+#: The categories of a memory of something that happened (or is to happen) once: without an event time
+#: of its own it is a point at its ``valid_from``, not a validity that lasts. Episodes are points too,
+#: whatever their category.
+MOMENT_CATEGORIES: tuple[str, ...] = ("episode", "event", "plan")
+
+
+def moment_mask(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Which memories are of something that happened once (``columns["_kind"]`` and ``["_category"]``:
+    an episode, or a category in :data:`MOMENT_CATEGORIES`)."""
+    kind, category = columns["_kind"], columns["_category"]
+    result: np.ndarray = (kind == MemoryKind.EPISODE.value) | np.isin(category, MOMENT_CATEGORIES)
+    return result
+
+
 def _starts(event_at: np.ndarray, valid_from: np.ndarray, created_at: np.ndarray) -> np.ndarray:
     result: np.ndarray = np.where(
         ~np.isnan(event_at), event_at, np.where(~np.isnan(valid_from), valid_from, created_at)
@@ -76,13 +95,15 @@ def _starts(event_at: np.ndarray, valid_from: np.ndarray, created_at: np.ndarray
 
 
 def in_window_mask(columns: dict[str, np.ndarray], window: TimeWindow) -> np.ndarray:
-    """Which memories' spans overlap ``window`` (``columns``: epoch seconds, NaN for none)."""
+    """Which memories' spans overlap ``window`` (``columns``: epoch seconds, NaN for none; ``_kind`` and
+    ``_category`` for :func:`moment_mask`)."""
     start, end = window.start.timestamp(), window.end.timestamp()
     event_at, event_until = columns["event_at"], columns["event_until"]
     valid_from, valid_until = columns["valid_from"], columns["valid_until"]
     created_at = columns["created_at"]
     has_event = ~np.isnan(event_at)
-    has_validity = ~has_event & ~np.isnan(valid_from)
+    # an undated memory of a moment is a point at valid_from (else created_at): no validity span
+    has_validity = ~has_event & ~np.isnan(valid_from) & ~moment_mask(columns)
     begins = _starts(event_at, valid_from, created_at)
     # The end of the span: event_until, or the event's own instant; valid_until, or never; created_at.
     ends = np.where(
@@ -116,6 +137,8 @@ def in_window(record: MemoryRecord, window: TimeWindow) -> bool:
         name: np.asarray([_epoch(getattr(record, name))], dtype=np.float64)
         for name in ("event_at", "event_until", "valid_from", "valid_until", "created_at")
     }
+    columns["_kind"] = np.asarray([record.kind.value], dtype=object)
+    columns["_category"] = np.asarray([record.category], dtype=object)
     return bool(in_window_mask(columns, window)[0])
 
 

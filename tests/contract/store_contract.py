@@ -553,6 +553,33 @@ class StoreContract:
 
         self.run(scenario)
 
+    def test_an_undated_memory_of_a_moment_is_in_the_window_of_when_it_was_said_only(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            week = TimeWindow(datetime(2026, 10, 19, tzinfo=UTC), datetime(2026, 10, 26, tzinfo=UTC))
+            later = TimeWindow(datetime(2026, 10, 26, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC))
+            said = datetime(2026, 10, 20, tzinfo=UTC)
+            await store.upsert(
+                [
+                    make("went hiking", id="episode", kind=MemoryKind.EPISODE, category="episode", valid_from=said),
+                    make("ran a half marathon", id="event", category="event", valid_from=said),
+                    make("going to a concert", id="plan", category="plan", valid_from=said),
+                    make("I live in Munich", id="profile", category="profile", valid_from=said),
+                    make("dated hike", id="dated", kind=MemoryKind.EPISODE, category="episode", valid_from=said,
+                         event_at=datetime(2026, 10, 28, tzinfo=UTC), event_until=datetime(2026, 10, 29, tzinfo=UTC)),
+                ]
+            )
+
+            async def in_window(window: TimeWindow) -> list[str]:
+                found = await store.search(SearchRequest(U1A1, "", None, opts(mode=SearchMode.KEYWORD, top=10), window))
+                return sorted(h.record.id for h in found.hits)
+
+            # said that week: each moment is of that week; what holds (where the user lives) is too
+            assert await in_window(week) == ["episode", "event", "plan", "profile"]
+            # the week after: only what still holds, and the episode dated then
+            assert await in_window(later) == ["dated", "profile"]
+
+        self.run(scenario)
+
     # -- forgetting -----------------------------------------------------------------------------
     def test_forgetting_dry_run_then_apply_writes_only_changes(self) -> None:
         async def scenario(store: MemoryStore, clock: FixedClock) -> None:

@@ -729,8 +729,8 @@ def test_search_filters(options: MemorySearchOptions, extra_filter: str | None) 
 
 def test_a_window_and_an_as_of_moment_are_sent_as_date_range_filters() -> None:
     """The rule of memory_core.domain.search_time as OData: the event span overlaps the window (a point
-    inside it), else the validity does, else created_at is inside it; an earlier value closed before
-    the window began is left out. As of T: valid from T or before, not closed by T."""
+    inside it), else the validity does (an undated memory of a moment: its valid_from is inside it),
+    else created_at is inside it; an earlier value closed before the window began is left out. As of T: valid from T or before, not closed by T."""
     window = TimeWindow(datetime(2026, 11, 28, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC))
     start, end = "2026-11-28T00:00:00.000000Z", "2026-11-30T00:00:00.000000Z"
     transport = CapturingTransport([search_response(), search_response()])
@@ -740,7 +740,10 @@ def test_a_window_and_an_as_of_moment_are_sent_as_date_range_filters() -> None:
     body = check_request(transport.requests[0], "POST", SEARCH)
     assert body["filter"].endswith(
         f" and (event_at lt {end} and (event_until gt {start} or event_until eq null and event_at ge {start})"
-        f" or event_at eq null and valid_from lt {end} and (valid_until eq null or valid_until gt {start})"
+        f" or event_at eq null and kind ne 'episode' and category ne 'episode' and category ne 'event'"
+        f" and category ne 'plan' and valid_from lt {end} and (valid_until eq null or valid_until gt {start})"
+        f" or event_at eq null and (kind eq 'episode' or category eq 'episode' or category eq 'event'"
+        f" or category eq 'plan') and valid_from ge {start} and valid_from lt {end}"
         f" or event_at eq null and valid_from eq null and created_at ge {start} and created_at lt {end})"
         f" and (valid_until eq null or valid_until gt {start})"
     )

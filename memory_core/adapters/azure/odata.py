@@ -15,7 +15,7 @@ from datetime import datetime
 
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy
-from memory_core.domain.search_time import TimeWindow
+from memory_core.domain.search_time import MOMENT_CATEGORIES, TimeWindow
 from memory_core.domain.validation import ensure_utc, validate_category, validate_memory_id, validate_scope_id
 from memory_core.errors import ValidationError
 
@@ -29,6 +29,7 @@ __all__ = [
     "eq",
     "id_in",
     "kind_filter",
+    "moment_filter",
     "number_literal",
     "order_by",
     "quote",
@@ -227,11 +228,24 @@ def search_filter(
     return and_(*clauses)
 
 
+def moment_filter(*, negated: bool = False) -> str:
+    """The memories of something that happened once (an episode, or a category of
+    :data:`~memory_core.domain.search_time.MOMENT_CATEGORIES`), or with ``negated`` every other one (a
+    document without ``kind`` is a fact)."""
+    if negated:
+        return and_(
+            compare("kind", "ne", MemoryKind.EPISODE.value),
+            *(compare("category", "ne", validate_category(c)) for c in MOMENT_CATEGORIES),
+        )
+    return _or([eq("kind", MemoryKind.EPISODE.value), *(eq("category", validate_category(c)) for c in MOMENT_CATEGORIES)])
+
+
 def window_filter(window: TimeWindow) -> str:
     """The memories whose span overlaps ``window`` (the rule of :mod:`memory_core.domain.search_time`):
     an event span (``event_at lt end and event_until gt start``; a point event at or after the start),
-    else the validity (``valid_from`` before the end, ``valid_until`` none or after the start), else
-    ``created_at`` inside the window."""
+    else the validity (``valid_from`` before the end, ``valid_until`` none or after the start) of a
+    memory that holds over time, else a point: ``valid_from`` of an undated memory of a moment
+    (:func:`moment_filter`), or ``created_at``, inside the window."""
     start, end = window.start, window.end
     event = and_(
         compare("event_at", "lt", end),
@@ -239,13 +253,17 @@ def window_filter(window: TimeWindow) -> str:
     )
     validity = and_(
         eq("event_at", None),
+        moment_filter(negated=True),
         compare("valid_from", "lt", end),
         _or([eq("valid_until", None), compare("valid_until", "gt", start)]),
+    )
+    moment = and_(
+        eq("event_at", None), moment_filter(), compare("valid_from", "ge", start), compare("valid_from", "lt", end)
     )
     made = and_(
         eq("event_at", None), eq("valid_from", None), compare("created_at", "ge", start), compare("created_at", "lt", end)
     )
-    return _or([event, validity, made])
+    return _or([event, validity, moment, made])
 
 
 def as_of_filter(at: datetime) -> str:
