@@ -51,7 +51,7 @@ from memory_core.language.dates import (
 )
 from memory_core.language.sentences import JAPANESE_SCRIPT
 
-__all__ = ["EventTime", "SpanUnit", "event_time", "said_of_past"]
+__all__ = ["HAVE_GOT", "EventTime", "SpanUnit", "event_time", "said_of_past"]
 
 #: What an event time spans.
 SpanUnit = Literal["day", "week", "weekend", "month", "season", "year"]
@@ -362,6 +362,8 @@ _STATE_EN = re.compile(
 #: otherwise (嫌いだ, 幸いだ: an adjective or a noun with だ).
 _GU_VERBS = "泳急脱継嗅稼騒防注繋仰剥漕研塞凌担跨嫁紡"
 #: A Japanese sentence that ends in a past form (行った, 行きました, でした, 楽しかったです, 読んだ, 楽しんだ, 泳いだ).
+#: "I've got", "she has got": what someone has, not what happened.
+HAVE_GOT = re.compile(r"(?:'ve|'s|\b(?:have|has))\s+got\b", _I)
 _PAST_JA = re.compile(
     rf"(?:た|ました|でした|かったです|[\u4e00-\u9fff]し?んだ|[{_GU_VERBS}]いだ)(?:んです|んだ|よ|ね|の|な|わ|けど)*$"
 )
@@ -374,7 +376,8 @@ def said_of_past(sentence: str) -> bool:
     """Whether a sentence reports something that happened (its tense).
 
     Japanese: it ends in a past form (〜た, 〜ました, 〜でした, 読んだ, 泳いだ; not 嫌いだ) and says no plan (予定, つもり). English:
-    it has a past tense ("went", "visited") and no word of what is to come ("will", "going to").
+    it has a past tense ("went", "visited"; not "I've got", what someone has) and no word of what is to
+    come ("will", "going to").
 
     Args:
         sentence: One sentence.
@@ -385,7 +388,8 @@ def said_of_past(sentence: str) -> bool:
     if JAPANESE_SCRIPT.search(sentence):
         core = _TRAILING.sub("", sentence)
         return bool(_PAST_JA.search(core)) and not _FUTURE_JA.search(core)
-    return not _FUTURE_EN.search(sentence) and bool(_PAST_EN.search(_STATE_EN.sub(" ", sentence)))
+    present = HAVE_GOT.sub(" ", _STATE_EN.sub(" ", sentence))
+    return not _FUTURE_EN.search(sentence) and bool(_PAST_EN.search(present))
 
 
 def _sentence_at(text: str, position: int) -> str:

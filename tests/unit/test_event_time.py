@@ -176,6 +176,10 @@ def test_a_time_without_a_timezone_is_refused() -> None:
         ("納豆が嫌いだ", False),
         ("それは幸いだ", False),
         ("明日は本を読むんだ", False),
+        # what someone has got is no past
+        ("I've got a physio session on May 22", False),
+        ("She has got two cats", False),
+        ("I got a new bike", True),
     ],
 )
 def test_the_tense_rule(sentence: str, past: bool) -> None:

@@ -733,3 +733,22 @@ def test_a_birthday_itself_still_comes_back_every_year() -> None:
 )
 def test_what_the_user_drives_their_team_their_doctor_and_commute_are_profile(text: str) -> None:
     assert one(text).category == "profile"
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("I've got a physio session on December 2.", date(2026, 12, 2)),
+        ("On December 10 I'm taking Mum to the theatre.", date(2026, 12, 10)),
+        ("My cousin's wedding in Cork is on December 19.", date(2026, 12, 19)),
+    ],
+)
+def test_what_the_user_has_got_ahead_on_a_day_is_a_plan_for_that_day(text: str, day: date) -> None:
+    candidate = one(text)
+    assert candidate.category == "plan"
+    assert candidate.event_at is not None and candidate.event_at.date() == day
+
+
+def test_an_undated_intention_is_a_plan_not_a_statement_about_the_user() -> None:
+    assert one("I'm planning to repaint the shed.").category == "plan"
+    assert one("I've got a new job at Contoso.").category == "event"  # what happened stays an event

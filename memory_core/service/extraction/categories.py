@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, time
 
 from memory_core.language.date_annotation import is_dated, mentions_relative_date
 from memory_core.language.dates import KANJI_DIGITS, WEEKDAYS, WEEKDAYS_JA
-from memory_core.language.event_time import event_time, said_of_past
+from memory_core.language.event_time import HAVE_GOT, event_time, said_of_past
 from memory_core.language.sentences import JAPANESE_SCRIPT, TRAILING_PUNCTUATION
 
 __all__ = [
@@ -149,9 +149,9 @@ _PLAN_INTENT = re.compile(
     r"予定|つもり|会議|打ち合わせ|ミーティング|約束|予約|用事|ライブ|コンサート|行きます|行く|いく|行って(?:き|く)|旅行|出張|帰省|引っ越|参加|会います|会う|受けます|受ける|"
     r"始めます|始める|泊まり|泊まる|訪ね|向かい|向かう|飛び|出発|到着|発表|試験|面接|手術|結婚式|誕生日|"
     r"\bi(?:'m| am) (?:going|traveling|travelling|flying|visiting|moving|leaving|meeting|attending|"
-    r"planning|starting|having|getting)\b|\bi (?:will|plan to|intend to|have to|need to|'ll|have an?|"
-    r"have my|am going)\b|\bi'll\b|\bwe(?:'re| are| will|'ll) (?:going|traveling|travelling|flying|"
-    r"visiting|moving|leaving|meeting|getting)\b|\bmy (?:\w+ )?(?:trip|flight|meeting|appointment|exam|interview|"
+    r"planning|starting|having|getting|taking|seeing|hosting)\b|\bi (?:will|plan to|intend to|have to|need to|'ll|have an?|"
+    r"have my|am going)\b|\bi(?:'ve| have) got (?:an?|my)\b|\bi'll\b|\bwe(?:'re| are| will|'ll) (?:going|traveling|travelling|flying|"
+    r"visiting|moving|leaving|meeting|getting)\b|\bmy (?:[\w']+ )?(?:trip|flight|meeting|appointment|exam|interview|"
     r"wedding|birthday|surgery|vacation|holiday)\b",
     re.IGNORECASE,
 )
@@ -320,15 +320,23 @@ def category(body: str, reference: date) -> str | None:
     found = classify(body)
     if found in ("preference", "routine", "event", "general") and _SECOND_PERSON.search(body):
         return None
-    activity = _ends_in_activity(body)
-    if found in ("constraint", "event") or not (_PLAN_INTENT.search(body) or activity):
+    intent, activity = bool(_PLAN_INTENT.search(body)), _ends_in_activity(body)
+    # an event said in the past is one; "I've got a physio session on May 22" is what the user has ahead
+    happened = found == "event" and is_past(body, None)
+    if found == "constraint" or happened or not (intent or activity):
         return found
-    if not is_dated(body, reference):
-        return found or ("plan" if _PLAN_UNDATED.search(body) else None)
+    if not is_dated(body, reference):  # an undated intention is a plan, not a statement about the user
+        return "plan" if found in (None, "general") and _PLAN_UNDATED.search(body) else found
+    return _dated_intention(body, found, reference, activity_only=not intent)
+
+
+def _dated_intention(body: str, found: str | None, reference: date, *, activity_only: bool) -> str | None:
+    """The category of a dated statement of an intention (``activity_only``: said only by its ending):
+    ``plan`` unless its date comes back every year, it starts a lasting change, or it is not ahead
+    (:func:`_ahead`)."""
     if is_recurring(body) and not mentions_relative_date(body):
         return found or "profile"  # a birthday on a calendar date: every year, not a plan
-    only_by_its_ending = activity and not _PLAN_INTENT.search(body)
-    if _STARTING.search(body) or not _ahead(body, reference, activity_only=only_by_its_ending):
+    if _STARTING.search(body) or not _ahead(body, reference, activity_only=activity_only):
         return found or ("event" if said_of_past(body) else "general")
     return "plan"
 
@@ -361,7 +369,7 @@ def is_past(body: str, kind: str | None) -> bool:
         return True
     if JAPANESE_SCRIPT.search(body):
         return bool(_EVENT_JA.search(TRAILING_PUNCTUATION.sub("", body)))
-    return bool(_PAST_EN.search(body))
+    return bool(_PAST_EN.search(HAVE_GOT.sub(" ", body)))
 
 
 def is_recurring(body: str) -> bool:
