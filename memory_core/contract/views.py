@@ -132,6 +132,14 @@ class SearchRequest(MemorySearchOptions):
     min_score: float | None = Field(
         default=None, ge=0, le=1, description="Only memories at least this relevant (0-1, a hit's relevance)."
     )
+    filters: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Conditions on fields and metadata in Mem0's syntax, inside the scope: {\"AND\": [...]}, "
+            "{\"OR\": [...]}, {\"field\": value} or {\"field\": {\"eq|ne|gt|gte|lt|lte|in|nin|contains\": value}}; "
+            "a metadata key is written metadata.<key>, the session run_id (422 names a bad field or operator)."
+        ),
+    )
     recall: bool = True
 
     def options(self) -> MemorySearchOptions:

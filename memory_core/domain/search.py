@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory_core.domain.filters import Filter, parse_filters
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.domain.validation import UtcDateTime, parse_model, unit_interval, validate_category
 from memory_core.errors import ValidationError
@@ -129,6 +130,9 @@ class MemorySearchOptions(BaseModel):
     #: no ``valid_until`` at or before it), earlier values included, nothing said later. ``None``: now,
     #: or the moment an "as of" in the query names.
     as_of: UtcDateTime | None = None
+    #: Conditions on fields and metadata in Mem0's syntax (:mod:`memory_core.domain.filters`), inside
+    #: the scope: ``{"AND": [{"kind": "fact"}, {"metadata.topic": {"in": ["food", "travel"]}}]}``.
+    filters: dict[str, Any] | None = None
 
     @field_validator("category")
     @classmethod
@@ -145,6 +149,17 @@ class MemorySearchOptions(BaseModel):
     @classmethod
     def _bounds(cls, value: float | None) -> float | None:
         return None if value is None else unit_interval(value, "minimum")
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            parse_filters(value)  # (raises naming the bad field or operator)
+        return value
+
+    def filter_tree(self) -> Filter | None:
+        """The checked tree of :attr:`filters` (``None`` without filters)."""
+        return None if self.filters is None else parse_filters(self.filters)
 
     @model_validator(mode="after")
     def _semantic_order(self) -> MemorySearchOptions:
