@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -26,6 +26,7 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "check_semantic_order",
+    "record_item",
 ]
 
 
@@ -240,8 +241,32 @@ class SearchHit(BaseModel):
     relevance: float | None = None
 
 
+def record_item(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    """One memory as Mem0 writes an item of its results (``id``, ``memory``, ``metadata``, the scope,
+    the times as ISO strings; ``score`` for a search hit), with the category and kind beside."""
+    item: dict[str, Any] = {
+        "id": record.id,
+        "memory": record.memory,
+        "metadata": dict(record.metadata),
+        "category": record.category,
+        "kind": record.kind.value,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+    }
+    if score is not None:
+        item["score"] = score
+    return item
+
+
 class SearchResult(BaseModel):
-    """Hits plus what the engine did (and could not do) to produce them."""
+    """Hits plus what the engine did (and could not do) to produce them.
+
+    It also reads as Mem0's answer: ``result["results"]`` (or :attr:`results`) is the hits as
+    dictionaries (``id``, ``memory``, ``score``, ``metadata``...), ``result[0]`` the first hit, and
+    iterating goes over the hits.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -250,3 +275,22 @@ class SearchResult(BaseModel):
     ranking_profile: RankingProfile
     semantic_ranker_available: bool = True
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        """The hits as Mem0's result items, best first (``score``: the relevance, else the score)."""
+        return [
+            record_item(hit.record, hit.relevance if hit.relevance is not None else hit.score) for hit in self.hits
+        ]
+
+    def __getitem__(self, key: str | int) -> Any:
+        """``result["results"]``: :attr:`results`; ``result[i]``: the ``i``-th hit."""
+        if key == "results":
+            return self.results
+        if isinstance(key, int):
+            return self.hits[key]
+        raise KeyError(f"{key!r}: a search result reads as {{'results': [...]}} (or use .hits)")
+
+    def __iter__(self) -> Iterator[SearchHit]:  # type: ignore[override]
+        """The hits, best first (not pydantic's field pairs)."""
+        return iter(self.hits)
