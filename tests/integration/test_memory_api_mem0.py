@@ -169,3 +169,21 @@ def test_remote_filters_and_aliases_reach_the_server_and_local_only_calls_say_so
             assert len(await m.get_all(user_id=USER)) == 4
 
     asyncio.run(main())
+
+
+def test_the_command_line_search_takes_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import json
+
+    from memory_core.cli.main import main
+
+    db = tmp_path / "m.db"
+    with Memory(db) as m:
+        m.add("Green tea in the morning.", user_id=USER, infer=False, metadata={"topic": "drinks"})
+        m.add("Tea ceremony in Kyoto.", user_id=USER, infer=False, metadata={"topic": "travel"})
+    out = io.StringIO()
+    base = ["--db", str(db), "--json", "search", "tea", "--user", USER, "--agent", "default"]
+    assert main([*base, "--filters", '{"metadata.topic": "travel"}'], out=out) == 0
+    assert [h["memory"]["memory"] for h in json.loads(out.getvalue())["hits"]] == ["Tea ceremony in Kyoto."]
+    assert main([*base, "--filters", '{"topic": "travel"}'], out=io.StringIO()) == 2
+    assert "metadata.topic" in capsys.readouterr().err
