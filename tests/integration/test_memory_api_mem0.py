@@ -59,6 +59,17 @@ def test_infer_false_stores_each_message_as_given(memory: Memory) -> None:
     assert caught.value.field == "messages"
 
 
+def test_infer_false_is_idempotent_per_turn_and_keeps_the_session(memory: Memory) -> None:
+    first = memory.add("Allergic to peanuts.", user_id=USER, infer=False, turn_id="t-1", run_id="s-9")
+    again = memory.add("Allergic to peanuts.", user_id=USER, infer=False, turn_id="t-1", run_id="s-9")
+    assert (first.status, again.status) == ("ingested", "duplicate")
+    assert [d.memory_id for d in again.decisions] == [d.memory_id for d in first.decisions]
+    [record] = memory.get_all(user_id=USER)
+    assert [(p.turn_id, p.session_id, p.speaker) for p in record.provenance] == [("t-1", "s-9", "user")]
+    [entry] = memory.history(record.id, user_id=USER)
+    assert entry.event is MemoryEvent.ADD and entry.turn_id == "t-1"
+
+
 def test_run_id_filters_threshold_and_limit(memory: Memory) -> None:
     memory.add("I drink green tea.", user_id=USER, run_id="trip-1", infer=False, metadata={"topic": "drinks"})
     memory.add("I drink black tea at night.", user_id=USER, run_id="trip-2", infer=False, metadata={"topic": "drinks"})
