@@ -59,6 +59,16 @@ def test_infer_false_stores_each_message_as_given(memory: Memory) -> None:
     assert caught.value.field == "messages"
 
 
+def test_infer_false_never_merges_alike_texts(memory: Memory) -> None:
+    texts = [f"Room {n} is booked for the offsite." for n in range(4)]
+    for text in texts:
+        assert [d.event for d in memory.add(text, user_id=USER, infer=False).decisions] == [MemoryEvent.ADD]
+    assert sorted(r.memory for r in memory.get_all(user_id=USER)) == texts
+    assert [d.event for d in memory.add("room 2 is booked for the offsite", user_id=USER, infer=False).decisions] == [
+        MemoryEvent.NONE
+    ]
+
+
 def test_infer_false_is_idempotent_per_turn_and_keeps_the_session(memory: Memory) -> None:
     first = memory.add("Allergic to peanuts.", user_id=USER, infer=False, turn_id="t-1", run_id="s-9")
     again = memory.add("Allergic to peanuts.", user_id=USER, infer=False, turn_id="t-1", run_id="s-9")

@@ -2,8 +2,10 @@
 
 What a caller adds with ``infer=False`` is stored as given: one fact candidate per user or assistant
 message, its text as the memory (line breaks kept; ``\\r\\n`` read as ``\\n``), the message's speaker
-and index as its provenance. Consolidation still runs, so a text already known reinforces that memory
-instead of storing it twice, and the decisions are in the history like any other.
+and index as its provenance. Consolidation adds it as it is, never merged with or superseding another
+memory (:meth:`~memory_core.service.consolidation.consolidator.MemoryConsolidator.consolidate` reads the
+``source``), except that a current fact saying the same words is reinforced instead of stored twice;
+the decisions are in the history like any other.
 """
 
 from __future__ import annotations
