@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from memory_core.domain.messages import HistoryEntry
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Provenance
 from memory_core.domain.search import (
     MemorySearchOptions,
     RankingProfile,
@@ -123,7 +123,7 @@ class SearchRequest(MemorySearchOptions):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     user_id: UserId = Field(json_schema_extra=SCOPE_SCHEMA)
-    agent_id: AgentId = Field(json_schema_extra=SCOPE_SCHEMA)
+    agent_id: AgentId = Field(default=DEFAULT_AGENT_ID, json_schema_extra=SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
     top: int = Field(default=5, ge=1, le=100)
     category: str | None = Field(default=None, json_schema_extra=CATEGORY_SCHEMA)

@@ -39,6 +39,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
+from memory_core.adapters.sqlite.files import check_store_folder
 from memory_core.bootstrap import load_settings
 from memory_core.client.base import MemoryBackend
 from memory_core.client.local import LocalMemoryClient
@@ -47,7 +48,7 @@ from memory_core.client.results import AddResult, MemoryExport, MemoryList, bare
 from memory_core.config import Settings
 from memory_core.domain.filters import session_ids
 from memory_core.domain.messages import HistoryEntry, Turn
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
 from memory_core.domain.validation import (
     parse_model,
@@ -65,8 +66,6 @@ __all__ = ["DEFAULT_AGENT_ID", "AsyncMemory"]
 
 logger = logging.getLogger(__name__)
 
-#: The ``agent_id`` of memories added or searched without one.
-DEFAULT_AGENT_ID = "default"
 #: Records one page of :meth:`AsyncMemory.get_all` reads (the HTTP API's largest page).
 _PAGE = 1000
 #: Remote-only options of :class:`AsyncMemory`.
@@ -182,6 +181,8 @@ class AsyncMemory:
             if given:
                 raise ConfigurationError(f"{given[0]} goes with url= (a remote memory-core API)")
 
+            if path is not None:
+                check_store_folder(os.fspath(path), "path")
             self._backend = LocalMemoryClient.open(
                 settings=load_settings(**_settings_overrides(path, settings)), forgetting=forgetting
             )
