@@ -6,8 +6,23 @@ Nothing here runs at import time beyond defining names; services are built in :m
 from typing import TYPE_CHECKING, Any
 
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, RankingProfile, SearchHit, SearchMode, SearchResult
+from memory_core.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    DamagedFileError,
+    ForbiddenError,
+    InputError,
+    MemoryCoreError,
+    NotFoundError,
+    PermanentError,
+    StorageFullError,
+    TransientError,
+    UnsupportedError,
+    ValidationError,
+)
 from memory_core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -16,17 +31,31 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 __all__ = [
+    "DEFAULT_AGENT_ID",
     "AsyncMemory",
+    "AuthenticationError",
+    "ConfigurationError",
+    "ConflictError",
+    "DamagedFileError",
+    "ForbiddenError",
     "HumanMemoryPolicy",
+    "InputError",
     "Memory",
+    "MemoryCoreError",
     "MemoryRecord",
     "MemorySearchOptions",
     "MemoryStatus",
+    "NotFoundError",
+    "PermanentError",
     "RankingProfile",
     "Scope",
     "SearchHit",
     "SearchMode",
     "SearchResult",
+    "StorageFullError",
+    "TransientError",
+    "UnsupportedError",
+    "ValidationError",
     "__version__",
 ]
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from memory_core.domain.network import is_loopback
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import DEFAULT_AGENT_ID
 from memory_core.domain.validation import validate_scope_id
 from memory_core.errors import ConfigurationError, ValidationError
 
@@ -206,7 +207,7 @@ class Settings:
     )
     mcp_agent_id: str = _env(
         "MEMORY_MCP_AGENT_ID",
-        "default",
+        DEFAULT_AGENT_ID,
         "Agent id whose memories `memory-core mcp` serves when `--agent` is not given.",
     )
 

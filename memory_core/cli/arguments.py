@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from memory_core.domain.records import DEFAULT_AGENT_ID
+
 if TYPE_CHECKING:  # pragma: no cover
     from typing import TypeAlias
 
@@ -33,7 +35,18 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_scope(parser: argparse.ArgumentParser, *, agent_required: bool = True) -> None:
-    """``--user`` (required) and ``--agent`` (required unless ``agent_required`` is false)."""
+def add_scope(parser: argparse.ArgumentParser, *, every_agent: bool = False) -> None:
+    """``--user`` (required) and ``--agent``.
+
+    Args:
+        parser: The command's parser.
+        every_agent: When true, no ``--agent`` means every agent of the user; otherwise it means
+            :data:`~memory_core.domain.records.DEFAULT_AGENT_ID`, as in the Python API.
+    """
     parser.add_argument("--user", required=True, help="user id")
-    parser.add_argument("--agent", required=agent_required, help="agent id")
+    if every_agent:
+        parser.add_argument("--agent", help="agent id (default: every agent of the user)")
+    else:
+        parser.add_argument(
+            "--agent", default=DEFAULT_AGENT_ID, help=f"agent id (default {DEFAULT_AGENT_ID!r}, as in the Python API)"
+        )

@@ -78,14 +78,12 @@ def check_new_store(args: argparse.Namespace, settings: Settings) -> None:
     path = store_file(settings)
     if path is None:
         return
-    if Path(path).is_dir():
+    if args.db is not None:
+        from memory_core.adapters.sqlite.files import check_store_folder
+
+        check_store_folder(path, "--db")
+    elif Path(path).is_dir():
         raise InputError(f"{path} is a directory, not a store file (check --db or MEMORY_SQLITE_PATH)")
-    folder = Path(path).parent
-    if args.db is not None and not folder.is_dir():
-        raise InputError(
-            f"--db {path}: the directory {folder} does not exist; create it first (a store is created "
-            "only in an existing directory)"
-        )
 
 
 def service_for(args: argparse.Namespace, *, create: bool = False, batch_embeddings: bool = False) -> MemoryService:

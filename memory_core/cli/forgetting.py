@@ -32,7 +32,7 @@ def add_arguments(commands: Commands) -> None:
     p.set_defaults(handler=cmd_forget)
 
     p = commands.add_parser("purge", help="physically remove a user's memories")
-    add_scope(p, agent_required=False)
+    add_scope(p, every_agent=True)
     p.add_argument("--yes", action="store_true", help="confirm")
     p.set_defaults(handler=cmd_purge)
 

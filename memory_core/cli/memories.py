@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
@@ -45,6 +46,17 @@ def _moment(text: str) -> datetime:
         return datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date or time") from None
+
+
+def _filters(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object of filters in Mem0's syntax (checked by the search options)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON; give an object such as '{{\"category\": \"plan\"}}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object such as '{\"metadata.topic\": \"food\"}'")
+    return value
 
 
 def _order_by(text: str) -> str:
@@ -139,6 +151,14 @@ SEARCH_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "as_of": (
         "--as-of",
         {"type": _moment, "metavar": "ISO-8601", "help": "what was current at this time (earlier values included)"},
+    ),
+    "filters": (
+        "--filters",
+        {
+            "type": _filters,
+            "metavar": "JSON",
+            "help": 'conditions in Mem0\'s syntax: \'{"AND": [{"kind": "fact"}, {"metadata.topic": "food"}]}\'',
+        },
     ),
 }
 

@@ -47,7 +47,7 @@ def add_arguments(commands: Commands) -> None:
         help="a user's memory records as JSON lines, every field but the embedding (--json: the API's "
         "export, with history)",
     )
-    add_scope(p, agent_required=False)
+    add_scope(p, every_agent=True)
     p.add_argument("--history", metavar="FILE", help="also write the decision history, as JSON lines, to FILE")
     p.add_argument(
         "--include-vectors",

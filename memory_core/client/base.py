@@ -21,6 +21,7 @@ from memory_core.client.results import AddResult, MemoryExport
 from memory_core.domain.messages import HistoryEntry, Turn
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult
+from memory_core.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service import ForgettingReport, PurgeReport
@@ -90,8 +91,9 @@ class MemoryBackend(MemoryClient):
     where: str
 
     @abstractmethod
-    async def add(self, turn: Turn) -> AddResult:
-        """Ingest ``turn`` now where the store is (decisions returned), or queue it on a server."""
+    async def add(self, turn: Turn, *, infer: bool = True) -> AddResult:
+        """Ingest ``turn`` now where the store is (decisions returned), or queue it on a server;
+        ``infer=False`` keeps each user and assistant message as given, one memory each."""
 
     @abstractmethod
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
@@ -136,6 +138,17 @@ class MemoryBackend(MemoryClient):
     async def export(self, user_id: str, agent_id: str | None, *, include_vectors: bool = False) -> MemoryExport:
         """Every memory (every field; the embedding only with ``include_vectors``) and every recorded
         decision of a user (one agent's, or all), read page by page where the store is remote."""
+
+    async def reset(self) -> list[PurgeReport]:
+        """Remove every memory of the store, for good (a local store only).
+
+        Raises:
+            ConfigurationError: The store is not local (the default).
+        """
+        raise ConfigurationError(
+            f"reset() empties a local store; this memory is {self.mode} ({self.where}): remove a user's "
+            "memories with delete_all(user_id=...)"
+        )
 
     @abstractmethod
     async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:

@@ -418,11 +418,12 @@ class LocalMemoryClient(MemoryBackend):
     async def record_recall(self, scope: Scope, memory_ids: Sequence[str]) -> None:
         await self.service.record_recall(scope, list(memory_ids))
 
-    async def add(self, turn: Turn) -> AddResult:
-        """Extract and consolidate ``turn`` now, whatever the client's publisher; the decisions."""
+    async def add(self, turn: Turn, *, infer: bool = True) -> AddResult:
+        """Extract and consolidate ``turn`` now, whatever the client's publisher (``infer=False``: its
+        messages as given); the decisions."""
         self._ensure_forgetting()
         async with self._writing:
-            return add_result(await self.service.ingest(turn))
+            return add_result(await self.service.ingest(turn, infer=infer))
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord:
         return await self.service.get(scope, memory_id)
@@ -459,6 +460,22 @@ class LocalMemoryClient(MemoryBackend):
             finally:
                 if queue is not None:
                     await queue.close()
+
+    async def reset(self) -> list[PurgeReport]:
+        """Purge every user of the store (memories, history, queued turns; see :meth:`purge`), user by
+        user; the store file stays, empty.
+
+        Raises:
+            UnsupportedError: The store cannot list its users (Azure AI Search: purge user by user).
+        """
+        reports: list[PurgeReport] = []
+        after: str | None = None
+        while True:
+            users, after = await self.service.users(after=after, limit=100)
+            for user in users:
+                reports.append(await self.purge(user.id, None))
+            if after is None or not users:
+                return reports
 
     async def history(self, scope: Scope, memory_id: str) -> list[HistoryEntry]:
         await self.service.get(scope, memory_id)  # NotFoundError for an unknown memory, as over HTTP

@@ -296,8 +296,18 @@ class RemoteMemoryClient(MemoryBackend):
             return
         await self.call("post_turn", body=turn.to_json_dict())
 
-    async def add(self, turn: Turn) -> AddResult:
-        """Post ``turn`` to ``POST /api/turns``: the server's workers ingest it (status ``queued``)."""
+    async def add(self, turn: Turn, *, infer: bool = True) -> AddResult:
+        """Post ``turn`` to ``POST /api/turns``: the server's workers ingest it (status ``queued``).
+
+        Raises:
+            ConfigurationError: ``infer=False``: the HTTP API has no route that stores text as given.
+        """
+        if not infer:
+            raise ConfigurationError(
+                "add(..., infer=False) is not part of this HTTP API (it has no route that stores text as "
+                "given): add verbatim memories where the store is (an embedded or Azure-settings Memory), "
+                "or let the server extract them (infer=True)"
+            )
         accepted = _view(TurnAccepted, await self.call("post_turn", body=turn.to_json_dict()), "post_turn")
         status = next((known for known in _ADD_STATUSES if known == accepted.status), None)
         if status is None:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, cast, overload
 
 from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryEvent
 from memory_core.domain.records import MemoryRecord
+from memory_core.domain.search import record_item
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service import IngestResult
 
-__all__ = ["AddResult", "AddStatus", "MemoryDecision", "MemoryExport", "add_result", "bare"]
+__all__ = ["AddResult", "AddStatus", "MemoryDecision", "MemoryExport", "MemoryList", "add_result", "bare"]
 
 #: What happened to the turn :meth:`~memory_core.entrypoints.python_api.async_memory.AsyncMemory.add`
 #: handed over: ``ingested`` (extracted and consolidated now), ``resumed`` (an earlier attempt with the
@@ -64,6 +65,52 @@ class AddResult:
     turn_id: str
     status: AddStatus
     decisions: tuple[MemoryDecision, ...] = ()
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        """The decisions as Mem0's result items: ``id``, ``memory``, ``event`` (and ``previous_memory``
+        for an update); a decision about no memory (``NONE`` of a forget request) is left out."""
+        items = []
+        for d in self.decisions:
+            if d.memory_id is None:
+                continue
+            item: dict[str, Any] = {"id": d.memory_id, "memory": d.memory, "event": d.event.value}
+            if d.previous is not None and d.previous != d.memory:
+                item["previous_memory"] = d.previous
+            items.append(item)
+        return items
+
+    def __getitem__(self, key: str) -> Any:
+        """``result["results"]``: :attr:`results` (Mem0's shape of an add)."""
+        if key == "results":
+            return self.results
+        raise KeyError(f"{key!r}: an add result reads as {{'results': [...]}} (or use .decisions)")
+
+
+class MemoryList(list[MemoryRecord]):
+    """The memories of a listing: a list of records, which also reads as Mem0's answer
+    (``memories["results"]``: the records as dictionaries)."""
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        """The records as Mem0's result items (``id``, ``memory``, ``metadata``, the scope, times)."""
+        return [record_item(r) for r in self]
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> MemoryRecord: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[MemoryRecord]: ...
+
+    @overload
+    def __getitem__(self, key: str) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, key: SupportsIndex | slice | str) -> Any:
+        if isinstance(key, str):
+            if key == "results":
+                return self.results
+            raise KeyError(f"{key!r}: a listing reads as {{'results': [...]}} (or as a list)")
+        return super().__getitem__(key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core.contract.views import CATEGORY_SCHEMA, SCOPE_SCHEMA
-from memory_core.domain.records import MemoryKind, MemoryStatus
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryStatus
 from memory_core.domain.search import OrderBy
 from memory_core.domain.validation import MEMORY_ID_PATTERN
 from memory_core.ports import MAX_BROWSE_OFFSET
@@ -93,7 +93,9 @@ _PAGE_LIMIT = _integer(1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT)
 #: The query parameters, by key (see the module docstring).
 QUERY: dict[str, dict[str, Any]] = {
     "user_id": _query("user_id", _SCOPE_ID, "Owner of the memories", required=True),
-    "agent_id": _query("agent_id", _SCOPE_ID, "Agent of the memories", required=True),
+    "agent_id": _query(
+        "agent_id", {**_SCOPE_ID, "default": DEFAULT_AGENT_ID}, f"Agent of the memories (default {DEFAULT_AGENT_ID!r})"
+    ),
     "agent_id:optional": _query(
         "agent_id", _SCOPE_ID, "Only this agent's memories (default: every agent)"
     ),

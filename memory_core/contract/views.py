@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from memory_core.domain.messages import HistoryEntry
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Provenance
 from memory_core.domain.search import (
     MemorySearchOptions,
     RankingProfile,
@@ -123,7 +123,7 @@ class SearchRequest(MemorySearchOptions):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     user_id: UserId = Field(json_schema_extra=SCOPE_SCHEMA)
-    agent_id: AgentId = Field(json_schema_extra=SCOPE_SCHEMA)
+    agent_id: AgentId = Field(default=DEFAULT_AGENT_ID, json_schema_extra=SCOPE_SCHEMA)
     query: str = Field(max_length=4000)
     top: int = Field(default=5, ge=1, le=100)
     category: str | None = Field(default=None, json_schema_extra=CATEGORY_SCHEMA)
@@ -131,6 +131,14 @@ class SearchRequest(MemorySearchOptions):
     min_retention_score: float | None = Field(default=None, ge=0, le=1)
     min_score: float | None = Field(
         default=None, ge=0, le=1, description="Only memories at least this relevant (0-1, a hit's relevance)."
+    )
+    filters: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Conditions on fields and metadata in Mem0's syntax, inside the scope: {\"AND\": [...]}, "
+            "{\"OR\": [...]}, {\"field\": value} or {\"field\": {\"eq|ne|gt|gte|lt|lte|in|nin|contains\": value}}; "
+            "a metadata key is written metadata.<key>, the session run_id (422 names a bad field or operator)."
+        ),
     )
     recall: bool = True
 

@@ -81,6 +81,10 @@ def check_event_span(start: datetime | None, end: datetime | None) -> None:
         raise ValueError(f"event_until ({end.isoformat()}) must be later than event_at ({start.isoformat()})")
 
 
+#: The ``agent_id`` every face (Python API, command line, HTTP API, MCP) uses when none is given.
+DEFAULT_AGENT_ID = "default"
+
+
 class Scope(BaseModel):
     """The ``(user_id, agent_id)`` pair every memory belongs to."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory_core.domain.filters import Filter, parse_filters
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus
 from memory_core.domain.validation import UtcDateTime, parse_model, unit_interval, validate_category
 from memory_core.errors import ValidationError
@@ -25,6 +26,7 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "check_semantic_order",
+    "record_item",
 ]
 
 
@@ -129,6 +131,9 @@ class MemorySearchOptions(BaseModel):
     #: no ``valid_until`` at or before it), earlier values included, nothing said later. ``None``: now,
     #: or the moment an "as of" in the query names.
     as_of: UtcDateTime | None = None
+    #: Conditions on fields and metadata in Mem0's syntax (:mod:`memory_core.domain.filters`), inside
+    #: the scope: ``{"AND": [{"kind": "fact"}, {"metadata.topic": {"in": ["food", "travel"]}}]}``.
+    filters: dict[str, Any] | None = None
 
     @field_validator("category")
     @classmethod
@@ -145,6 +150,17 @@ class MemorySearchOptions(BaseModel):
     @classmethod
     def _bounds(cls, value: float | None) -> float | None:
         return None if value is None else unit_interval(value, "minimum")
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            parse_filters(value)  # (raises naming the bad field or operator)
+        return value
+
+    def filter_tree(self) -> Filter | None:
+        """The checked tree of :attr:`filters` (``None`` without filters)."""
+        return None if self.filters is None else parse_filters(self.filters)
 
     @model_validator(mode="after")
     def _semantic_order(self) -> MemorySearchOptions:
@@ -225,8 +241,32 @@ class SearchHit(BaseModel):
     relevance: float | None = None
 
 
+def record_item(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
+    """One memory as Mem0 writes an item of its results (``id``, ``memory``, ``metadata``, the scope,
+    the times as ISO strings; ``score`` for a search hit), with the category and kind beside."""
+    item: dict[str, Any] = {
+        "id": record.id,
+        "memory": record.memory,
+        "metadata": dict(record.metadata),
+        "category": record.category,
+        "kind": record.kind.value,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+    }
+    if score is not None:
+        item["score"] = score
+    return item
+
+
 class SearchResult(BaseModel):
-    """Hits plus what the engine did (and could not do) to produce them."""
+    """Hits plus what the engine did (and could not do) to produce them.
+
+    It also reads as Mem0's answer: ``result["results"]`` (or :attr:`results`) is the hits as
+    dictionaries (``id``, ``memory``, ``score``, ``metadata``...), ``result[0]`` the first hit, and
+    iterating goes over the hits.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -235,3 +275,22 @@ class SearchResult(BaseModel):
     ranking_profile: RankingProfile
     semantic_ranker_available: bool = True
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        """The hits as Mem0's result items, best first (``score``: the relevance, else the score)."""
+        return [
+            record_item(hit.record, hit.relevance if hit.relevance is not None else hit.score) for hit in self.hits
+        ]
+
+    def __getitem__(self, key: str | int) -> Any:
+        """``result["results"]``: :attr:`results`; ``result[i]``: the ``i``-th hit."""
+        if key == "results":
+            return self.results
+        if isinstance(key, int):
+            return self.hits[key]
+        raise KeyError(f"{key!r}: a search result reads as {{'results': [...]}} (or use .hits)")
+
+    def __iter__(self) -> Iterator[SearchHit]:  # type: ignore[override]
+        """The hits, best first (not pydantic's field pairs)."""
+        return iter(self.hits)

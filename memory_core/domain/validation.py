@@ -291,8 +291,10 @@ def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
     ctx = first.get("ctx")
     original = ctx.get("error") if isinstance(ctx, dict) else None
     if isinstance(original, ValidationError):
-        # A rule of the whole model (no location) names its field itself.
-        return ValidationError(original.field if field in {"", "?"} else field, original.message)
+        # A rule of the whole model (no location) names its field itself, as does a rule of a field
+        # that names a part of it (``filters.AND.0.colour``).
+        inner = field in {"", "?"} or original.field.startswith(f"{field}.")
+        return ValidationError(original.field if inner else field, original.message)
     field = field or exc.title
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]

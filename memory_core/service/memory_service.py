@@ -39,6 +39,7 @@ from memory_core.service.admin import PurgeReport
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
 from memory_core.service.episodes import EpisodePolicy
 from memory_core.service.export_pages import ExportPage
+from memory_core.service.extraction.verbatim import VerbatimExtractor
 from memory_core.service.forgetting import FORGET_PAGE_SIZE, ForgettingReport, ForgettingRun, RetentionCurve
 from memory_core.service.import_export import ImportReport
 from memory_core.service.ingest import ingest_turn
@@ -173,17 +174,30 @@ class MemoryService:
         return await search_use_case.apply_recall(self._store, history, self._policy, update, self.now())
 
     # -- ingestion ---------------------------------------------------------------------------------
-    async def ingest(self, turn: Turn | Mapping[str, Any], *, prepared: PreparedTurn | None = None) -> IngestResult:
+    async def ingest(
+        self, turn: Turn | Mapping[str, Any], *, prepared: PreparedTurn | None = None, infer: bool = True
+    ) -> IngestResult:
         """Extract, consolidate and apply one turn now (idempotent per ``turn_id``).
 
         Args:
             turn: The turn (a :class:`Turn` or its JSON dict).
             prepared: Its extraction and vectors worked out ahead (:meth:`prepare`), if any.
+            infer: Extract what is worth keeping (``False``: keep each user and assistant message
+                as given, one memory each, without episodes:
+                :class:`~memory_core.service.extraction.verbatim.VerbatimExtractor`).
 
         Raises:
             ValidationError: The turn is malformed, or dated in the future.
         """
-        return await self._ingest(valid_turn(turn, self.now()), prepared)
+        checked = valid_turn(turn, self.now())
+        if infer:
+            return await self._ingest(checked, prepared)
+        if self._consolidator is None:
+            raise ConfigurationError("this service was built without a consolidator")
+        return await ingest_turn(
+            checked, store=self._store, history=self._need_history(), extractor=VerbatimExtractor(),
+            consolidator=self._consolidator, embedder=self._embedder, clock=self._clock, episodes=None,
+        )
 
     async def _ingest(self, turn: Turn, prepared: PreparedTurn | None = None) -> IngestResult:
         if self._extractor is None or self._consolidator is None:

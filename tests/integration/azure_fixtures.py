@@ -164,6 +164,7 @@ _EDM_CHECKS: dict[str, Any] = {
     "Edm.Int32": lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31,
     "Edm.DateTimeOffset": lambda v: isinstance(v, str) and datetime.fromisoformat(v.replace("Z", "+00:00")),
     "Collection(Edm.Single)": lambda v: isinstance(v, list) and len(v) == DIMENSIONS,
+    "Collection(Edm.String)": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
 }
 
 

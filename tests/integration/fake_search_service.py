@@ -30,7 +30,7 @@ __all__ = ["FakeSearchService", "parse_filter"]
 
 _PROFILES = {p.name: p for p in PROFILES.values() if p is not None}
 _TOKEN = re.compile(
-    r"\s*(?:(?P<lp>\()|(?P<rp>\))|(?P<comma>,)|(?P<str>'(?:[^']|'')*')"
+    r"\s*(?:(?P<any>[A-Za-z_]+/any\(t:\s*t\s+eq\s+)|(?P<lp>\()|(?P<rp>\))|(?P<comma>,)|(?P<str>'(?:[^']|'')*')"
     r"|(?P<dt>\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2}))|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))"
 )
@@ -110,6 +110,15 @@ def parse_filter(text: str) -> Predicate:
             inner = disjunction()
             take("rp")
             return inner
+        if token is not None and token[0] == "any":
+            collection = take("any").split("/", 1)[0]
+            wanted = take("lit")
+            take("rp")
+            return lambda d: wanted in (d.get(collection) or [])
+        if token == ("word", "not"):
+            take("word", "not")
+            negated = primary()
+            return lambda d: not negated(d)
         field = take("word")
         if field == "search.in":
             take("lp")

@@ -140,8 +140,8 @@ def test_every_import_points_down_the_plan() -> None:
         if imp.importer == "memory_core.__main__":
             assert imp.imported.startswith("memory_core.cli"), imp
             continue
-        if imp.importer == "memory_core":  # the public face: the domain's names, and the Python API on first use
-            assert layer_of(imp.imported) in {"domain", "version"} or imp.imported.startswith(
+        if imp.importer == "memory_core":  # the public face: the domain's names, the errors, and the Python API on first use
+            assert layer_of(imp.imported) in {"domain", "errors", "version"} or imp.imported.startswith(
                 "memory_core.entrypoints.python_api."
             ), imp
             continue

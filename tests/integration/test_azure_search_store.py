@@ -328,6 +328,18 @@ EXPECTED_FIELDS = [
         "dimensions": DIMENSIONS,
         "vectorSearchProfile": "memory-hnsw",
     },
+    *(
+        {
+            "name": name,
+            "type": "Collection(Edm.String)",
+            "searchable": False,
+            "filterable": True,
+            "sortable": False,
+            "facetable": False,
+            "retrievable": False,
+        }
+        for name in ("metadata_terms", "session_ids")
+    ),
 ]
 
 EXPECTED_SCORING_PROFILES = [
@@ -1016,6 +1028,8 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "metadata_json": '{"tags": ["飲み物"], "turn_id": "t-1"}',
             "provenance_json": "[]",
             "embedding": [0.5, 0.5, 0.5, 0.5],
+            "metadata_terms": ['tags="飲み物"', 'turn_id="t-1"'],
+            "session_ids": [],
         },
         {
             "@search.action": "upload",
@@ -1043,6 +1057,8 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "event_until": None,
             "metadata_json": "{}",
             "provenance_json": "[]",
+            "metadata_terms": [],
+            "session_ids": [],
         },
     ]
 
@@ -1123,6 +1139,7 @@ def test_merge_sends_only_the_changed_fields() -> None:
                 "importance": 0.9,
                 "updated_at": "2026-11-29T12:05:00Z",
                 "metadata_json": '{"k": "v"}',
+                "metadata_terms": ['k="v"'],
             }
         ]
     }
@@ -1169,6 +1186,12 @@ def test_mark_status_merges_status_and_the_recorded_reason() -> None:
                     ensure_ascii=False,
                     sort_keys=True,
                 ),
+                "metadata_terms": [
+                    'status_changed_at="2026-11-29T12:00:00+00:00"',
+                    'status_reason="user asked"',
+                    'tags="飲み物"',
+                    'turn_id="t-1"',
+                ],
             }
         ]
     }

@@ -265,8 +265,8 @@ def test_the_short_ids_ingest_prints_are_accepted_back(tmp_path: Path) -> None:
 # -- exit statuses ----------------------------------------------------------------------------------
 def test_each_exit_status(db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     assert run("--db", db, "list", *SCOPE)[0] == output.EXIT_OK == 0
-    assert run("--db", db, "list", "--user", USER)[0] == output.EXIT_USAGE == 2  # a missing argument
-    assert "the following arguments are required: --agent" in capsys.readouterr().err
+    assert run("--db", db, "list", "--agent", AGENT)[0] == output.EXIT_USAGE == 2  # a missing argument
+    assert "the following arguments are required: --user" in capsys.readouterr().err
     assert run("--db", db, "search", "q", *SCOPE, "--top", "0")[0] == 2  # a bad value
     assert run("--db", db, "get", "nope", *SCOPE)[0] == output.EXIT_NOT_FOUND == 3
     assert run("--db", "absent.db", "list", *SCOPE)[0] == 3

@@ -91,6 +91,7 @@ def test_the_deployment_leaves_out_tests_docs_infra_and_local_state(tmp_path: Pa
     for prefix in ("tests/", "docs/", "infra/", "scripts/", ".azure/", ".venv/"):
         assert not any(s.startswith(prefix) for s in shipped), prefix
     assert "azure.yaml" not in shipped and "local.settings.sample.json" not in shipped
+    assert "mkdocs.yml" not in shipped and not any(s.startswith("site/") for s in shipped)
 
 
 def test_azure_functions_doctor_passes(tmp_path: Path) -> None:

@@ -291,7 +291,8 @@ def test_body_too_large_is_413(rt: RunningRuntime) -> None:
 
 
 def test_bad_query_parameters(rt: RunningRuntime) -> None:
-    _error(rt.client.get("/api/memories?user_id=u1"), 422, "validation_error", "agent_id")
+    _error(rt.client.get("/api/memories?agent_id=a1"), 422, "validation_error", "user_id")
+    assert rt.client.get("/api/memories?user_id=u1").status == 200  # agent_id: the default agent
     _error(rt.client.get(f"/api/memories?{Q}&limit=0"), 422, "validation_error", "limit")
     _error(rt.client.get(f"/api/memories?{Q}&limit=abc"), 422, "validation_error", "limit")
     _error(rt.client.get(f"/api/memories?{Q}&limit=100000"), 422, "validation_error", "limit")

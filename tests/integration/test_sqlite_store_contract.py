@@ -6,13 +6,14 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
+from contract.filter_contract import FilterContract
 from contract.store_contract import StoreContract, async_context
 
 from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.ports import FixedClock, MemoryStore
 
 
-class TestSQLiteStoreContract(StoreContract):
+class TestSQLiteStoreContract(StoreContract, FilterContract):
     @pytest.fixture(autouse=True)
     def _tmp(self, tmp_path: Path) -> None:
         self.db = tmp_path / "memory.db"

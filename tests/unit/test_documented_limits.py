@@ -1,4 +1,4 @@
-"""The README's table of limits says what the code enforces."""
+"""The limits table of the documentation (docs/serve.md) says what the code enforces."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from memory_core.domain.validation import (
     MAX_SUMMARY_CHARS,
 )
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[2] / "docs" / "serve.md").read_text(encoding="utf-8")
 
 
 def documented(what: str) -> str:
-    match = re.search(rf"^\| {re.escape(what)} \| ([^|]+) \|$", README, re.M)
-    assert match, f"the README's limits table has no row {what!r}"
+    match = re.search(rf"^\| {re.escape(what)} \| ([^|]+) \|$", PAGE, re.M)
+    assert match, f"the limits table of docs/serve.md has no row {what!r}"
     return match.group(1).strip()
 
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory_core.adapters.azure.documents import from_document, to_document
-from memory_core.adapters.azure.search_index import FIELD_ROLES, SELECT_FIELDS, build_index, document_field
+from memory_core.adapters.azure.search_index import (
+    DERIVED_FIELDS,
+    FIELD_ROLES,
+    SELECT_FIELDS,
+    build_index,
+    document_field,
+)
 from memory_core.adapters.sqlite.schema import MERGEABLE, RECORD_COLUMNS
 from memory_core.cli.memories import SEARCH_FLAGS
 from memory_core.contract.admin_views import ForgettingResponse
@@ -51,14 +57,16 @@ def test_sqlite_has_a_column_for_every_field() -> None:
 def test_the_azure_index_has_a_field_for_every_field_and_select_reads_all_but_the_vector() -> None:
     assert set(FIELD_ROLES) == set(FIELDS)
     index = build_index("memories", 4).as_dict()
-    assert [f["name"] for f in index["fields"]] == [document_field(n) for n in FIELDS]
+    # (then the filterable collections derived from metadata and provenance, never selected)
+    assert [f["name"] for f in index["fields"]] == [document_field(n) for n in FIELDS] + list(DERIVED_FIELDS)
+    assert all(f["filterable"] and not f["retrievable"] for f in index["fields"] if f["name"] in DERIVED_FIELDS)
     assert list(SELECT_FIELDS) == [document_field(n) for n in FIELDS if n != "embedding"]
 
 
 def test_azure_documents_carry_every_field_both_ways() -> None:
     original = record()
     document = to_document(original)
-    assert set(document) == {document_field(n) for n in FIELDS}
+    assert set(document) == {document_field(n) for n in FIELDS} | set(DERIVED_FIELDS)
     assert from_document(document) == original
 
 

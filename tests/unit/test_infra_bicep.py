@@ -1,4 +1,4 @@
-"""Offline checks over the deployment: Bicep templates, azure.yaml, local.settings.sample.json, README.
+"""Offline checks over the deployment: Bicep templates, azure.yaml, local.settings.sample.json, the settings table.
 
 Every ``.bicep`` file is parsed twice: with pycep-parser (a JSON view of parameters, variables,
 resources, modules and outputs) and with tree-sitter-bicep (a syntax tree that keeps comments).
@@ -9,10 +9,10 @@ to show that they fail when the property they guard is broken.
 The app-settings checks read the list of settings from ``Settings.environment_variables()`` at test
 time, so a new setting in ``memory_core/config.py`` fails these tests until the Bicep sets it (or it
 is added, with a reason, to ``INTENTIONALLY_UNSET``), ``local.settings.sample.json`` has it and the
-README table shows it.
+settings table of ``docs/configuration.md`` shows it.
 
-Run this file as a script to print the README settings table:
-``python tests/unit/test_infra_bicep.py``.
+Run this file as a script to print the settings table (``python tests/unit/test_infra_bicep.py``), or
+with ``--write`` to rewrite it in ``docs/configuration.md``.
 """
 
 from __future__ import annotations
@@ -789,7 +789,7 @@ def check_local_settings(code: set[str] | None = None, docs: dict[str, dict[str,
 
 
 def render_settings_table(docs: dict[str, dict[str, Any]] | None = None) -> str:
-    """The README's settings table, from Settings and the Bicep app settings."""
+    """The settings table of docs/configuration.md, from Settings and the Bicep app settings."""
     docs = load() if docs is None else docs
     main = docs[MAIN]
     memory, _ = app_settings(docs)
@@ -851,16 +851,34 @@ def describe_value(main: dict[str, Any], expr: Any) -> str:
     return f"`{value}`"
 
 
-def check_readme(readme: str, docs: dict[str, dict[str, Any]]) -> None:
-    start, end = "<!-- BEGIN settings -->", "<!-- END settings -->"
-    assert readme.count(start) == 1 and readme.count(end) == 1
-    block = readme.split(start, 1)[1].split(end, 1)[0]
+#: The page that holds the settings table, between these two markers.
+SETTINGS_PAGE = ROOT / "docs" / "configuration.md"
+SETTINGS_START, SETTINGS_END = "<!-- BEGIN settings -->", "<!-- END settings -->"
+
+
+def check_settings_page(page: str, docs: dict[str, dict[str, Any]]) -> None:
+    start, end = SETTINGS_START, SETTINGS_END
+    assert page.count(start) == 1 and page.count(end) == 1, "docs/configuration.md has no settings markers"
+    block = page.split(start, 1)[1].split(end, 1)[0]
     assert "## Settings" in block
     table = [line.strip() for line in block.splitlines() if line.strip().startswith("|")]
     expected = render_settings_table(docs).splitlines()
     assert table == expected, (
-        "README settings table is out of date; regenerate it with python tests/unit/test_infra_bicep.py"
+        "the settings table of docs/configuration.md is out of date; regenerate it with "
+        "python tests/unit/test_infra_bicep.py --write"
     )
+
+
+def write_settings_page() -> None:
+    """Rewrite the table between the markers of docs/configuration.md (the text around it is kept)."""
+    page = SETTINGS_PAGE.read_text(encoding="utf-8")
+    before, rest = page.split(SETTINGS_START, 1)
+    block, after = rest.split(SETTINGS_END, 1)
+    kept = [line for line in block.splitlines() if not line.strip().startswith("|")]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    new_block = "\n".join(kept) + "\n\n" + render_settings_table() + "\n"
+    SETTINGS_PAGE.write_text(before + SETTINGS_START + new_block + SETTINGS_END + after, encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -944,8 +962,8 @@ def test_local_settings_sample_has_every_setting() -> None:
     check_local_settings()
 
 
-def test_readme_settings_table_agrees() -> None:
-    check_readme((ROOT / "README.md").read_text(encoding="utf-8"), load())
+def test_settings_table_agrees() -> None:
+    check_settings_page(SETTINGS_PAGE.read_text(encoding="utf-8"), load())
 
 
 # ---- the checks bite: each one fails on a mutated copy -----------------------------------------
@@ -1023,12 +1041,17 @@ def test_a_new_setting_in_the_code_fails_until_deployed() -> None:
         check_local_settings(code=new)
 
 
-def test_readme_check_fails_on_a_stale_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = next(line for line in readme.splitlines() if line.startswith("| `MEMORY_TURNS_QUEUE`"))
+def test_settings_check_fails_on_a_stale_table() -> None:
+    page = SETTINGS_PAGE.read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| `MEMORY_TURNS_QUEUE`"))
     with pytest.raises(AssertionError, match="out of date"):
-        check_readme(readme.replace(row + "\n", ""), load())
+        check_settings_page(page.replace(row + "\n", ""), load())
 
 
 if __name__ == "__main__":
-    print(render_settings_table())
+    import sys
+
+    if "--write" in sys.argv[1:]:
+        write_settings_page()
+    else:
+        print(render_settings_table())

@@ -16,7 +16,8 @@ from typing import Any, cast
 import numpy as np
 from pydantic_core import to_jsonable_python
 
-from memory_core.adapters.azure.search_index import JSON_FIELDS, VECTOR_FIELD, document_field
+from memory_core.adapters.azure.search_index import DERIVED_FIELDS, JSON_FIELDS, VECTOR_FIELD, document_field
+from memory_core.domain.filters import metadata_terms, session_ids
 from memory_core.domain.records import MemoryRecord, MemoryStatus
 from memory_core.domain.search import ScoreBreakdown, SearchHit
 from memory_core.domain.validation import ensure_utc
@@ -47,7 +48,8 @@ def to_document(record: MemoryRecord, fields: Sequence[str] | None = None) -> di
     """The index document of ``record`` (only ``id`` and ``fields`` when given).
 
     Timestamps become ``Edm.DateTimeOffset`` ISO strings; ``metadata`` and ``provenance`` JSON strings
-    in ``metadata_json`` and ``provenance_json``; a missing embedding is left out of a whole document.
+    in ``metadata_json`` and ``provenance_json``, with the collections filters test beside them
+    (``metadata_terms``, ``session_ids``); a missing embedding is left out of a whole document.
     """
     wanted = list(MemoryRecord.model_fields) if fields is None else ["id", *fields]
     document: dict[str, Any] = {}
@@ -65,6 +67,9 @@ def to_document(record: MemoryRecord, fields: Sequence[str] | None = None) -> di
                 document[VECTOR_FIELD] = None
         else:
             document[key] = _field_value(name, value)
+    for derived, source in DERIVED_FIELDS.items():
+        if source in wanted:
+            document[derived] = metadata_terms(record.metadata) if source == "metadata" else session_ids(record.provenance)
     return document
 
 

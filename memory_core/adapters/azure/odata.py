@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from memory_core.domain.filters import AllOf, AnyOf, Condition, Filter, metadata_term
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy
 from memory_core.domain.search_time import MOMENT_CATEGORIES, TimeWindow
@@ -27,6 +28,7 @@ __all__ = [
     "current_filter",
     "datetime_literal",
     "eq",
+    "filters_expression",
     "id_in",
     "kind_filter",
     "moment_filter",
@@ -62,7 +64,14 @@ FILTERABLE_FIELDS: dict[str, str] = {
     "superseded_by": "string",
     "event_at": "datetime",
     "event_until": "datetime",
+    "metadata_terms": "collection",
+    "session_ids": "collection",
 }
+#: The index's string collections a filter of :mod:`memory_core.domain.filters` tests: the terms of
+#: a memory's metadata (:func:`~memory_core.domain.filters.metadata_terms`) and its sessions.
+_COLLECTIONS = {"metadata": "metadata_terms", "run_id": "session_ids"}
+#: Mem0's operators as OData's.
+_MEM0_OPERATORS = {"eq": "eq", "ne": "ne", "gt": "gt", "gte": "ge", "lt": "lt", "lte": "le"}
 
 _OPERATORS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
 
@@ -217,6 +226,9 @@ def search_filter(
     if options.min_retention_score is not None:
         clauses.append(compare("retention_score", "ge", options.min_retention_score))
     clauses.append(_or([eq("expires_at", None), compare("expires_at", "gt", now)]))
+    tree = options.filter_tree()
+    if tree is not None:
+        clauses.append(filters_expression(tree))
     if options.as_of is not None:
         clauses.append(as_of_filter(options.as_of))
     elif window is not None:
@@ -238,6 +250,35 @@ def moment_filter(*, negated: bool = False) -> str:
             *(compare("category", "ne", validate_category(c)) for c in MOMENT_CATEGORIES),
         )
     return _or([eq("kind", MemoryKind.EPISODE.value), *(eq("category", validate_category(c)) for c in MOMENT_CATEGORIES)])
+
+
+def filters_expression(node: Filter) -> str:
+    """A checked filter of :mod:`memory_core.domain.filters` as an OData expression (the rule the
+    embedded store's SQL applies: ``ne`` also holds without a value; metadata and ``run_id`` are
+    tests on the index's string collections, with every literal quoted).
+
+    Raises:
+        ValidationError: A field outside the domain's table.
+    """
+    if isinstance(node, AllOf):
+        return "(" + and_(*(filters_expression(part) for part in node.parts)) + ")"
+    if isinstance(node, AnyOf):
+        return "(" + " or ".join(filters_expression(part) for part in node.parts) + ")"
+    if node.operator in ("in", "nin"):
+        single = "eq" if node.operator == "in" else "ne"
+        parts = [filters_expression(Condition(node.field, single, value, node.key)) for value in node.value]
+        return "(" + (" or " if node.operator == "in" else " and ").join(parts) + ")"
+    collection = _COLLECTIONS.get(node.field)
+    if collection is not None:
+        value = node.value if node.key is None else metadata_term(node.key, node.value)
+        test = f"{collection}/any(t: t eq {quote(value)})"
+        return test if node.operator == "eq" else f"not {test}"
+    if node.field == "kind" and node.operator in ("eq", "ne"):  # (documents older than kind are facts)
+        wanted = MemoryKind(node.value)
+        if node.operator == "ne":
+            wanted = MemoryKind.FACT if wanted is MemoryKind.EPISODE else MemoryKind.EPISODE
+        return kind_filter(wanted)
+    return compare(node.field, _MEM0_OPERATORS[node.operator], node.value)  # (ne: also null, as OData has it)
 
 
 def window_filter(window: TimeWindow) -> str:

@@ -54,6 +54,7 @@ from memory_core.errors import ConfigurationError, ConflictError, NotFoundError,
 
 __all__ = [
     "ANALYZER",
+    "DERIVED_FIELDS",
     "EXHAUSTIVE_PROFILE",
     "HNSW_PROFILE",
     "SELECT_FIELDS",
@@ -128,6 +129,11 @@ FIELD_ROLES: dict[str, str] = {
     "provenance": "stored",
     "embedding": "vector",
 }
+
+#: Filterable string collections derived from a record field when it is written (not retrievable):
+#: the terms of ``metadata`` (:func:`memory_core.domain.filters.metadata_terms`) and the sessions of
+#: ``provenance``, which the filters of :mod:`memory_core.domain.filters` test.
+DERIVED_FIELDS: dict[str, str] = {"metadata_terms": "metadata", "session_ids": "provenance"}
 
 #: Every document field except the vector, in index order (what searches ``select``).
 SELECT_FIELDS: tuple[str, ...] = tuple(
@@ -220,6 +226,9 @@ def _fields(dimensions: int) -> list[SearchField]:
             )
         else:
             fields.append(SearchField(name=document_field(name), type=_edm_type(name), **_FLAGS[role]))
+    for name in DERIVED_FIELDS:
+        flags = {**_FLAGS["filter"], "retrievable": False}
+        fields.append(SearchField(name=name, type="Collection(Edm.String)", **flags))
     return fields
 
 

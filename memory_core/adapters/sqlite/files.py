@@ -29,9 +29,10 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from memory_core.errors import ConflictError, StorageFullError
+from memory_core.errors import ConflictError, InputError, StorageFullError
 
 __all__ = [
+    "check_store_folder",
     "disk_full_error",
     "empty_file_message",
     "is_disk_full",
@@ -47,6 +48,27 @@ logger = logging.getLogger(__name__)
 #: SQLite's primary result code for "database or disk is full".
 SQLITE_FULL = 13
 _FULL_TEXT = "database or disk is full"
+
+
+def check_store_folder(path: str, given_as: str) -> None:
+    """Refuse a store path the caller named whose folder does not exist (a mistyped path never creates
+    folders, nor an empty store somewhere unexpected); the command line and the Python API both call it.
+
+    Args:
+        path: The store file.
+        given_as: How the caller named it (``--db``, ``path``), for the message.
+
+    Raises:
+        InputError: ``path`` is a directory, or its folder does not exist.
+    """
+    if Path(path).is_dir():
+        raise InputError(f"{path} is a directory, not a store file (check {given_as} or MEMORY_SQLITE_PATH)")
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise InputError(
+            f"{given_as} {path}: the directory {folder} does not exist; create it first (a store is created "
+            "only in an existing directory)"
+        )
 
 
 def empty_file_message(path: str, what: str) -> str:

@@ -20,10 +20,12 @@ import numpy as np
 
 from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
 from memory_core.adapters.sqlite.connection import StoreConnection
+from memory_core.adapters.sqlite.filters import filter_sql
 from memory_core.adapters.sqlite.legs import CorpusStatistics, Leg, keyword_leg, vector_leg
 from memory_core.adapters.sqlite.schema import SELECT_LIST
 from memory_core.adapters.sqlite.scope_cache import ScopeCache
 from memory_core.adapters.sqlite.scope_index import STATUS_CODES, ScopeIndex
+from memory_core.domain.filters import Filter
 from memory_core.domain.fusion import reciprocal_rank_fusion
 from memory_core.domain.policy import RETENTION_INPUTS, HumanMemoryPolicy
 from memory_core.domain.ranking import apply_profile
@@ -90,6 +92,9 @@ class ScopeSearch:
         index = self.scopes.index(self.db, key, marker, self.ann)
         _check_query_dimensions(index, vector)
         mask = _filter_mask(index, options, now_epoch, self.policy, window)
+        tree = options.filter_tree()
+        if tree is not None:
+            mask &= self._allowed(scope, tree, index)
         keyword = vectors = None
         if plan.text is not None:
             keyword = keyword_leg(self.db.conn, self.statistics, index, plan.text, query, mask, marker)
@@ -112,6 +117,15 @@ class ScopeSearch:
             index, candidates, order, ranked, relevance, (keyword, vectors), profile.name if profile else None
         )
         return hits, index
+
+
+    def _allowed(self, scope: Scope, tree: Filter, index: ScopeIndex) -> np.ndarray:
+        """The documents of ``index`` the filter ``tree`` allows (a parameterised query of the scope)."""
+        condition, params = filter_sql(tree)
+        sql = f"SELECT pk FROM memories WHERE user_id = ? AND agent_id = ? AND {condition}"  # noqa: S608 - bound values
+        rows = self.db.conn.execute(sql, [scope.user_id, scope.agent_id, *params]).fetchall()
+        allowed: np.ndarray = np.isin(index.pks, np.asarray([int(r[0]) for r in rows], dtype=np.int64))
+        return allowed
 
 
 def _check_query_dimensions(index: ScopeIndex, vector: np.ndarray | None) -> None:

@@ -15,7 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memory_core.contract.views import ErrorDetail, ErrorResponse
 from memory_core.domain.log_ids import path_ids, redact, redact_path
-from memory_core.domain.records import Scope
+from memory_core.domain.records import DEFAULT_AGENT_ID, Scope
 from memory_core.domain.validation import error_location, error_message, validate_scope_id
 from memory_core.errors import (
     AuthenticationError,
@@ -180,7 +180,8 @@ class Query:
         return None if value is None else validate_scope_id(value, name)
 
     def scope(self) -> Scope:
-        return Scope.of(self.scope_id("user_id"), self.scope_id("agent_id"))
+        """``user_id`` (required) and ``agent_id`` (:data:`DEFAULT_AGENT_ID` when absent)."""
+        return Scope.of(self.scope_id("user_id"), self.scope_id("agent_id", required=False) or DEFAULT_AGENT_ID)
 
     def integer(self, name: str, *, default: int | None, low: int, high: int) -> int | None:
         raw = self.text(name, max_length=20)

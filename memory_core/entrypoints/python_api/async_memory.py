@@ -39,14 +39,16 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
+from memory_core.adapters.sqlite.files import check_store_folder
 from memory_core.bootstrap import load_settings
 from memory_core.client.base import MemoryBackend
 from memory_core.client.local import LocalMemoryClient
 from memory_core.client.remote import RemoteMemoryClient
-from memory_core.client.results import AddResult, MemoryExport, bare
+from memory_core.client.results import AddResult, MemoryExport, MemoryList, bare
 from memory_core.config import Settings
+from memory_core.domain.filters import session_ids
 from memory_core.domain.messages import HistoryEntry, Turn
-from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
 from memory_core.domain.validation import (
     parse_model,
@@ -55,6 +57,7 @@ from memory_core.domain.validation import (
     validate_positive_int,
     validate_scope_id,
 )
+from memory_core.entrypoints.python_api.arguments import alias, require_scope, session_filters
 from memory_core.entrypoints.python_api.messages import Messages, turn_messages
 from memory_core.errors import ConfigurationError, PermanentError, ValidationError
 from memory_core.service import ForgettingReport, PurgeReport
@@ -63,8 +66,6 @@ __all__ = ["DEFAULT_AGENT_ID", "AsyncMemory"]
 
 logger = logging.getLogger(__name__)
 
-#: The ``agent_id`` of memories added or searched without one.
-DEFAULT_AGENT_ID = "default"
 #: Records one page of :meth:`AsyncMemory.get_all` reads (the HTTP API's largest page).
 _PAGE = 1000
 #: Remote-only options of :class:`AsyncMemory`.
@@ -180,6 +181,8 @@ class AsyncMemory:
             if given:
                 raise ConfigurationError(f"{given[0]} goes with url= (a remote memory-core API)")
 
+            if path is not None:
+                check_store_folder(os.fspath(path), "path")
             self._backend = LocalMemoryClient.open(
                 settings=load_settings(**_settings_overrides(path, settings)), forgetting=forgetting
             )
@@ -224,6 +227,8 @@ class AsyncMemory:
         metadata: Mapping[str, Any] | None = None,
         turn_id: str | None = None,
         occurred_at: datetime | None = None,
+        infer: bool = True,
+        run_id: str | None = None,
     ) -> AddResult:
         """Remember a conversation turn: extract what is worth keeping and consolidate it.
 
@@ -243,9 +248,16 @@ class AsyncMemory:
             turn_id: The turn's id (default: a new one); adding a turn id again changes nothing.
             occurred_at: When the conversation took place (default: now; relative dates such as
                 "last month" are resolved against it; at most a few minutes in the future).
+            infer: Extract what is worth keeping (default). ``False``: keep each user and assistant
+                message as given, one memory each (no extraction, no episodes; a text already known
+                reinforces that memory instead of storing it twice). Embedded and with Azure settings
+                only (remote: :class:`~memory_core.errors.ConfigurationError`).
+            run_id: The conversation session the turn belongs to (Mem0's ``run_id``): kept in each
+                memory's provenance, so ``search(..., run_id=...)`` finds what was said in it.
 
         Returns:
-            The turn id, what happened to the turn, and the decisions.
+            The turn id, what happened to the turn, and the decisions (``result["results"]``: as
+            Mem0 lists them).
 
         Raises:
             ValidationError: Bad messages, ids or metadata (the field is named).
@@ -260,9 +272,10 @@ class AsyncMemory:
                 "occurred_at": occurred_at if occurred_at is not None else utcnow(),
                 "messages": turn_messages(messages),
                 "metadata": {} if metadata is None else dict(metadata),
+                "session_id": None if run_id is None else validate_scope_id(run_id, "run_id"),
             },
         )
-        return await backend.add(turn)
+        return await backend.add(turn, infer=bool(infer))
 
     async def search(
         self,
@@ -287,6 +300,10 @@ class AsyncMemory:
         as_of: datetime | None = None,
         recall: bool = False,
         profile: RankingProfile | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        limit: int | None = None,
+        threshold: float | None = None,
     ) -> SearchResult:
         """The memories that best match ``query``, best first.
 
@@ -319,10 +336,17 @@ class AsyncMemory:
             recall: Count the returned memories as recalled (access count, last access and
                 retention go up), as an agent's search does; off by default, so a search only reads.
             profile: The older name of ``ranking_profile`` (give one of them).
+            filters: Conditions on fields and metadata in Mem0's syntax, inside the scope
+                (``{"AND": [{"kind": "fact"}, {"metadata.topic": {"in": ["food", "travel"]}}]}``; see
+                :mod:`memory_core.domain.filters`).
+            run_id: Only memories said in this conversation session (as ``filters={"run_id": ...}``).
+            limit: Mem0's name for ``top``.
+            threshold: Mem0's name for ``min_score``.
 
         Returns:
             The hits (``hit.record.memory``, ``hit.score``, ``hit.breakdown``), without embeddings,
-            and notes on what the engine could not do.
+            and notes on what the engine could not do; ``result["results"]`` lists them as Mem0 does
+            and iterating goes over the hits.
 
         Raises:
             ValidationError: A bad option or id (the field is named).
@@ -331,6 +355,9 @@ class AsyncMemory:
         scope = Scope.of(user_id, agent_id)
         if not isinstance(query, str):
             raise ValidationError("query", "must be a string")
+        top = alias("top", top, "limit", limit, default=5)
+        min_score = alias("min_score", min_score, "threshold", threshold)
+        filters = session_filters(filters, run_id)
         options = _options(locals(), profile)  # (every parameter named after a search option is one)
         result = await backend.search(scope, query, options, recall=bool(recall))
         if any(hit.record.embedding is not None for hit in result.hits):
@@ -339,15 +366,19 @@ class AsyncMemory:
             )
         return result
 
-    async def get(self, memory_id: str, *, user_id: str, agent_id: str = DEFAULT_AGENT_ID) -> MemoryRecord:
+    async def get(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str = DEFAULT_AGENT_ID
+    ) -> MemoryRecord:
         """One memory, whatever its status, without its embedding.
+
+        ``user_id`` is required: a memory is read only in the scope of the user (and agent) named.
 
         Raises:
             NotFoundError: No such memory for this user and agent.
-            ValidationError: A bad id (the field is named).
+            ValidationError: A bad id, or no ``user_id`` (the field is named).
         """
         backend = self._open()
-        scope = Scope.of(user_id, agent_id)
+        scope = require_scope(user_id, agent_id, "get")
         return bare(await backend.get(scope, validate_memory_id(memory_id, "memory_id")))
 
     async def get_all(
@@ -358,10 +389,14 @@ class AsyncMemory:
         status: MemoryStatus | str | None = None,
         limit: int | None = 100,
         include_superseded: bool = False,
-    ) -> list[MemoryRecord]:
+        run_id: str | None = None,
+    ) -> MemoryList:
         """The memories of a user and agent, ordered by id, without embeddings.
 
-        Pages through the store internally and returns one list of at most ``limit`` memories.
+        Pages through the store internally and returns one list of at most ``limit`` memories (a
+        list, which also reads as Mem0's ``{"results": [...]}``: ``memories["results"]``). To list
+        by conditions on fields and metadata, search with ``filters`` and an empty query in keyword
+        mode: ``search("", user_id=..., mode="keyword", filters=..., top=...)``.
 
         Args:
             user_id: Whose memories.
@@ -371,6 +406,7 @@ class AsyncMemory:
             limit: The most memories returned (``None``: all of them).
             include_superseded: Also memories superseded by something said later (what held before:
                 a replaced value keeps its text, with ``valid_until`` and ``superseded_by``).
+            run_id: Only the memories said in this conversation session (Mem0's ``run_id``).
 
         Raises:
             ValidationError: A bad id, status or limit (the field is named).
@@ -387,22 +423,23 @@ class AsyncMemory:
                 ) from None
         if limit is not None:
             validate_positive_int(limit, "limit")
-        records: list[MemoryRecord] = []
+        session = None if run_id is None else validate_scope_id(run_id, "run_id")
+        records = MemoryList()
         cursor: str | None = None
         while limit is None or len(records) < limit:
-            size = _PAGE if limit is None else min(_PAGE, limit - len(records))
+            size = _PAGE if limit is None or session is not None else min(_PAGE, limit - len(records))
             page, cursor = await backend.page(scope, wanted, cursor, size, include_superseded=include_superseded)
-            records.extend(bare(r) for r in page)
+            records.extend(bare(r) for r in page if session is None or session in session_ids(r.provenance))
             if cursor is None:
                 break
-        return records if limit is None else records[:limit]
+        return records if limit is None else MemoryList(records[:limit])
 
     async def update(
         self,
         memory_id: str,
         text: str,
         *,
-        user_id: str,
+        user_id: str | None = None,
         agent_id: str = DEFAULT_AGENT_ID,
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryRecord:
@@ -426,25 +463,32 @@ class AsyncMemory:
             NotFoundError: No such memory for this user and agent (also when the user is purged while
                 the new text is embedded: the purge holds).
             ConflictError: The memory is deleted.
-            ValidationError: A bad id, text or metadata (the field is named).
+            ValidationError: A bad id, text or metadata, or no ``user_id`` (the field is named).
             ConfigurationError: Remote (``url=``).
         """
         backend = self._open()
-        scope = Scope.of(user_id, agent_id)
+        scope = require_scope(user_id, agent_id, "update")
         return bare(await backend.update(scope, validate_memory_id(memory_id, "memory_id"), text, metadata))
 
-    async def delete(self, memory_id: str, *, user_id: str, agent_id: str = DEFAULT_AGENT_ID) -> MemoryRecord:
-        """Forget one memory: a soft delete, recorded in its history; search never returns it again,
-        :meth:`get` and :meth:`history` still show it, :meth:`delete_all` removes it for good.
+    async def delete(
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str = DEFAULT_AGENT_ID
+    ) -> MemoryRecord:
+        """Forget one memory. The delete is **soft**: the memory's status becomes ``deleted`` and the
+        change is recorded in its history; search never returns it again, but its text stays in the
+        store, :meth:`get` and :meth:`history` still show it and ``get_all(status="deleted")`` lists
+        it. To remove memories physically, for good, purge them: :meth:`delete_all` (a user, or one
+        agent of a user), or :meth:`reset` (the whole local store).
 
         Returns:
             The memory, now ``deleted``, without its embedding (deleting it again changes nothing).
 
         Raises:
             NotFoundError: No such memory for this user and agent.
+            ValidationError: A bad id, or no ``user_id`` (a memory is deleted only in the scope of the
+                user named).
         """
         backend = self._open()
-        scope = Scope.of(user_id, agent_id)
+        scope = require_scope(user_id, agent_id, "delete")
         return bare(await backend.delete(scope, validate_memory_id(memory_id, "memory_id")))
 
     async def delete_all(self, *, user_id: str, agent_id: str | None = None) -> PurgeReport:
@@ -467,16 +511,17 @@ class AsyncMemory:
         return await backend.purge(user, agent)
 
     async def history(
-        self, memory_id: str, *, user_id: str, agent_id: str = DEFAULT_AGENT_ID
+        self, memory_id: str, *, user_id: str | None = None, agent_id: str = DEFAULT_AGENT_ID
     ) -> list[HistoryEntry]:
         """Every recorded change to one memory, oldest first: the event, the states before and after
         (without embeddings), the reason, the turn and the time.
 
         Raises:
             NotFoundError: No such memory for this user and agent.
+            ValidationError: A bad id, or no ``user_id`` (the history is read in the user's scope).
         """
         backend = self._open()
-        scope = Scope.of(user_id, agent_id)
+        scope = require_scope(user_id, agent_id, "history")
         return await backend.history(scope, validate_memory_id(memory_id, "memory_id"))
 
     async def export(
@@ -495,6 +540,20 @@ class AsyncMemory:
         user = validate_scope_id(user_id, "user_id")
         agent = None if agent_id is None else validate_scope_id(agent_id, "agent_id")
         return await backend.export(user, agent, include_vectors=include_vectors)
+
+    async def reset(self) -> list[PurgeReport]:
+        """Empty the local store: every user's memories, history and queued turns are purged, for good
+        (as :meth:`delete_all` of each user; turns dated before now that arrive later are dropped).
+        Only on an explicit call, and only where the store is local: a remote memory refuses.
+
+        Returns:
+            One purge report per user.
+
+        Raises:
+            ConfigurationError: Remote (``url=``): purge user by user with :meth:`delete_all`.
+            UnsupportedError: The store cannot list its users (Azure AI Search).
+        """
+        return await self._open().reset()
 
     async def forget(self, *, dry_run: bool = True, limit: int | None = None) -> ForgettingReport:
         """Apply the forgetting policy to every memory of the store (all users): memories whose

@@ -146,6 +146,7 @@ class Memory:
     history = _Blocking(AsyncMemory.history)
     export = _Blocking(AsyncMemory.export)
     forget = _Blocking(AsyncMemory.forget)
+    reset = _Blocking(AsyncMemory.reset)
 
     def close(self) -> None:
         """Close the memory and stop its event loop (again: nothing).

@@ -34,6 +34,7 @@ from memory_core.service.consolidation.decisions import (
 from memory_core.service.consolidation.features import normalized_statement
 from memory_core.service.consolidation.records import RecordChange
 from memory_core.service.consolidation.rules import decide_with_rules, find_contradiction
+from memory_core.service.extraction.verbatim import VERBATIM_SOURCE
 from memory_core.service.neighbours import nearest_memories
 from memory_core.service.prompts.consolidation import (
     ConsolidationDecision,
@@ -223,6 +224,9 @@ class MemoryConsolidator:
         if candidate.kind is CandidateKind.EPISODE:
             new = _NewMemory(candidate, scope, now, new_memory_id, vector)
             return Consolidation(decision=await self._episode_decision(new, store, turn_id, provenance), path="rules")
+        if candidate.source == VERBATIM_SOURCE:
+            new = _NewMemory(candidate, scope, now, new_memory_id, vector)
+            return await self._verbatim(new, store, turn_id, provenance)
         forget = candidate.kind is CandidateKind.FORGET
         found = await self.neighbours(
             scope,
@@ -271,6 +275,23 @@ class MemoryConsolidator:
         return Consolidation(
             decision=decision, path=path, fallback_reason=fallback, neighbours=tuple(found), model=model
         )
+
+    async def _verbatim(
+        self, new: _NewMemory, store: MemoryStore, turn_id: str | None, provenance: Provenance | None
+    ) -> Consolidation:
+        """A text stored as given (``infer=False``) is added as it is, never merged with or superseding
+        another memory, unless a current fact of the scope says the same words: that one is reinforced."""
+        candidate = new.candidate
+        found = await self.neighbours(
+            new.scope, candidate.memory, new.vector, store=store, include_archived=True, kind=MemoryKind.FACT
+        )
+        wanted = normalized_statement(candidate.memory)
+        same = next((n.record for n in found if normalized_statement(n.record.memory) == wanted), None)
+        if same is None:
+            verdict = Verdict(MemoryEvent.ADD, None, None, "stored as given (infer=False)")
+        else:
+            verdict = Verdict(MemoryEvent.NONE, same, None, f"stored as given; repeats memory {same.id}")
+        return Consolidation(decision=self._build(new, verdict, turn_id, provenance), path="rules", neighbours=tuple(found))
 
     async def _episode_decision(
         self, new: _NewMemory, store: MemoryStore, turn_id: str | None, provenance: Provenance | None
