@@ -186,7 +186,8 @@ def test_a_question_about_what_is_to_come_puts_what_has_ended_after_what_is_ahea
     for query in ("When was the user's dentist appointment?", "What does the user have at the dentist?"):
         asked = time_asked(query, options, NOW)
         assert ended_at(asked, options, NOW) is None
-        assert texts(by_relevance_and_rank([dentist, trip], ended_at=None))[0] == dentist.record.memory
+        ordered = by_relevance_and_rank([dentist, trip], ended_at=ended_at(asked, options, NOW))
+        assert texts(ordered)[0] == dentist.record.memory
     # Asked as of November 19, the dentist was still ahead.
     before = datetime(2026, 11, 19, tzinfo=UTC)
     assert texts(by_relevance_and_rank([dentist, trip], ended_at=before))[0] == dentist.record.memory
