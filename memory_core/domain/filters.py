@@ -43,6 +43,7 @@ __all__ = [
     "AnyOf",
     "Condition",
     "Filter",
+    "each_value",
     "metadata_term",
     "metadata_terms",
     "parse_filters",
@@ -141,6 +142,14 @@ class AnyOf:
 
 
 Filter = Condition | AllOf | AnyOf
+
+
+def each_value(condition: Condition) -> AllOf | AnyOf:
+    """An ``in`` as any of its values' ``eq``, a ``nin`` as all of their ``ne`` (how both stores read
+    them)."""
+    single = "eq" if condition.operator == "in" else "ne"
+    parts = tuple(Condition(condition.field, single, value, condition.key) for value in condition.value)
+    return AnyOf(parts) if condition.operator == "in" else AllOf(parts)
 
 
 def parse_filters(filters: Mapping[str, Any]) -> Filter:

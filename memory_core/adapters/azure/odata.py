@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from memory_core.domain.filters import AllOf, AnyOf, Condition, Filter, metadata_term
+from memory_core.domain.filters import AllOf, AnyOf, Filter, each_value, metadata_term
 from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy
 from memory_core.domain.search_time import MOMENT_CATEGORIES, TimeWindow
@@ -265,9 +265,7 @@ def filters_expression(node: Filter) -> str:
     if isinstance(node, AnyOf):
         return "(" + " or ".join(filters_expression(part) for part in node.parts) + ")"
     if node.operator in ("in", "nin"):
-        single = "eq" if node.operator == "in" else "ne"
-        parts = [filters_expression(Condition(node.field, single, value, node.key)) for value in node.value]
-        return "(" + (" or " if node.operator == "in" else " and ").join(parts) + ")"
+        return filters_expression(each_value(node))
     collection = _COLLECTIONS.get(node.field)
     if collection is not None:
         value = node.value if node.key is None else metadata_term(node.key, node.value)

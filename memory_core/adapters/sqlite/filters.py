@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory_core.domain.filters import FIELDS, AllOf, AnyOf, Condition, Filter
+from memory_core.domain.filters import FIELDS, AllOf, AnyOf, Condition, Filter, each_value
 
 __all__ = ["filter_sql"]
 
@@ -35,10 +35,7 @@ def filter_sql(node: Filter) -> tuple[str, list[Any]]:
 
 def _condition(c: Condition) -> tuple[str, list[Any]]:
     if c.operator in ("in", "nin"):
-        single = "eq" if c.operator == "in" else "ne"
-        parts = [_condition(Condition(c.field, single, value, c.key)) for value in c.value]
-        joiner = " OR " if c.operator == "in" else " AND "
-        return "(" + joiner.join(sql for sql, _ in parts) + ")", [p for _, params in parts for p in params]
+        return filter_sql(each_value(c))
     if c.field == "metadata":
         assert c.key is not None  # (the parser sets it)
         return _metadata(c.key, c.operator, c.value)
