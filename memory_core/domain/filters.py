@@ -241,7 +241,7 @@ def _conditions(name: str, raw: Any, where: str, counter: list[int]) -> list[Fil
         if op in ("in", "nin"):
             checked: Any = _values(field, key, value, f"{where}.{operator}")
         else:
-            checked = _value(field, key, value, f"{where}.{operator}", nullable=op in ("eq", "ne"))
+            checked = _value(field, key, value, f"{where}.{operator}", none_allowed=op in ("eq", "ne"))
         found.append(Condition(field, op, checked, key))
     return found
 
@@ -251,15 +251,15 @@ def _values(field: str, key: str | None, value: Any, where: str) -> tuple[Any, .
         raise ValidationError(where, "must be a non-empty list of values")
     if len(value) > MAX_VALUES:
         raise ValidationError(where, f"has more than {MAX_VALUES} values")
-    return tuple(_value(field, key, item, f"{where}.{i}", nullable=False) for i, item in enumerate(value))
+    return tuple(_value(field, key, item, f"{where}.{i}", none_allowed=False) for i, item in enumerate(value))
 
 
-def _value(field: str, key: str | None, value: Any, where: str, *, nullable: bool) -> Scalar:
+def _value(field: str, key: str | None, value: Any, where: str, *, none_allowed: bool) -> Scalar:
     """``value`` checked for ``field`` (normalised: a datetime in UTC, an enum's value)."""
     if value is None:
-        if nullable and field in NULLABLE:
+        if none_allowed and field in NULLABLE:
             return None
-        hint = " (only eq / ne on a field that may be empty)" if nullable else ""
+        hint = " (only eq / ne on a field that may be empty)" if none_allowed else ""
         raise ValidationError(where, f"cannot be null here{hint}")
     if key is not None:
         return _metadata_value(value, where)

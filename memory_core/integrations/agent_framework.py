@@ -133,6 +133,8 @@ class MemoryContextProvider(ContextProvider):
         reference_time: The "now" the user's time words ("last weekend", 先月) are read against
             (``None``: the memory service's clock, the time of the turn).
         as_of: Read what was current at this time (``None``: now, or an "as of" in what the user asks).
+        filters: Conditions on fields and metadata in Mem0's syntax (:mod:`memory_core.domain.filters`),
+            e.g. ``{"metadata.topic": {"in": ["travel"]}}``, checked when the provider is made.
         relevance_floor: Inject nothing when the most relevant memory is below this (0-1; default
             ``DEFAULT_RELEVANCE_FLOOR``, 0.5): a question about nothing remembered gets no memories.
             ``None``: always inject what the search found.
@@ -181,6 +183,7 @@ class MemoryContextProvider(ContextProvider):
         min_score: float | None = None,
         reference_time: datetime | None = None,
         as_of: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
         relevance_floor: float | None = DEFAULT_RELEVANCE_FLOOR,
         injection_role: InjectionRole = "user",
         recall: bool = True,

@@ -22,6 +22,7 @@ from runtime_helpers import RunningRuntime, running
 
 from memory_core.bootstrap import build_service, load_settings
 from memory_core.domain.policy import HumanMemoryPolicy
+from memory_core.domain.records import DEFAULT_AGENT_ID
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.entrypoints.http.kit import ApiRequest
 
@@ -213,7 +214,9 @@ def test_the_scoped_dry_run_lists_what_would_change_and_writes_nothing(rt: Runni
     assert rest["scanned"] == 3
     for bad, field in (("limit=0", "limit"), ("limit=10001", "limit"), ("cursor=a%20b", "cursor")):
         refused(rt, f"/api/forgetting/preview?{Q}&{bad}", field)
-    refused(rt, "/api/forgetting/preview?user_id=alice", "agent_id")
+    default = get(rt, "/api/forgetting/preview?user_id=alice")  # no agent_id: the default agent's memories
+    assert default["agent_id"] == DEFAULT_AGENT_ID and default["scanned"] == 0
+    refused(rt, "/api/forgetting/preview?agent_id=travel", "user_id")
 
 
 def test_retention_curves_follow_the_policy(rt: RunningRuntime) -> None:

@@ -831,7 +831,7 @@ def test_close_cancels_calls_that_outlast_its_grace(
         caller.join(5)
     assert not any(caller.is_alive() for caller in callers)  # none waits forever
     assert len(errors) == 3
-    assert all(isinstance(e, PermanentError) and "closed before the call finished" in str(e) for e in errors)
+    assert all(isinstance(e, PermanentError) and "closed before the call finished" in str(e) for e in errors), errors
     assert len(_loop_threads()) == before
 
 

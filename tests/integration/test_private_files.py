@@ -38,9 +38,13 @@ def open_umask() -> Iterator[None]:
         os.umask(before)
 
 
-def test_a_new_store_and_everything_beside_it_is_readable_by_its_owner_only(tmp_path: Path, open_umask: None) -> None:
+def test_a_new_store_and_everything_beside_it_is_readable_by_its_owner_only(
+    tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "new" / "memory"
-    with Memory(folder / "m.db", embedder="hash") as memory:
+    # the configured store's folders are made (a path given to Memory must name a folder that exists)
+    monkeypatch.setenv("MEMORY_SQLITE_PATH", str(folder / "m.db"))
+    with Memory(embedder="hash") as memory:
         memory.add("I live in Berlin.", user_id="u")
         files = sorted(p for p in folder.iterdir() if p.is_file())
         assert {p.name for p in files} >= {"m.db", "m.db-wal", "m.db-shm"}

@@ -55,6 +55,7 @@ CHANGED: dict[str, Any] = {
     "vector_weight": 2.5,
     "reference_time": datetime(2026, 3, 15, 9, 0, tzinfo=UTC),
     "as_of": datetime(2026, 3, 1, tzinfo=UTC),
+    "filters": {"AND": [{"metadata.topic": {"in": ["trains", "ferries"]}}, {"importance": {"gte": 0.5}}]},
 }
 EXPECTED = MemorySearchOptions(**CHANGED)
 #: What the store is asked: every option as sent, with twice ``top`` (the service re-ranks episodes
@@ -110,6 +111,11 @@ def test_over_http(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
     assert recorded == [RECEIVED]
 
 
+def cli_text(value: Any) -> str:
+    """An option's value as the command line is given it (a filter as JSON)."""
+    return json.dumps(value) if isinstance(value, dict) else str(getattr(value, "value", value))
+
+
 def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOptions], monkeypatch: pytest.MonkeyPatch) -> None:
     import memory_core.bootstrap as bootstrap
 
@@ -125,7 +131,7 @@ def test_from_the_command_line(tmp_path: Path, recorded: list[MemorySearchOption
         if options.get("action") == "store_true":
             argv.append(flag)
         else:
-            argv += [flag, str(getattr(value, "value", value))]
+            argv += [flag, cli_text(value)]
     out = io.StringIO()
     assert main(argv, out=out) == 0, out.getvalue()
     assert recorded == [RECEIVED]
@@ -261,7 +267,7 @@ def test_from_the_command_line_under_the_options_own_names(
     monkeypatch.setenv("MEMORY_EMBEDDER", "hash")
     argv = ["--db", str(db), "--json", "search", "tea", "--user", "u1", "--agent", "a1"]
     for name, value in AS_GIVEN.items():
-        argv += [option_flag(name)] if value is True else [option_flag(name), str(value)]
+        argv += [option_flag(name)] if value is True else [option_flag(name), cli_text(value)]
     out = io.StringIO()
     assert main(argv, out=out) == 0, out.getvalue()
     assert recorded == [RECEIVED]

@@ -347,6 +347,7 @@ def test_a_forget_request_removes_every_trace_of_what_it_names(
     ],
 )
 def test_no_file_of_the_store_holds_what_was_forgotten(tmp_path: Path, said: list[str], asked: str, gone: list[str]) -> None:
+    (tmp_path / "store").mkdir()  # (a store path names a folder that exists)
     with Memory(tmp_path / "store" / "m.db", embedder="hash") as memory:
         for text in [*said, asked]:
             memory.add(text, user_id="u")

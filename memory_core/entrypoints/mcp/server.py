@@ -210,6 +210,13 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         as_of: Annotated[
             datetime | None, Field(description="Read what was current at this time (earlier values included).")
         ] = None,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Conditions in Mem0's syntax on fields and metadata, e.g. "
+                '{"AND": [{"category": "travel"}, {"metadata.topic": {"in": ["trains"]}}]}.'
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Search the user's long-term memories (preferences, constraints, plans, facts about them and
         things they said earlier) for the ones relevant to a query, most relevant and important first.
