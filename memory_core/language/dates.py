@@ -15,7 +15,9 @@ __all__ = [
     "KANJI_DIGITS",
     "KANJI_HUNDRED",
     "MONTHS",
+    "MONTH_PARTS",
     "NUMBER_WORDS",
+    "ORDINALS",
     "RELATIVE_DATES",
     "SEASONS",
     "WEEKDAYS",
@@ -142,6 +144,21 @@ ERAS = {"令和": 2019, "平成": 1989, "昭和": 1926, "大正": 1912, "明治"
 #: (the winter of a year begins in its December).
 SEASONS: dict[str, int] = {
     "spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12, "春": 3, "夏": 6, "秋": 9, "冬": 12,
+}  # fmt: skip
+
+#: The parts of a month ("early May", "the end of October", 11月上旬, 10月末) and their days: the first
+#: day and the day after the last (``None``: to the month's end).
+MONTH_PARTS: dict[str, tuple[int, int | None]] = {
+    "beginning": (1, 11), "start": (1, 11), "early": (1, 11), "middle": (11, 21), "mid": (11, 21),
+    "end": (21, None), "late": (21, None),
+    "上旬": (1, 11), "初旬": (1, 11), "初め": (1, 11), "はじめ": (1, 11), "頭": (1, 11),
+    "中旬": (11, 21), "半ば": (11, 21), "下旬": (21, None), "末": (21, None), "終わり": (21, None),
+}  # fmt: skip
+#: Which week or weekend of a month ("the second week of November", 11月の第2週, "the last weekend of
+#: July", 7月の最終週): 1 to 4, -1 the last.
+ORDINALS: dict[str, int] = {
+    "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+    "last": -1, "final": -1, "1": 1, "2": 2, "3": 3, "4": 4, "一": 1, "二": 2, "三": 3, "四": 4, "最終": -1,
 }  # fmt: skip
 
 #: The normalized date words of :func:`resolve_date_word`: the unit and offset of the span they end.

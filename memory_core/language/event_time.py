@@ -29,8 +29,10 @@ from memory_core.language.dates import (
     ERAS,
     KANJI_DIGITS,
     KANJI_HUNDRED,
+    MONTH_PARTS,
     MONTHS,
     NUMBER_WORDS,
+    ORDINALS,
     RELATIVE_DATES,
     SEASONS,
     WEEKDAY_RELATIONS_EN,
@@ -54,7 +56,7 @@ from memory_core.language.sentences import JAPANESE_SCRIPT
 __all__ = ["HAVE_GOT", "EventTime", "SpanUnit", "event_time", "said_of_past"]
 
 #: What an event time spans.
-SpanUnit = Literal["day", "week", "weekend", "month", "season", "year"]
+SpanUnit = Literal["day", "days", "week", "weekend", "month", "season", "year"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +66,8 @@ class EventTime:
     Attributes:
         start: The first instant of the span (UTC, inclusive).
         end: The first instant after it (UTC, exclusive).
-        unit: What the words name: a day, week, weekend, month, season or year.
+        unit: What the words name: a day, a run of days (a part of a month, "early May"), a week,
+            weekend, month, season or year.
         words: The words that said it, as written.
     """
 
@@ -225,6 +228,66 @@ def _en_month(m: re.Match[str], reading: _Reading) -> _Span | None:
     return _month_alone(month, reading, m.start()) if reading.calendar else None
 
 
+def _month_named(month: int, year: str | None, m: re.Match[str], reading: _Reading) -> _Span | None:
+    """A month named with its year, or without one as :func:`_month_alone` reads it."""
+    if year:
+        return _month(int(year), month)
+    return _month_alone(month, reading, m.start()) if reading.calendar else None
+
+
+def _part(span: _Span | None, part: str) -> _Span | None:
+    """The days of a month's part (:data:`MONTH_PARTS`)."""
+    if span is None:
+        return None
+    _, first, after = span
+    begin, end = MONTH_PARTS[part]
+    return "days", first.replace(day=begin), after if end is None else first.replace(day=end)
+
+
+def _nth(span: _Span | None, ordinal: str, unit: Literal["week", "weekend"]) -> _Span | None:
+    """The n-th week of a month (days 8 to 14 for the second; the last seven days for the last) or its
+    n-th weekend (its n-th Saturday and the Sunday after), :data:`ORDINALS`."""
+    if span is None:
+        return None
+    _, first, after = span
+    n = ORDINALS[ordinal]
+    if unit == "week":
+        start = after - timedelta(days=7) if n < 0 else first + timedelta(days=7 * (n - 1))
+        return "week", start, start + timedelta(days=7)
+    if n < 0:
+        last = after - timedelta(days=1)
+        saturday = last - timedelta(days=(last.weekday() - 5) % 7)
+    else:
+        saturday = first + timedelta(days=(5 - first.weekday()) % 7, weeks=n - 1)
+    return "weekend", saturday, saturday + timedelta(days=2)
+
+
+def _en_part(m: re.Match[str], reading: _Reading) -> _Span | None:
+    return _part(_month_named(month_number(m[3]), m[4], m, reading), fold(m[1] or m[2]))
+
+
+def _en_nth(m: re.Match[str], reading: _Reading) -> _Span | None:
+    unit: Literal["week", "weekend"] = "weekend" if fold(m[2]) == "weekend" else "week"
+    return _nth(_month_named(month_number(m[3]), m[4], m, reading), fold(m[1]), unit)
+
+
+def _ja_part(m: re.Match[str], reading: _Reading) -> _Span | None:
+    return _part(_month_named(count_of(m[2]), m[1], m, reading), m[3])
+
+
+def _ja_nth(m: re.Match[str], reading: _Reading) -> _Span | None:
+    ordinal = m[3] or "最終"
+    return _nth(_month_named(count_of(m[2]), m[1], m, reading), ordinal, "week")
+
+
+def _en_week_before(m: re.Match[str], reading: _Reading) -> _Span | None:
+    """"the week before 16 November 2023": the seven days before that day."""
+    day = _en_month_day(m[2], m[1], m[3], m, reading) if m[1] else _en_month_day(m[4], m[5], m[6], m, reading)
+    if day is None:
+        return None
+    return "week", day[1] - timedelta(days=7), day[1]
+
+
 def _en_year(m: re.Match[str], reading: _Reading) -> _Span | None:
     return _year(int(m[1]))
 
@@ -304,6 +367,32 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(rf"(?<!\d)(\d{{4}})年(?:({_N})月(?:({_N})日)?)?"), _ja_year),
     (re.compile(rf"(?<![\d年{_K}])({_N})月({_N})日"), _ja_month_day),
     (re.compile(rf"(?<![\d年{_K}])({_N})月(?![\d{_K}日曜前後間])"), _ja_month),
+    (re.compile(rf"(?:(\d{{4}})年)?(?<![\d{_K}])({_N})月の?({'|'.join(p for p in MONTH_PARTS if not p.isascii())})"), _ja_part),
+    (re.compile(rf"(?:(\d{{4}})年)?(?<![\d{_K}])({_N})月の?(?:第([1-4一二三四])|最終)週"), _ja_nth),
+    (
+        re.compile(
+            rf"\b(?:the\s+)?(?:(beginning|start|middle|end)\s+of|(early|mid|late)[\s-]+)\s*{_MONTH_EN}\b"
+            rf"(?:,?\s+(\d{{4}})\b)?",
+            _I,
+        ),
+        _en_part,
+    ),
+    (
+        re.compile(
+            rf"\b(?:the\s+)?({'|'.join(o for o in ORDINALS if o.isascii() and not o.isdigit())})\s+(week|weekend)\s+"
+            rf"of\s+{_MONTH_EN}\b(?:,?\s+(\d{{4}})\b)?",
+            _I,
+        ),
+        _en_nth,
+    ),
+    (
+        re.compile(
+            rf"\b(?:the\s+)?week\s+(?:before|prior\s+to)\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_EN}"
+            rf"(?:,?\s+(\d{{4}}))?|{_MONTH_EN}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?)\b",
+            _I,
+        ),
+        _en_week_before,
+    ),
     (re.compile(rf"\b{_MONTH_EN}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?", _I), _en_mdy),
     (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_EN}\b(?:,?\s+(\d{{4}})\b)?", _I), _en_dmy),
     (re.compile(rf"\b{_MONTH_EN}\s+(?:of\s+)?(\d{{4}})\b", _I), _en_month_year),

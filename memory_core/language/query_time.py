@@ -63,6 +63,12 @@ def asks_of_past(query: str) -> bool:
     return said_of_past(query)
 
 
+def asks_when(query: str) -> bool:
+    """Whether a question asks for a date or a time ("When did Melanie sign up for pottery?", "What month
+    was the wedding?", 「いつ引っ越した？」)."""
+    return _WHEN.search(query) is not None
+
+
 def asks_ahead(query: str) -> bool:
     """Whether a question asks what is to come ("What's on my calendar next week?", "What plans does the
     user have coming up?", 「来週の予定は？」, 「今後の予定を教えて」): it has a word of what is ahead and

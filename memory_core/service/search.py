@@ -18,13 +18,14 @@ from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.search_time import WINDOW_RULE, TimeWindow, WindowRule, in_window, inside_window
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
-from memory_core.language.query_time import asks_ahead, asks_of_past, query_time
+from memory_core.language.query_time import asks_ahead, asks_of_past, asks_when, query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
+from memory_core.service.speakers import SPEAKER_RELEVANCE, speaker_asked, speakers_of
 
 __all__ = [
     "AHEAD_PAST_RELEVANCE",
@@ -80,6 +81,13 @@ RELEVANCE_WEIGHT = 0.7
 #: does the user do for work?" though the two share no word and their vectors are only somewhat alike.
 #: ``eval truth`` current value first and unanswerable probes silenced (docs/evaluation.md).
 RELATION_RELEVANCE = 0.15
+#: How many candidates a search weighs at least before it keeps its ``top`` (twice ``top`` when that
+#: is more): the relevance reorders what the legs found, so a short list leaves the answer out. LoCoMo
+#: end to end any@5, top 5: 10 candidates 0.638, **20 0.645**, 40 0.642 (docs/evaluation.md).
+MIN_CANDIDATES = 20
+#: How much more relevant a memory that states when it happened is to a when-question ("When did John get
+#: his degree?": "I graduated last week!" answers it, "Congrats on finishing your degree!" does not).
+WHEN_RELEVANCE = 0.1
 #: What the relevance of a memory whose event has ended counts in the order when the query asks what is
 #: to come (:func:`~memory_core.language.query_time.asks_ahead`: "What plans does the user have coming
 #: up?", 「今後の予定を教えて」): the dentist of last week after the trip of next month, found still
@@ -129,7 +137,10 @@ async def search(
     # Ask for more than ``top``: an episode placed after the facts that came from it, or an archived
     # memory that loses to active ones, leaves its place to the next memory rather than to nothing.
     wider = opts.model_copy(
-        update={"top": min(2 * opts.top, MAX_TOP), "include_archived": opts.include_archived or cue}
+        update={
+            "top": min(max(2 * opts.top, MIN_CANDIDATES), MAX_TOP),
+            "include_archived": opts.include_archived or cue,
+        }
     )
     asked = time_asked(query, opts, now)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
@@ -139,7 +150,11 @@ async def search(
         hits = await _by_relevance(store, embedder, SearchRequest(scope, query, vector, opts), hits, asked)
         if ranked:
             hits = by_relevance_and_rank(
-                hits, passed_at=passed_at(query, asked, opts, now), ended_at=ended_at(asked, opts, now)
+                hits,
+                passed_at=passed_at(query, asked, opts, now),
+                ended_at=ended_at(asked, opts, now),
+                when=asks_when(query),
+                speaker=speaker_asked(query, hits),
             )
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
     if opts.min_score is not None:
@@ -323,15 +338,23 @@ def ended_at(asked: TimeAsked, options: MemorySearchOptions, now: datetime | Non
 
 
 def by_relevance_and_rank(
-    hits: Sequence[SearchHit], *, passed_at: datetime | None = None, ended_at: datetime | None = None
+    hits: Sequence[SearchHit],
+    *,
+    passed_at: datetime | None = None,
+    ended_at: datetime | None = None,
+    when: bool = False,
+    speaker: str | None = None,
 ) -> list[SearchHit]:
     """The hits ordered by :data:`RELEVANCE_WEIGHT` of their relevance and the rest of their rank score
     (relative to the best one), when every hit has a relevance (else as they are). A memory that says
     something ended, or a plan whose day had passed at ``passed_at``
     (:func:`~memory_core.domain.event_dates.is_passed_plan`), counts :data:`ENDED_RELEVANCE` less
     relevant here; a memory whose event span had ended at ``ended_at`` (a query that asks what is to
-    come, :func:`ended_at`) counts :data:`AHEAD_PAST_RELEVANCE` of its relevance (its shown relevance
-    is not changed)."""
+    come, :func:`ended_at`) counts :data:`AHEAD_PAST_RELEVANCE` of its relevance; for a when-question
+    (``when``), a memory that states when it happened counts :data:`WHEN_RELEVANCE` more (its shown
+    relevance is not changed, so the relevance floor still silences what answers nothing), and so does
+    a memory said by ``speaker``, the one person the question names
+    (:func:`~memory_core.service.speakers.speaker_asked`) by :data:`SPEAKER_RELEVANCE`."""
     if not hits or any(h.relevance is None for h in hits):
         return list(hits)
     best = max(h.score for h in hits) or 1.0
@@ -343,6 +366,10 @@ def by_relevance_and_rank(
         relevance = cast(float, hit.relevance) - (ENDED_RELEVANCE if ended(hit) else 0.0)
         if ended_at is not None and tense_of(hit.record.event_at, hit.record.event_until, ended_at) == "past":
             relevance *= AHEAD_PAST_RELEVANCE
+        if when and hit.record.event_at is not None:
+            relevance += WHEN_RELEVANCE
+        if speaker is not None and speaker in speakers_of(hit.record):
+            relevance += SPEAKER_RELEVANCE
         return -(RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * hit.score / best)
 
     return sorted(hits, key=key)

@@ -34,6 +34,7 @@ from memory_core.domain.search_request import SearchRequest as StoreSearchReques
 from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.service import MemoryService
+from memory_core.service.search import MIN_CANDIDATES
 
 SCOPE = Scope.of("u1", "a1")
 
@@ -58,9 +59,9 @@ CHANGED: dict[str, Any] = {
     "filters": {"AND": [{"metadata.topic": {"in": ["trains", "ferries"]}}, {"importance": {"gte": 0.5}}]},
 }
 EXPECTED = MemorySearchOptions(**CHANGED)
-#: What the store is asked: every option as sent, with twice ``top`` (the service re-ranks episodes
-#: after their facts and archived memories at a discount before it keeps ``top``).
-RECEIVED = EXPECTED.model_copy(update={"top": 2 * EXPECTED.top})
+#: What the store is asked: every option as sent, with twice ``top`` or ``MIN_CANDIDATES`` if more (the
+#: service re-ranks episodes after their facts and archived memories at a discount before it keeps ``top``).
+RECEIVED = EXPECTED.model_copy(update={"top": max(2 * EXPECTED.top, MIN_CANDIDATES)})
 
 
 def test_the_changed_values_cover_every_option_and_differ_from_the_defaults() -> None:

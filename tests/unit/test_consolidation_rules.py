@@ -94,6 +94,8 @@ def test_content_words_ignore_function_words() -> None:
         ("毎朝6時に起きる", "毎朝7時に起きる", "date/time"),
         ("I go to the gym every Monday", "I go to the gym every Friday", "date/time"),
         ("来週京都に旅行する", "来月京都に旅行する", "date/time"),
+        ("My dentist appointment is on Monday", "My dentist appointment moved to Friday", "date/time"),
+        ("I moved to Leeds last year (2025)", "I moved to Bristol last month (May 2026)", "one value"),
         ("猫を2匹飼っている", "猫を3匹飼っている", "number"),
         ("I have 2 kids", "I have 3 kids", "number"),
         ("コーヒー派です", "紅茶派です", "same slot"),  # a choice, not a liking
@@ -133,6 +135,10 @@ def test_contradictions_are_found(old: str, new: str, kind: str) -> None:
         ("私はエンジニアです", "猫を飼っています"),
         ("I prefer aisle seats now", "通路側の席が好きです"),  # the same choice in the other language
         ("I like coffee", "コーヒーが好き"),
+        # two occasions of what happened, on other dates: both true
+        ("I went to a pride parade last week (week of 26 June 2023)", "I went to a pride parade last Friday (11 August 2023)"),
+        ("I signed up for a pottery class yesterday (2 July 2023)", "I made it in pottery class yesterday (24 August 2023)"),
+        ("先月（2026年3月）、箱根の温泉に行った", "昨日（2026年5月29日）また箱根の温泉に行った"),
     ],
 )
 def test_no_contradiction(old: str, new: str) -> None:
@@ -182,6 +188,30 @@ def test_detail_updates_and_less_detail_is_none() -> None:
     assert more.event is MemoryEvent.UPDATE and not more.supersedes
     less = decide_with_rules(_fact("旅館が好き"), [Neighbour(_record("京都の旅館が好き"), 0.9)], LOOSE)
     assert less.event is MemoryEvent.NONE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I went to the Louvre last month (April 2026)", "I went to the Louvre again yesterday (30 April 2026)"),
+        ("先月（2026年3月）、箱根の温泉に行った", "昨日（2026年5月29日）また箱根の温泉に行った"),
+        ("先週（2026年4月20日の週）、初めてヨガのクラスに参加した", "昨日（2026年5月30日）もヨガのクラスに参加した"),
+    ],
+)
+def test_another_occasion_is_a_fact_of_its_own(old: str, new: str) -> None:
+    """A second time something happened is neither a restatement of the first nor more detail about it."""
+    verdict = decide_with_rules(_fact(new, "event"), [Neighbour(_record(old, category="event"), 0.95)], LOOSE)
+    assert verdict.event is MemoryEvent.ADD
+
+
+def test_a_date_without_the_first_one_still_adds_to_it() -> None:
+    """The same occasion told again with its date is more detail, not another occasion."""
+    verdict = decide_with_rules(
+        _fact("I went to the Louvre yesterday (30 April 2026)", "event"),
+        [Neighbour(_record("I went to the Louvre", category="event"), 0.95)],
+        LOOSE,
+    )
+    assert verdict.event is MemoryEvent.UPDATE and not verdict.supersedes
 
 
 def test_update_needs_the_same_category() -> None:

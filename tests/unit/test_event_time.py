@@ -193,8 +193,39 @@ def test_a_month_with_its_day_or_year_is_read_whole() -> None:
 
 
 def test_a_month_after_of_is_a_month() -> None:
-    found = event_time("I moved at the end of March", THURSDAY)
+    found = event_time("I moved in the first days of March", THURSDAY)
     assert found is not None and (found.start.date(), found.unit) == (D(2026, 3, 1), "month")
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "after", "unit"),
+    [
+        ("I moved at the end of March", D(2026, 3, 21), D(2026, 4, 1), "days"),
+        ("We met in early May 2025", D(2025, 5, 1), D(2025, 5, 11), "days"),
+        ("It was mid-September", D(2026, 9, 11), D(2026, 9, 21), "days"),
+        ("the beginning of November 2022", D(2022, 11, 1), D(2022, 11, 11), "days"),
+        ("I was in Leeds the second week of November", D(2026, 11, 8), D(2026, 11, 15), "week"),
+        ("the last week of October 2023", D(2023, 10, 25), D(2023, 11, 1), "week"),
+        ("We went camping the first weekend of August 2023", D(2023, 8, 5), D(2023, 8, 7), "weekend"),
+        ("the last weekend of July 2023", D(2023, 7, 29), D(2023, 7, 31), "weekend"),
+        ("Where was I the week before 16 November 2023?", D(2023, 11, 9), D(2023, 11, 16), "week"),
+        ("the week before May 3, 2023", D(2023, 4, 26), D(2023, 5, 3), "week"),
+        ("11月上旬に京都へ行った", D(2026, 11, 1), D(2026, 11, 11), "days"),
+        ("2023年10月末に引っ越した", D(2023, 10, 21), D(2023, 11, 1), "days"),
+        ("9月中旬に友達と会った", D(2026, 9, 11), D(2026, 9, 21), "days"),
+        ("11月の第2週は大阪にいた", D(2026, 11, 8), D(2026, 11, 15), "week"),
+        ("7月の最終週に休みを取った", D(2026, 7, 25), D(2026, 8, 1), "week"),
+    ],
+)
+def test_parts_of_a_month(text: str, first: date, after: date, unit: str) -> None:
+    """A part of a month, its n-th week or weekend, and the week before a day, in both languages."""
+    found = event_time(text, THURSDAY, past=True)
+    assert found is not None and (found.start.date(), found.end.date(), found.unit) == (first, after, unit), text
+
+
+@pytest.mark.parametrize("text", ["In the end may be fine", "The start may slip", "I may start early"])
+def test_may_as_a_verb_names_no_part_of_a_month(text: str) -> None:
+    assert event_time(text, THURSDAY) is None
 
 
 def test_a_record_or_candidate_refuses_an_event_span_that_is_no_span() -> None:

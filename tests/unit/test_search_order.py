@@ -12,6 +12,7 @@ import pytest
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Provenance, Scope
 from memory_core.domain.relevance import RelevanceCalibration
 from memory_core.domain.search import MemorySearchOptions, ScoreBreakdown, SearchHit
+from memory_core.language.query_time import asks_when
 from memory_core.ports import MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.search import (
@@ -27,6 +28,7 @@ from memory_core.service.search import (
     with_relevance,
     without_time_words,
 )
+from memory_core.service.speakers import speaker_asked
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -222,3 +224,74 @@ def test_a_memory_of_the_time_asked_is_as_relevant_as_the_query_without_its_time
     assert relevance_of(vector, rest=rest) == pytest.approx(1.0)  # the words of what was done alone: 0.95
     far = ("What did I do ?", [0.0, 1.0])
     assert relevance_of([0.8, 0.6], rest=far) == pytest.approx(0.65)  # never less than the whole query's
+
+
+def said(memory: str, speaker: str, relevance: float, *, event_at: datetime | None = None) -> SearchHit:
+    record = MemoryRecord(
+        user_id="u",
+        agent_id="a",
+        memory=f"{speaker}: {memory}",
+        created_at=NOW,
+        updated_at=NOW,
+        event_at=event_at,
+        event_until=None if event_at is None else datetime(2026, 11, 24, tzinfo=UTC),
+        provenance=[Provenance(turn_id="t1", speaker=speaker)],
+    )
+    return SearchHit(record=record, score=1.0, breakdown=ScoreBreakdown(relevance=1.0), relevance=relevance)
+
+
+def test_a_question_naming_one_speaker_puts_what_they_said_first_without_changing_relevance() -> None:
+    hits = [said("Congrats on finishing your degree!", "Maria", 0.62), said("I graduated last week!", "John", 0.58)]
+    speaker = speaker_asked("When did John get his degree?", hits)
+    assert speaker == "John"
+    ordered = by_relevance_and_rank(hits, speaker=speaker)
+    assert texts(ordered) == ["John: I graduated last week!", "Maria: Congrats on finishing your degree!"]
+    assert [h.relevance for h in ordered] == [0.58, 0.62]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did Maria and John talk about?",  # two named: no one to prefer
+        "When did Sam get a degree?",  # no speaker named
+        "When did Johnny get his degree?",  # a longer name is another name
+    ],
+)
+def test_no_one_speaker_named_prefers_no_one(query: str) -> None:
+    hits = [said("Congrats on finishing your degree!", "Maria", 0.62), said("I graduated last week!", "John", 0.58)]
+    assert speaker_asked(query, hits) is None
+
+
+def test_roles_and_a_single_speaker_are_no_one_to_prefer() -> None:
+    alone = [said("I graduated last week!", "John", 0.58), said("I like tea", "John", 0.3)]
+    assert speaker_asked("When did John graduate?", alone) is None
+    roles = [said("You should rest", "assistant", 0.5), said("I like tea", "user", 0.3)]
+    assert speaker_asked("What did the user say?", roles) is None
+
+
+def test_japanese_names_are_found_inside_the_question() -> None:
+    hits = [said("卒業おめでとう", "真理", 0.6), said("先週卒業した", "健太", 0.55)]
+    assert speaker_asked("健太が卒業したのはいつ？", hits) == "健太"
+
+
+def test_a_when_question_puts_a_memory_that_says_when_first_and_keeps_its_relevance() -> None:
+    dated = said("I signed up for a pottery class yesterday", "Mel", 0.55, event_at=datetime(2026, 11, 23, tzinfo=UTC))
+    undated = said("Pottery is so relaxing", "Mel", 0.6)
+    assert texts(by_relevance_and_rank([undated, dated])) == [undated.record.memory, dated.record.memory]
+    ordered = by_relevance_and_rank([undated, dated], when=asks_when("When did Mel sign up for pottery?"))
+    assert texts(ordered) == [dated.record.memory, undated.record.memory]
+    assert ordered[0].relevance == 0.55
+
+
+@pytest.mark.parametrize(
+    ("query", "when"),
+    [
+        ("When did Mel sign up for pottery?", True),
+        ("What month was the wedding?", True),
+        ("いつ引っ越した？", True),
+        ("What does Mel like?", False),
+        ("How long has Mel painted?", False),
+    ],
+)
+def test_when_questions(query: str, when: bool) -> None:
+    assert asks_when(query) is when

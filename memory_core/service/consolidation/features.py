@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from memory_core.domain.records import MemoryRecord
 from memory_core.language.date_mentions import kanji_counts_as_digits, take_dates, take_numbers
+from memory_core.language.event_time import said_of_past
 from memory_core.language.lexicon import canonical, content_units, join_phrases, lemma, split_compounds
 from memory_core.language.relations import CHOICE, one_value_relations
 from memory_core.language.sentences import strip_discourse_markers
@@ -133,6 +134,8 @@ class StatementFeatures:
         choice: The statement chooses among alike things ("I prefer the window seat", 「紅茶派」), one
             choice at a time (:data:`~memory_core.language.relations.CHOICE`); a liking does not.
         ended: The statement says something has ended ("I quit piano", "no more coffee", 「やめた」).
+        happened: The statement reports what happened ("I went to a parade last week", 「京都に行った」:
+            its tense, :func:`~memory_core.language.event_time.said_of_past`).
     """
 
     text: str
@@ -151,6 +154,7 @@ class StatementFeatures:
     other_person: bool = False
     choice: bool = False
     ended: bool = False
+    happened: bool = False
 
     @property
     def single_valued(self) -> bool:
@@ -210,6 +214,7 @@ def statement_features(statement: str, speaker: str | None = None) -> StatementF
         other_person=other,
         choice=choice,
         ended=ended,
+        happened=said_of_past(statement),
     )
 
 

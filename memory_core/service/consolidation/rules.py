@@ -59,6 +59,18 @@ def _negation(c: Comparison) -> str | _NotContradicting | None:
     return f"negation: the memory is {old_word}, the new statement {new_word} about the same thing"
 
 
+def _another_occasion(c: Comparison) -> str | _NotContradicting | None:
+    """Two reports of what happened, on other dates ("I went to a pride parade last week" → "I went to a
+    pride parade last Friday", 「先月京都に行った」 → 「昨日また京都に行った」): two occasions, both true. A
+    one-value slot (where one lives) and a statement that says it changes or replaces something still
+    go on to the rules below; a correction ("my mistake, it was Tuesday") is decided before these rules."""
+    if not (c.when_conflict and c.old.happened and c.new.happened):
+        return None
+    if c.old.slots & c.new.slots or c.new.change or c.replaced:
+        return None
+    return _NOT_CONTRADICTING
+
+
 def _date_changed(c: Comparison) -> str | _NotContradicting | None:
     """Other dates, weekdays or times for the same thing (月曜10時 → 金曜10時)."""
     if not (c.when_conflict and c.related):
@@ -128,6 +140,7 @@ CONTRADICTION_RULES: tuple[ContradictionRule, ...] = (
     _not_comparable,
     _ended,
     _negation,
+    _another_occasion,
     _date_changed,
     _number_changed,
     _replaced,
@@ -245,6 +258,14 @@ def _rule_contradiction(p: _Pair) -> Verdict | _Skip | None:
     )
 
 
+def _rule_another_occasion(p: _Pair) -> Verdict | _Skip | None:
+    """Two reports of what happened, on other dates ("I went to the Louvre last month" → "I went to the
+    Louvre again yesterday"): another occasion, so another fact; not a restatement of the first one, nor
+    more detail about it (step 4b)."""
+    c = p.comparison
+    return _SKIP if c.when_conflict and c.old.happened and c.new.happened else None
+
+
 def _rule_other_object(p: _Pair) -> Verdict | _Skip | None:
     """Each side names something the other does not (tea as well as coffee): another fact."""
     c = p.comparison
@@ -310,6 +331,7 @@ def _rule_near_duplicate(p: _Pair) -> Verdict | _Skip | None:
 PAIR_RULES: tuple[PairRule, ...] = (
     _rule_unrelated,
     _rule_contradiction,
+    _rule_another_occasion,
     _rule_other_object,
     _rule_same_content,
     _rule_adds_detail,
