@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import Callable
 from datetime import date, datetime
 from enum import Enum
 from typing import Any, Literal, Union, get_args, get_origin
@@ -82,53 +83,67 @@ def _is_tag(part: object) -> bool:
     return isinstance(part, str) and (part in _UNION_TAGS or "[" in part)
 
 
+def _choice(value: Any, ctx: dict[str, Any], name: str) -> str:
+    noun = f"a {name}" if name.isalpha() else "one of the choices"
+    return f"{describe_value(value)} is not {noun}; use {_choices(str(ctx.get('expected', '')))}"
+
+
+def _too_long(value: Any, ctx: dict[str, Any], name: str) -> str:
+    size = len(value) if isinstance(value, str) else "too many"
+    return f"is {size} characters long; the most is {ctx.get('max_length')}"
+
+
+def _bound(words: str, key: str) -> Callable[[Any, dict[str, Any], str], str]:
+    return lambda value, ctx, name: f"must be {words} {ctx.get(key)}, not {describe_value(value)}"
+
+
+def _expects(what: str, *, show: bool = False) -> Callable[[Any, dict[str, Any], str], str]:
+    return lambda value, ctx, name: f"must be {what}, not {describe_value(value) if show else _kind(value)}"
+
+
+_Words = Callable[[Any, dict[str, Any], str], str]
+
+#: What each kind of pydantic error says, in plain words (given the value, the error's context and
+#: the field's own name).
+_WORDS: dict[str, _Words] = {
+    "missing": lambda value, ctx, name: "is required",
+    "extra_forbidden": lambda value, ctx, name: "is not a parameter of this tool",
+    "literal_error": _choice,
+    "enum": _choice,
+    "string_type": _expects("text (a string)"),
+    "int_type": _expects("a whole number", show=True),
+    "int_parsing": _expects("a whole number", show=True),
+    "int_from_float": _expects("a whole number", show=True),
+    "float_type": _expects("a number", show=True),
+    "float_parsing": _expects("a number", show=True),
+    "bool_type": _expects("true or false", show=True),
+    "bool_parsing": _expects("true or false", show=True),
+    "list_type": _expects("a list"),
+    "dict_type": _expects("an object"),
+    "model_type": _expects("an object"),
+    "model_attributes_type": _expects("an object"),
+    "string_too_short": lambda value, ctx, name: "is empty" if ctx.get("min_length") == 1 else "is too short",
+    "string_too_long": _too_long,
+    "too_short": lambda value, ctx, name: f"needs at least {ctx.get('min_length')} item(s)",
+    "too_long": lambda value, ctx, name: f"has {ctx.get('actual_length')} items; the most is {ctx.get('max_length')}",
+    "greater_than_equal": _bound("at least", "ge"),
+    "less_than_equal": _bound("at most", "le"),
+    "greater_than": _bound("more than", "gt"),
+    "less_than": _bound("less than", "lt"),
+}
+
+
 def _problem(error: Any) -> str:
     """One pydantic error in plain words, naming its field."""
     loc = [part for part in error.get("loc", ()) if not _is_tag(part)]
     field = error_location(loc) or "arguments"
     kind = str(error.get("type", ""))
-    ctx = error.get("ctx") or {}
     value = error.get("input")
-    name = str(loc[-1]) if loc else field
-    if kind == "missing":
-        return f"{field}: is required"
-    if kind == "extra_forbidden":
-        return f"{field}: is not a parameter of this tool"
-    if kind in ("literal_error", "enum"):
-        noun = f"a {name}" if name.isalpha() else "one of the choices"
-        return f"{field}: {describe_value(value)} is not {noun}; use {_choices(str(ctx.get('expected', '')))}"
-    if kind == "string_type":
-        return f"{field}: must be text (a string), not {_kind(value)}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return f"{field}: must be a whole number, not {describe_value(value)}"
-    if kind in ("float_type", "float_parsing"):
-        return f"{field}: must be a number, not {describe_value(value)}"
-    if kind in ("bool_type", "bool_parsing"):
-        return f"{field}: must be true or false, not {describe_value(value)}"
-    if kind == "list_type":
-        return f"{field}: must be a list, not {_kind(value)}"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"{field}: must be an object, not {_kind(value)}"
+    words = _WORDS.get(kind)
+    if words is not None:
+        return f"{field}: {words(value, error.get('ctx') or {}, str(loc[-1]) if loc else field)}"
     if kind.startswith(("datetime_", "date_")):
         return f"{field}: {describe_value(value)} is not a date and time such as 2026-03-01T09:00:00Z"
-    if kind == "string_too_short":
-        return f"{field}: is empty" if ctx.get("min_length") == 1 else f"{field}: is too short"
-    if kind == "string_too_long":
-        size = len(value) if isinstance(value, str) else "too many"
-        return f"{field}: is {size} characters long; the most is {ctx.get('max_length')}"
-    if kind == "too_short":
-        return f"{field}: needs at least {ctx.get('min_length')} item(s)"
-    if kind == "too_long":
-        return f"{field}: has {ctx.get('actual_length')} items; the most is {ctx.get('max_length')}"
-    bounds = {
-        "greater_than_equal": ("at least", "ge"),
-        "less_than_equal": ("at most", "le"),
-        "greater_than": ("more than", "gt"),
-        "less_than": ("less than", "lt"),
-    }
-    if kind in bounds:
-        words, key = bounds[kind]
-        return f"{field}: must be {words} {ctx.get(key)}, not {describe_value(value)}"
     message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
     return f"{field}: {message.replace('Input should be', 'must be')}"
 
