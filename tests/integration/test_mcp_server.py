@@ -689,3 +689,27 @@ def test_the_remember_tool_states_its_limits(tmp_path: Path) -> None:
             assert str(MAX_TRANSCRIPT_MESSAGES) in messages["description"]
 
     run(body())
+
+
+def test_a_chat_transcript_gives_the_same_memories_as_the_python_api(tmp_path: Path) -> None:
+    from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+
+    transcript = chat(12)
+
+    async def through_mcp() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "mcp.db"), "--user", "alice"]) as session:
+            ok(await session.call_tool("remember", {"messages": transcript}))
+
+    async def through_python() -> None:
+        async with AsyncMemory(tmp_path / "py.db", embedder="hash") as memory:
+            await memory.add(transcript, user_id="alice")
+
+    run(through_mcp())
+    asyncio.run(through_python())
+
+    def memories(db: Path) -> set[tuple[str, str, str]]:
+        return {(r.memory, r.category, r.kind.value) for r in records(db, "alice", "default").values()}
+
+    made = memories(tmp_path / "mcp.db")
+    assert {m for m, _, kind in made if kind == "fact"} >= {"I live in Osaka", "I am vegetarian"}, made
+    assert made == memories(tmp_path / "py.db")

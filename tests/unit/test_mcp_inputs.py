@@ -181,3 +181,23 @@ def test_a_conversation_beyond_the_call_limits_is_refused_in_plain_words() -> No
     with pytest.raises(ValidationError) as caught:
         chunks(talk(40, size=MAX_TRANSCRIPT_BYTES // 39))
     assert "send the conversation in parts" in caught.value.message
+
+
+def test_the_mcp_page_states_the_limits_the_code_enforces() -> None:
+    import re
+    from pathlib import Path
+
+    from memory_core.domain.messages import MAX_MESSAGE_CHARS
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+
+    def documented(what: str) -> str:
+        match = re.search(rf"^\| {re.escape(what)} \| ([^|]+) \|$", page, re.M)
+        assert match, f"docs/mcp.md has no limit {what!r}"
+        return match.group(1).strip()
+
+    assert documented("messages in one call") == f"{MAX_TRANSCRIPT_MESSAGES:,}"
+    assert documented("text in one call (UTF-8)") == f"{MAX_TRANSCRIPT_BYTES // (1024 * 1024)} MiB"
+    assert documented("characters in one message") == f"{MAX_MESSAGE_CHARS:,}"
+    assert documented("messages in one recorded part") == f"{CHUNK_MESSAGES:,}"
+    assert documented("text in one recorded part (UTF-8)") == f"{CHUNK_BYTES // 1024} KiB"
