@@ -671,6 +671,9 @@ def test_rejected_arguments_are_named_in_plain_words(tmp_path: Path) -> None:
                 said = error(await session.call_tool(name, arguments))
                 assert expected in said, (name, arguments, said)
                 assert not re.search(r"type=|validation error|Input should|errors\.pydantic", said), said
+                assert said.startswith("invalid input: "), said
+            blank = error(await session.call_tool("remember", {"text": "   "}))
+            assert blank == "invalid input: text: is empty; pass what the user said"
 
     run(body())
 

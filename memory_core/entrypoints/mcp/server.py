@@ -1,9 +1,9 @@
 """``memory-core mcp``: one user's memories as a Model Context Protocol server.
 
 Assistants that speak MCP (VS Code, Claude Desktop, Agent Framework's MCP tools) reach the memory
-through four tools: ``search_memories`` (read-only), ``remember`` (a statement or a short
-conversation through extraction and consolidation, answering with the decisions), ``forget`` (a soft
-delete, recorded in the memory's history) and ``list_memories``. Each answers with structured content
+through four tools: ``search_memories`` (read-only), ``remember`` (a statement or a conversation,
+a whole transcript recorded in parts, through extraction and consolidation, answering with the
+decisions), ``forget`` (a soft delete, recorded in the memory's history) and ``list_memories``. Each answers with structured content
 (described by an output schema) and a short text for the model.
 
 Scope: the server serves exactly one ``(user_id, agent_id)``, fixed when it starts (``--user`` /
@@ -309,8 +309,10 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
 def plain_tool_class() -> type[Any]:
     """The SDK's ``Tool``, reading arguments the way memory-core's tools mean them: a string given
     for a parameter that takes text stays text (the SDK alone would decode ``"null"``, ``"[1, 2]"`` or
-    ``'{"a": 1}'`` as JSON for an optional string), and rejected arguments are told in plain words
-    naming the field (:func:`~memory_core.entrypoints.mcp.arguments.plain_errors`), not in pydantic's.
+    ``'{"a": 1}'`` as JSON for an optional string), rejected arguments are told in plain words
+    naming the field (:func:`~memory_core.entrypoints.mcp.arguments.plain_errors`), not in pydantic's,
+    and a tool's own error reaches the model as the tool said it (without the SDK's
+    ``Error executing tool ...`` prefix).
 
     Raises:
         ConfigurationError: The ``mcp`` package is missing.
@@ -348,6 +350,8 @@ def plain_tool_class() -> type[Any]:
                 cause = exc.__cause__
                 if isinstance(cause, PydanticValidationError):  # the arguments broke the input schema
                     raise ToolError(f"invalid input: {plain_errors(cause)}") from cause
+                if type(exc) is ToolError and type(cause) is ToolError:  # the tool's own words, unprefixed
+                    raise ToolError(str(cause)) from cause
                 raise
 
     return PlainTool
