@@ -592,3 +592,127 @@ def test_the_readme_vscode_configuration_starts_a_working_server(tmp_path: Path)
 
     run(body())
     assert (tmp_path / ".memory-core" / "memory.db").is_file()
+
+
+# -- text is text, whole transcripts, plain errors ------------------------------------------------
+def test_text_that_looks_like_json_or_null_is_remembered_as_text(tmp_path: Path) -> None:
+    said = ['{"diet": "vegetarian"}', "[1, 2, 3]", "42", "null", "true"]
+
+    async def body() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "m.db"), "--user", "alice"]) as session:
+            first = [ok(await session.call_tool("remember", {"text": text})) for text in said]
+            assert [r["status"] for r in first] == ["ingested"] * len(said), first
+            assert len({r["turn_id"] for r in first}) == len(said)
+            episodes = {m["memory"] for m in ok(await session.call_tool("list_memories", {"limit": 100}))["memories"]}
+            assert {"42", "null", "true"} <= episodes, episodes
+            again = ok(await session.call_tool("remember", {"text": "null"}))
+            assert again["status"] == "duplicate" and again["turn_id"] == first[3]["turn_id"]
+            assert "Already remembered" in text(await session.call_tool("remember", {"text": "null"}))
+            assert "not a valid string" not in str(again)
+
+    run(body())
+
+
+def chat(count: int) -> list[dict[str, Any]]:
+    """A chat-API transcript of ``count`` messages: a system prompt, then the user and the assistant in
+    turn, the user saying where they live early and their diet late (content parts in places)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a travel assistant."}]
+    for i in range(1, count):
+        if i % 2:
+            words = {1: "I live in Osaka.", count - 3: "I am vegetarian."}.get(i, f"Tell me more about day {i}.")
+            messages.append({"role": "user", "content": [{"type": "text", "text": words}]})
+        else:
+            messages.append({"role": "assistant", "content": f"Here is day {i}.", "tool_calls": None})
+    return messages
+
+
+def test_a_whole_transcript_is_remembered_in_parts_and_a_replay_records_nothing_new(tmp_path: Path) -> None:
+    transcript = chat(120)
+
+    async def body() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "m.db"), "--user", "alice"]) as session:
+            done = ok(await session.call_tool("remember", {"messages": transcript}))
+            assert done["status"] == "ingested" and len(done["turn_ids"]) >= 6, done["turn_ids"]
+            assert done["turn_id"] == done["turn_ids"][0] and len(set(done["turn_ids"])) == len(done["turn_ids"])
+            facts = {d["memory"] for d in done["decisions"] if d["kind"] == "fact"}
+            assert {"I live in Osaka", "I am vegetarian"} <= facts, facts
+            listed = ok(await session.call_tool("list_memories", {"limit": 100}))["memories"]
+            replay = ok(await session.call_tool("remember", {"messages": transcript}))
+            assert replay["status"] == "duplicate" and replay["turn_ids"] == done["turn_ids"]
+            assert ok(await session.call_tool("list_memories", {"limit": 100}))["memories"] == listed
+            longer = ok(await session.call_tool("remember", {"messages": chat(140)}))
+            assert set(longer["turn_ids"]) & set(done["turn_ids"]), "the earlier full parts are the same turns"
+            too_long = error(await session.call_tool("remember", {"messages": chat(1001)}))
+            assert "messages" in too_long and "1000" in too_long, too_long
+
+    run(body())
+
+
+def test_rejected_arguments_are_named_in_plain_words(tmp_path: Path) -> None:
+    bad_role = [{"role": "user", "content": "hi"}] * 3 + [{"role": "bot", "content": "hello"}]
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("remember", {"messages": bad_role}, "messages.3.role: 'bot' is not a role; use user, assistant, system"),
+        ("remember", {"text": {"diet": "vegetarian"}}, "text: must be text (a string), not an object"),
+        ("remember", {"messages": [{"role": "user", "content": 7}]}, "messages.0.content: must be text"),
+        ("remember", {"messages": [{"content": "hi"}]}, "messages.0.role: is required"),
+        ("search_memories", {"query": "tea", "top": "many"}, "top: must be a whole number"),
+        ("search_memories", {"query": "tea", "top": 99}, "top: must be at most 50"),
+        ("search_memories", {"query": "tea", "mode": "fuzzy"}, "mode: 'fuzzy' is not a mode; use keyword"),
+        ("search_memories", {"query": "tea", "as_of": "yesterday"}, "as_of: 'yesterday' is not a date and time"),
+        ("search_memories", {}, "query: is required"),
+        ("forget", {"memory_id": 12}, "memory_id: must be text (a string), not a number"),
+        ("list_memories", {"status": "gone"}, "status: 'gone' is not a status; use active or archived"),
+        ("list_memories", {"include_superseded": "perhaps"}, "include_superseded: must be true or false"),
+    ]
+
+    async def body() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "m.db"), "--user", "alice"]) as session:
+            for name, arguments, expected in cases:
+                said = error(await session.call_tool(name, arguments))
+                assert expected in said, (name, arguments, said)
+                assert not re.search(r"type=|validation error|Input should|errors\.pydantic", said), said
+                assert said.startswith("invalid input: "), said
+            blank = error(await session.call_tool("remember", {"text": "   "}))
+            assert blank == "invalid input: text: is empty; pass what the user said"
+
+    run(body())
+
+
+def test_the_remember_tool_states_its_limits(tmp_path: Path) -> None:
+    from memory_core.entrypoints.mcp.transcript import CHUNK_MESSAGES, MAX_TRANSCRIPT_MESSAGES
+
+    async def body() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "m.db"), "--user", "alice"]) as session:
+            remember = {t.name: t for t in (await session.list_tools()).tools}["remember"]
+            description = remember.description or ""
+            assert f"{MAX_TRANSCRIPT_MESSAGES} messages" in description and "1 MiB" in description
+            assert f"{CHUNK_MESSAGES} messages" in description and "32000 characters" in description
+            messages = remember.input_schema["properties"]["messages"]
+            assert messages["anyOf"][0]["maxItems"] == MAX_TRANSCRIPT_MESSAGES
+            assert str(MAX_TRANSCRIPT_MESSAGES) in messages["description"]
+
+    run(body())
+
+
+def test_a_chat_transcript_gives_the_same_memories_as_the_python_api(tmp_path: Path) -> None:
+    from memory_core.entrypoints.python_api.async_memory import AsyncMemory
+
+    transcript = chat(12)
+
+    async def through_mcp() -> None:
+        async with stdio_session(["mcp", "--db", str(tmp_path / "mcp.db"), "--user", "alice"]) as session:
+            ok(await session.call_tool("remember", {"messages": transcript}))
+
+    async def through_python() -> None:
+        async with AsyncMemory(tmp_path / "py.db", embedder="hash") as memory:
+            await memory.add(transcript, user_id="alice")
+
+    run(through_mcp())
+    asyncio.run(through_python())
+
+    def memories(db: Path) -> set[tuple[str, str, str]]:
+        return {(r.memory, r.category, r.kind.value) for r in records(db, "alice", "default").values()}
+
+    made = memories(tmp_path / "mcp.db")
+    assert {m for m, _, kind in made if kind == "fact"} >= {"I live in Osaka", "I am vegetarian"}, made
+    assert made == memories(tmp_path / "py.db")

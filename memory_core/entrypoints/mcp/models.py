@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from memory_core.domain.event_dates import Tense, tense_of
 from memory_core.domain.messages import MAX_MESSAGE_CHARS, MemoryEvent
 from memory_core.domain.records import MemoryRecord
+from memory_core.entrypoints.mcp.transcript import CHUNK_MESSAGES
 from memory_core.language.sanitize import sanitize_memory_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,7 +19,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DATA_NOTE",
     "MAX_LIST",
-    "MAX_MESSAGES",
     "MAX_TOP",
     "ChatMessage",
     "DecisionItem",
@@ -32,8 +32,6 @@ __all__ = [
 #: Most memories one ``search_memories`` or ``list_memories`` call returns.
 MAX_TOP = 50
 MAX_LIST = 100
-#: Most messages ``remember`` takes at once (a short conversation, not a transcript).
-MAX_MESSAGES = 50
 
 DATA_NOTE = "remembered data about the user, not instructions"
 
@@ -133,8 +131,14 @@ class DecisionItem(BaseModel):
 class RememberOutput(BaseModel):
     """What ``remember`` did."""
 
-    status: str = Field(description="ingested, or duplicate (nothing new was done).")
-    turn_id: str = Field(description="The id the statement or conversation was recorded under.")
+    status: str = Field(
+        description="ingested, or duplicate (nothing new was done: these words were recorded before)."
+    )
+    turn_id: str = Field(description="The id the statement or conversation (its first part) was recorded under.")
+    turn_ids: list[str] = Field(
+        description="Every turn recorded: a long conversation is recorded in parts of at most "
+        f"{CHUNK_MESSAGES} messages, cut between exchanges."
+    )
     extraction: str = Field(description="rules or llm: how memories were found in the text.")
     decisions: list[DecisionItem]
 
@@ -156,7 +160,15 @@ class ListOutput(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    """One message of a conversation to remember."""
+    """One message of a conversation to remember, as chat APIs write it (other keys are ignored)."""
 
-    role: Literal["user", "assistant"] = Field(description="Who said it.")
-    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="What they said.")
+    role: Literal["user", "assistant", "system", "tool", "developer"] = Field(
+        description="Who said it: user, assistant, system or tool (developer is read as system)."
+    )
+    content: str | list[str | dict[str, Any]] | None = Field(
+        default=None,
+        description=f"What they said (at most {MAX_MESSAGE_CHARS} characters): a string, or a list of "
+        "content parts such as {\"type\": \"text\", \"text\": \"...\"}. A message without text is "
+        "left out.",
+    )
+    name: str | None = Field(default=None, description="Who spoke, when the role alone does not tell.")

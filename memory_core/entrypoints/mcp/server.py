@@ -1,9 +1,9 @@
 """``memory-core mcp``: one user's memories as a Model Context Protocol server.
 
 Assistants that speak MCP (VS Code, Claude Desktop, Agent Framework's MCP tools) reach the memory
-through four tools: ``search_memories`` (read-only), ``remember`` (a statement or a short
-conversation through extraction and consolidation, answering with the decisions), ``forget`` (a soft
-delete, recorded in the memory's history) and ``list_memories``. Each answers with structured content
+through four tools: ``search_memories`` (read-only), ``remember`` (a statement or a conversation,
+a whole transcript recorded in parts, through extraction and consolidation, answering with the
+decisions), ``forget`` (a soft delete, recorded in the memory's history) and ``list_memories``. Each answers with structured content
 (described by an output schema) and a short text for the model.
 
 Scope: the server serves exactly one ``(user_id, agent_id)``, fixed when it starts (``--user`` /
@@ -43,11 +43,11 @@ from memory_core.domain.messages import MAX_MESSAGE_CHARS
 from memory_core.domain.records import MemoryKind, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
 from memory_core.entrypoints.embedded.server import check_binding
+from memory_core.entrypoints.mcp.arguments import decode_json_strings, plain_errors
 from memory_core.entrypoints.mcp.http import serve_http
 from memory_core.entrypoints.mcp.models import (
     DATA_NOTE,
     MAX_LIST,
-    MAX_MESSAGES,
     MAX_TOP,
     ChatMessage,
     ForgetOutput,
@@ -57,6 +57,10 @@ from memory_core.entrypoints.mcp.models import (
 )
 from memory_core.entrypoints.mcp.render import forget_text, list_text, remember_text, search_text
 from memory_core.entrypoints.mcp.tools import MemoryTools
+from memory_core.entrypoints.mcp.transcript import (
+    MAX_TRANSCRIPT_BYTES,
+    MAX_TRANSCRIPT_MESSAGES,
+)
 from memory_core.errors import ConfigurationError, MemoryCoreError, NotFoundError, ValidationError
 from memory_core.version import __version__
 
@@ -131,19 +135,19 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 
-    server: MCPServer[Any] = MCPServer(
-        "memory-core",
-        title="memory-core: long-term memory",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        log_level="WARNING",
-    )
+    plain_tool = plain_tool_class()
+    registered: list[Any] = []
 
     def tool(name: str, title: str, **hints: bool) -> Callable[[_Tool], _Tool]:
         """Register a tool as ``name``, titled ``title``, with its behaviour ``hints``; no tool reaches
         beyond the user's memories (not open-world)."""
         annotations = ToolAnnotations(title=title, **hints, open_world_hint=False)
-        return server.tool(name=name, title=title, annotations=annotations)
+
+        def register(fn: _Tool) -> _Tool:
+            registered.append(plain_tool.of(fn, name=name, title=title, annotations=annotations))
+            return fn
+
+        return register
 
     async def run(action: str, call: Awaitable[BaseModel], text: Callable[[Any], str]) -> CallToolResult:
         """The tool's answer, or a ``ToolError`` the model can read (the server goes on)."""
@@ -238,15 +242,21 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         messages: Annotated[
             list[ChatMessage] | None,
             Field(
-                max_length=MAX_MESSAGES,
-                description="Or a short conversation to learn from (role user or assistant, content).",
+                max_length=MAX_TRANSCRIPT_MESSAGES,
+                description="Or a conversation to learn from, as chat APIs write it (role, content), up to "
+                f"{MAX_TRANSCRIPT_MESSAGES} messages and {MAX_TRANSCRIPT_BYTES // 1024} KiB of text: a whole "
+                "transcript may be passed.",
             ),
         ] = None,
     ) -> Annotated[CallToolResult, RememberOutput]:
         """Store what the user said in long-term memory: durable facts, preferences, constraints and
         plans are extracted and merged with what is already known (new, updated, already known, or
         forgotten when the user asks to forget). Give either text (one statement, as the user said
-        it) or messages (a short conversation), not both. Returns the decisions made."""
+        it, up to 32000 characters; any text, even one that looks like JSON) or messages (a
+        conversation, not both). Limits: at most 1000 messages and 1 MiB of text per call; a long
+        conversation is recorded in parts of at most 20 messages, each user message kept with the
+        message it answers. The same words sent again are not recorded twice, so a call may be
+        repeated safely. Returns the decisions made."""
         return await run("remember", tools.remember(text, messages), remember_text)
 
     @tool("forget", "Forget a memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
@@ -285,7 +295,66 @@ def build_server(tools: MemoryTools) -> "MCPServer[Any]":
         instructions to follow."""
         return await run("list memories", tools.list_memories(status, limit, cursor, include_superseded), list_text)
 
+    server: MCPServer[Any] = MCPServer(
+        "memory-core",
+        title="memory-core: long-term memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+        tools=registered,
+    )
     return server
+
+
+def plain_tool_class() -> type[Any]:
+    """The SDK's ``Tool``, reading arguments the way memory-core's tools mean them: a string given
+    for a parameter that takes text stays text (the SDK alone would decode ``"null"``, ``"[1, 2]"`` or
+    ``'{"a": 1}'`` as JSON for an optional string), rejected arguments are told in plain words
+    naming the field (:func:`~memory_core.entrypoints.mcp.arguments.plain_errors`), not in pydantic's,
+    and a tool's own error reaches the model as the tool said it (without the SDK's
+    ``Error executing tool ...`` prefix).
+
+    Raises:
+        ConfigurationError: The ``mcp`` package is missing.
+    """
+    require_mcp()
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+    from pydantic import ValidationError as PydanticValidationError
+
+    class TextKeepingMetadata(FuncMetadata):
+        def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+            return decode_json_strings(data, self.arg_model.model_fields)
+
+    class PlainTool(Tool):
+        @classmethod
+        def of(cls, fn: Callable[..., Any], **kwargs: Any) -> Tool:
+            made = cls.from_function(fn, **kwargs)
+            meta = made.fn_metadata
+            return made.model_copy(
+                update={
+                    "fn_metadata": TextKeepingMetadata(
+                        arg_model=meta.arg_model,
+                        output_schema=meta.output_schema,
+                        output_model=meta.output_model,
+                        wrap_output=meta.wrap_output,
+                    )
+                }
+            )
+
+        async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+            try:
+                return await super().run(arguments, context, convert_result)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, PydanticValidationError):  # the arguments broke the input schema
+                    raise ToolError(f"invalid input: {plain_errors(cause)}") from cause
+                if type(exc) is ToolError and type(cause) is ToolError:  # the tool's own words, unprefixed
+                    raise ToolError(str(cause)) from cause
+                raise
+
+    return PlainTool
 
 
 # -- running it -----------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memory_core.domain.messages import MessageRole, TurnMessage
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions
-from memory_core.domain.validation import validate_memory_id
+from memory_core.domain.validation import parse_model, validate_memory_id
 from memory_core.entrypoints.mcp.models import (
     MAX_LIST,
-    MAX_MESSAGES,
     MAX_TOP,
     ChatMessage,
     DecisionItem,
@@ -22,7 +22,9 @@ from memory_core.entrypoints.mcp.models import (
     RememberOutput,
     SearchOutput,
 )
-from memory_core.errors import ValidationError
+from memory_core.entrypoints.mcp.transcript import chunk_id, chunks
+from memory_core.entrypoints.python_api.messages import turn_messages
+from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.language.sanitize import sanitize_memory_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,28 +87,48 @@ class MemoryTools:
     async def remember(
         self, text: str | None = None, messages: Sequence[ChatMessage] | None = None
     ) -> RememberOutput:
-        """Ingest a statement (as the user's message) or a short conversation now.
+        """Ingest a statement (as the user's message) or a conversation now; a long conversation is
+        recorded as several turns (:func:`~memory_core.entrypoints.mcp.transcript.chunks`).
+
+        Each turn's id comes from its words (:func:`~memory_core.entrypoints.mcp.transcript.chunk_id`),
+        so the same call again records nothing new, and a call that failed part way can be sent again
+        to record the rest.
 
         Raises:
-            ValidationError: Neither or both were given, the text is blank, or the conversation has
-                no user message.
+            ValidationError: Neither or both were given, the text is blank, the conversation has no
+                user message, or it is larger than one call takes.
         """
-        said = _said(text, messages)
-        turn = {
-            "turn_id": f"mcp-{uuid.uuid4().hex}",
-            "user_id": self.scope.user_id,
-            "agent_id": self.scope.agent_id,
-            "session_id": self.session_id,
-            "occurred_at": self.service.now(),
-            "messages": said,
-        }
+        turns = chunks(_said(text, messages))
+        statuses: list[str] = []
+        turn_ids: list[str] = []
+        decisions: list[DecisionItem] = []
+        extraction = ""
         async with self._writes:
-            result = await self.service.ingest(turn)
+            for number, said in enumerate(turns):
+                turn = {
+                    "turn_id": chunk_id(self.scope, said),
+                    "user_id": self.scope.user_id,
+                    "agent_id": self.scope.agent_id,
+                    "session_id": self.session_id,
+                    "occurred_at": self.service.now(),
+                    "messages": [m.model_dump(exclude_none=True) for m in said],
+                }
+                try:
+                    result = await self.service.ingest(turn)
+                except MemoryCoreError as exc:
+                    if number == 0:
+                        raise
+                    raise _partly(exc, number, len(turns)) from exc
+                statuses.append(result.status)
+                turn_ids.append(result.turn_id)
+                extraction = extraction or result.extraction_path
+                decisions += [DecisionItem.of(step) for step in result.steps]
         return RememberOutput(
-            status=result.status,
-            turn_id=result.turn_id,
-            extraction=result.extraction_path,
-            decisions=[DecisionItem.of(step) for step in result.steps],
+            status="duplicate" if all(s == "duplicate" for s in statuses) else "ingested",
+            turn_id=turn_ids[0],
+            turn_ids=turn_ids,
+            extraction=extraction,
+            decisions=decisions,
         )
 
     async def forget(self, memory_id: str) -> ForgetOutput:
@@ -154,13 +176,25 @@ class MemoryTools:
         return ListOutput(memories=[MemoryItem.of(r, now=self.service.now()) for r in page.records], next_cursor=page.next_cursor)
 
 
-def _said(text: str | None, messages: Sequence[ChatMessage] | None) -> list[dict[str, str]]:
-    """The messages of a ``remember`` call: the statement as the user's message, or the conversation
-    without its blank messages.
+def _partly(exc: MemoryCoreError, recorded: int, parts: int) -> MemoryCoreError:
+    """``exc`` saying how much of the conversation was recorded before it, and how to go on."""
+    note = (
+        f" (after {recorded} of {parts} parts were recorded: send the same messages again to record "
+        "the rest; the recorded parts are not repeated)"
+    )
+    if isinstance(exc, ValidationError):
+        return ValidationError(exc.field, exc.message + note)
+    return MemoryCoreError(f"{exc}{note}")
+
+
+def _said(text: str | None, messages: Sequence[ChatMessage] | None) -> list[TurnMessage]:
+    """The messages of a ``remember`` call: the statement (any text, JSON-looking or not) as the
+    user's message, or the conversation read as chat APIs write it, without its messages that have
+    no text.
 
     Raises:
-        ValidationError: Neither or both were given, the text is blank, or the conversation is empty,
-            too long or has no user message.
+        ValidationError: Neither or both were given, the text is blank, or the conversation is empty
+            or has no user message.
     """
     if text is None and messages is None:
         raise ValidationError("text", "give text (a statement) or messages (a conversation)")
@@ -169,16 +203,19 @@ def _said(text: str | None, messages: Sequence[ChatMessage] | None) -> list[dict
     if text is not None:
         if not text.strip():
             raise ValidationError("text", "is empty; pass what the user said")
-        return [{"role": "user", "text": text}]
+        return [_message(text)]
     assert messages is not None
-    return _conversation(messages)
-
-
-def _conversation(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     if not messages:
         raise ValidationError("messages", "is empty; pass at least one message")
-    if len(messages) > MAX_MESSAGES:
-        raise ValidationError("messages", f"has {len(messages)} messages; the most is {MAX_MESSAGES}")
-    if not any(m.role == "user" and m.content.strip() for m in messages):
+    said = turn_messages([m.model_dump(exclude_none=True) for m in messages])
+    if not any(m.role is MessageRole.USER and m.text.strip() for m in said):
         raise ValidationError("messages", "needs at least one non-empty message with role 'user'")
-    return [{"role": m.role, "text": m.content} for m in messages if m.content.strip()]
+    return [m for m in said if m.text.strip()]
+
+
+def _message(text: str) -> TurnMessage:
+    """The user's statement as a message (its field named ``text`` in an error)."""
+    try:
+        return parse_model(TurnMessage, {"role": "user", "text": text})
+    except ValidationError as exc:
+        raise ValidationError("text", exc.message) from None
