@@ -28,6 +28,10 @@ from memory_core.version import __version__
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.entrypoints.python_api.async_memory import AsyncMemory
     from memory_core.entrypoints.python_api.memory import Memory
+    from memory_core.integrations.agent_framework import MemoryContextProvider as MemoryContextProvider
+    from memory_core.integrations.agent_framework import (
+        MemoryCoreContextProvider as MemoryCoreContextProvider,
+    )
 
 
 __all__ = [
@@ -59,8 +63,15 @@ __all__ = [
     "__version__",
 ]
 
-#: Names imported on first use, so ``import memory_core`` stays light.
-_LAZY = {"AsyncMemory": "entrypoints.python_api.async_memory", "Memory": "entrypoints.python_api.memory"}
+#: Names imported on first use, so ``import memory_core`` stays light. The Agent Framework provider
+#: (``MemoryCoreContextProvider``, and ``MemoryContextProvider``, its earlier name) needs the ``agent``
+#: extra, so it is importable from here but left out of ``__all__``: ``import *`` works without the extra.
+_LAZY = {
+    "AsyncMemory": "entrypoints.python_api.async_memory",
+    "Memory": "entrypoints.python_api.memory",
+    "MemoryContextProvider": "integrations.agent_framework",
+    "MemoryCoreContextProvider": "integrations.agent_framework",
+}
 
 
 def __getattr__(name: str) -> Any:

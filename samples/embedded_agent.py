@@ -42,7 +42,7 @@ from agent_framework import (
     Message,
 )
 
-from memory_core.integrations.agent_framework import MemoryContextProvider
+from memory_core.integrations.agent_framework import MemoryCoreContextProvider
 from memory_core.integrations.recall_format import MEMORY_HEADER
 
 USER_ID = "sample-user"
@@ -87,7 +87,7 @@ def chat_client() -> BaseChatClient:
 async def main() -> None:
     # Turns go to the embedded durable queue (after_run returns at once); a worker inside the provider
     # ingests them in the background while it is open (worker=False when `memory-core serve` runs).
-    memory = MemoryContextProvider.local(
+    memory = MemoryCoreContextProvider.local(
         sqlite_path=os.environ.get("MEMORY_SQLITE_PATH", ".memory-core/sample-agent.db"),
         user_id=USER_ID,
         agent_id=AGENT_ID,

@@ -43,7 +43,7 @@ from agent_framework import Agent, AgentSession, InMemoryHistoryProvider
 from embedded_agent import chat_client  # the sample beside this one
 
 from memory_core.bootstrap import build_publisher, load_settings
-from memory_core.integrations.agent_framework import MemoryContextProvider
+from memory_core.integrations.agent_framework import MemoryCoreContextProvider
 
 AGENT_ID = "concierge"
 
@@ -69,7 +69,7 @@ async def main() -> None:
         from azure.identity.aio import DefaultAzureCredential
 
         credential = DefaultAzureCredential(managed_identity_client_id=os.environ.get("AZURE_CLIENT_ID") or None)
-    memory = MemoryContextProvider.remote(
+    memory = MemoryCoreContextProvider.remote(
         base_url=base_url,
         credential=credential,  # ours to close too
         api_scope=scope,

@@ -11,15 +11,23 @@ from typing import TYPE_CHECKING, Any, TextIO
 from memory_core.cli.arguments import add_scope
 from memory_core.cli.context import service_for
 from memory_core.cli.output import EXIT_OK, print_json, short
-from memory_core.contract.views import memory_detail, memory_list_response, memory_view, search_response
-from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
-from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.contract.views import (
+    memory_detail,
+    memory_list_response,
+    memory_view,
+    search_response,
+    sorted_list_response,
+)
+from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
+from memory_core.domain.search import Listing, MemorySearchOptions, OrderBy, RankingProfile, SearchMode
+from memory_core.errors import ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.cli.arguments import Commands
 
 __all__ = [
     "EXAMPLES",
+    "LIST_ORDER",
     "SEARCH_FLAGS",
     "add_arguments",
     "cmd_delete",
@@ -38,6 +46,9 @@ EXAMPLES = {
 }
 
 _DIRECTIONS = ("asc", "desc")
+
+#: The order of ``memory-core list``: newest first (the last change), then id.
+LIST_ORDER = OrderBy.UPDATED_AT_DESC
 
 
 def _moment(text: str) -> datetime:
@@ -191,10 +202,16 @@ def add_arguments(commands: Commands) -> None:
     p.add_argument("--no-recall", action="store_true", help=argparse.SUPPRESS)  # the old default's opt-out
     p.set_defaults(handler=cmd_search)
 
-    p = commands.add_parser("list", help="memories of a user and agent, by id")
+    p = commands.add_parser("list", help="memories of a user and agent, newest first")
     add_scope(p)
     p.add_argument("--status", choices=[s.value for s in MemoryStatus])
-    p.add_argument("--cursor", help="resume where an earlier page stopped")
+    p.add_argument(
+        "--order-by", type=_order_by, default=None, metavar="FIELD DIR",
+        help=f"sorted by this field, then id (default: {LIST_ORDER.value}, newest first)",
+    )
+    p.add_argument("--offset", type=int, default=None, help="memories skipped (the next page of a sorted list)")
+    p.add_argument("--by-id", action="store_true", help="walk the memories by id instead (pages with --cursor)")
+    p.add_argument("--cursor", help="resume a walk by id where an earlier page stopped (implies --by-id)")
     p.add_argument("--limit", type=int, default=100, help="memories per page")
     flag, kwargs = SEARCH_FLAGS["include_superseded"]
     p.add_argument(flag, **kwargs)
@@ -235,27 +252,56 @@ async def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    """One page of the scope's memories, by id (``--json``: the API's list response)."""
+    """One page of the scope's memories, newest first (``--order-by``: another order; ``--by-id`` /
+    ``--cursor``: a walk by id), as the API's list response with ``--json``.
+
+    Raises:
+        ValidationError: A walk by id is combined with a sort or an offset (names ``cursor``).
+    """
     statuses = [MemoryStatus(args.status)] if args.status else None
-    async with service_for(args) as service:
-        page = await service.list(
-            Scope.of(args.user, args.agent), statuses=statuses, cursor=args.cursor, limit=args.limit,
-            include_superseded=args.include_superseded,
-        )
-    if args.json:
-        print_json(memory_list_response(page).model_dump(mode="json"), out)
+    scope = Scope.of(args.user, args.agent)
+    if args.by_id or args.cursor is not None:
+        if args.order_by is not None or args.offset is not None:
+            raise ValidationError(
+                "cursor", "pages a walk by id; a sorted list (--order-by, --offset) pages with --offset instead"
+            )
+        async with service_for(args) as service:
+            page = await service.list(
+                scope, statuses=statuses, cursor=args.cursor, limit=args.limit,
+                include_superseded=args.include_superseded,
+            )
+        if args.json:
+            print_json(memory_list_response(page).model_dump(mode="json"), out)
+            return EXIT_OK
+        _write_records(page.records, out)
+        if page.next_cursor:
+            out.write(f"more: --cursor {page.next_cursor}\n")
         return EXIT_OK
-    for r in page.records:
+    offset = args.offset or 0
+    listing = Listing(statuses=statuses, order_by=OrderBy(args.order_by or LIST_ORDER), offset=offset, limit=args.limit)
+    async with service_for(args) as service:
+        sorted_page = await service.browse(scope, listing, include_superseded=args.include_superseded)
+    response = sorted_list_response(sorted_page, offset)
+    if args.json:
+        print_json(response.model_dump(mode="json"), out)
+        return EXIT_OK
+    _write_records(sorted_page.records, out)
+    if response.next_offset is not None:
+        out.write(f"more: --offset {response.next_offset} (of {sorted_page.total})\n")
+    return EXIT_OK
+
+
+def _write_records(records: Sequence[MemoryRecord], out: TextIO) -> None:
+    """One line per memory: id, status, what it is, when it last changed, and its text."""
+    for r in records:
         until = ""
         if r.valid_until is not None:
             until = f"; until {r.valid_until.date().isoformat()}, superseded by {r.superseded_by}"
         out.write(
             f"{r.id}  {r.status.value:<8} [{r.category}; importance={r.importance:.2f}; "
-            f"retention={r.retention_score:.2f}{until}] {short(r.memory)}\n"
+            f"retention={r.retention_score:.2f}; updated={r.updated_at.date().isoformat()}{until}] "
+            f"{short(r.memory)}\n"
         )
-    if page.next_cursor:
-        out.write(f"more: --cursor {page.next_cursor}\n")
-    return EXIT_OK
 
 
 async def cmd_get(args: argparse.Namespace, out: TextIO) -> int:

@@ -37,8 +37,8 @@ def add_arguments(commands: Commands) -> None:
 def _add_serve(commands: Commands) -> None:
     p = commands.add_parser(
         "serve",
-        help="the embedded runtime: HTTP API + queue workers + nightly forgetting "
-        "(--json: one JSON line with the URL once it listens)",
+        help="the embedded runtime: HTTP API + memory inspector + queue workers + nightly forgetting; "
+        "prints the API's and the inspector's addresses once it listens (--json: as one JSON line)",
     )
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=7071, help="port (default 7071; 0 picks a free one)")
@@ -175,6 +175,7 @@ class _ServeAnnouncer(io.TextIOBase):
             facts = {
                 "status": "listening",
                 "url": server.url,
+                "inspector": server.inspector_url,
                 "store": self._settings.sqlite_path,
                 "queue": self.runtime.queue_path,
                 "workers": self._workers,

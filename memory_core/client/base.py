@@ -30,7 +30,7 @@ __all__ = ["MemoryBackend", "MemoryClient"]
 
 
 class MemoryClient(ABC):
-    """What :class:`~memory_core.integrations.agent_framework.MemoryContextProvider` needs from memory."""
+    """What :class:`~memory_core.integrations.agent_framework.MemoryCoreContextProvider` needs from memory."""
 
     @abstractmethod
     async def search(

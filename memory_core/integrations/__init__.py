@@ -2,7 +2,8 @@
 
 The Agent Framework provider (``agent_framework``, with ``recall_format`` and ``turns``) needs the
 ``agent`` extra (``pip install 'memory-core[agent]'``); it is imported only when asked for, so this
-package imports without Agent Framework installed.
+package imports without Agent Framework installed. The provider is ``MemoryCoreContextProvider``;
+``MemoryContextProvider`` is the same class under its earlier name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = [
     "LocalMemoryClient",
     "MemoryClient",
     "MemoryContextProvider",
+    "MemoryCoreContextProvider",
     "RemoteMemoryClient",
     "TurnOutbox",
 ]
@@ -21,6 +23,7 @@ __all__ = [
 _LAZY = {
     "DEFAULT_SOURCE_ID": "memory_core.integrations.agent_framework",
     "MemoryContextProvider": "memory_core.integrations.agent_framework",
+    "MemoryCoreContextProvider": "memory_core.integrations.agent_framework",
     "LocalMemoryClient": "memory_core.client.local",
     "MemoryClient": "memory_core.client.base",
     "RemoteMemoryClient": "memory_core.client.remote",

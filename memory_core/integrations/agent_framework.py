@@ -1,4 +1,6 @@
-"""``MemoryContextProvider``: long-term memory for Microsoft Agent Framework agents.
+"""``MemoryCoreContextProvider``: long-term memory for Microsoft Agent Framework agents.
+
+``MemoryContextProvider`` is the same class under its earlier name, kept as an alias.
 
 ``before_run`` injects the memories relevant to the new input; ``after_run`` publishes the turn,
 through a durable outbox when that fails. A memory failure never fails the agent's run. Inside
@@ -49,14 +51,14 @@ from memory_core.integrations.turns import turn_for_run
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service import MemoryService
 
-__all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider"]
+__all__ = ["DEFAULT_SOURCE_ID", "MemoryContextProvider", "MemoryCoreContextProvider"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE_ID = "memory_core"
 #: Seconds the first search (and the first after ``cold_after``) may take: a cold service starts first.
 DEFAULT_FIRST_SEARCH_TIMEOUT = 10.0
-#: Shortest transport timeout of a client :meth:`MemoryContextProvider.remote` builds.
+#: Shortest transport timeout of a client :meth:`MemoryCoreContextProvider.remote` builds.
 DEFAULT_HTTP_TIMEOUT = 5.0
 
 
@@ -93,7 +95,7 @@ def _check_timing(
         raise ValidationError("flush_interval", "must be a positive number of seconds or None")
 
 
-class MemoryContextProvider(ContextProvider):
+class MemoryCoreContextProvider(ContextProvider):
     """Long-term memory for an Agent Framework agent.
 
     Build it with a :class:`~memory_core.client.base.MemoryClient` or a
@@ -201,7 +203,7 @@ class MemoryContextProvider(ContextProvider):
         super().__init__(source_id)
         if client is None:
             raise ConfigurationError(
-                "MemoryContextProvider needs a client (or use .local(...) / .remote(...))"
+                "MemoryCoreContextProvider needs a client (or use .local(...) / .remote(...))"
             )
         if not isinstance(client, MemoryClient):
             client = LocalMemoryClient(client)
@@ -240,7 +242,7 @@ class MemoryContextProvider(ContextProvider):
         self._closed = False
 
     @classmethod
-    def local(cls, *, queue: bool | str | Path = True, worker: bool = True, **kwargs: Any) -> MemoryContextProvider:
+    def local(cls, *, queue: bool | str | Path = True, worker: bool = True, **kwargs: Any) -> MemoryCoreContextProvider:
         """A provider on the embedded store, in this process (the provider owns the memory service).
 
         By default ``after_run`` writes the turn to the durable queue beside the store, and a worker in
@@ -276,7 +278,7 @@ class MemoryContextProvider(ContextProvider):
     @classmethod
     def remote(
         cls, *, base_url: str, http_timeout: float | None = None, **kwargs: Any
-    ) -> MemoryContextProvider:
+    ) -> MemoryCoreContextProvider:
         """A provider on the serverless deployment (the provider owns the HTTP client it creates).
 
         Keyword Args:
@@ -499,3 +501,8 @@ class MemoryContextProvider(ContextProvider):
                 await self.client.close()
         finally:
             self._delivery.close_outbox()
+
+
+#: The provider's earlier name, kept importable: the same class object as :class:`MemoryCoreContextProvider`
+#: (not Agent Framework's own file-based ``agent_framework.MemoryContextProvider``).
+MemoryContextProvider = MemoryCoreContextProvider

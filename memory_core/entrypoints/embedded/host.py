@@ -350,6 +350,7 @@ class EmbeddedRuntime:
                 self._say(
                     f"memory-core serve: listening on {self.server.url} (store {self.settings.sqlite_path})"
                 )
+                self._say(f"memory-core serve: the memory inspector is at {self.server.inspector_url}")
             tasks = [
                 asyncio.create_task(
                     self._supervise(w.name, w.run, worker_stop, worker=w), name=f"{w.name} supervisor"

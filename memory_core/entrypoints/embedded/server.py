@@ -478,6 +478,11 @@ class ApiServer:
         """The API's base URL (``http://127.0.0.1:7071/api``)."""
         return f"http://{self.host}:{self.port}{API_PREFIX}"
 
+    @property
+    def inspector_url(self) -> str:
+        """The memory inspector's address, served beside the API (``http://127.0.0.1:7071/``)."""
+        return f"http://{self.host}:{self.port}/"
+
     def start(self) -> None:
         """Start accepting requests on a background thread."""
         self._connections.start()

@@ -1,10 +1,10 @@
-"""``memory-core bench provider``: what ``MemoryContextProvider`` adds to an agent's run (embedded mode).
+"""``memory-core bench provider``: what ``MemoryCoreContextProvider`` adds to an agent's run (embedded mode).
 
 Two ``agent_framework.Agent`` instances answer the same questions with an in-process chat client that
 returns at once, so the figures are the framework plus memory, never a model:
 
 - **without memory**: ``context_providers=[]``;
-- **with memory**: ``context_providers=[MemoryContextProvider.local(worker=False)]`` on a fresh
+- **with memory**: ``context_providers=[MemoryCoreContextProvider.local(worker=False)]`` on a fresh
   embedded store (SQLite) seeded with ``--memories`` memories in the scope, turns published to the
   embedded durable queue (what ``memory-core serve`` drains; no in-process worker, so ingestion is
   not measured as part of the runs).
@@ -88,9 +88,9 @@ async def measure(
     after the first of each is answered from the query cache: the figures of an agent whose users ask
     again. With 0 (the default) every query is embedded: the figures of new questions.
     """
-    from memory_core.integrations.agent_framework import MemoryContextProvider
+    from memory_core.integrations.agent_framework import MemoryCoreContextProvider
 
-    class TimedProvider(MemoryContextProvider):
+    class TimedProvider(MemoryCoreContextProvider):
         before_ms: list[float]
         after_ms: list[float]
 
