@@ -42,7 +42,8 @@ MODELS: dict[str, type[BaseModel]] = {
 _INFO = {
     "title": "memory-core",
     "description": "Long-term memory for AI agents. The same routes and JSON locally "
-    '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`.',
+    '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`, '
+    'with every problem of an invalid request in `problems` (`[{"field", "message"}]`).',
 }
 _BEARER = {
     "type": "http",
@@ -107,6 +108,18 @@ class _Document:
         props["user_id"].update(SCOPE_SCHEMA)
         props["agent_id"].update(SCOPE_SCHEMA)
         props["session_id"]["anyOf"][0].update(SCOPE_SCHEMA)
+        schema = self.schemas[self.ref("Turn", "validation")["$ref"].rsplit("/", 1)[1]]
+        # Optional on the way in: a turn without them is dated on receipt, its id derived from it.
+        schema["required"] = [name for name in schema["required"] if name not in {"turn_id", "occurred_at"}]
+        props["turn_id"]["description"] = (
+            "Default: derived from the turn (user, agent, session, occurred_at when given, messages), "
+            "so the same turn sent again is a repeat"
+        )
+        props["occurred_at"]["description"] = "Default: when the turn is received"
+        props["messages"]["description"] = (
+            "turn.v1 messages ({role, text, name}) or chat-API messages ({role, content}, content a "
+            "string or a list of text parts)"
+        )
 
     def reply(self, reply: Reply) -> dict[str, Any]:
         schema = {"type": "object"} if reply.model is None else self.ref(reply.model)

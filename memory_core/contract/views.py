@@ -253,16 +253,29 @@ class HealthResponse(BaseModel):
     )
 
 
+class Problem(BaseModel):
+    """One problem of a request that was refused as invalid: the field (a dotted path) and what is wrong."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    message: str
+
+
 class ErrorDetail(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     code: str
     message: str
     field: str | None = None
+    #: Every problem of an invalid request (``validation_error``), the first being ``field``'s; left
+    #: out of other errors.
+    problems: list[Problem] | None = None
 
 
 class ErrorResponse(BaseModel):
-    """Every error the API returns: ``{"error": {"code", "message", "field"}}``."""
+    """Every error the API returns: ``{"error": {"code", "message", "field"}}``, and ``problems`` (each
+    ``{"field", "message"}``) when the request was invalid."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -49,7 +49,10 @@ def _error(reply: Any, status: int, code: str, field: str | None = "*") -> dict[
     assert reply.status == status, (reply.status, reply.body)
     assert reply.headers["content-type"].startswith("application/json")
     error = reply.body["error"]
-    assert set(error) == {"code", "message", "field"} and error["code"] == code and error["message"]
+    keys = {"code", "message", "field"} | ({"problems"} if code == "validation_error" else set())
+    assert set(error) == keys and error["code"] == code and error["message"]
+    if code == "validation_error":  # every problem, the first being the field's
+        assert error["problems"][0]["field"] == error["field"] and error["problems"][0]["message"]
     if field != "*":
         assert error["field"] == field, error
     return dict(error)
@@ -398,3 +401,24 @@ def test_keep_alive_connections_survive_errors(rt: RunningRuntime) -> None:
         assert conn.getresponse().status == 422 and time.monotonic() - started < 5
     finally:
         conn.close()
+
+
+def test_a_chat_api_turn_without_id_or_date_is_queued_and_a_replay_is_a_repeat(rt: RunningRuntime) -> None:
+    body = {
+        "user_id": "chat-user",
+        "agent_id": "agent",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "I live in Porto."}]}],
+    }
+    first = rt.client.post("/api/turns", body)
+    assert first.status == 202 and first.body["turn_id"].startswith("turn-"), first.body
+    rt.drain()
+    again = rt.client.post("/api/turns", body)
+    assert again.status == 202 and again.body["turn_id"] == first.body["turn_id"]
+    assert again.body["status"] == "duplicate", again.body
+
+
+def test_an_invalid_turn_lists_every_problem_with_its_path(rt: RunningRuntime) -> None:
+    reply = rt.client.post("/api/turns", {"user_id": "a b", "messages": [{"role": "robot", "content": "x"}]})
+    error = _error(reply, 422, "validation_error", "messages.0.role")
+    assert [p["field"] for p in error["problems"]] == ["messages.0.role", "user_id", "agent_id"]
+    assert "more problem" not in error["message"] and "user_id" in error["message"]

@@ -8,9 +8,9 @@ from typing import Any
 
 from memory_core.contract.routes import Target
 from memory_core.contract.views import SearchRequest
-from memory_core.domain.messages import Turn
+from memory_core.domain.chat import read_turn
 from memory_core.domain.records import Scope
-from memory_core.domain.validation import parse_model, validate_memory_id, validate_scope_id
+from memory_core.domain.validation import parse_model, utcnow, validate_memory_id, validate_scope_id
 from memory_core.entrypoints.http.kit import ApiRequest, Query, json_body
 
 __all__ = ["READERS", "Subject", "TargetReader"]
@@ -72,7 +72,7 @@ def _user(request: ApiRequest, params: dict[str, str]) -> Subject:
 
 
 def _turn_body(request: ApiRequest, params: dict[str, str]) -> Subject:
-    turn = parse_model(Turn, json_body(request))
+    turn = read_turn(json_body(request), utcnow())
     return Subject(turn.user_id, turn.agent_id, body=turn)
 
 
