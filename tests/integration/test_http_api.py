@@ -71,7 +71,9 @@ def test_health_and_openapi(rt: RunningRuntime) -> None:
     assert operations == {
         ("/memories/search", "post"),
         ("/memories", "get"),
+        ("/memories", "post"),
         ("/memories/{memory_id}", "get"),
+        ("/memories/{memory_id}", "patch"),
         ("/memories/{memory_id}", "delete"),
         ("/users/{user_id}/export", "get"),
         ("/users/{user_id}", "delete"),
@@ -229,7 +231,7 @@ def test_routing_errors(rt: RunningRuntime) -> None:
     reply = rt.client.request("PUT", "/api/turns", {"x": 1})
     _error(reply, 405, "method_not_allowed")
     assert reply.headers["allow"] == "POST"
-    assert rt.client.request("PATCH", f"/api/memories/abc?{Q}").headers["allow"] == "DELETE, GET"
+    assert rt.client.request("PUT", f"/api/memories/abc?{Q}").headers["allow"] == "DELETE, GET, PATCH"
 
 
 def test_bad_bodies(rt: RunningRuntime) -> None:
@@ -422,3 +424,27 @@ def test_an_invalid_turn_lists_every_problem_with_its_path(rt: RunningRuntime) -
     error = _error(reply, 422, "validation_error", "messages.0.role")
     assert [p["field"] for p in error["problems"]] == ["messages.0.role", "user_id", "agent_id"]
     assert "more problem" not in error["message"] and "user_id" in error["message"]
+
+
+def test_post_memories_adds_now_verbatim_or_extracted_and_patch_corrects_one(rt: RunningRuntime) -> None:
+    scope = "user_id=adder&agent_id=agent"
+    verbatim = rt.client.post(
+        "/api/memories", {"user_id": "adder", "agent_id": "agent", "messages": "Call me Bo.", "infer": False}
+    )
+    assert verbatim.status == 200 and verbatim.body["status"] == "ingested", verbatim.body
+    [decision] = verbatim.body["decisions"]
+    assert decision["event"] == "ADD" and decision["after"]["memory"] == "Call me Bo."
+    memory_id = decision["memory_id"]
+    inferred = rt.client.post(
+        "/api/memories",
+        {"user_id": "adder", "agent_id": "agent", "messages": [{"role": "user", "content": "I am vegetarian."}]},
+    )
+    assert inferred.status == 200 and any(d["event"] == "ADD" for d in inferred.body["decisions"]), inferred.body
+    patched = rt.client.request("PATCH", f"/api/memories/{memory_id}?{scope}", {"text": "Call me Bob."})
+    assert patched.status == 200 and patched.body["memory"] == "Call me Bob." and patched.body["id"] == memory_id
+    history = rt.client.get(f"/api/memories/{memory_id}?{scope}").body["history"]
+    assert [entry["event"] for entry in history][-1] == "UPDATE"
+    _error(rt.client.request("PATCH", f"/api/memories/{'0' * 32}?{scope}", {"text": "x"}), 404, "not_found")
+    _error(rt.client.request("PATCH", f"/api/memories/{memory_id}?{scope}", {"text": ""}), 422, "validation_error", "text")
+    bad = rt.client.post("/api/memories", {"user_id": "adder", "messages": "x", "infer": "no"})
+    _error(bad, 422, "validation_error", "infer")

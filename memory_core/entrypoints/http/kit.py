@@ -39,8 +39,8 @@ __all__ = [
     "HttpError",
     "Query",
     "error_response",
-    "invalid_response",
     "failure_response",
+    "invalid_response",
     "json_body",
     "with_api_headers",
 ]
