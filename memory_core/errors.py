@@ -82,14 +82,31 @@ class ValidationError(PermanentError, ValueError):
     """Input that breaks a documented rule.
 
     Args:
-        field: Name of the offending field (``user_id``, ``top``, ...).
-        message: What is wrong with it, in words a caller can act on.
+        field: Name of the offending field (``user_id``, ``top``, ...); the first, when there are more.
+        message: What is wrong with it, in words a caller can act on (when there are more problems,
+            it names each of them too).
+        problems: Every problem, as ``(field, message)`` pairs, the first being ``field`` and its own
+            message (default: that one problem).
     """
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, problems: tuple[tuple[str, str], ...] | None = None) -> None:
         self.field = field
         self.message = message
+        self.problems: tuple[tuple[str, str], ...] = problems or ((field, message),)
         super().__init__(f"{field}: {message}")
+
+    @classmethod
+    def of(cls, problems: list[tuple[str, str]]) -> ValidationError:
+        """One error for every problem found: the first one's field, a message naming them all.
+
+        Args:
+            problems: ``(field, message)`` pairs, at least one.
+        """
+        field, first = problems[0]
+        if len(problems) == 1:
+            return cls(field, first)
+        others = "; ".join(f"{where}: {what}" for where, what in problems[1:])
+        return cls(field, f"{first} (also {others})", tuple(problems))
 
 
 class NotFoundError(PermanentError, LookupError):

@@ -20,11 +20,12 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from memory_core.client.base import MemoryBackend
-from memory_core.client.results import AddResult, AddStatus, MemoryExport
+from memory_core.client.results import AddResult, AddStatus, MemoryDecision, MemoryExport
 from memory_core.contract.admin_views import PURGED, ExportResponse, ForgettingResponse, PurgeResponse
 from memory_core.contract.parameters import MAX_EXPORT_LIMIT
 from memory_core.contract.routes import API_PREFIX, api_path, route
 from memory_core.contract.views import (
+    AddMemoryResponse,
     MemoryDetail,
     MemoryListResponse,
     MemoryView,
@@ -33,7 +34,7 @@ from memory_core.contract.views import (
     memory_record,
     search_result,
 )
-from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
+from memory_core.domain.messages import CandidateKind, HistoryEntry, MemoryEvent, RecallUpdate, Turn
 from memory_core.domain.network import is_loopback
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, SearchResult
@@ -63,6 +64,8 @@ BUSY_ATTEMPTS = 5
 BUSY_WAIT_CAP = 30.0
 #: The answers :meth:`RemoteMemoryClient.add` knows (``resumed`` is never answered over HTTP).
 _ADD_STATUSES: tuple[AddStatus, ...] = ("queued", "ingested", "duplicate", "purged")
+#: What ``POST /api/memories`` answers (the turn is added at once).
+_ADDED_STATUSES: tuple[AddStatus, ...] = ("ingested", "resumed", "duplicate", "purged")
 
 V = TypeVar("V", bound=BaseModel)
 
@@ -97,6 +100,27 @@ def _view(model: type[V], data: Any, operation: str) -> V:
         raise PermanentError(
             f"the answer of {_named(operation)} does not match the contract: {where}: {problem['msg']}"
         ) from None
+
+
+def _decisions(decisions: list[dict[str, Any]]) -> tuple[MemoryDecision, ...]:
+    """The decisions of ``POST /api/memories``, as :class:`MemoryDecision` objects."""
+    found = []
+    for d in decisions:
+        before, after = d.get("before"), d.get("after")
+        subject = before if d["event"] == MemoryEvent.DELETE.value or after is None else after
+        found.append(
+            MemoryDecision(
+                event=MemoryEvent(d["event"]),
+                memory=subject["memory"] if subject is not None else d["candidate"],
+                memory_id=d.get("memory_id"),
+                previous=None if before is None else before["memory"],
+                kind=CandidateKind(d["kind"]),
+                category=d["category"],
+                reason=d["reason"],
+                record=None if after is None else MemoryRecord.model_validate(after),
+            )
+        )
+    return tuple(found)
 
 
 def _record(view: MemoryView) -> MemoryRecord:
@@ -297,17 +321,15 @@ class RemoteMemoryClient(MemoryBackend):
         await self.call("post_turn", body=turn.to_json_dict())
 
     async def add(self, turn: Turn, *, infer: bool = True) -> AddResult:
-        """Post ``turn`` to ``POST /api/turns``: the server's workers ingest it (status ``queued``).
-
-        Raises:
-            ConfigurationError: ``infer=False``: the HTTP API has no route that stores text as given.
-        """
+        """Post ``turn`` to ``POST /api/turns`` (the server's workers ingest it: status ``queued``), or,
+        with ``infer=False``, to ``POST /api/memories``, which stores its user messages as given now."""
         if not infer:
-            raise ConfigurationError(
-                "add(..., infer=False) is not part of this HTTP API (it has no route that stores text as "
-                "given): add verbatim memories where the store is (an embedded or Azure-settings Memory), "
-                "or let the server extract them (infer=True)"
-            )
+            body = {**turn.to_json_dict(), "infer": False}
+            added = _view(AddMemoryResponse, await self.call("add", body=body), "add")
+            status = next((known for known in _ADDED_STATUSES if known == added.status), None)
+            if status is None:
+                raise PermanentError(f"{_named('add')} answered an unknown status {added.status!r}")
+            return AddResult(turn_id=added.turn_id, status=status, decisions=_decisions(added.decisions))
         accepted = _view(TurnAccepted, await self.call("post_turn", body=turn.to_json_dict()), "post_turn")
         status = next((known for known in _ADD_STATUSES if known == accepted.status), None)
         if status is None:
@@ -342,10 +364,9 @@ class RemoteMemoryClient(MemoryBackend):
     async def update(
         self, scope: Scope, memory_id: str, text: str, metadata: Mapping[str, Any] | None
     ) -> MemoryRecord:
-        raise ConfigurationError(
-            "update is not part of the HTTP API: update memories where the store is (an embedded or "
-            "Azure-settings Memory), or delete this one and add the corrected statement"
-        )
+        body: dict[str, Any] = {"text": text} | ({} if metadata is None else {"metadata": dict(metadata)})
+        answer = await self.call("update", path={"memory_id": memory_id}, params=self._scope(scope), body=body)
+        return _record(_view(MemoryView, answer, "update"))
 
     async def delete(self, scope: Scope, memory_id: str) -> MemoryRecord:
         answer = await self.call("delete", path={"memory_id": memory_id}, params=self._scope(scope))

@@ -30,6 +30,9 @@ MODELS: dict[str, type[BaseModel]] = {
         admin_views.ExportResponse,
         admin_views.PurgeResponse,
         views.TurnAccepted,
+        views.AddMemoryRequest,
+        views.AddMemoryResponse,
+        views.UpdateMemoryRequest,
         admin_views.ForgettingResponse,
         admin_views.ForgettingPreviewResponse,
         admin_views.RetentionCurvesResponse,
@@ -42,7 +45,8 @@ MODELS: dict[str, type[BaseModel]] = {
 _INFO = {
     "title": "memory-core",
     "description": "Long-term memory for AI agents. The same routes and JSON locally "
-    '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`.',
+    '(`memory-core serve`) and in Azure Functions. Errors: `{"error": {"code", "message", "field"}}`, '
+    'with every problem of an invalid request in `problems` (`[{"field", "message"}]`).',
 }
 _BEARER = {
     "type": "http",
@@ -100,13 +104,27 @@ class _Document:
         return dict(self.refs[(MODELS[name], mode)])
 
     def _tighten_turn(self) -> None:
-        """The turn schema as the validators accept it (so generated requests are realistic)."""
-        props = self.schemas[self.ref("Turn", "validation")["$ref"].rsplit("/", 1)[1]]["properties"]
-        props["schema"]["enum"] = [props["schema"]["default"]]
-        props["turn_id"].update({"pattern": f"^{TURN_ID_PATTERN.pattern}$", "minLength": 1, "maxLength": 128})
-        props["user_id"].update(SCOPE_SCHEMA)
-        props["agent_id"].update(SCOPE_SCHEMA)
-        props["session_id"]["anyOf"][0].update(SCOPE_SCHEMA)
+        """The turn schemas as the validators accept them (so generated requests are realistic)."""
+        for name in ("Turn", "AddMemoryRequest"):
+            schema = self.schemas[self.ref(name, "validation")["$ref"].rsplit("/", 1)[1]]
+            props = schema["properties"]
+            props["schema"]["enum"] = [props["schema"]["default"]]
+            props["turn_id"].update({"pattern": f"^{TURN_ID_PATTERN.pattern}$", "minLength": 1, "maxLength": 128})
+            props["user_id"].update(SCOPE_SCHEMA)
+            props["agent_id"].update(SCOPE_SCHEMA)
+            props["session_id"]["anyOf"][0].update(SCOPE_SCHEMA)
+            # Optional on the way in: a turn without them is dated on receipt, its id derived from it.
+            optional = {"turn_id", "occurred_at"} | ({"agent_id"} if name == "AddMemoryRequest" else set())
+            schema["required"] = [field for field in schema["required"] if field not in optional]
+            props["turn_id"]["description"] = (
+                "Default: derived from the turn (user, agent, session, occurred_at when given, messages), "
+                "so the same turn sent again is a repeat"
+            )
+            props["occurred_at"]["description"] = "Default: when the turn is received"
+            props["messages"]["description"] = (
+                "turn.v1 messages ({role, text, name}) or chat-API messages ({role, content}, content a "
+                "string or a list of text parts)"
+            )
 
     def reply(self, reply: Reply) -> dict[str, Any]:
         schema = {"type": "object"} if reply.model is None else self.ref(reply.model)

@@ -50,6 +50,10 @@ class Target(StrEnum):
     """The ``{user_id}`` of the path alone (every agent of the user)."""
     USER = "user"
     """The ``{user_id}`` of the path and an optional ``agent_id`` query parameter."""
+    ADD_BODY = "add_body"
+    """The ``user_id`` and ``agent_id`` of the body of memories to add (a turn, and ``infer``)."""
+    MEMORY_BODY = "memory_body"
+    """The ``{memory_id}`` of the path in the scope of the query parameters, and a body of changes."""
     TURN_BODY = "turn_body"
     """The ``user_id`` and ``agent_id`` of the turn body."""
 
@@ -191,6 +195,30 @@ ROUTES: tuple[Route, ...] = (
                 "MemoryListResponse",
             ),
         ),
+    ),
+    Route(
+        "POST",
+        ("memories",),
+        "add",
+        "Add memories from a conversation now: extracted and consolidated (infer=true), or its user "
+        "messages stored as given (infer=false)",
+        Action.ADD,
+        Target.ADD_BODY,
+        function="list_memories",
+        body="AddMemoryRequest",
+        replies=(Reply(200, "The turn's id and status and every decision, in order", "AddMemoryResponse"),),
+    ),
+    Route(
+        "PATCH",
+        ("memories", "{memory_id}"),
+        "update",
+        "Correct one memory's text (re-embedded; metadata keys merged), recorded in its history",
+        Action.UPDATE,
+        Target.MEMORY_BODY,
+        function="memory_item",
+        query=_SCOPE,
+        body="UpdateMemoryRequest",
+        replies=(Reply(200, "The memory after the change", "MemoryView"), _NOT_FOUND),
     ),
     Route(
         "GET",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.messages import HistoryEntry, Turn
 from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Provenance
 from memory_core.domain.search import (
     MemorySearchOptions,
@@ -15,7 +15,15 @@ from memory_core.domain.search import (
     SearchMode,
     SearchResult,
 )
-from memory_core.domain.validation import CATEGORY_PATTERN, SCOPE_ID_PATTERN, AgentId, UserId, parse_model
+from memory_core.domain.validation import (
+    CATEGORY_PATTERN,
+    MAX_MEMORY_CHARS,
+    RESERVED_METADATA_KEYS,
+    SCOPE_ID_PATTERN,
+    AgentId,
+    UserId,
+    parse_model,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.ports import Page, SortedPage, StatusCounts
@@ -222,6 +230,54 @@ class MemoryDetail(MemoryView):
     history: list[HistoryEntry]
 
 
+class AddMemoryRequest(Turn):
+    """``POST /api/memories``: a turn (as ``POST /api/turns`` takes it: chat-API messages, ``turn_id``,
+    ``occurred_at`` and ``agent_id`` optional) to add now, and whether to extract from it."""
+
+    infer: bool = Field(
+        default=True,
+        description="true: extract and consolidate what is worth keeping; false: store each user "
+        "message as given (verbatim)",
+    )
+
+
+class AddMemoryResponse(BaseModel):
+    """``POST /api/memories``: what happened to the turn, and every decision in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    user_id: str
+    agent_id: str
+    status: str = Field(
+        description="`ingested`, `resumed`, `duplicate` (this turn id was already added) or `purged`"
+    )
+    extraction_path: str | None = None
+    fallback_reason: str | None = None
+    decisions: list[dict[str, Any]]
+
+
+class UpdateMemoryRequest(BaseModel):
+    """``PATCH /api/memories/{memory_id}``: the memory's new text, and metadata keys to set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_MEMORY_CHARS,
+        json_schema_extra={"pattern": "^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f][^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]*$"},
+    )
+    metadata: dict[str, JsonValue] | None = Field(
+        default=None,
+        json_schema_extra={
+            "propertyNames": {
+                "pattern": "^[^\\x00-\\x1f\\x7f]{1,128}$",
+                "not": {"enum": [key for key in sorted(RESERVED_METADATA_KEYS)]},
+            }
+        },
+    )
+
+
 class TurnAccepted(BaseModel):
     """``POST /api/turns``: the turn was queued (or, without a queue, ingested at once), or it was a duplicate."""
 
@@ -253,16 +309,29 @@ class HealthResponse(BaseModel):
     )
 
 
+class Problem(BaseModel):
+    """One problem of a request that was refused as invalid: the field (a dotted path) and what is wrong."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    message: str
+
+
 class ErrorDetail(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     code: str
     message: str
     field: str | None = None
+    #: Every problem of an invalid request (``validation_error``), the first being ``field``'s; left
+    #: out of other errors.
+    problems: list[Problem] | None = None
 
 
 class ErrorResponse(BaseModel):
-    """Every error the API returns: ``{"error": {"code", "message", "field"}}``."""
+    """Every error the API returns: ``{"error": {"code", "message", "field"}}``, and ``problems`` (each
+    ``{"field", "message"}``) when the request was invalid."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -65,16 +65,29 @@ class Action(StrEnum):
     READ = "read"
     DELETE = "delete"
     POST_TURN = "post_turn"
+    ADD = "add"
+    UPDATE = "update"
     EXPORT = "export"
     PURGE = "purge"
     FORGET = "forget"
 
 
 #: What an agent identity may do, for the agent ids it is bound to.
-AGENT_ACTIONS = frozenset({Action.SEARCH, Action.READ, Action.DELETE, Action.POST_TURN})
+AGENT_ACTIONS = frozenset(
+    {Action.SEARCH, Action.READ, Action.DELETE, Action.POST_TURN, Action.ADD, Action.UPDATE}
+)
 #: What a signed-in user may do, for their own user id.
 USER_ACTIONS = frozenset(
-    {Action.SEARCH, Action.READ, Action.DELETE, Action.POST_TURN, Action.EXPORT, Action.PURGE}
+    {
+        Action.SEARCH,
+        Action.READ,
+        Action.DELETE,
+        Action.POST_TURN,
+        Action.ADD,
+        Action.UPDATE,
+        Action.EXPORT,
+        Action.PURGE,
+    }
 )
 #: What an administrator may do, on every scope.
 ADMIN_ACTIONS = frozenset(Action)

@@ -280,26 +280,36 @@ def parse_model(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except PydanticValidationError as exc:
-        raise _from_pydantic(exc) from None
+        raise validation_error_of(exc) from None
 
 
-def _from_pydantic(exc: PydanticValidationError) -> ValidationError:
-    errors = exc.errors(include_url=False)
-    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": ("?",), "msg": str(exc)}
-    field = error_location(first.get("loc", ()))
-    message = error_message(str(first.get("msg", "is invalid")))
-    ctx = first.get("ctx")
+def validation_error_of(exc: PydanticValidationError) -> ValidationError:
+    """Pydantic's error as the project's: every problem with its dotted path (the first as ``field``)."""
+    errors: list[dict[str, Any]] = [dict(e) for e in exc.errors(include_url=False)]
+    problems: list[tuple[str, str]] = []
+    for error in errors or [{"loc": ("?",), "msg": str(exc)}]:
+        for problem in _problems_of(error, exc.title):
+            if problem not in problems:
+                problems.append(problem)
+    return ValidationError.of(problems)
+
+
+def _problems_of(error: dict[str, Any], title: str) -> tuple[tuple[str, str], ...]:
+    """The ``(field, message)`` problems of one pydantic error (a rule raising ours keeps its own)."""
+    field = error_location(error.get("loc", ()))
+    message = error_message(str(error.get("msg", "is invalid")))
+    ctx = error.get("ctx")
     original = ctx.get("error") if isinstance(ctx, dict) else None
     if isinstance(original, ValidationError):
         # A rule of the whole model (no location) names its field itself, as does a rule of a field
         # that names a part of it (``filters.AND.0.colour``).
-        inner = field in {"", "?"} or original.field.startswith(f"{field}.")
-        return ValidationError(original.field if inner else field, original.message)
-    field = field or exc.title
+        if field in {"", "?"}:
+            return original.problems
+        inner = original.field.startswith(f"{field}.")
+        return ((original.field if inner else field, original.message),)
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return ValidationError(field, message + more)
+    return ((field or title, message),)
 
 
 def utcnow() -> datetime:

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 import pydantic
 
+from memory_core.domain.chat import read_turn
 from memory_core.domain.messages import RECALL_SCHEMA, TURN_SCHEMA, RecallUpdate, Turn
-from memory_core.domain.validation import parse_model
+from memory_core.domain.validation import parse_model, utcnow
 from memory_core.errors import PermanentError, ValidationError
 from memory_core.ports import Clock, HistoryStore, TurnPublisher
 from memory_core.service.journal import purged_before
@@ -199,12 +200,20 @@ def decode_message(body: bytes | str | Mapping[str, Any]) -> Turn | RecallUpdate
     )
 
 
-def parse_turns(lines: Iterable[str]) -> list[Turn]:
-    """Parse ``turn.v1`` messages, one JSON object a line (blank lines ignored), all validated first.
+def parse_turns(lines: Iterable[str], now: datetime | None = None) -> list[Turn]:
+    """Parse turns, one JSON object a line (blank lines ignored), all validated first.
+
+    A line is a ``turn.v1`` message, or a turn as :func:`~memory_core.domain.chat.read_turn` reads it
+    (chat-API messages; ``turn_id`` and ``occurred_at`` optional).
+
+    Args:
+        lines: The lines.
+        now: When the turns were received: the date of a turn without ``occurred_at`` (default: now).
 
     Raises:
-        ValidationError: A line is not JSON or not a valid turn (names the line and the field).
+        ValidationError: A line is not JSON or not a valid turn (names the line and every problem).
     """
+    received = now if now is not None else utcnow()
     turns: list[Turn] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -214,7 +223,7 @@ def parse_turns(lines: Iterable[str]) -> list[Turn]:
         except json.JSONDecodeError as exc:
             raise ValidationError(f"line {number}", f"is not JSON: {exc.msg}") from None
         try:
-            turns.append(parse_model(Turn, data))
+            turns.append(read_turn(data, received))
         except ValidationError as exc:
-            raise ValidationError(f"line {number}: {exc.field}", exc.message) from None
+            raise ValidationError.of([(f"line {number}: {field}", what) for field, what in exc.problems]) from None
     return turns

@@ -285,9 +285,12 @@ ROUTES: dict[str, tuple[str, str, dict[str, str], Any]] = {
     "forgetting_preview": ("GET", "/forgetting/preview", SCOPE_Q, None),
     "retention_curves": ("GET", "/forgetting/curves", {**SCOPE_Q, "ids": "{memory}"}, None),
     "openapi": ("GET", "/openapi.json", {}, None),
+    "add": ("POST", "/memories", {}, {"user_id": ALICE, "agent_id": AGENT, "messages": "I like jazz.", "infer": False}),
+    "update": ("PATCH", "/memories/{memory}", SCOPE_Q, {"text": "I like green tea a lot."}),
 }
 OK = {"search": 200, "list": 200, "get": 200, "delete": 200, "export": 200, "purge": 200}
 OK |= {"post_turn": 202, "forgetting": 200, "openapi": 200}
+OK |= {"add": 200, "update": 200}
 OK |= {"users": 200, "user_agents": 200, "forgetting_preview": 200, "retention_curves": 200}
 
 
@@ -304,13 +307,14 @@ EXPECTED: dict[str, dict[str, int]] = {
     "another user's token": _only({"openapi"}),
     "an agent token for another agent": _only({"openapi"}),
     "the user's own token": _only(
-        {"search", "list", "get", "delete", "export", "purge", "post_turn", "openapi"}
+        {"search", "list", "get", "delete", "export", "purge", "post_turn", "add", "update", "openapi"}
         | {"user_agents", "forgetting_preview", "retention_curves"}
     ),
     # An agent sees its own scope only: not the list of users, nor the user's other agents (the
     # agent_id in the query of /users/{user_id}/agents does not narrow what it would reveal).
     "an agent token for its agent": _only(
-        {"search", "list", "get", "delete", "post_turn", "openapi", "forgetting_preview", "retention_curves"}
+        {"search", "list", "get", "delete", "post_turn", "add", "update", "openapi"}
+        | {"forgetting_preview", "retention_curves"}
     ),
     "admin": _only(set(ROUTES)),
 }
@@ -385,7 +389,7 @@ def test_the_matrix_covers_every_guarded_route() -> None:
     from memory_core.contract.routes import ROUTES as _ROUTES
 
     assert set(ROUTES) == {r.operation for r in _ROUTES if not r.anonymous}
-    assert len(MATRIX) == 117
+    assert len(MATRIX) == 135
 
 
 # ------------------------------------------------------------------------------------------------

@@ -99,8 +99,8 @@ def test_timer_trigger_binding() -> None:
 
 EXPECTED_ROUTES = {
     "search_memories": ("memories/search", ["POST"], "FUNCTION"),
-    "list_memories": ("memories", ["GET"], "FUNCTION"),
-    "memory_item": ("memories/{memory_id}", ["GET", "DELETE"], "FUNCTION"),
+    "list_memories": ("memories", ["GET", "POST"], "FUNCTION"),
+    "memory_item": ("memories/{memory_id}", ["GET", "DELETE", "PATCH"], "FUNCTION"),
     "export_user": ("users/{user_id}/export", ["GET"], "FUNCTION"),
     "purge_user": ("users/{user_id}", ["DELETE"], "FUNCTION"),
     "post_turn": ("turns", ["POST"], "FUNCTION"),

@@ -49,7 +49,10 @@ def _error(reply: Any, status: int, code: str, field: str | None = "*") -> dict[
     assert reply.status == status, (reply.status, reply.body)
     assert reply.headers["content-type"].startswith("application/json")
     error = reply.body["error"]
-    assert set(error) == {"code", "message", "field"} and error["code"] == code and error["message"]
+    keys = {"code", "message", "field"} | ({"problems"} if code == "validation_error" else set())
+    assert set(error) == keys and error["code"] == code and error["message"]
+    if code == "validation_error":  # every problem, the first being the field's
+        assert error["problems"][0]["field"] == error["field"] and error["problems"][0]["message"]
     if field != "*":
         assert error["field"] == field, error
     return dict(error)
@@ -68,7 +71,9 @@ def test_health_and_openapi(rt: RunningRuntime) -> None:
     assert operations == {
         ("/memories/search", "post"),
         ("/memories", "get"),
+        ("/memories", "post"),
         ("/memories/{memory_id}", "get"),
+        ("/memories/{memory_id}", "patch"),
         ("/memories/{memory_id}", "delete"),
         ("/users/{user_id}/export", "get"),
         ("/users/{user_id}", "delete"),
@@ -226,7 +231,7 @@ def test_routing_errors(rt: RunningRuntime) -> None:
     reply = rt.client.request("PUT", "/api/turns", {"x": 1})
     _error(reply, 405, "method_not_allowed")
     assert reply.headers["allow"] == "POST"
-    assert rt.client.request("PATCH", f"/api/memories/abc?{Q}").headers["allow"] == "DELETE, GET"
+    assert rt.client.request("PUT", f"/api/memories/abc?{Q}").headers["allow"] == "DELETE, GET, PATCH"
 
 
 def test_bad_bodies(rt: RunningRuntime) -> None:
@@ -398,3 +403,48 @@ def test_keep_alive_connections_survive_errors(rt: RunningRuntime) -> None:
         assert conn.getresponse().status == 422 and time.monotonic() - started < 5
     finally:
         conn.close()
+
+
+def test_a_chat_api_turn_without_id_or_date_is_queued_and_a_replay_is_a_repeat(rt: RunningRuntime) -> None:
+    body = {
+        "user_id": "chat-user",
+        "agent_id": "agent",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "I live in Porto."}]}],
+    }
+    first = rt.client.post("/api/turns", body)
+    assert first.status == 202 and first.body["turn_id"].startswith("turn-"), first.body
+    rt.drain()
+    again = rt.client.post("/api/turns", body)
+    assert again.status == 202 and again.body["turn_id"] == first.body["turn_id"]
+    assert again.body["status"] == "duplicate", again.body
+
+
+def test_an_invalid_turn_lists_every_problem_with_its_path(rt: RunningRuntime) -> None:
+    reply = rt.client.post("/api/turns", {"user_id": "a b", "messages": [{"role": "robot", "content": "x"}]})
+    error = _error(reply, 422, "validation_error", "messages.0.role")
+    assert [p["field"] for p in error["problems"]] == ["messages.0.role", "user_id", "agent_id"]
+    assert "more problem" not in error["message"] and "user_id" in error["message"]
+
+
+def test_post_memories_adds_now_verbatim_or_extracted_and_patch_corrects_one(rt: RunningRuntime) -> None:
+    scope = "user_id=adder&agent_id=agent"
+    verbatim = rt.client.post(
+        "/api/memories", {"user_id": "adder", "agent_id": "agent", "messages": "Call me Bo.", "infer": False}
+    )
+    assert verbatim.status == 200 and verbatim.body["status"] == "ingested", verbatim.body
+    [decision] = verbatim.body["decisions"]
+    assert decision["event"] == "ADD" and decision["after"]["memory"] == "Call me Bo."
+    memory_id = decision["memory_id"]
+    inferred = rt.client.post(
+        "/api/memories",
+        {"user_id": "adder", "agent_id": "agent", "messages": [{"role": "user", "content": "I am vegetarian."}]},
+    )
+    assert inferred.status == 200 and any(d["event"] == "ADD" for d in inferred.body["decisions"]), inferred.body
+    patched = rt.client.request("PATCH", f"/api/memories/{memory_id}?{scope}", {"text": "Call me Bob."})
+    assert patched.status == 200 and patched.body["memory"] == "Call me Bob." and patched.body["id"] == memory_id
+    history = rt.client.get(f"/api/memories/{memory_id}?{scope}").body["history"]
+    assert [entry["event"] for entry in history][-1] == "UPDATE"
+    _error(rt.client.request("PATCH", f"/api/memories/{'0' * 32}?{scope}", {"text": "x"}), 404, "not_found")
+    _error(rt.client.request("PATCH", f"/api/memories/{memory_id}?{scope}", {"text": ""}), 422, "validation_error", "text")
+    bad = rt.client.post("/api/memories", {"user_id": "adder", "messages": "x", "infer": "no"})
+    _error(bad, 422, "validation_error", "infer")

@@ -925,11 +925,19 @@ def test_remote_async_memory_against_a_running_server(runtime: RunningRuntime) -
             with pytest.raises(ValidationError) as caught:  # the server's own bound (100), named
                 await m.search("x", user_id=USER, top=500)
             assert caught.value.field == "top"
-            with pytest.raises(ConfigurationError, match="update is not part of the HTTP API"):
+            added = await m.add("I'm vegetarian now.", user_id=USER, agent_id="diet", infer=False)
+            fresh = added.decisions[0].record
+            assert fresh is not None
+            updated = await m.update(fresh.id, "I'm vegan", user_id=USER, agent_id="diet", metadata={"by": "hand"})
+            assert updated.id == fresh.id and updated.memory == "I'm vegan" and updated.metadata["by"] == "hand"
+            assert (await m.get(fresh.id, user_id=USER, agent_id="diet")).memory == "I'm vegan"
+            with pytest.raises(PermanentError, match="is deleted"):  # the server's answer, in words
                 await m.update(target.id, "I'm vegan", user_id=USER)
+            with pytest.raises(NotFoundError):  # PATCH /api/memories/{id}: the server's answer
+                await m.update("0" * 32, "x", user_id=USER)
 
             purged = await m.delete_all(user_id=USER)
-            assert purged.memories == 3 and purged.purged_at is not None
+            assert purged.memories == 4 and purged.purged_at is not None  # with the one added as given
             assert await m.get_all(user_id=USER) == []
             late = await m.add(
                 "I'm vegetarian.", user_id=USER, occurred_at=purged.purged_at - timedelta(seconds=1)

@@ -183,11 +183,12 @@ def test_remote_filters_and_aliases_reach_the_server_and_local_only_calls_say_so
             with pytest.raises(ValidationError) as caught:  # named by the server
                 await m.search("x", user_id=USER, filters={"importance": {"above": 1}})
             assert caught.value.field == "filters.importance.above"
-            with pytest.raises(ConfigurationError, match="infer=False"):
-                await m.add("as given", user_id=USER, infer=False)
+            verbatim = await m.add("as given", user_id=USER, infer=False)  # POST /api/memories, at once
+            assert verbatim.status == "ingested" and [d.memory for d in verbatim.decisions] == ["as given"]
+            assert verbatim.decisions[0].record is not None and verbatim.decisions[0].record.memory == "as given"
             with pytest.raises(ConfigurationError, match="reset"):
                 await m.reset()
-            assert len(await m.get_all(user_id=USER)) == 4
+            assert len(await m.get_all(user_id=USER)) == 5
 
     asyncio.run(main())
 

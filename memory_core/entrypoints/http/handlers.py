@@ -29,9 +29,11 @@ from memory_core.contract.parameters import (
     MAX_PREVIEW_LIMIT,
 )
 from memory_core.contract.views import (
+    AddMemoryResponse,
     HealthResponse,
     SearchRequest,
     TurnAccepted,
+    UpdateMemoryRequest,
     agent_list_response,
     memory_detail,
     memory_list_response,
@@ -45,7 +47,7 @@ from memory_core.domain.records import MemoryKind, MemoryStatus, Scope
 from memory_core.domain.search import Listing, OrderBy
 from memory_core.domain.validation import validate_category, validate_memory_id
 from memory_core.entrypoints.http.kit import ApiRequest, ApiResponse, Query
-from memory_core.entrypoints.http.targets import Subject
+from memory_core.entrypoints.http.targets import AddInput, Subject
 from memory_core.errors import ValidationError
 from memory_core.ports import MAX_BROWSE_LIMIT, MAX_BROWSE_OFFSET
 from memory_core.version import __version__
@@ -227,6 +229,21 @@ async def purge(api: Context, request: ApiRequest, subject: Subject) -> ApiRespo
         )
     report = await api.service.purge(str(subject.user_id), subject.agent_id)
     return _ok(purge_response(report))
+
+
+@handles("add")
+async def add(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    given: AddInput = subject.body
+    result = await api.service.ingest(given.turn, infer=given.infer)
+    return ApiResponse(200, AddMemoryResponse.model_validate(result.as_dict()).model_dump(mode="json"))
+
+
+@handles("update")
+async def update(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    body: UpdateMemoryRequest = subject.body
+    assert subject.memory_id is not None  # the route's target reads it
+    record = await api.service.update(subject.scope, subject.memory_id, body.text, metadata=body.metadata)
+    return _ok(memory_view(record))
 
 
 @handles("post_turn")

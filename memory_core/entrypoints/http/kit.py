@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
-from memory_core.contract.views import ErrorDetail, ErrorResponse
+from memory_core.contract.views import ErrorDetail, ErrorResponse, Problem
 from memory_core.domain.log_ids import path_ids, redact, redact_path
 from memory_core.domain.records import DEFAULT_AGENT_ID, Scope
-from memory_core.domain.validation import error_location, error_message, validate_scope_id
+from memory_core.domain.validation import validate_scope_id, validation_error_of
 from memory_core.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -40,6 +40,7 @@ __all__ = [
     "Query",
     "error_response",
     "failure_response",
+    "invalid_response",
     "json_body",
     "with_api_headers",
 ]
@@ -156,7 +157,15 @@ def with_api_headers(headers: Mapping[str, str]) -> dict[str, str]:
 def error_response(status: int, code: str, message: str, field: str | None = None, **headers: str) -> ApiResponse:
     """The API's error answer: ``{"error": {"code", "message", "field"}}``."""
     body = ErrorResponse(error=ErrorDetail(code=code, message=message, field=field)).model_dump(mode="json")
+    del body["error"]["problems"]  # only an invalid request's answer lists problems
     return ApiResponse(status, body, {**JSON_HEADERS, **headers})
+
+
+def invalid_response(exc: ValidationError) -> ApiResponse:
+    """The answer to an invalid request: ``error_response``'s, with every problem in ``problems``."""
+    problems = [Problem(field=where, message=what) for where, what in exc.problems]
+    detail = ErrorDetail(code="validation_error", message=exc.message, field=exc.field, problems=problems)
+    return ApiResponse(422, ErrorResponse(error=detail).model_dump(mode="json"), dict(JSON_HEADERS))
 
 
 class Query:
@@ -276,13 +285,11 @@ def _forbidden(exc: ForbiddenError, method: str, path: str) -> ApiResponse:
 
 
 def _invalid(exc: ValidationError, method: str, path: str) -> ApiResponse:
-    return error_response(422, "validation_error", exc.message, exc.field)
+    return invalid_response(exc)
 
 
 def _invalid_model(exc: PydanticValidationError, method: str, path: str) -> ApiResponse:
-    first = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
-    where = error_location(first.get("loc", ())) or None
-    return error_response(422, "validation_error", error_message(str(first.get("msg", "is invalid"))), where)
+    return _invalid(validation_error_of(exc), method, path)
 
 
 def _unavailable(exc: TransientError, method: str, path: str) -> ApiResponse:

@@ -7,13 +7,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_core.contract.routes import Target
-from memory_core.contract.views import SearchRequest
+from memory_core.contract.views import SearchRequest, UpdateMemoryRequest
+from memory_core.domain.chat import read_turn
 from memory_core.domain.messages import Turn
-from memory_core.domain.records import Scope
-from memory_core.domain.validation import parse_model, validate_memory_id, validate_scope_id
+from memory_core.domain.records import DEFAULT_AGENT_ID, Scope
+from memory_core.domain.validation import parse_model, utcnow, validate_memory_id, validate_scope_id
 from memory_core.entrypoints.http.kit import ApiRequest, Query, json_body
+from memory_core.errors import ValidationError
 
-__all__ = ["READERS", "Subject", "TargetReader"]
+__all__ = ["READERS", "AddInput", "Subject", "TargetReader"]
+
+
+@dataclass(frozen=True, slots=True)
+class AddInput:
+    """The body of ``POST /api/memories``: the turn, and whether to extract from it."""
+
+    turn: Turn
+    infer: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +82,24 @@ def _user(request: ApiRequest, params: dict[str, str]) -> Subject:
 
 
 def _turn_body(request: ApiRequest, params: dict[str, str]) -> Subject:
-    turn = parse_model(Turn, json_body(request))
+    turn = read_turn(json_body(request), utcnow())
     return Subject(turn.user_id, turn.agent_id, body=turn)
+
+
+def _add_body(request: ApiRequest, params: dict[str, str]) -> Subject:
+    body = json_body(request)
+    infer = body.pop("infer", True)
+    if not isinstance(infer, bool):
+        raise ValidationError("infer", "must be true or false")
+    body.setdefault("agent_id", DEFAULT_AGENT_ID)
+    turn = read_turn(body, utcnow())
+    return Subject(turn.user_id, turn.agent_id, body=AddInput(turn, infer))
+
+
+def _memory_body(request: ApiRequest, params: dict[str, str]) -> Subject:
+    subject = _memory(request, params)
+    body = parse_model(UpdateMemoryRequest, json_body(request))
+    return Subject(subject.user_id, subject.agent_id, subject.memory_id, body)
 
 
 #: The reader of each kind of target a route names.
@@ -85,4 +111,6 @@ READERS: dict[Target, TargetReader] = {
     Target.PATH_USER: _path_user,
     Target.USER: _user,
     Target.TURN_BODY: _turn_body,
+    Target.ADD_BODY: _add_body,
+    Target.MEMORY_BODY: _memory_body,
 }
