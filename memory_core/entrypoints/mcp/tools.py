@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memory_core.domain.chat import turn_messages
 from memory_core.domain.messages import MessageRole, TurnMessage
 from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions
@@ -23,7 +24,6 @@ from memory_core.entrypoints.mcp.models import (
     SearchOutput,
 )
 from memory_core.entrypoints.mcp.transcript import chunk_id, chunks
-from memory_core.entrypoints.python_api.messages import turn_messages
 from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.language.sanitize import sanitize_memory_text
 

@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memory_core.client.local import LocalMemoryClient
+from memory_core.domain.chat import turn_messages
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.relevance import DEFAULT_RELEVANCE_FLOOR
 from memory_core.domain.search import MemorySearchOptions, SearchHit
 from memory_core.domain.validation import parse_model
-from memory_core.entrypoints.python_api.messages import turn_messages
 from memory_core.integrations.reading import memories_for_run
 from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.tools.evaluation.embeddings import add_cache_arguments, add_llm_argument, evaluation_models
