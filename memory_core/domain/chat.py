@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from memory_core.domain.messages import MessageRole, Turn, TurnMessage
+from memory_core.domain.records import DEFAULT_AGENT_ID
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 
-__all__ = ["Messages", "derived_turn_id", "read_turn", "turn_messages"]
+__all__ = ["Messages", "content_turn_id", "derived_turn_id", "read_turn", "turn_messages"]
 
 #: The keys of a message of ``memory-core.turn.v1`` (such messages are validated as they are).
 _TURN_MESSAGE_KEYS = frozenset({"role", "text", "name"})
@@ -167,12 +168,26 @@ def derived_turn_id(turn: Turn, *, dated: bool = True) -> str:
         turn: The turn (its own ``turn_id`` is not part of the id).
         dated: Whether its ``occurred_at`` was given (a turn dated on receipt is identified without it).
     """
+    when = turn.occurred_at if dated else None
+    return content_turn_id(turn.user_id, turn.agent_id, turn.messages, session_id=turn.session_id, occurred_at=when)
+
+
+def content_turn_id(
+    user_id: str,
+    agent_id: str | None,
+    messages: Sequence[TurnMessage],
+    *,
+    session_id: str | None = None,
+    occurred_at: datetime | None = None,
+) -> str:
+    """``turn-`` and the first 32 hex digits of the SHA-256 of a turn's user, agent, session, time and
+    messages (role, name, text) as canonical JSON: the one rule every face derives a turn id by."""
     content = {
-        "user_id": turn.user_id,
-        "agent_id": turn.agent_id,
-        "session_id": turn.session_id,
-        "occurred_at": turn.occurred_at.isoformat() if dated else None,
-        "messages": [message.model_dump(mode="json") for message in turn.messages],
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "occurred_at": None if occurred_at is None else occurred_at.isoformat(),
+        "messages": [message.model_dump(mode="json") for message in messages],
     }
     canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "turn-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
@@ -181,8 +196,8 @@ def derived_turn_id(turn: Turn, *, dated: bool = True) -> str:
 def read_turn(data: Any, now: datetime) -> Turn:
     """A turn as a face receives it, validated: ``memory-core.turn.v1``, with more accepted.
 
-    ``messages`` may be written as any chat API writes them (see :func:`turn_messages`), ``turn_id``
-    and ``occurred_at`` may be left out (see the module's note for the derived id; the turn is dated
+    ``messages`` may be written as any chat API writes them (see :func:`turn_messages`); ``agent_id``
+    may be left out (the default agent), and so may ``turn_id`` and ``occurred_at`` (see the module's note for the derived id; the turn is dated
     ``now``).
 
     Args:
@@ -204,6 +219,8 @@ def read_turn(data: Any, now: datetime) -> Turn:
         except ValidationError as exc:
             problems.extend(exc.problems)
             fields["messages"] = [{"role": "user", "text": "-"}]  # the other fields are still checked
+    if fields.get("agent_id") is None:
+        fields["agent_id"] = DEFAULT_AGENT_ID
     dated = fields.get("occurred_at") is not None
     named = fields.get("turn_id") is not None
     if not dated:

@@ -420,7 +420,9 @@ def test_a_chat_api_turn_without_id_or_date_is_queued_and_a_replay_is_a_repeat(r
 
 
 def test_an_invalid_turn_lists_every_problem_with_its_path(rt: RunningRuntime) -> None:
-    reply = rt.client.post("/api/turns", {"user_id": "a b", "messages": [{"role": "robot", "content": "x"}]})
+    reply = rt.client.post(
+        "/api/turns", {"user_id": "a b", "agent_id": "", "messages": [{"role": "robot", "content": "x"}]}
+    )
     error = _error(reply, 422, "validation_error", "messages.0.role")
     assert [p["field"] for p in error["problems"]] == ["messages.0.role", "user_id", "agent_id"]
     assert "more problem" not in error["message"] and "user_id" in error["message"]

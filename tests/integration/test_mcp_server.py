@@ -214,7 +214,7 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             call: Callable[..., Awaitable[Any]] = session.call_tool
 
             first = ok(await call("remember", {"text": "I am vegetarian and I prefer window seats."}))
-            assert first["status"] == "ingested" and first["turn_id"].startswith("mcp-")
+            assert first["status"] == "ingested" and first["turn_id"].startswith("turn-")
             facts = {d["memory"]: d for d in first["decisions"] if d["kind"] == "fact"}
             assert set(facts) == {"I am vegetarian", "I prefer window seats"}, first
             assert all(d["event"] == "ADD" and d["memory_id"] for d in first["decisions"])

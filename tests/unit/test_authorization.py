@@ -99,7 +99,7 @@ def test_forgetting_needs_admin(principal: Principal) -> None:
 
 
 def test_the_grants_are_the_documented_ones() -> None:
-    assert {Action.SEARCH, Action.READ, Action.DELETE, Action.POST_TURN} == AGENT_ACTIONS
+    assert {Action.SEARCH, Action.READ, Action.DELETE, Action.POST_TURN, Action.ADD, Action.UPDATE} == AGENT_ACTIONS
     assert AGENT_ACTIONS | {Action.EXPORT, Action.PURGE} == USER_ACTIONS
     assert set(Action) == ADMIN_ACTIONS
     assert Action.FORGET not in USER_ACTIONS | AGENT_ACTIONS

@@ -169,7 +169,7 @@ def test_a_turn_id_comes_from_the_scope_and_the_words() -> None:
     assert chunk_id(SCOPE, turn) != chunk_id(SCOPE, turn[:3])
     swapped = [TurnMessage(role=MessageRole.ASSISTANT, text=turn[0].text), *turn[1:]]
     assert chunk_id(SCOPE, turn) != chunk_id(SCOPE, swapped)
-    assert len(chunk_id(SCOPE, turn)) <= 128 and chunk_id(SCOPE, turn).startswith("mcp-")
+    assert len(chunk_id(SCOPE, turn)) <= 128 and chunk_id(SCOPE, turn).startswith("turn-")
 
 
 def test_a_conversation_beyond_the_call_limits_is_refused_in_plain_words() -> None:

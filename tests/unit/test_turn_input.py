@@ -10,6 +10,7 @@ import pytest
 
 from memory_core.domain.chat import read_turn
 from memory_core.domain.messages import Turn
+from memory_core.domain.records import DEFAULT_AGENT_ID
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
 from memory_core.service.messages import parse_turns
@@ -52,7 +53,7 @@ def test_a_turn_v1_message_is_read_exactly_as_before() -> None:
 
 
 def test_every_problem_is_listed_with_its_path() -> None:
-    body = {"user_id": "a b", "messages": [{"role": "robot", "content": "hi"}], "colour": "red"}
+    body = {"user_id": "a b", "agent_id": "", "messages": [{"role": "robot", "content": "hi"}], "colour": "red"}
     with pytest.raises(ValidationError) as caught:
         read_turn(body, NOW)
     fields = [field for field, _ in caught.value.problems]
@@ -61,10 +62,16 @@ def test_every_problem_is_listed_with_its_path() -> None:
     assert "also user_id:" in caught.value.message and "colour:" in caught.value.message
 
 
+def test_a_turn_without_an_agent_is_the_default_agents() -> None:
+    turn = read_turn({"user_id": "ana", "messages": CHAT}, NOW)
+    assert turn.agent_id == DEFAULT_AGENT_ID
+    assert turn == read_turn({"user_id": "ana", "agent_id": DEFAULT_AGENT_ID, "messages": CHAT}, NOW)
+
+
 def test_parse_turns_names_the_line_of_every_problem() -> None:
     good = json.dumps({"user_id": "ana", "agent_id": "coach", "messages": CHAT})
     turns = parse_turns([good, "", good], NOW)
     assert len(turns) == 2 and turns[0] == turns[1]
     with pytest.raises(ValidationError) as caught:
-        parse_turns([good, json.dumps({"messages": "hello"})], NOW)
+        parse_turns([good, json.dumps({"agent_id": "a/b", "messages": "hello"})], NOW)
     assert [field for field, _ in caught.value.problems] == ["line 2: user_id", "line 2: agent_id"]

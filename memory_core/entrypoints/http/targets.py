@@ -10,7 +10,7 @@ from memory_core.contract.routes import Target
 from memory_core.contract.views import SearchRequest, UpdateMemoryRequest
 from memory_core.domain.chat import read_turn
 from memory_core.domain.messages import Turn
-from memory_core.domain.records import DEFAULT_AGENT_ID, Scope
+from memory_core.domain.records import Scope
 from memory_core.domain.validation import parse_model, utcnow, validate_memory_id, validate_scope_id
 from memory_core.entrypoints.http.kit import ApiRequest, Query, json_body
 from memory_core.errors import ValidationError
@@ -91,7 +91,6 @@ def _add_body(request: ApiRequest, params: dict[str, str]) -> Subject:
     infer = body.pop("infer", True)
     if not isinstance(infer, bool):
         raise ValidationError("infer", "must be true or false")
-    body.setdefault("agent_id", DEFAULT_AGENT_ID)
     turn = read_turn(body, utcnow())
     return Subject(turn.user_id, turn.agent_id, body=AddInput(turn, infer))
 

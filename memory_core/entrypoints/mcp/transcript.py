@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
+from memory_core.domain.chat import content_turn_id
 from memory_core.domain.messages import MessageRole, TurnMessage
 from memory_core.domain.records import Scope
 from memory_core.errors import ValidationError
@@ -97,13 +97,8 @@ def _split(piece: list[TurnMessage]) -> list[list[TurnMessage]]:
 
 
 def chunk_id(scope: Scope, messages: Sequence[TurnMessage]) -> str:
-    """The turn id of ``messages`` for ``scope``: the same words give the same id, so a call sent
-    again (a retry, a transcript replayed) is recognised as already recorded."""
-    digest = hashlib.sha256()
-    for part in (scope.user_id, scope.agent_id or ""):
-        digest.update(part.encode("utf-8") + b"\x00")
-    for message in messages:
-        for part in (message.role.value, message.name or "", message.text):
-            digest.update(part.encode("utf-8") + b"\x00")
-        digest.update(b"\x01")
-    return f"mcp-{digest.hexdigest()[:40]}"
+    """The turn id of ``messages`` for ``scope``, by the rule every face uses for a turn sent without
+    one (:func:`~memory_core.domain.chat.content_turn_id`), from the user, the agent and the words only:
+    the same words give the same id in any MCP session, so a call sent again (a retry, a transcript
+    replayed) is recognised as already recorded."""
+    return content_turn_id(scope.user_id, scope.agent_id, messages)

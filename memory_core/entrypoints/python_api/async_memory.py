@@ -250,8 +250,8 @@ class AsyncMemory:
                 "last month" are resolved against it; at most a few minutes in the future).
             infer: Extract what is worth keeping (default). ``False``: keep each user and assistant
                 message as given, one memory each (no extraction, no episodes; a text already known
-                reinforces that memory instead of storing it twice). Embedded and with Azure settings
-                only (remote: :class:`~memory_core.errors.ConfigurationError`).
+                reinforces that memory instead of storing it twice). Remote, the server stores them
+                at once through ``POST /api/memories`` and the result lists its decisions.
             run_id: The conversation session the turn belongs to (Mem0's ``run_id``): kept in each
                 memory's provenance, so ``search(..., run_id=...)`` finds what was said in it.
 
@@ -446,8 +446,8 @@ class AsyncMemory:
         """Correct a memory's text by hand (re-embedded), recorded in its history as an ``UPDATE``.
 
         The memory counts as restated now (its decay starts again; an archived one is active again);
-        its id, kind, category, importance and provenance stay. Not available remotely (the HTTP API
-        has no update route).
+        its id, kind, category, importance and provenance stay. Remote, through
+        ``PATCH /api/memories/{memory_id}``.
 
         Args:
             memory_id: Which memory.
@@ -464,7 +464,6 @@ class AsyncMemory:
                 the new text is embedded: the purge holds).
             ConflictError: The memory is deleted.
             ValidationError: A bad id, text or metadata, or no ``user_id`` (the field is named).
-            ConfigurationError: Remote (``url=``).
         """
         backend = self._open()
         scope = require_scope(user_id, agent_id, "update")
