@@ -107,7 +107,7 @@ def test_list_export_forget_purge(tmp_path: Path, capsys: pytest.CaptureFixture[
     db, records = tmp_path / "m.db", tmp_path / "records.jsonl"
     write_records(records)
     cli(db, "import", str(records))
-    _, out = cli(db, "--json", "list", "--user", "u1", "--agent", "travel", "--limit", "2")
+    _, out = cli(db, "--json", "list", "--user", "u1", "--agent", "travel", "--limit", "2", "--by-id")
     page = json.loads(out)
     assert [m["id"] for m in page["memories"]] == ["A", "B"] and page["next_cursor"] == "B"
     _, out = cli(db, "--json", "list", "--user", "u1", "--agent", "travel", "--cursor", "B")
