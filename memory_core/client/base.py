@@ -106,10 +106,11 @@ class MemoryBackend(MemoryClient):
     @abstractmethod
     async def page(
         self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
-        include_superseded: bool = False,
+        include_superseded: bool = False, filters: Mapping[str, Any] | None = None,
     ) -> tuple[list[MemoryRecord], str | None]:
         """One page of ``scope``'s memories by id (``status`` ``None``: active and archived; the current
-        ones, or with ``include_superseded`` also those superseded by something said later) and the
+        ones, or with ``include_superseded`` also those superseded by something said later; with
+        ``filters``, a search's conditions on fields and metadata, only those they keep) and the
         cursor of the next page (``None`` after the last)."""
 
     @abstractmethod

@@ -430,11 +430,12 @@ class LocalMemoryClient(MemoryBackend):
 
     async def page(
         self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
-        include_superseded: bool = False,
+        include_superseded: bool = False, filters: Mapping[str, Any] | None = None,
     ) -> tuple[list[MemoryRecord], str | None]:
         statuses = [status] if status is not None else [MemoryStatus.ACTIVE, MemoryStatus.ARCHIVED]
         page = await self.service.list(
-            scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=include_superseded
+            scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=include_superseded,
+            filters=filters,
         )
         return page.records, page.next_cursor
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -346,11 +347,13 @@ class RemoteMemoryClient(MemoryBackend):
 
     async def page(
         self, scope: Scope, status: MemoryStatus | None, cursor: str | None, limit: int, *,
-        include_superseded: bool = False,
+        include_superseded: bool = False, filters: Mapping[str, Any] | None = None,
     ) -> tuple[list[MemoryRecord], str | None]:
         params = self._scope(scope) | {"limit": str(limit)}
         if include_superseded:
             params["include_superseded"] = "true"
+        if filters is not None:
+            params["filters"] = json.dumps(dict(filters), ensure_ascii=False, separators=(",", ":"))
         if status is not None:
             params["status"] = status.value
         if cursor is not None:

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_CURVE_DAYS",
     "MAX_CURVE_IDS",
     "MAX_EXPORT_LIMIT",
+    "MAX_FILTERS_QUERY",
     "MAX_FORGET_LIMIT",
     "MAX_LIST_LIMIT",
     "MAX_PREVIEW_LIMIT",
@@ -35,6 +36,8 @@ MAX_BODY_BYTES = 256 * 1024
 #: Largest page ``GET /memories`` returns, and the default.
 MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
+#: The most characters of a listing's ``filters`` (JSON in the query string).
+MAX_FILTERS_QUERY = 8192
 #: Largest page of ``GET /users/{user_id}/export`` (memories and history entries together), and the default.
 MAX_EXPORT_LIMIT = 1000
 DEFAULT_EXPORT_LIMIT = 500
@@ -120,6 +123,12 @@ QUERY: dict[str, dict[str, Any]] = {
         "offset",
         _integer(0, MAX_BROWSE_OFFSET),
         "Skip this many memories of a filtered or sorted listing (`next_offset`)",
+    ),
+    "filters": _query(
+        "filters",
+        {"type": "string", "maxLength": MAX_FILTERS_QUERY},
+        "Only the memories these conditions keep: a search's `filters` as JSON (fields and "
+        "`metadata.<key>`, Mem0's syntax); only with the listing by id",
     ),
     "include_superseded": _query(
         "include_superseded",

@@ -186,7 +186,10 @@ ROUTES: tuple[Route, ...] = (
         Action.READ,
         Target.QUERY_SCOPE,
         function="list_memories",
-        query=(*_SCOPE, "status", "cursor:list", "limit:page", "category", "kind", "order", "offset", "include_superseded"),
+        query=(
+            *_SCOPE, "status", "cursor:list", "limit:page", "filters", "category", "kind", "order", "offset",
+            "include_superseded",
+        ),
         replies=(
             Reply(
                 200,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_core.domain.filters import Filter
 from memory_core.domain.records import MemoryStatus
 from memory_core.errors import ValidationError
 
@@ -26,6 +27,8 @@ class PageRequest:
         with_embedding: The records carry their embeddings.
         current_at: Only the records current at this time: none superseded by then (no ``valid_until``,
             or a later one). ``None``: current or not (every record, as a backup or a sweep reads them).
+        filters: Only the records this filter keeps (:func:`~memory_core.domain.filters.parse_filters`:
+            the conditions a search takes; ``None``: no condition).
 
     Raises:
         ValidationError: ``limit`` is not an integer between 1 and :data:`MAX_SCAN_LIMIT` (names it).
@@ -36,6 +39,7 @@ class PageRequest:
     limit: int = 100
     with_embedding: bool = False
     current_at: datetime | None = None
+    filters: Filter | None = None
 
     def __post_init__(self) -> None:
         limit = self.limit

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory_core.capabilities import QueuedItem, ScopePurger, supports
+from memory_core.domain.filters import parse_filters
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -288,12 +289,20 @@ class MemoryService:
 
     async def list(
         self, scope: Scope, *, statuses: Sequence[MemoryStatus] | None = None, cursor: str | None = None,
-        limit: int = 100, include_superseded: bool = False,
+        limit: int = 100, include_superseded: bool = False, filters: Mapping[str, Any] | None = None,
     ) -> Page:
         """One page of a scope's memories, by id, each with its retention as of now: the current ones, or
-        with ``include_superseded`` also those superseded by something said later (what held before)."""
+        with ``include_superseded`` also those superseded by something said later (what held before);
+        with ``filters`` (a search's conditions on fields and metadata), only those they keep.
+
+        Raises:
+            ValidationError: A bad scope or filter (the field is named, ``filters.<path>``).
+        """
         scope = Scope.of(scope.user_id, scope.agent_id)
-        request = PageRequest(statuses=statuses, after=cursor, limit=limit, current_at=self._current_at(include_superseded))
+        node = None if filters is None else parse_filters(filters)
+        request = PageRequest(
+            statuses=statuses, after=cursor, limit=limit, current_at=self._current_at(include_superseded), filters=node
+        )
         page = await self._store.scan(scope, request)
         return replace(page, records=self._as_of_now(page.records))
 

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from contract.store_contract import NOW, U1A1, U1A2, ids_of, make
+from memory_core.domain.filters import parse_filters
+from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryKind, Provenance
 from memory_core.domain.search import SearchMode
 from memory_core.ports import FixedClock, MemoryStore
@@ -93,6 +95,23 @@ class FilterContract:
             for mode in (SearchMode.KEYWORD, SearchMode.HYBRID):
                 found = await ids_of(store, U1A1, QUERY, mode=mode, filters=filters, top=20)
                 assert set(found) == expected, (mode, filters)
+
+        self.run(scenario)
+
+    @pytest.mark.parametrize(("filters", "expected"), CASES, ids=[str(i) for i in range(len(CASES))])
+    def test_mem0_filters_list_the_same_memories_in_every_store(
+        self, filters: dict[str, Any], expected: set[str]
+    ) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            await store.upsert(_records())
+            page = await store.scan(U1A1, PageRequest(limit=2, filters=parse_filters(filters)))
+            listed = [r.id for r in page.records]
+            while page.next_cursor is not None:  # paged by id, two at a time: the filter holds on every page
+                page = await store.scan(
+                    U1A1, PageRequest(after=page.next_cursor, limit=2, filters=parse_filters(filters))
+                )
+                listed += [r.id for r in page.records]
+            assert set(listed) == expected and listed == sorted(listed), filters
 
         self.run(scenario)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,6 +117,23 @@ def test_list_pages_with_a_cursor_and_filters_by_status(rt: RunningRuntime) -> N
     assert [m["id"] for m in first["memories"] + second["memories"]] == [m["id"] for m in everything]
     assert second["next_cursor"] is None
     assert _memories(rt, f"{Q}&status=deleted") == []
+
+
+def test_list_takes_a_searchs_filters_as_json(rt: RunningRuntime) -> None:
+    everything = _memories(rt)
+    category = everything[0]["category"]
+    wanted = {m["id"] for m in everything if m["category"] == category}
+    filters = quote(json.dumps({"category": category}))
+    first = rt.client.get(f"/api/memories?{Q}&limit=1&filters={filters}").body
+    rest = rt.client.get(f"/api/memories?{Q}&cursor={first['next_cursor']}&filters={filters}").body
+    assert {m["id"] for m in first["memories"] + rest["memories"]} == wanted
+    others = _memories(rt, f"{Q}&filters=" + quote(json.dumps({"category": {"ne": category}})))
+    assert [m["id"] for m in others] == [m["id"] for m in everything if m["category"] != category]
+    _error(rt.client.get(f"/api/memories?{Q}&filters=%7Bnope"), 422, "validation_error", "filters")
+    _error(rt.client.get(f"/api/memories?{Q}&filters=%5B%5D"), 422, "validation_error", "filters")
+    bad = quote(json.dumps({"importance": {"above": 1}}))
+    _error(rt.client.get(f"/api/memories?{Q}&filters={bad}"), 422, "validation_error", "filters.importance.above")
+    _error(rt.client.get(f"/api/memories?{Q}&order=importance%20desc&filters={filters}"), 422, "validation_error", "filters")
 
 
 def test_search_returns_hits_with_breakdowns_and_records_the_recall_through_the_queue(

@@ -166,6 +166,21 @@ def runtime(tmp_path: Path) -> Iterator[RunningRuntime]:
         running.stop()
 
 
+def test_get_all_takes_the_filters_search_takes(memory: Memory) -> None:
+    memory.add("I'm vegetarian.", user_id=USER, metadata={"topic": "food"}, infer=False)
+    memory.add("I drink green tea.", user_id=USER, metadata={"topic": "food", "cups": 3}, infer=False)
+    memory.add("I live in Berlin.", user_id=USER, metadata={"topic": "home"}, infer=False)
+    food = memory.get_all(user_id=USER, filters={"metadata.topic": "food"})
+    assert sorted(r.memory for r in food) == ["I drink green tea.", "I'm vegetarian."]
+    both = memory.get_all(user_id=USER, filters={"AND": [{"metadata.topic": "food"}, {"metadata.cups": 3}]})
+    assert [r.memory for r in both] == ["I drink green tea."]
+    assert [r.memory for r in memory.get_all(user_id=USER, filters={"metadata.topic": "food"}, limit=1)] == [food[0].memory]
+    assert memory.get_all(user_id=USER, filters={"metadata.topic": "sport"}) == []
+    with pytest.raises(ValidationError) as caught:
+        memory.get_all(user_id=USER, filters={"OR": "food"})
+    assert caught.value.field.startswith("filters.OR")
+
+
 def test_remote_filters_and_aliases_reach_the_server_and_local_only_calls_say_so(runtime: RunningRuntime) -> None:
     server = runtime.runtime.server
     assert server is not None
@@ -189,6 +204,12 @@ def test_remote_filters_and_aliases_reach_the_server_and_local_only_calls_say_so
             with pytest.raises(ConfigurationError, match="reset"):
                 await m.reset()
             assert len(await m.get_all(user_id=USER)) == 5
+            # get_all(filters): the server applies them (GET /api/memories?filters=...), on every page.
+            listed = await m.get_all(user_id=USER, filters={"metadata.topic": "food"}, limit=None)
+            assert {r.memory for r in listed} == {"I'm vegetarian", "I'm vegetarian."}
+            with pytest.raises(ValidationError) as caught:
+                await m.get_all(user_id=USER, filters={"importance": {"above": 1}})
+            assert caught.value.field == "filters.importance.above"
 
     asyncio.run(main())
 

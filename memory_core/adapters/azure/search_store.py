@@ -325,6 +325,8 @@ class AzureSearchMemoryStore:
             clauses.append(odata.status_filter(request.statuses))
         if request.current_at is not None:
             clauses.append(odata.current_filter(request.current_at))
+        if request.filters is not None:
+            clauses.append(odata.filters_expression(request.filters))
         documents, more = await self._requests.keyset_page(
             odata.and_(*clauses),
             after=request.after,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.adapters.sqlite.connection import IN_CHUNK, StoreConnection
+from memory_core.adapters.sqlite.filters import filter_sql
 from memory_core.adapters.sqlite.schema import AT, COLUMN, SELECT_LIST, row_to_record
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.records import MemoryKind, MemoryRecord, MemoryStatus, Scope
@@ -107,6 +108,10 @@ def scan(db: StoreConnection, scope: Scope, request: PageRequest) -> Page:
         params.append(validate_memory_id(request.after, "cursor"))
     _status_clause(request.statuses, clauses, params)
     _current_clause(request.current_at, clauses, params)
+    if request.filters is not None:
+        sql, values = filter_sql(request.filters)
+        clauses.append(sql)
+        params.extend(values)
     params.append(limit + 1)
     with db.lock:
         rows = db.conn.execute(

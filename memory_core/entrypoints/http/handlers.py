@@ -6,6 +6,7 @@ by the operation the route table names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -24,6 +25,7 @@ from memory_core.contract.parameters import (
     MAX_CURVE_DAYS,
     MAX_CURVE_IDS,
     MAX_EXPORT_LIMIT,
+    MAX_FILTERS_QUERY,
     MAX_FORGET_LIMIT,
     MAX_LIST_LIMIT,
     MAX_PREVIEW_LIMIT,
@@ -103,6 +105,21 @@ def _memory_cursor(query: Query) -> str | None:
     return cursor
 
 
+def _filters(query: Query) -> dict[str, Any] | None:
+    """A listing's ``filters``: a JSON object in the query string (its conditions are read by the
+    service, which names a bad one)."""
+    text = query.text("filters", max_length=MAX_FILTERS_QUERY)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError("filters", f"must be a JSON object ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValidationError("filters", f"must be a JSON object, not {type(value).__name__}")
+    return value
+
+
 @handles("search")
 async def search(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
     body: SearchRequest = subject.body
@@ -127,17 +144,20 @@ async def list_memories(api: Context, request: ApiRequest, subject: Subject) -> 
     order = query.choice("order", OrderBy)
     offset = query.integer("offset", default=None, low=0, high=MAX_BROWSE_OFFSET)
     superseded = query.boolean("include_superseded", default=False)
+    filters = _filters(query)
     if category is None and kind is None and order is None and offset is None:
         page = await api.service.list(
-            subject.scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=superseded
+            subject.scope, statuses=statuses, cursor=cursor, limit=limit, include_superseded=superseded,
+            filters=filters,
         )
         return _ok(memory_list_response(page))
-    if cursor is not None:
-        raise ValidationError(
-            "cursor",
-            "pages the listing by id; a filtered or sorted listing (category, kind, order, offset) "
-            "pages with offset instead",
-        )
+    for name, given in (("cursor", cursor), ("filters", filters)):
+        if given is not None:
+            raise ValidationError(
+                name,
+                f"goes with the listing by id; a filtered or sorted listing (category, kind, order, offset) "
+                f"{'pages with offset instead' if name == 'cursor' else 'takes category and kind'}",
+            )
     listing = Listing(statuses, category, kind, order, offset or 0, min(limit, MAX_BROWSE_LIMIT))
     sorted_page = await api.service.browse(subject.scope, listing, include_superseded=superseded)
     return _ok(sorted_list_response(sorted_page, offset or 0))

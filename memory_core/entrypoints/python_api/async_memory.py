@@ -46,7 +46,7 @@ from memory_core.client.local import LocalMemoryClient
 from memory_core.client.remote import RemoteMemoryClient
 from memory_core.client.results import AddResult, MemoryExport, MemoryList, bare
 from memory_core.config import Settings
-from memory_core.domain.filters import session_ids
+from memory_core.domain.filters import parse_filters, session_ids
 from memory_core.domain.messages import HistoryEntry, Turn
 from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, OrderBy, RankingProfile, SearchMode, SearchResult
@@ -390,13 +390,12 @@ class AsyncMemory:
         limit: int | None = 100,
         include_superseded: bool = False,
         run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> MemoryList:
         """The memories of a user and agent, ordered by id, without embeddings.
 
         Pages through the store internally and returns one list of at most ``limit`` memories (a
-        list, which also reads as Mem0's ``{"results": [...]}``: ``memories["results"]``). To list
-        by conditions on fields and metadata, search with ``filters`` and an empty query in keyword
-        mode: ``search("", user_id=..., mode="keyword", filters=..., top=...)``.
+        list, which also reads as Mem0's ``{"results": [...]}``: ``memories["results"]``).
 
         Args:
             user_id: Whose memories.
@@ -407,9 +406,12 @@ class AsyncMemory:
             include_superseded: Also memories superseded by something said later (what held before:
                 a replaced value keeps its text, with ``valid_until`` and ``superseded_by``).
             run_id: Only the memories said in this conversation session (Mem0's ``run_id``).
+            filters: Only the memories these conditions keep, written as for :meth:`search` (fields
+                and ``metadata.<key>``, in Mem0's syntax: ``{"AND": [{"category": "food"},
+                {"importance": {"gte": 0.7}}]}``); applied by the store, remote by the server.
 
         Raises:
-            ValidationError: A bad id, status or limit (the field is named).
+            ValidationError: A bad id, status, limit or filter (the field is named, ``filters.<path>``).
         """
         backend = self._open()
         scope = Scope.of(user_id, agent_id)
@@ -424,11 +426,15 @@ class AsyncMemory:
         if limit is not None:
             validate_positive_int(limit, "limit")
         session = None if run_id is None else validate_scope_id(run_id, "run_id")
+        if filters is not None:
+            parse_filters(filters)  # a bad filter is refused before anything is read
         records = MemoryList()
         cursor: str | None = None
         while limit is None or len(records) < limit:
             size = _PAGE if limit is None or session is not None else min(_PAGE, limit - len(records))
-            page, cursor = await backend.page(scope, wanted, cursor, size, include_superseded=include_superseded)
+            page, cursor = await backend.page(
+                scope, wanted, cursor, size, include_superseded=include_superseded, filters=filters
+            )
             records.extend(bare(r) for r in page if session is None or session in session_ids(r.provenance))
             if cursor is None:
                 break
