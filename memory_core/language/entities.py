@@ -238,6 +238,6 @@ def _sentence_start(text: str, start: int, name: str) -> bool:
         r"\s+(?:and I\b|(?:is|was|has been)\s+(?:my|a|an|the|\w+ing)\b|has\b|had\b|said\b|says\b|loves?\b|"
         r"likes?\b|hates?\b|works?\b|lives?\b|just\b|always\b|never\b|still\b|got\b|moved\b|wants?\b|started\b|"
         r"told\b|called\b|texted\b|lent\b|helped\b|came\b|went\b|gave\b|bought\b|drives?\b|plays?\b|turned\b|"
-        r"broke\b|will\b|can\b)",
+        r"broke\b|will\b|can\b|(?!(?:is|was|has|does|goes|gets|looks|seems|tastes|feels|sounds|means|makes|takes)\b)[a-z]+(?:es|s|ed)\b)",
         rest,
     )
