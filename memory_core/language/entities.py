@@ -150,7 +150,7 @@ _JA_PATTERNS: tuple[tuple[re.Pattern[str], int | None, int | None], ...] = (
     (re.compile(rf"(?<![一-龥々ぁ-ゖ])({_JA_NAME}){_HONORIFIC}"), 1, None),
     (re.compile(rf"(?<![一-龥々])({_JA_REL})(?![一-龥々])"), None, 1),
 )
-_JA_PLACE = re.compile(r"([一-龥々ァ-ヶー]{2,8})(?:に住|在住|出身|に引っ?越|へ引っ?越|に旅行|へ旅行|に行っ|へ行っ)")
+_JA_PLACE = re.compile(r"([一-龥々ァ-ヶー]{2,8})(?:に住|在住|出身|に引っ?越|へ引っ?越|に旅行|へ旅行|に転勤)")
 _JA_ORG = re.compile(r"([一-龥々ァ-ヶーA-Za-z]{2,12})(?:で働|に勤め|に勤務|勤務|に就職|に入社|に転職)")
 
 # Capitalised words that are no name (sentence starts, days, months, words of address...).
