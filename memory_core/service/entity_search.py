@@ -12,6 +12,7 @@ entity counting :data:`ENTITY_RELEVANCE` more. Measured with ``eval truth`` (doc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -21,7 +22,7 @@ from memory_core.domain.records import Scope
 from memory_core.domain.search import SearchHit
 from memory_core.domain.search_request import SearchRequest
 from memory_core.errors import ValidationError
-from memory_core.language.entities import Mention, mentions
+from memory_core.language.entities import RELATION_WORDS, Mention, mentions
 from memory_core.ports import MemoryStore
 
 __all__ = [
@@ -64,9 +65,11 @@ async def with_entity_leg(
     (60 + rank)`` to its score (``best``: the best score of ``hits``; a memory the other legs missed
     joins with that alone), in score order; and the ids of every memory of those entities (for
     :func:`with_entity_boost`)."""
-    ids = await entity_memory_ids(store, request.scope, asked_entities(request.query))
+    asked = asked_entities(request.query)
+    ids = await entity_memory_ids(store, request.scope, asked)
     if not ids:
         return list(hits), frozenset()
+    words = surface_words(asked)
     narrowed: dict[str, Any] = {"id": {"in": ids[:ENTITY_CANDIDATES]}}
     if request.options.filters:
         narrowed = {"AND": [request.options.filters, narrowed]}
@@ -76,14 +79,40 @@ async def with_entity_leg(
     except ValidationError:  # the caller's filters leave no room for one more condition: no entity leg
         return list(hits), frozenset(ids)
     best = max((h.score for h in hits), default=0.0) or max((h.score for h in result.hits), default=1.0)
-    rank = {h.record.id: at for at, h in enumerate(result.hits)}
+    rank = {h.record.id: at for at, h in enumerate(result.hits) if not says_any(h.record.memory, words)}
     fused = [_with_leg(h, best, rank[h.record.id]) if h.record.id in rank else h for h in hits]
     have = {h.record.id for h in hits}
-    fused += [_with_leg(h.model_copy(update={"score": 0.0}), best, rank[h.record.id]) for h in result.hits if h.record.id not in have]
-    return sorted(fused, key=lambda h: -h.score), frozenset(ids)
+    fused += [
+        _with_leg(h.model_copy(update={"score": 0.0}), best, rank.get(h.record.id))
+        for h in result.hits
+        if h.record.id not in have
+    ]
+    return sorted(fused, key=lambda h: -h.score), frozenset(rank)
 
 
-def _with_leg(hit: SearchHit, best: float, rank: int) -> SearchHit:
+def surface_words(asked: Sequence[Mention]) -> tuple[str, ...]:
+    """The words the query names its entities by: their names and every word of their relations."""
+    words = [m.name for m in asked if m.name]
+    words += [w for m in asked for r in RELATION_WORDS if r.key == m.relation for w in (*r.english, *r.japanese)]
+    return tuple(dict.fromkeys(words))
+
+
+def says_any(text: str, words: Sequence[str]) -> bool:
+    """Whether ``text`` holds one of ``words`` (a Latin word as a whole word)."""
+    folded = text.casefold()
+    for word in words:
+        w = word.casefold()
+        if w.isascii():
+            if re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", folded):
+                return True
+        elif w in folded:
+            return True
+    return False
+
+
+def _with_leg(hit: SearchHit, best: float, rank: int | None) -> SearchHit:
+    if rank is None:
+        return hit
     added = ENTITY_WEIGHT * best * 60 / (60 + rank)
     functions = {**hit.breakdown.functions, "entity": round(added, 6)}
     return hit.model_copy(update={"score": hit.score + added, "breakdown": hit.breakdown.model_copy(update={"functions": functions})})
