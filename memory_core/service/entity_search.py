@@ -58,14 +58,14 @@ async def entity_memory_ids(store: MemoryStore, scope: Scope, asked: Sequence[Me
 
 
 async def with_entity_leg(
-    store: MemoryStore, request: SearchRequest, hits: Sequence[SearchHit]
+    store: MemoryStore, request: SearchRequest, hits: Sequence[SearchHit], *, ranked: bool = True
 ) -> tuple[list[SearchHit], frozenset[str]]:
     """``hits`` fused with the entity leg: the memories of the entities the query names, ranked by a
     search narrowed to them (with the request's options), each adding ``ENTITY_WEIGHT × best × 60 /
     (60 + rank)`` to its score (``best``: the best score of ``hits``; a memory the other legs missed
     joins with that alone), in score order; and the ids of every memory of those entities (for
-    :func:`with_entity_boost`)."""
-    asked = asked_entities(request.query)
+    :func:`with_entity_boost`). A search that is not ranked (sorted by a field, or match-all) has none."""
+    asked = asked_entities(request.query) if ranked else []
     ids = await entity_memory_ids(store, request.scope, asked)
     if not ids:
         return list(hits), frozenset()

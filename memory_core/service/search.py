@@ -146,7 +146,7 @@ async def search(
     asked = time_asked(query, opts, now)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
     entity_request = SearchRequest(scope, asked.text, vector, wider.model_copy(update={"as_of": asked.as_of}))
-    hits, named = await with_entity_leg(store, entity_request, hits) if ranked else (hits, frozenset[str]())
+    hits, named = await with_entity_leg(store, entity_request, hits, ranked=ranked)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:

@@ -238,6 +238,20 @@ def _probe(raw: Mapping[str, Any], where: str) -> TruthProbe:
     )
 
 
+def _check_entity(sid: str, probes: Sequence[TruthProbe], chatter: Sequence[str]) -> None:
+    """An entity scenario's probes use expect, not_first, kept and forbidden alone."""
+    for at, p in enumerate(probes):
+        if not (p.expect or p.forbidden):
+            raise ValueError(f"{sid} probe {at}: an entity probe names expect or forbidden")
+        if p.current or p.superseded or not p.answerable or p.not_upcoming or p.event_days_ago is not None:
+            raise ValueError(
+                f"{sid} probe {at}: an entity probe uses expect, not_first, kept and forbidden "
+                "(not current, superseded, answerable, event_on or not_upcoming)"
+            )
+    if chatter:
+        raise ValueError(f"{sid}: an entity scenario lists no chatter lines")
+
+
 def _check_kind(sid: str, category: str, probes: Sequence[TruthProbe], chatter: Sequence[str]) -> None:
     """A temporal scenario uses the temporal fields alone; the others none of them."""
     if category in TEMPORAL_CATEGORIES:
@@ -253,16 +267,7 @@ def _check_kind(sid: str, category: str, probes: Sequence[TruthProbe], chatter: 
             raise ValueError(f"{sid}: a temporal scenario lists no chatter lines")
         return
     if category in ENTITY_CATEGORIES:
-        for at, p in enumerate(probes):
-            if not (p.expect or p.forbidden):
-                raise ValueError(f"{sid} probe {at}: an entity probe names expect or forbidden")
-            if p.current or p.superseded or not p.answerable or p.not_upcoming or p.event_days_ago is not None:
-                raise ValueError(
-                    f"{sid} probe {at}: an entity probe uses expect, not_first, kept and forbidden "
-                    "(not current, superseded, answerable, event_on or not_upcoming)"
-                )
-        if chatter:
-            raise ValueError(f"{sid}: an entity scenario lists no chatter lines")
+        _check_entity(sid, probes, chatter)
         return
     for at, p in enumerate(probes):
         if p.temporal or p.not_first or p.event_days_ago is not None or p.asked_days_after:
