@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from memory_core.domain.entities import Entity
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.language.entities import Mention
 from memory_core.ports import StatusCounts
 
 __all__ = [
     "BatchReader",
+    "EntityIndex",
     "HistoryPager",
     "PurgeSettlement",
     "QueuedItem",
@@ -136,6 +139,22 @@ class BatchReader(Protocol):
         Raises:
             ValidationError: An id is not a memory id (before anything is read).
         """
+        ...
+
+
+@runtime_checkable
+class EntityIndex(Protocol):
+    """A store that keeps the entities its memories name (:mod:`memory_core.domain.entities`) and which
+    memories name each (the embedded store: tables written with the memory; the Azure store: fields
+    on the memory documents)."""
+
+    async def entities(self, scope: Scope) -> list[Entity]:
+        """The entities of ``scope`` (who and what its memories name)."""
+        ...
+
+    async def entity_memories(self, scope: Scope, asked: Sequence[Mention]) -> dict[str, list[str]]:
+        """The ids of the memories (any status but deleted) of each entity of ``scope`` that the
+        mentions ``asked`` may mean (a search's or a forget request's), by entity id; nothing is created."""
         ...
 
 

@@ -29,6 +29,7 @@ from memory_core.language.sentences import join_sentences, split_sentences
 from memory_core.language.topics import BroadRequest, broad_request, names_in
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import speaker_of, split_speaker
+from memory_core.service.entity_forget import entity_trace
 from memory_core.service.episodes import forget_in_episodes, forgotten_words, withhold_forgotten
 from memory_core.service.journal import record_once
 
@@ -55,15 +56,18 @@ async def _current(store: MemoryStore, turn: Turn) -> list[MemoryRecord]:
             return records
 
 
-def _named(records: list[MemoryRecord], request: BroadRequest) -> tuple[list[MemoryRecord], BroadRequest]:
-    """The memories a broad request names, and the request with the names it was found to stand for. A
-    memory this turn's request already deleted still tells the name a relation stands for ("my cousin":
-    "my cousin Fatima")."""
-    found = [r for r in records if request.names(r.memory)]
+def _named(
+    records: list[MemoryRecord], request: BroadRequest, linked: frozenset[str] = frozenset()
+) -> tuple[list[MemoryRecord], BroadRequest]:
+    """The memories a broad request names (and those of the entities it names, ``linked``: see
+    :mod:`~memory_core.service.entity_forget`), and the request with the names it was found to stand
+    for. A memory this turn's request already deleted still tells the name a relation stands for ("my
+    cousin": "my cousin Fatima")."""
+    found = [r for r in records if request.names(r.memory) or r.id in linked]
     if request.by_relation:  # the person the relation names is named in those memories: theirs go too
         names = tuple(sorted(set().union(*(names_in(r.memory) for r in found))))
         request = replace(request, terms=(*request.terms, *names))
-        found = [r for r in records if request.names(r.memory)]
+        found = [r for r in records if request.names(r.memory) or r.id in linked]
     return [r for r in found if r.status is not MemoryStatus.DELETED], request
 
 
@@ -122,7 +126,17 @@ async def swept_by(store: MemoryStore, candidate: MemoryCandidate, turn: Turn) -
     """The memories :func:`sweep_forgotten` will take for ``candidate`` (read before anything is
     written, so its decision can say what goes; empty unless it is a broad forget request)."""
     request = _broad(candidate)
-    return [] if request is None else _named(await _current(store, turn), request)[0]
+    return [] if request is None else (await _named_in_scope(store, candidate, turn, request))[0]
+
+
+async def _named_in_scope(
+    store: MemoryStore, candidate: MemoryCandidate, turn: Turn, request: BroadRequest
+) -> tuple[list[MemoryRecord], BroadRequest]:
+    """:func:`_named` over the scope's current memories, with the entities the request names."""
+    linked, words = await entity_trace(store, turn.scope, candidate.memory)
+    if words:
+        request = replace(request, terms=tuple(dict.fromkeys((*request.terms, *words))))
+    return _named(await _current(store, turn), request, linked)
 
 
 def reported(decision: Decision, swept: Sequence[MemoryRecord]) -> Decision:
@@ -150,7 +164,7 @@ async def sweep_forgotten(
     request = _broad(candidate)
     if request is None:
         return 0  # it names one thing: its decision did all there is to do (the scope is not read)
-    found, request = _named(await _current(store, turn), request)
+    found, request = await _named_in_scope(store, candidate, turn, request)
     reason = f"forgotten on request (turn {turn.turn_id})"
     for record in found:
         current = await store.get(turn.scope, record.id)

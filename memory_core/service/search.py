@@ -23,6 +23,7 @@ from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
+from memory_core.service.entity_search import with_entity_boost, with_entity_leg
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
 from memory_core.service.speakers import SPEAKER_RELEVANCE, speaker_asked, speakers_of
@@ -144,10 +145,13 @@ async def search(
     )
     asked = time_asked(query, opts, now)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
+    entity_request = SearchRequest(scope, asked.text, vector, wider.model_copy(update={"as_of": asked.as_of}))
+    hits, named = await with_entity_leg(store, entity_request, hits, ranked=ranked)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
         hits = await _by_relevance(store, embedder, SearchRequest(scope, query, vector, opts), hits, asked)
+        hits = with_entity_boost(hits, named)
         if ranked:
             hits = by_relevance_and_rank(
                 hits,

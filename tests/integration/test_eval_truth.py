@@ -24,6 +24,7 @@ from memory_core.domain.search import ScoreBreakdown, SearchHit, SearchResult
 from memory_core.tools.evaluation.truth import AGENT_ID, evaluate, forbidden_found, injected, turn_times
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
+    ENTITY_CATEGORIES,
     LANGUAGES,
     TEMPORAL_CATEGORIES,
     TruthProbe,
@@ -58,9 +59,12 @@ def test_the_packaged_set_is_valid_and_covers_every_category_in_both_languages()
     assert len(set(ids)) == len(ids)
     per = Counter(s.category for s in scenarios)
     assert set(per) == set(CATEGORIES), per
-    assert min(n for c, n in per.items() if c not in TEMPORAL_CATEGORIES) >= 18, per
+    own = (*TEMPORAL_CATEGORIES, *ENTITY_CATEGORIES)
+    assert min(n for c, n in per.items() if c not in own) >= 18, per
     assert min(per[c] for c in TEMPORAL_CATEGORIES) >= 14, per
     assert sum(per[c] for c in TEMPORAL_CATEGORIES) >= 60, per
+    assert min(per[c] for c in ENTITY_CATEGORIES) >= 10, per
+    assert sum(per[c] for c in ENTITY_CATEGORIES) >= 60, per
     for category in CATEGORIES:
         assert {s.lang for s in scenarios if s.category == category} == set(LANGUAGES), category
     langs = Counter(s.lang for s in scenarios)

@@ -126,7 +126,7 @@ def test_a_version_4_file_gains_the_event_time_columns(tmp_path: Path) -> None:
         conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     assert "event_at" not in [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(memories)")]
     assert run(export(path)) == before  # every memory reads back, stating no event time
-    assert schema_version(path) == SCHEMA_VERSION == 5
+    assert schema_version(path) == SCHEMA_VERSION == 6
     with sqlite3.connect(path) as conn:
         columns = [r[1] for r in conn.execute("PRAGMA table_info(memories)").fetchall()]
     assert {"event_at", "event_until"} <= set(columns)
@@ -183,3 +183,35 @@ def test_a_column_missing_from_the_file_is_added_with_the_fields_default(tmp_pat
         assert record is not None and record.confidence == MemoryRecord.model_fields["confidence"].default
     finally:
         run(store.close())
+
+
+def test_a_version_5_file_gains_the_entity_index_of_its_memories(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+
+    async def write() -> None:
+        store = SQLiteMemoryStore(path)
+        try:
+            at = datetime(2026, 3, 1, tzinfo=UTC)
+            record = MemoryRecord.model_validate(
+                {"user_id": "u1", "agent_id": "a1", "memory": "My sister Ana lives in Oslo.", "id": "m-ana",
+                 "created_at": at, "updated_at": at}
+            )
+            await store.upsert([record])
+        finally:
+            await store.close()
+
+    run(write())
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE entity_mentions")
+        conn.execute("DROP TABLE entities")
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+
+    async def read() -> list[tuple[str | None, str | None]]:
+        store = SQLiteMemoryStore(path)
+        try:
+            return [(e.name, e.relation) for e in await store.entities(Scope.of("u1", "a1"))]
+        finally:
+            await store.close()
+
+    assert sorted(run(read()), key=str) == [("Ana", "sister"), ("Oslo", None)]
+    assert schema_version(path) == SCHEMA_VERSION

@@ -6,6 +6,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
+from contract.entity_contract import EntityContract
 from contract.filter_contract import FilterContract
 from contract.store_contract import StoreContract, async_context
 
@@ -13,7 +14,7 @@ from memory_core.adapters.sqlite.store import SQLiteMemoryStore
 from memory_core.ports import FixedClock, MemoryStore
 
 
-class TestSQLiteStoreContract(StoreContract, FilterContract):
+class TestSQLiteStoreContract(StoreContract, FilterContract, EntityContract):
     @pytest.fixture(autouse=True)
     def _tmp(self, tmp_path: Path) -> None:
         self.db = tmp_path / "memory.db"

@@ -285,6 +285,12 @@ def _everything_said(memory: Memory, user: str) -> list[str]:
             "Priya",
             "sci-fi",
         ),
+        (  # the entity index links 「姉」 to Ana, though the words never say so
+            ["My sister Ana moved to Lisbon.", "姉は化学の先生をしています。", "I'm a carpenter."],
+            "Forget everything about Ana.",
+            "化学",
+            "carpenter",
+        ),
         (
             ["I have type 1 diabetes.", "I take insulin before meals.", "I'm a carpenter."],
             "Please delete all my medical information.",
@@ -344,6 +350,7 @@ def test_a_forget_request_removes_every_trace_of_what_it_names(
         (["I live in Berlin. I like tea.", "I moved to Munich."], "Please forget that I live in Munich.", ["Berlin", "Munich"]),
         (["My friend Priya lent me her bike.", "Priya is moving to Oslo."], "Forget everything about Priya.", ["Priya"]),
         (["元彼のケンタとは春に別れた。", "私は薬剤師です。"], "元彼の話は全部忘れて。", ["ケンタ"]),
+        (["My sister Ana moved to Lisbon.", "姉は化学の先生をしています。"], "Forget everything about Ana.", ["Ana", "化学"]),
     ],
 )
 def test_no_file_of_the_store_holds_what_was_forgotten(tmp_path: Path, said: list[str], asked: str, gone: list[str]) -> None:

@@ -74,6 +74,8 @@ _STORE_TABLES = frozenset(
         "term_stats",
         "field_stats",
         "scope_snapshots",
+        "entities",
+        "entity_mentions",
         "history_entries",
         "history_steps",
         "turns_journal",

@@ -20,6 +20,8 @@ Versions (``meta.schema_version``):
    longer hold, and rebuilt from the rows when missing or unusable).
 5. Event time: ``event_at`` and ``event_until`` columns (when what a memory says happened, as stated;
    ``NULL`` in the rows of an older file, which stated none that was resolved).
+6. The entity index: ``entities`` and ``entity_mentions`` (:mod:`memory_core.adapters.sqlite.entity_rows`);
+   the memories of an older file are indexed when it is upgraded.
 
 Opening a file upgrades it in place, in one transaction, from its version to :data:`SCHEMA_VERSION`;
 a file written by a newer memory-core is refused rather than misread.
@@ -41,6 +43,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from memory_core.adapters.sqlite.entity_rows import ENTITY_TABLES, backfill
 from memory_core.adapters.sqlite.ownership import STORE, STORE_APPLICATION_ID, check_owner
 from memory_core.domain.records import IMMUTABLE_FIELDS, MemoryRecord
 from memory_core.domain.validation import field_type
@@ -64,7 +67,7 @@ __all__ = [
 ]
 
 #: The current file format.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: ``PRAGMA application_id`` of a memory-core store file ("memc").
 APPLICATION_ID = STORE_APPLICATION_ID
 #: Tables memory-core puts into a store file (memories and, beside them, the decision history).
@@ -280,7 +283,7 @@ CREATE TABLE IF NOT EXISTS field_stats (
     doc_count INTEGER NOT NULL,
     total_length INTEGER NOT NULL
 ) WITHOUT ROWID;
-"""
+""" + ENTITY_TABLES
 
 
 def _v2_application_id(conn: sqlite3.Connection) -> None:
@@ -304,12 +307,20 @@ def _v3_kind_and_provenance(conn: sqlite3.Connection) -> None:
     conn.executemany("UPDATE memories SET provenance = ? WHERE pk = ?", updates)
 
 
+def _v6_entities(conn: sqlite3.Connection) -> None:
+    """The entity index of the memories already in the file (its tables are created with the others)."""
+    _add_missing_columns(conn)
+    rows = conn.execute(f"SELECT {SELECT_LIST} FROM memories ORDER BY updated_at, pk").fetchall()  # noqa: S608
+    backfill(conn, (row_to_record(row, with_embedding=False) for row in rows))
+
+
 #: In-place upgrades: ``MIGRATIONS[v]`` turns a version ``v - 1`` file into a version ``v`` one.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _v2_application_id,
     3: _v3_kind_and_provenance,
     4: lambda conn: None,  # scope_snapshots: created with the other tables
     5: lambda conn: _add_missing_columns(conn),  # event_at, event_until
+    6: lambda conn: _v6_entities(conn),
 }
 
 

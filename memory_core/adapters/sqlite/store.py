@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_core.adapters.sqlite import scans, writes
+from memory_core.adapters.sqlite import entity_rows, scans, writes
 from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
 from memory_core.adapters.sqlite.connection import StoreConnection
 from memory_core.adapters.sqlite.files import (
@@ -50,6 +50,7 @@ from memory_core.adapters.sqlite.scans import checked_scope
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepare_schema, row_to_record
 from memory_core.adapters.sqlite.scope_cache import ScopeCache, persist
 from memory_core.adapters.sqlite.search import SEMANTIC_NOTE, ScopeSearch, query_vector
+from memory_core.domain.entities import Entity
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
@@ -58,6 +59,7 @@ from memory_core.domain.search_plan import plan_for
 from memory_core.domain.search_request import SearchRequest
 from memory_core.domain.validation import parse_model
 from memory_core.errors import ValidationError
+from memory_core.language.entities import Mention
 from memory_core.ports import (
     Clock,
     MemoryRef,
@@ -232,6 +234,18 @@ class SQLiteMemoryStore:
             ValidationError: A bad id (before any query).
         """
         return scans.get_many(self._db, checked_scope(scope), memory_ids)
+
+    async def entities(self, scope: Scope) -> list[Entity]:
+        """The entities of ``scope`` (:class:`~memory_core.capabilities.EntityIndex`)."""
+        scope = checked_scope(scope)
+        with self._lock:
+            return entity_rows.entities(self._conn, scope)
+
+    async def entity_memories(self, scope: Scope, asked: Sequence[Mention]) -> dict[str, list[str]]:
+        """The memory ids of each entity the mentions ``asked`` may mean (:class:`~memory_core.capabilities.EntityIndex`)."""
+        scope = checked_scope(scope)
+        with self._lock:
+            return entity_rows.entity_memories(self._conn, scope, asked)
 
     async def scan(self, scope: Scope, request: PageRequest) -> Page:
         return scans.scan(self._db, checked_scope(scope), request)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.adapters.sqlite.connection import StoreConnection
+from memory_core.adapters.sqlite.entity_rows import index_memory, purge_entities
 from memory_core.adapters.sqlite.schema import (
     AT,
     COLUMN,
@@ -193,6 +194,8 @@ def _write(
         db.conn.execute(_INSERT, values)
     else:
         db.conn.execute(_UPDATE, (*values, old[AT["pk"]]))
+    if old is None or old[AT["memory"]] != record.memory or old[AT["status"]] != record.status.value:
+        index_memory(db.conn, record)
 
 
 def _select_one(db: StoreConnection, memory_id: str) -> Sequence[Any] | None:
@@ -330,6 +333,7 @@ def purge(db: StoreConnection, user_id: str, agent_id: str | None) -> int:
         _flush_stats(db, stats)
         removed = db.conn.execute(f"DELETE FROM memories WHERE {where}", params).rowcount  # noqa: S608
         forget_persisted(db.conn, user_id, agent_id)
+        purge_entities(db.conn, user_id, agent_id)
         seq = db.next_seq()
         scopes = {(user_id, agent) for agent, _ in rows}
         db.bump_scopes(scopes, seq, new_epoch=True)

@@ -26,7 +26,8 @@ language, as ``n/N``:
 
 The temporal categories (when-questions, as-of questions, last/next-period questions, passed plans)
 are scored by their own metrics (:data:`~memory_core.tools.evaluation.truth_metrics.TEMPORAL_METRICS`,
-under ``temporal`` in the report); a probe with ``asked_days_after`` is asked with the clock that
+under ``temporal`` in the report), and so are the entity categories (:data:`~memory_core.tools.
+evaluation.truth_metrics.ENTITY_METRICS`, under ``entities``); a probe with ``asked_days_after`` is asked with the clock that
 many days past the reference time.
 """
 
@@ -53,6 +54,7 @@ from memory_core.ports import ChatModel, Embedder, FixedClock
 from memory_core.tools.evaluation.embeddings import add_cache_arguments, add_llm_argument, evaluation_models
 from memory_core.tools.evaluation.truth_data import (
     CATEGORIES,
+    ENTITY_CATEGORIES,
     LANGUAGES,
     TEMPORAL_CATEGORIES,
     TruthScenario,
@@ -61,6 +63,7 @@ from memory_core.tools.evaluation.truth_data import (
     load_truth_set,
 )
 from memory_core.tools.evaluation.truth_metrics import (
+    ENTITY_METRICS,
     FACTS_ALONE,
     METRICS,
     TEMPORAL_METRICS,
@@ -336,6 +339,9 @@ async def evaluate(
         "forgotten_found_where": where_found(observations),
         "temporal": tally.figures(list(TEMPORAL_METRICS))
         if any(s.category in TEMPORAL_CATEGORIES for s in data.scenarios)
+        else {},
+        "entities": tally.figures(list(ENTITY_METRICS))
+        if any(s.category in ENTITY_CATEGORIES for s in data.scenarios)
         else {},
         "failures_total": len(tally.failures),
         "failures": tally.failures[:show_failures],

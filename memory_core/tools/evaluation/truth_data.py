@@ -16,6 +16,11 @@ any: the value of another time), ``event_on`` (the day the expected memory's eve
 ``"-12d"``: days before the reference time, ``"+9d"`` after it), ``not_upcoming`` (values of a plan whose date has passed:
 no injected memory holding one may be presented as an upcoming plan) and ``asked_days_after`` (the
 probe is asked that many days after the reference time; default 0).
+
+The entity categories (:data:`ENTITY_CATEGORIES`) ask about the people, pets, places and organisations
+the user spoke of (by name, alias or relation, look-alike names, two-step questions, forget by person)
+and are scored by their own metrics alone: a probe gives ``expect`` (and ``not_first``, the value of a
+look-alike), and may give ``kept`` and ``forbidden`` (what forget by entity must keep and remove).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 __all__ = [
     "CATEGORIES",
+    "ENTITY_CATEGORIES",
     "LANGUAGES",
     "TEMPORAL_CATEGORIES",
     "TruthProbe",
@@ -58,9 +64,16 @@ CATEGORIES: tuple[str, ...] = (
     "temporal_as_of",
     "temporal_period",
     "temporal_passed_plan",
+    "entity_alias",
+    "entity_relation",
+    "entity_lookalike",
+    "entity_two_step",
+    "entity_forget",
 )
 #: The categories that ask about time (scored by the temporal metrics alone).
-TEMPORAL_CATEGORIES: tuple[str, ...] = CATEGORIES[-4:]
+TEMPORAL_CATEGORIES: tuple[str, ...] = ("temporal_when", "temporal_as_of", "temporal_period", "temporal_passed_plan")
+#: The categories that ask about entities (scored by the entity metrics alone).
+ENTITY_CATEGORIES: tuple[str, ...] = CATEGORIES[-5:]
 #: The languages of the set.
 LANGUAGES: tuple[str, ...] = ("en", "ja")
 #: The reference time ("now") when the file does not give one.
@@ -225,6 +238,20 @@ def _probe(raw: Mapping[str, Any], where: str) -> TruthProbe:
     )
 
 
+def _check_entity(sid: str, probes: Sequence[TruthProbe], chatter: Sequence[str]) -> None:
+    """An entity scenario's probes use expect, not_first, kept and forbidden alone."""
+    for at, p in enumerate(probes):
+        if not (p.expect or p.forbidden):
+            raise ValueError(f"{sid} probe {at}: an entity probe names expect or forbidden")
+        if p.current or p.superseded or not p.answerable or p.not_upcoming or p.event_days_ago is not None:
+            raise ValueError(
+                f"{sid} probe {at}: an entity probe uses expect, not_first, kept and forbidden "
+                "(not current, superseded, answerable, event_on or not_upcoming)"
+            )
+    if chatter:
+        raise ValueError(f"{sid}: an entity scenario lists no chatter lines")
+
+
 def _check_kind(sid: str, category: str, probes: Sequence[TruthProbe], chatter: Sequence[str]) -> None:
     """A temporal scenario uses the temporal fields alone; the others none of them."""
     if category in TEMPORAL_CATEGORIES:
@@ -238,6 +265,9 @@ def _check_kind(sid: str, category: str, probes: Sequence[TruthProbe], chatter: 
                 )
         if chatter:
             raise ValueError(f"{sid}: a temporal scenario lists no chatter lines")
+        return
+    if category in ENTITY_CATEGORIES:
+        _check_entity(sid, probes, chatter)
         return
     for at, p in enumerate(probes):
         if p.temporal or p.not_first or p.event_days_ago is not None or p.asked_days_after:

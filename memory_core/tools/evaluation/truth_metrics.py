@@ -15,6 +15,13 @@ an ``expect`` value and no ``not_first`` one), ``expected_hits`` (an ``expect`` 
 ``event_on`` day), ``plan_shown_upcoming`` (a top-5 memory holding a ``not_upcoming`` value is
 presented as an upcoming plan: see :func:`presented_as_upcoming`) and ``temporal_pass`` (every check
 of the probe holds).
+
+The entity probes (:data:`~memory_core.tools.evaluation.truth_data.ENTITY_CATEGORIES`) are scored by
+:data:`ENTITY_METRICS` alone, each per probe: ``entity_first`` (the first injected memory holds an
+``expect`` value), ``entity_hits`` (one of the top 5 does), ``lookalike_first`` (the first injected
+memory holds a ``not_first`` value: the look-alike's), ``entity_forgotten_found`` (a ``forbidden``
+value is found anywhere, or a ``kept`` one is no longer in an active memory) and ``entity_pass``
+(every check of the probe holds).
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from memory_core.tools.evaluation.truth_data import TruthProbe, TruthScenario
+from memory_core.tools.evaluation.truth_data import ENTITY_CATEGORIES, TruthProbe, TruthScenario
 
 __all__ = [
+    "ENTITY_METRICS",
     "FACTS_ALONE",
     "METRICS",
     "TEMPORAL_METRICS",
@@ -64,6 +72,14 @@ TEMPORAL_METRICS: dict[str, bool] = {
     "expected_hits": True,
     "event_date": True,
     "plan_shown_upcoming": False,
+}
+#: The metrics of the entity probes, with whether higher is better.
+ENTITY_METRICS: dict[str, bool] = {
+    "entity_pass": True,
+    "entity_first": True,
+    "entity_hits": True,
+    "lookalike_first": False,
+    "entity_forgotten_found": False,
 }
 #: The category of a dated plan (extraction's and the LLM prompt's).
 PLAN_CATEGORY = "plan"
@@ -371,10 +387,45 @@ def _score_scenario(tally: Tally, o: ScenarioObservation) -> None:
             tally.fail("chatter_kept", s, line=line, memories=kept)
 
 
+def _entity(tally: Tally, o: ScenarioObservation, probe: ProbeObservation) -> None:
+    """The entity metrics of one probe (``entity_pass``: all of its checks hold)."""
+    s, p, hits = o.scenario, probe.probe, probe.injected[:TOP]
+    checks: dict[str, bool] = {}
+    if p.expect:
+        checks["entity_first"] = bool(hits) and contains_any(hits[0].text, p.expect)
+        checks["entity_hits"] = any(contains_any(h.text, p.expect) for h in hits)
+    for name, ok in checks.items():
+        tally.add(name, s, ok)
+    if p.not_first:
+        confused = bool(hits) and contains_any(hits[0].text, p.not_first)
+        tally.add("lookalike_first", s, confused)
+        checks["not_lookalike"] = not confused
+    if p.forbidden or p.kept:
+        found = [v for v in p.forbidden if o.found.get(v)]
+        lost = [v for v in p.kept if not any(contains(t, v) for t in o.active)]
+        tally.add("entity_forgotten_found", s, bool(found or lost))
+        checks["forgotten"] = not (found or lost)
+    passed = all(checks.values())
+    tally.add("entity_pass", s, passed)
+    if not passed:
+        tally.fail(
+            "entity_pass",
+            s,
+            query=p.query,
+            failed=[name for name, ok in checks.items() if not ok],
+            expected=list(p.expect),
+            injected=_texts(hits),
+        )
+
+
 def score(observations: Iterable[ScenarioObservation]) -> Tally:
     """Every metric over ``observations`` (facts-alone figures under ``facts:<metric>``)."""
     tally = Tally()
     for o in observations:
+        if o.scenario.category in ENTITY_CATEGORIES:
+            for probe in o.probes:
+                _entity(tally, o, probe)
+            continue
         for probe in o.probes:
             _score_probe(tally, o.scenario, probe)
         _score_scenario(tally, o)

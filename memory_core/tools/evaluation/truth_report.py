@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.tools.evaluation.truth_data import CATEGORIES, LANGUAGES
-from memory_core.tools.evaluation.truth_metrics import FACTS_ALONE, METRICS, TEMPORAL_METRICS
+from memory_core.tools.evaluation.truth_metrics import ENTITY_METRICS, FACTS_ALONE, METRICS, TEMPORAL_METRICS
 from memory_core.tools.reporting import grouped_bars, markdown_table, pyplot, save_chart
 
 __all__ = ["cell_text", "draw_chart", "render_markdown"]
@@ -22,7 +22,7 @@ def cell_text(cell: Mapping[str, Any] | None) -> str:
 
 
 def _label(metric: str) -> str:
-    higher = METRICS[metric] if metric in METRICS else TEMPORAL_METRICS[metric]
+    higher = {**METRICS, **TEMPORAL_METRICS, **ENTITY_METRICS}[metric]
     return f"{metric} {'↑' if higher else '↓'}"
 
 
@@ -90,6 +90,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "of the probe holds):\n\n"
         )
         text += _metrics_table(temporal, temporal, list(TEMPORAL_METRICS))
+    entities = report.get("entities") or {}
+    if _measured(entities):
+        text += (
+            "\nentity probes (aliases, relations, look-alike names, two-step questions, forget by person; "
+            "`entity_pass`: every check of the probe holds):\n\n"
+        )
+        text += _metrics_table(entities, entities, list(ENTITY_METRICS))
     where = report.get("forgotten_found_where") or {}
     if where:
         text += "\nscenarios whose forbidden strings were found, per place:\n\n"
@@ -111,6 +118,9 @@ def draw_chart(report: dict[str, Any], directory: str | Path) -> list[str]:
     temporal = report.get("temporal") or {}
     if _measured(temporal):
         blocks["temporal_pass"] = temporal["temporal_pass"]
+    entities = report.get("entities") or {}
+    if _measured(entities):
+        blocks["entity_pass"] = entities["entity_pass"]
     categories = [c for c in CATEGORIES if any(c in block["by_category"] for block in blocks.values())]
     series: list[tuple[str, Sequence[float] | None]] = []
     for metric, block in blocks.items():
