@@ -415,14 +415,7 @@ class AsyncMemory:
         """
         backend = self._open()
         scope = Scope.of(user_id, agent_id)
-        wanted: MemoryStatus | None = None
-        if status is not None:
-            try:
-                wanted = MemoryStatus(status)
-            except ValueError:
-                raise ValidationError(
-                    "status", f"{status!r} is not one of {', '.join(s.value for s in MemoryStatus)}"
-                ) from None
+        wanted = None if status is None else _status(status)
         if limit is not None:
             validate_positive_int(limit, "limit")
         session = None if run_id is None else validate_scope_id(run_id, "run_id")
@@ -593,3 +586,10 @@ class AsyncMemory:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+
+def _status(status: MemoryStatus | str) -> MemoryStatus:
+    """``status`` as a :class:`MemoryStatus` (a bad one is refused, naming the valid ones)."""
+    try:
+        return MemoryStatus(status)
+    except ValueError:
+        raise ValidationError("status", f"{status!r} is not one of {', '.join(s.value for s in MemoryStatus)}") from None
