@@ -429,6 +429,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "purge": (["purge", "--user", "u2", "--yes"], {0}),
     "bench search": (["bench", "search", "--store-size", "300", "--scope-size", "50", "--queries", "5", "--dimensions", "16"], {0}),
     "bench ingest": (["bench", "ingest", "--turns", "3", "--scopes", "1"], {0}),
+    "bench import": (["bench", "import", "--records", "20", "--repeat-share", "0.3", "--embedder", "hash"], {0}),
     "bench forget": (["bench", "forget", "--store-size", "300", "--scope-size", "50", "--dimensions", "8", "--in-process"], {0}),
     "bench provider": (["bench", "provider", "--runs", "2", "--memories", "5", "--embedder", "hash"], {0}),
     "bench serve": (
