@@ -20,11 +20,13 @@ __all__ = [
     "BatchReader",
     "EntityIndex",
     "HistoryPager",
+    "MissingVector",
     "PurgeSettlement",
     "QueuedItem",
     "QueuedLister",
     "ScopePurger",
     "UserDirectory",
+    "VectorBackfill",
     "WalCheckpointer",
     "supports",
 ]
@@ -142,6 +144,50 @@ class BatchReader(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class MissingVector:
+    """A memory stored without an embedding (an import that computes vectors after storing).
+
+    Attributes:
+        key: The store's row key (what :meth:`VectorBackfill.missing_vectors` pages after).
+        scope: The memory's user and agent.
+        memory_id: Its id.
+        text: Its text, as stored (what the vector is computed from).
+    """
+
+    key: int
+    scope: Scope
+    memory_id: str
+    text: str
+
+
+@runtime_checkable
+class VectorBackfill(Protocol):
+    """A store that finds the memories it holds without an embedding and gives them one later (the
+    embedded store), so an import can store its records at once and compute their vectors afterwards."""
+
+    async def count_missing_vectors(self) -> int:
+        """How many memories have no embedding (any status: a deleted one may be restored), across every
+        scope."""
+        ...
+
+    async def missing_vectors(self, *, after: int | None = None, limit: int) -> list[MissingVector]:
+        """Up to ``limit`` memories without an embedding (any status), by row key, from just after
+        ``after``, across every scope."""
+        ...
+
+    async def fill_vectors(self, vectors: Sequence[tuple[MissingVector, Sequence[float]]]) -> int:
+        """Give each memory its vector, all in one transaction, where the memory still has no embedding
+        and still says the text the vector was computed from (a memory changed since is left alone);
+        returns how many were written. Nothing else of a memory changes (not ``updated_at``).
+
+        Raises:
+            ConflictError: A vector has another size than the store's.
+            ValidationError: A vector is zero or not finite.
+        """
+        ...
+
+
 @runtime_checkable
 class EntityIndex(Protocol):
     """A store that keeps the entities its memories name (:mod:`memory_core.domain.entities`) and which
@@ -161,7 +207,7 @@ class EntityIndex(Protocol):
 def supports(resource: object, capability: type) -> bool:
     """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,
     :class:`QueuedLister`, :class:`UserDirectory`, :class:`WalCheckpointer`, :class:`BatchReader`,
-    :class:`HistoryPager`, :class:`PurgeSettlement`).
+    :class:`HistoryPager`, :class:`PurgeSettlement`, :class:`VectorBackfill`).
 
     ``isinstance``, and also true for a wrapper that forwards attribute access (``__getattr__``) to an
     adapter that offers it, as ``memory-core serve`` wraps its SQLite adapters: since Python 3.12

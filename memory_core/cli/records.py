@@ -1,4 +1,5 @@
-"""``memory-core import`` and ``export``: memory records as JSON lines, in and out."""
+"""``memory-core import``, ``export`` and ``embed``: memory records as JSON lines, in and out, and the
+vectors an import left for later."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from memory_core.errors import InputError, ValidationError
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.cli.arguments import Commands
 
-__all__ = ["EXAMPLES", "add_arguments", "cmd_export", "cmd_import"]
+__all__ = ["EXAMPLES", "add_arguments", "cmd_embed", "cmd_export", "cmd_import"]
 
 #: The examples ``--help`` shows, by the command's words after ``memory-core``.
 EXAMPLES = {
     "import": "memory-core --db my.db import records.jsonl   # again: nothing is stored twice",
     "export": "memory-core --db my.db export --user u1 > u1.jsonl",
+    "embed": "memory-core --db my.db embed   # after import --defer-vectors, or an interrupted import",
 }
 
 
@@ -40,7 +42,20 @@ def add_arguments(commands: Commands) -> None:
         help="store every record again: a record without an id gets a new random one (by default it gets "
         "an id derived from its user, agent, kind and text, and a record already stored is skipped)",
     )
+    p.add_argument(
+        "--defer-vectors",
+        action="store_true",
+        help="store the records and stop: they are listed and found by keyword search at once, and "
+        "`memory-core embed` computes the vectors they lack later (the embedded store)",
+    )
     p.set_defaults(handler=cmd_import)
+
+    p = commands.add_parser(
+        "embed",
+        help="compute the vectors of memories stored without one (an import with --defer-vectors, or one "
+        "interrupted while computing them)",
+    )
+    p.set_defaults(handler=cmd_embed)
 
     p = commands.add_parser(
         "export",
@@ -71,22 +86,58 @@ async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         except ValidationError as exc:
             raise ValidationError(f"{input_name(args.file)}:{number}: {exc.field}", exc.message) from None
     async with service_for(args, create=True) as service:
-        with progress_for(args).bar("importing", unit="records") as bar:
-            report = await service.import_records(rows, dedupe=not args.allow_duplicates, progress=bar.update)
+        progress = progress_for(args)
+        with progress.bar("storing", unit="records") as bar:
+            report = await service.import_records(
+                rows, dedupe=not args.allow_duplicates, progress=bar.update, defer_vectors=True
+            )
+        missing, filled = report.vectors_missing, None
+        if missing and not args.defer_vectors:
+            if not args.json:  # what is already true, should the vectors be interrupted
+                out.write(
+                    f"stored {report.imported + report.updated} memories (listed and found by keyword search "
+                    f"now); computing {missing} vectors (if stopped, memory-core embed computes the rest)\n"
+                )
+                out.flush()
+            with progress.bar("computing vectors", unit="memories") as bar:
+                filled = await service.fill_vectors(progress=bar.update)
+            missing = filled.missing
+    embedded = report.embedded + (filled.filled if filled is not None else 0)
     if args.json:
         print_json(
             {
                 "imported": report.imported,
                 "updated": report.updated,
                 "skipped": report.skipped,
-                "embedded": report.embedded,
+                "embedded": embedded,
+                "vectors_missing": missing,
             },
             out,
         )
+        return EXIT_OK
+    out.write(
+        f"imported {report.imported} memories, updated {report.updated}, skipped {report.skipped} "
+        f"(already stored or repeated); {embedded} embeddings computed\n"
+    )
+    if missing:
+        out.write(
+            f"{missing} memories have no vector yet (found by keyword search, not by meaning): "
+            "memory-core embed computes them\n"
+        )
+    return EXIT_OK
+
+
+async def cmd_embed(args: argparse.Namespace, out: TextIO) -> int:
+    """Compute the vectors of the memories stored without one; say how many."""
+    async with service_for(args) as service:
+        with progress_for(args).bar("computing vectors", unit="memories") as bar:
+            report = await service.fill_vectors(progress=bar.update)
+    if args.json:
+        print_json({"filled": report.filled, "embedded": report.embedded, "missing": report.missing}, out)
     else:
         out.write(
-            f"imported {report.imported} memories, updated {report.updated}, skipped {report.skipped} "
-            f"(already stored or repeated); {report.embedded} embeddings computed\n"
+            f"{report.filled} memories got their vector ({report.embedded} distinct texts embedded); "
+            f"{report.missing} without one\n"
         )
     return EXIT_OK
 

@@ -21,6 +21,7 @@ EXAMPLES = {
     "bench": "memory-core bench search --store-size 10000",
     "bench search": "memory-core bench search --store-size 10000 --queries 100",
     "bench ingest": "memory-core bench ingest --turns 50",
+    "bench import": "memory-core bench import --records 3000",
     "bench forget": "memory-core bench forget --store-size 100000 --in-process",
     "bench provider": "memory-core bench provider --runs 50 --embedder hash",
     "bench serve": "memory-core bench serve --seconds 10 --turns 200",
@@ -93,6 +94,12 @@ def _bench_ingest(b: argparse.ArgumentParser) -> None:
     _shared(b, "--output")
 
 
+def _bench_import(b: argparse.ArgumentParser) -> None:
+    b.add_argument("--records", type=positive_int, default=3000, help="records imported")
+    b.add_argument("--repeat-share", type=float, default=0.0, help="share of records repeating an earlier text (0..1)")
+    _shared(b, "--embedder", "--threads", "--output", "--seed")
+
+
 def _bench_forget(b: argparse.ArgumentParser) -> None:
     b.add_argument("--store-size", type=int, default=1_000_000)
     b.add_argument("--scope-size", type=int, default=1_000)
@@ -152,6 +159,7 @@ def _bench_serve(b: argparse.ArgumentParser) -> None:
 _BENCHES: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...] = (
     ("search", "search latency on a scope inside a large store", _bench_search),
     ("ingest", "turns per second through the rule path with the local embedder", _bench_ingest),
+    ("import", "a bulk import of memory records, stored then embedded, phase by phase", _bench_import),
     ("forget", "forgetting throughput and peak memory over a large store", _bench_forget),
     ("provider", "latency the memory provider adds to an agent run", _bench_provider),
     ("inspector", "the inspector's requests on a scope of 10,000 memories", _bench_inspector),

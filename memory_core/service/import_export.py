@@ -1,16 +1,24 @@
 """Import and export of memory records: rows validated, deduplicated on content and written in batches;
-every record and every recorded decision of a user read back."""
+every record and every recorded decision of a user read back.
+
+An import into a store that gives memories their vectors later
+(:class:`~memory_core.capabilities.VectorBackfill`: the embedded store) stores every record first, one
+transaction per batch (durable, listed and found by keyword search at once), then computes the vectors
+the records lack (:func:`~memory_core.service.backfill.fill_missing_vectors`), unless asked to leave them
+for later. Into another store, each batch is embedded, then written. Either way each distinct text is
+embedded once, :data:`~memory_core.service.backfill.EMBED_BATCH` passages per embedder call.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import unicodedata
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from memory_core.capabilities import BatchReader, supports
+from memory_core.capabilities import BatchReader, VectorBackfill, supports
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -18,6 +26,7 @@ from memory_core.domain.records import MemoryRecord, Scope
 from memory_core.domain.validation import parse_model, validate_scope_id
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore, ProgressCallback
+from memory_core.service.backfill import embed_distinct, fill_missing_vectors
 
 __all__ = [
     "DEDUPE_LOOKUP",
@@ -46,16 +55,22 @@ class ImportReport:
 
     Attributes:
         imported: Records written that were new to the store.
-        embedded: Embeddings computed (records without one).
+        embedded: Memories given a vector the import computed (records without one; with the vectors
+            filled after storing, every memory of the store that had none).
         updated: Records written over an existing memory with the same id (its fields differed).
         skipped: Records not written: the store already held them unchanged, or they repeated an
             earlier record of the same import (only with ``dedupe``).
+        texts_embedded: Texts the embedder was asked for (each distinct text once; not compared).
+        vectors_missing: Memories of the store still without a vector after the import (those left
+            for later with ``defer_vectors``; 0 for a store that embeds before writing; not compared).
     """
 
     imported: int
     embedded: int
     updated: int = 0
     skipped: int = 0
+    texts_embedded: int = field(default=0, compare=False)
+    vectors_missing: int = field(default=0, compare=False)
 
 
 def prepare_record(data: Mapping[str, Any], policy: HumanMemoryPolicy, now: datetime) -> MemoryRecord:
@@ -146,8 +161,12 @@ async def import_records(
     *,
     dedupe: bool = False,
     progress: ProgressCallback | None = None,
+    defer_vectors: bool = False,
 ) -> ImportReport:
     """Validate every row first (errors name the row), then write in batches, embedding as needed.
+
+    Into a store that offers :class:`~memory_core.capabilities.VectorBackfill`, every record is stored
+    first (without the vector it lacks), then the vectors are computed, unless ``defer_vectors``.
 
     Args:
         store: Where the records go.
@@ -163,13 +182,27 @@ async def import_records(
             for :data:`DEDUPE_LOOKUP` ids of a scope per call; another, once per row.
         progress: Told ``(records written, records to write)`` once the rows are validated and after
             every batch.
+        defer_vectors: Leave the vectors the records lack for later
+            (:func:`~memory_core.service.backfill.fill_missing_vectors`); the store keeps the records
+            without them meanwhile (found by keyword search, not by vector). Only with a store that
+            offers :class:`~memory_core.capabilities.VectorBackfill`; another embeds before writing.
     """
     records, given = _validated(rows, policy, now, dedupe=dedupe)
     updated = skipped = 0
     if dedupe:
         records, updated, skipped = await _deduplicated(store, records, given)
-    embedded = await _write_batches(store, embedder, records, progress)
-    return ImportReport(imported=len(records) - updated, embedded=embedded, updated=updated, skipped=skipped)
+    counts = {"imported": len(records) - updated, "updated": updated, "skipped": skipped}
+    if not supports(store, VectorBackfill):
+        embedded, texts = await _write_batches(store, embedder, records, progress)
+        return ImportReport(embedded=embedded, texts_embedded=texts, **counts)
+    await _write_batches(store, None, records, progress)
+    backfill = cast(VectorBackfill, store)
+    if defer_vectors:
+        return ImportReport(embedded=0, vectors_missing=await backfill.count_missing_vectors(), **counts)
+    filled = await fill_missing_vectors(backfill, embedder)
+    return ImportReport(
+        embedded=filled.filled, texts_embedded=filled.embedded, vectors_missing=filled.missing, **counts
+    )
 
 
 def _validated(
@@ -226,25 +259,30 @@ async def _deduplicated(
 
 
 async def _write_batches(
-    store: MemoryStore, embedder: Embedder, records: Sequence[MemoryRecord], progress: ProgressCallback | None
-) -> int:
-    """Write ``records`` in batches of :data:`IMPORT_BATCH`, embedding those without an embedding;
-    returns how many were embedded."""
-    embedded = 0
+    store: MemoryStore,
+    embedder: Embedder | None,
+    records: Sequence[MemoryRecord],
+    progress: ProgressCallback | None,
+) -> tuple[int, int]:
+    """Write ``records`` in batches of :data:`IMPORT_BATCH` (one store call each), first embedding
+    those without an embedding when given an ``embedder`` (each distinct text of a batch once);
+    returns how many records were embedded and how many texts."""
+    embedded = texts = 0
     if progress is not None:
         progress(0, len(records))
     for start in range(0, len(records), IMPORT_BATCH):
         batch = list(records[start : start + IMPORT_BATCH])
         missing = [i for i, r in enumerate(batch) if r.embedding is None]
-        if missing:
-            vectors = await embedder.embed_passages([batch[i].memory for i in missing])
-            for i, vector in zip(missing, vectors, strict=True):
-                batch[i] = batch[i].model_copy(update={"embedding": vector.tolist()})
+        if missing and embedder is not None:
+            vectors = await embed_distinct(embedder, [batch[i].memory for i in missing])
+            for i in missing:
+                batch[i] = batch[i].model_copy(update={"embedding": vectors[batch[i].memory]})
             embedded += len(missing)
+            texts += len(vectors)
         await store.upsert(batch)
         if progress is not None:
             progress(start + len(batch), len(records))
-    return embedded
+    return embedded, texts
 
 
 async def export_records(

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
-from memory_core.capabilities import QueuedItem, ScopePurger, supports
+from memory_core.capabilities import QueuedItem, ScopePurger, VectorBackfill, supports
 from memory_core.domain.filters import parse_filters
 from memory_core.domain.messages import HistoryEntry, RecallUpdate, Turn
 from memory_core.domain.paging import PageRequest
@@ -34,7 +34,7 @@ from memory_core.ports import (
     StatusCounts,
     TurnPublisher,
 )
-from memory_core.service import admin, export_pages, forgetting, import_export, inspection, messages
+from memory_core.service import admin, backfill, export_pages, forgetting, import_export, inspection, messages
 from memory_core.service import search as search_use_case
 from memory_core.service.admin import PurgeReport
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
@@ -358,16 +358,39 @@ class MemoryService:
         )
 
     async def import_records(
-        self, rows: Iterable[Mapping[str, Any]], *, dedupe: bool = False, progress: ProgressCallback | None = None
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        dedupe: bool = False,
+        progress: ProgressCallback | None = None,
+        defer_vectors: bool = False,
     ) -> ImportReport:
         """Validate every row first (errors name the row), then write in batches, embedding as needed.
 
         ``dedupe`` makes the import idempotent on content; ``progress`` is told ``(written, to write)``
-        after every batch (see :func:`memory_core.service.import_export.import_records`).
+        after every batch; ``defer_vectors`` leaves the vectors the records lack to
+        :meth:`fill_vectors` on a store that fills them later (see
+        :func:`memory_core.service.import_export.import_records`).
         """
         return await import_export.import_records(
-            self._store, self._embedder, self._policy, self.now(), rows, dedupe=dedupe, progress=progress
+            self._store, self._embedder, self._policy, self.now(), rows, dedupe=dedupe, progress=progress,
+            defer_vectors=defer_vectors,
         )
+
+    async def fill_vectors(self, *, progress: ProgressCallback | None = None) -> backfill.FillReport:
+        """Compute the vectors of every memory stored without one (an import that left them for later,
+        or one interrupted while computing them); ``progress`` is told ``(done, missing at the start)``.
+        A store that embeds before writing has none missing (see
+        :func:`memory_core.service.backfill.fill_missing_vectors`)."""
+        if not supports(self._store, VectorBackfill):
+            return backfill.FillReport(filled=0, embedded=0, missing=0)
+        return await backfill.fill_missing_vectors(cast(VectorBackfill, self._store), self._embedder, progress=progress)
+
+    async def missing_vectors(self) -> int:
+        """How many memories are stored without a vector (0 for a store that embeds before writing)."""
+        if not supports(self._store, VectorBackfill):
+            return 0
+        return await cast(VectorBackfill, self._store).count_missing_vectors()
 
     async def resolve_id(self, scope: Scope, text: str) -> str:
         """The id of the memory of ``scope`` that ``text`` names: its id, or the start of exactly one id

@@ -292,6 +292,7 @@ READ_ONLY = [
     ["search", "tea", *SCOPE, "--recall"],
     ["export", "--user", USER],
     ["--json", "export", "--user", USER],
+    ["embed"],
     ["forget"],
     ["forget", "--apply"],
     ["purge", "--user", USER, "--yes"],
@@ -373,7 +374,7 @@ def test_importing_twice_stores_nothing_twice(db: str, tmp_path: Path) -> None:
         return len(json.loads(run("--db", db, "--json", "list", "--user", user, "--agent", AGENT)[1])["memories"])
 
     code, out = run("--db", db, "--json", "import", "records.jsonl")
-    assert code == 0 and json.loads(out) == {"imported": 0, "updated": 0, "skipped": 4, "embedded": 0}
+    assert code == 0 and json.loads(out) == {"imported": 0, "updated": 0, "skipped": 4, "embedded": 0, "vectors_missing": 0}
     assert (count(), count("u2")) == (3, 1)
     # Without ids: the same text (up to case, width and spacing) in the same scope is the same memory.
     same = [{"user_id": "u2", "agent_id": AGENT, "memory": text} for text in ("VEGETARIAN ", "ｖｅｇｅｔａｒｉａｎ")]
@@ -419,6 +420,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "index ensure": (["index", "ensure"], {1}),  # no AZURE_SEARCH_ENDPOINT: the error, as JSON
     "import": (["import", "records.jsonl"], {0}),
     "export": (["export", "--user", USER], {0}),
+    "embed": (["embed"], {0}),
     "search": (["search", "tea", *SCOPE], {0}),
     "list": (["list", *SCOPE], {0}),
     "get": (["get", TEA[:8], *SCOPE], {0}),
@@ -427,6 +429,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "purge": (["purge", "--user", "u2", "--yes"], {0}),
     "bench search": (["bench", "search", "--store-size", "300", "--scope-size", "50", "--queries", "5", "--dimensions", "16"], {0}),
     "bench ingest": (["bench", "ingest", "--turns", "3", "--scopes", "1"], {0}),
+    "bench import": (["bench", "import", "--records", "20", "--repeat-share", "0.3", "--embedder", "hash"], {0}),
     "bench forget": (["bench", "forget", "--store-size", "300", "--scope-size", "50", "--dimensions", "8", "--in-process"], {0}),
     "bench provider": (["bench", "provider", "--runs", "2", "--memories", "5", "--embedder", "hash"], {0}),
     "bench serve": (

@@ -63,7 +63,7 @@ def test_reference_example_through_the_command_line(tmp_path: Path) -> None:
     db, records = tmp_path / "m.db", tmp_path / "records.jsonl"
     write_records(records)
     code, out = cli(db, "--json", "import", str(records))
-    assert code == 0 and json.loads(out) == {"imported": 4, "updated": 0, "skipped": 0, "embedded": 4}
+    assert code == 0 and json.loads(out) == {"imported": 4, "updated": 0, "skipped": 0, "embedded": 4, "vectors_missing": 0}
     for mode in ("keyword", "vector", "hybrid"):
         for profile, first in (("important", "A"), ("recent", "B")):
             code, out = cli(

@@ -131,8 +131,9 @@ def test_import_ingest_and_forget_draw_bars_on_the_terminal(tmp_path: Path, term
     db = str(tmp_path / "m.db")
     printed = run(["--db", db, "import", str(records(tmp_path, 300))])
     shown = terminal.drawn()
-    assert "importing  [" in shown and "300/300 records" in shown and "in 0:" in shown
-    assert "\r" not in printed and "imported 300" in printed
+    assert "storing  [" in shown and "300/300 records" in shown and "in 0:" in shown
+    assert "computing vectors  [" in shown and "300/300 memories" in shown  # the second phase has its own bar
+    assert "\r" not in printed and printed.startswith("stored 300 memories") and "imported 300" in printed
 
     printed = run(["--db", db, "ingest", str(turns(tmp_path, 3))])
     shown = terminal.drawn()

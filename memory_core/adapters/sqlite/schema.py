@@ -257,6 +257,8 @@ CREATE INDEX IF NOT EXISTS memories_forget ON memories (
     pk, status, retention_score, importance, access_count, updated_at, last_accessed_at, expires_at,
     user_id, agent_id
 );
+-- The memories stored without an embedding (an import computes their vectors after storing them).
+CREATE INDEX IF NOT EXISTS memories_missing_vector ON memories (pk) WHERE embedding IS NULL;
 CREATE TABLE IF NOT EXISTS scope_versions (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_core.adapters.sqlite import entity_rows, scans, writes
+from memory_core.adapters.sqlite import backfill, entity_rows, scans, writes
 from memory_core.adapters.sqlite.ann import ScopeVectorIndexes
 from memory_core.adapters.sqlite.connection import StoreConnection
 from memory_core.adapters.sqlite.files import (
@@ -50,6 +50,7 @@ from memory_core.adapters.sqlite.scans import checked_scope
 from memory_core.adapters.sqlite.schema import SCHEMA_VERSION, check_file, prepare_schema, row_to_record
 from memory_core.adapters.sqlite.scope_cache import ScopeCache, persist
 from memory_core.adapters.sqlite.search import SEMANTIC_NOTE, ScopeSearch, query_vector
+from memory_core.capabilities import MissingVector
 from memory_core.domain.entities import Entity
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -267,6 +268,19 @@ class SQLiteMemoryStore:
 
     async def count(self, scope: Scope | None = None) -> int:
         return scans.count(self._db, scope)
+
+    # -- vectors computed after the records were stored (VectorBackfill) --------------------------
+    async def count_missing_vectors(self) -> int:
+        """How many memories have no embedding (any status; from the index ``memories_missing_vector``)."""
+        return backfill.count_missing(self._db)
+
+    async def missing_vectors(self, *, after: int | None = None, limit: int) -> list[MissingVector]:
+        """Memories without an embedding (any status), by row key (``pk``), after ``after``."""
+        return backfill.missing(self._db, after=after, limit=limit)
+
+    async def fill_vectors(self, vectors: Sequence[tuple[MissingVector, Sequence[float]]]) -> int:
+        """Each memory's vector where it still has none and the same text, in one transaction."""
+        return backfill.fill(self._db, vectors)
 
     # -- search ---------------------------------------------------------------------------------
     async def search(self, request: SearchRequest) -> SearchResult:

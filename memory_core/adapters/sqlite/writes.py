@@ -47,6 +47,7 @@ __all__ = [
     "recall",
     "reindex_if_needed",
     "row_in_scope",
+    "unit_vector",
     "upsert",
     "write_retention",
 ]
@@ -162,7 +163,17 @@ def _unit_embedding(db: StoreConnection, record: MemoryRecord) -> np.ndarray | N
     """The record's embedding scaled to length 1 (its size checked against the store's)."""
     if record.embedding is None:
         return None
-    vector = np.asarray(record.embedding, dtype=np.float32)
+    return unit_vector(db, record.embedding)
+
+
+def unit_vector(db: StoreConnection, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """An embedding scaled to length 1, as the store keeps it (its size checked against the store's).
+
+    Raises:
+        ConflictError: The store holds embeddings of another size.
+        ValidationError: The vector is zero, or not finite.
+    """
+    vector = np.asarray(values, dtype=np.float32)
     db.check_dimensions(int(vector.shape[0]))
     norm = float(np.linalg.norm(vector))
     if norm == 0.0:

@@ -17,6 +17,9 @@ __all__ = [
     "run_benchmark",
 ]
 
+#: Benchmarks whose module is named otherwise (``import`` is a Python keyword).
+_MODULES = {"import": "import_records"}
+
 
 async def run_benchmark(args: argparse.Namespace, out: TextIO, progress: Progress = NO_PROGRESS) -> int:
     """Dispatch ``memory-core bench NAME`` to ``memory_core.tools.bench.NAME.main(args, out, progress)``.
@@ -26,6 +29,6 @@ async def run_benchmark(args: argparse.Namespace, out: TextIO, progress: Progres
         out: Where the result goes (standard output).
         progress: Where progress goes (the CLI passes :func:`~memory_core.tools.progress.terminal_progress`).
     """
-    module = importlib.import_module(f"{__name__}.{args.bench}")
+    module = importlib.import_module(f"{__name__}.{_MODULES.get(args.bench, args.bench)}")
     code: int = await module.main(args, out, progress)
     return code
