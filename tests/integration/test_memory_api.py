@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -815,8 +816,10 @@ def test_close_cancels_calls_that_outlast_its_grace(
     m = Memory(tmp_path / "m.db", episodes=False)
     pace.delays = [60.0, 60.0, 60.0]
     errors: list[BaseException] = []
+    calling = threading.Barrier(4)
 
     def add() -> None:
+        calling.wait(10)
         try:
             m.add("I like tea.", user_id=USER)
         except BaseException as exc:
@@ -825,7 +828,11 @@ def test_close_cancels_calls_that_outlast_its_grace(
     callers = [threading.Thread(target=add, daemon=True) for _ in range(3)]
     for caller in callers:
         caller.start()
+    calling.wait(10)  # every caller is at its call
     assert pace.started.wait(10)
+    deadline = time.monotonic() + 1  # every call is in flight: embedding, or waiting for the embedder
+    while pace.batches < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     m.close()
     for caller in callers:
         caller.join(5)
