@@ -203,6 +203,11 @@ class EntityIndex(Protocol):
         mentions ``asked`` may mean (a search's or a forget request's), by entity id; nothing is created."""
         ...
 
+    async def memories_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The ids of the memories (any status but deleted) of each of ``entity_ids`` that ``scope``
+        has, by entity id (an id that is no entity of ``scope`` is simply absent)."""
+        ...
+
 
 def supports(resource: object, capability: type) -> bool:
     """Whether ``resource`` offers ``capability``, a runtime-checkable capability port (:class:`ScopePurger`,

@@ -35,6 +35,7 @@ __all__ = [
     "cmd_list",
     "cmd_search",
     "join_order_by",
+    "write_records",
 ]
 
 #: The examples ``--help`` shows, by the command's words after ``memory-core``.
@@ -273,7 +274,7 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         if args.json:
             print_json(memory_list_response(page).model_dump(mode="json"), out)
             return EXIT_OK
-        _write_records(page.records, out)
+        write_records(page.records, out)
         if page.next_cursor:
             out.write(f"more: --cursor {page.next_cursor}\n")
         return EXIT_OK
@@ -285,13 +286,13 @@ async def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print_json(response.model_dump(mode="json"), out)
         return EXIT_OK
-    _write_records(sorted_page.records, out)
+    write_records(sorted_page.records, out)
     if response.next_offset is not None:
         out.write(f"more: --offset {response.next_offset} (of {sorted_page.total})\n")
     return EXIT_OK
 
 
-def _write_records(records: Sequence[MemoryRecord], out: TextIO) -> None:
+def write_records(records: Sequence[MemoryRecord], out: TextIO) -> None:
     """One line per memory: id, status, what it is, when it last changed, and its text."""
     for r in records:
         until = ""

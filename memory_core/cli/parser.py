@@ -6,7 +6,18 @@ import argparse
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, cast
 
-from memory_core.cli import demo, forgetting, index, ingest, maintenance, memories, records, reports, serve
+from memory_core.cli import (
+    demo,
+    entities,
+    forgetting,
+    index,
+    ingest,
+    maintenance,
+    memories,
+    records,
+    reports,
+    serve,
+)
 from memory_core.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +49,7 @@ COMMAND_GROUPS: tuple[CommandGroup, ...] = (
     index,
     records,
     memories,
+    entities,
     forgetting,
     reports,
     serve,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -13,6 +14,8 @@ from memory_core.cli.context import progress_for, require_store, service_for, se
 from memory_core.cli.inputs import input_name, jsonl
 from memory_core.cli.output import EXIT_OK, print_json
 from memory_core.contract.admin_views import export_response
+from memory_core.domain.messages import HistoryEntry
+from memory_core.domain.records import DEFAULT_AGENT_ID, Scope
 from memory_core.domain.validation import utcnow
 from memory_core.errors import InputError, ValidationError
 
@@ -24,7 +27,7 @@ __all__ = ["EXAMPLES", "add_arguments", "cmd_embed", "cmd_export", "cmd_import"]
 #: The examples ``--help`` shows, by the command's words after ``memory-core``.
 EXAMPLES = {
     "import": "memory-core --db my.db import records.jsonl   # again: nothing is stored twice",
-    "export": "memory-core --db my.db export --user u1 > u1.jsonl",
+    "export": "memory-core --db my.db export --user u1 > u1.jsonl   # --entity ID: one entity's memories",
     "embed": "memory-core --db my.db embed   # after import --defer-vectors, or an interrupted import",
 }
 
@@ -63,6 +66,12 @@ def add_arguments(commands: Commands) -> None:
         "export, with history)",
     )
     add_scope(p, every_agent=True)
+    p.add_argument(
+        "--entity",
+        metavar="ID",
+        help="only the memories of this entity (its id from `memory-core entities`, or a unique start of it) "
+        f"of --agent (default {DEFAULT_AGENT_ID!r} with --entity)",
+    )
     p.add_argument("--history", metavar="FILE", help="also write the decision history, as JSON lines, to FILE")
     p.add_argument(
         "--include-vectors",
@@ -142,12 +151,42 @@ async def cmd_embed(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _write_history(path: str, entries: Iterable[HistoryEntry]) -> None:
+    try:
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for entry in entries:
+                handle.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+async def _export_entity(args: argparse.Namespace, out: TextIO) -> int:
+    """Write one entity's records as JSON lines (``--json``: the document ``GET
+    /api/entities/{entity_id}/export`` answers)."""
+    scope = Scope.of(args.user, args.agent or DEFAULT_AGENT_ID)
+    async with service_for(args) as service:
+        entity_id = await service.resolve_entity_id(scope, args.entity)
+        found = await service.export_entity(scope, entity_id, include_vectors=args.include_vectors)
+    if args.json:
+        view = export_response(scope.user_id, scope.agent_id, found.records, found.history, [])
+        print_json(view.model_dump(mode="json"), out)
+        return EXIT_OK
+    for record in found.records:
+        out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
+    if args.history:
+        _write_history(args.history, found.history)
+    return EXIT_OK
+
+
 async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    """Write the scope's records as JSON lines (``--json``: the API's export document)."""
+    """Write the scope's records as JSON lines (``--json``: the API's export document); with
+    ``--entity``, one entity's."""
     from memory_core.bootstrap import existing_local_queue
 
     settings = settings_for(args)
     require_store(settings)
+    if args.entity is not None:
+        return await _export_entity(args, out)
     async with service_with_queue(settings, existing_local_queue(settings) if args.json else None) as service:
         vectors = args.include_vectors
         if args.json:  # what every page of GET /api/users/{user_id}/export answers, in one
@@ -159,11 +198,5 @@ async def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
         async for record in service.export(args.user, args.agent, include_vectors=vectors):
             out.write(json.dumps(record.to_json_dict(), ensure_ascii=False) + "\n")
         if args.history:
-            entries = await service.export_history(args.user, args.agent)
-            try:
-                with Path(args.history).open("w", encoding="utf-8") as handle:
-                    for entry in entries:
-                        handle.write(json.dumps(entry.model_dump(mode="json"), ensure_ascii=False) + "\n")
-            except OSError as exc:
-                raise InputError(f"cannot write {args.history}: {exc.strerror or exc}") from None
+            _write_history(args.history, await service.export_history(args.user, args.agent))
     return EXIT_OK

@@ -25,6 +25,7 @@ from memory_core.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from memory_core.service import ForgettingReport, PurgeReport
+    from memory_core.service.entities import EntityForgetting, EntityMemories, EntitySummary
 
 __all__ = ["MemoryBackend", "MemoryClient"]
 
@@ -139,6 +140,30 @@ class MemoryBackend(MemoryClient):
     async def export(self, user_id: str, agent_id: str | None, *, include_vectors: bool = False) -> MemoryExport:
         """Every memory (every field; the embedding only with ``include_vectors``) and every recorded
         decision of a user (one agent's, or all), read page by page where the store is remote."""
+
+    @abstractmethod
+    async def entities(self, scope: Scope) -> list[EntitySummary]:
+        """The entities ``scope``'s memories name, each with its number of memories.
+
+        Raises:
+            UnsupportedError: The store keeps no entity index.
+        """
+
+    @abstractmethod
+    async def entity(self, scope: Scope, entity_id: str) -> EntityMemories:
+        """One entity and its memories, newest first.
+
+        Raises:
+            NotFoundError: No such entity in ``scope``.
+        """
+
+    @abstractmethod
+    async def forget_entity(self, scope: Scope, entity_id: str) -> EntityForgetting:
+        """Soft-delete every memory of one entity (each recorded in its history), and with them the entity.
+
+        Raises:
+            NotFoundError: No such entity in ``scope``.
+        """
 
     async def reset(self) -> list[PurgeReport]:
         """Remove every memory of the store, for good (a local store only).

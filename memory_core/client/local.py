@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from memory_core.adapters.sqlite.queue_messages import QueueMessage
     from memory_core.config import Settings
     from memory_core.service import ForgettingReport, MemoryService, PurgeReport
+    from memory_core.service.entities import EntityForgetting, EntityMemories, EntitySummary
 
 __all__ = ["OPEN_OPTIONS", "LocalMemoryClient"]
 
@@ -489,6 +490,16 @@ class LocalMemoryClient(MemoryBackend):
 
     async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:
         return await self.service.apply_forgetting(dry_run=dry_run, limit=limit)
+
+    async def entities(self, scope: Scope) -> list[EntitySummary]:
+        return await self.service.entities(scope)
+
+    async def entity(self, scope: Scope, entity_id: str) -> EntityMemories:
+        return await self.service.entity(scope, entity_id)
+
+    async def forget_entity(self, scope: Scope, entity_id: str) -> EntityForgetting:
+        async with self._writing:
+            return await self.service.forget_entity(scope, entity_id)
 
     async def close(self) -> None:
         """Wait (at most ``close_timeout``) for the worker to ingest the turns this client queued, stop

@@ -23,6 +23,14 @@ from pydantic import ValidationError as PydanticValidationError
 from memory_core.client.base import MemoryBackend
 from memory_core.client.results import AddResult, AddStatus, MemoryDecision, MemoryExport
 from memory_core.contract.admin_views import PURGED, ExportResponse, ForgettingResponse, PurgeResponse
+from memory_core.contract.entity_views import (
+    EntityDetail,
+    EntityForgetResponse,
+    EntityListResponse,
+    entity_of,
+    forgetting_of,
+    memories_of,
+)
 from memory_core.contract.parameters import MAX_EXPORT_LIMIT
 from memory_core.contract.routes import API_PREFIX, api_path, route
 from memory_core.contract.views import (
@@ -44,10 +52,12 @@ from memory_core.errors import (
     NotFoundError,
     PermanentError,
     TransientError,
+    UnsupportedError,
     ValidationError,
 )
 from memory_core.ports import TurnPublisher
 from memory_core.service import COUNTERS, ForgettingChange, ForgettingReport, PurgeReport
+from memory_core.service.entities import EntityForgetting, EntityMemories, EntitySummary
 
 __all__ = ["CLIENT_OPTIONS", "FUNCTION_KEY_HEADER", "RemoteMemoryClient", "ServerBusyError", "search_request_body"]
 
@@ -252,7 +262,8 @@ class RemoteMemoryClient(MemoryBackend):
         Raises:
             TransientError: A timeout, a failed connection, 408 or 5xx; :class:`ServerBusyError` for 429.
             ValidationError: 400 or 422 (naming the field the API names, else ``request``).
-            NotFoundError: 404 for an unknown memory.
+            NotFoundError: 404 for an unknown memory (or entity).
+            UnsupportedError: 501: the server's store cannot do it.
             PermanentError: Any other 4xx, or an answer that is not JSON.
         """
         httpx = self._http_module
@@ -276,6 +287,8 @@ class RemoteMemoryClient(MemoryBackend):
             raise ServerBusyError(
                 f"{method} {route} answered 429: {_detail(response)}", _retry_after(response.headers)
             )
+        if status == 501:
+            raise UnsupportedError(f"{method} {route} answered 501: {_error_of(response)[1]}")
         if status >= 500 or status == 408:
             raise TransientError(f"{method} {route} answered {status}: {_detail(response)}")
         if status in (400, 404, 422):
@@ -415,6 +428,21 @@ class RemoteMemoryClient(MemoryBackend):
                     raise
                 await asyncio.sleep(min(busy.retry_after, BUSY_WAIT_CAP))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def entities(self, scope: Scope) -> list[EntitySummary]:
+        """``GET /api/entities`` of ``scope``."""
+        answer = _view(EntityListResponse, await self.call("entities", params=self._scope(scope)), "entities")
+        return [EntitySummary(entity_of(view), view.memory_count) for view in answer.entities]
+
+    async def entity(self, scope: Scope, entity_id: str) -> EntityMemories:
+        """``GET /api/entities/{entity_id}`` of ``scope``."""
+        answer = await self.call("entity", path={"entity_id": entity_id}, params=self._scope(scope))
+        return memories_of(_view(EntityDetail, answer, "entity"))
+
+    async def forget_entity(self, scope: Scope, entity_id: str) -> EntityForgetting:
+        """``DELETE /api/entities/{entity_id}`` of ``scope`` (asked again while the server is busy)."""
+        answer = await self._busy_retried("forget_entity", {"entity_id": entity_id}, self._scope(scope))
+        return forgetting_of(_view(EntityForgetResponse, answer, "forget_entity"))
 
     async def forget(self, dry_run: bool, limit: int | None) -> ForgettingReport:
         report = ForgettingReport(dry_run=dry_run)

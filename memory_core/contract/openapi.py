@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from memory_core.contract import admin_views, views
+from memory_core.contract import admin_views, entity_views, views
 from memory_core.contract.parameters import MAX_BODY_BYTES, PATH, QUERY
 from memory_core.contract.routes import API_PREFIX, ROUTES, Reply, Route
 from memory_core.contract.views import SCOPE_SCHEMA
@@ -38,6 +38,9 @@ MODELS: dict[str, type[BaseModel]] = {
         admin_views.RetentionCurvesResponse,
         views.UserListResponse,
         views.AgentListResponse,
+        entity_views.EntityListResponse,
+        entity_views.EntityDetail,
+        entity_views.EntityForgetResponse,
         views.HealthResponse,
         views.ErrorResponse,
     )

@@ -89,6 +89,7 @@ def _one_of(values: list[Any]) -> dict[str, Any]:
 PATH: dict[str, dict[str, Any]] = {
     "memory_id": _param("memory_id", "path", _MEMORY_ID, "Memory id"),
     "user_id": _param("user_id", "path", _SCOPE_ID, "User id"),
+    "entity_id": _param("entity_id", "path", _MEMORY_ID, "Entity id (`ent_...`)"),
 }
 
 _PAGE_LIMIT = _integer(1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT)

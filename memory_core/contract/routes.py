@@ -56,6 +56,8 @@ class Target(StrEnum):
     """The ``{memory_id}`` of the path in the scope of the query parameters, and a body of changes."""
     TURN_BODY = "turn_body"
     """The ``user_id`` and ``agent_id`` of the turn body."""
+    ENTITY = "entity"
+    """The ``{entity_id}`` of the path in the scope of the query parameters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +159,10 @@ class Route:
 #: The memory a route names does not exist in the caller's scope.
 _NOT_FOUND = Reply(404, "No such memory in this user's and agent's scope")
 _SCOPE = ("user_id", "agent_id")
+#: The entity a route names is not one of the caller's scope.
+_NO_ENTITY = Reply(404, "No such entity in this user's and agent's scope")
+#: The store keeps no entity index.
+_NO_INDEX = Reply(501, "This store keeps no entity index (the embedded store does)")
 #: Too many heavy operations are running (:attr:`Route.heavy`).
 BUSY = Reply(
     429,
@@ -276,6 +282,67 @@ ROUTES: tuple[Route, ...] = (
         function="purge_user",
         query=("agent_id:optional", "confirm"),
         replies=(Reply(200, "What was removed, and the tombstone that drops replays", "PurgeResponse"), BUSY),
+        heavy=True,
+    ),
+    Route(
+        "GET",
+        ("entities",),
+        "entities",
+        "The people, pets, places and organisations a user's and agent's memories name",
+        Action.READ,
+        Target.QUERY_SCOPE,
+        function="list_entities",
+        query=_SCOPE,
+        replies=(Reply(200, "Every entity of the scope, by kind then name, with its number of memories", "EntityListResponse"), _NO_INDEX),
+    ),
+    Route(
+        "GET",
+        ("entities", "{entity_id}"),
+        "entity",
+        "One entity and the memories that name it",
+        Action.READ,
+        Target.ENTITY,
+        function="entity_item",
+        query=_SCOPE,
+        replies=(Reply(200, "The entity and its memories, newest first", "EntityDetail"), _NO_ENTITY, _NO_INDEX),
+    ),
+    Route(
+        "DELETE",
+        ("entities", "{entity_id}"),
+        "forget_entity",
+        "Forget an entity: soft-delete every memory that names it (each recorded in its history), and with "
+        "the last of them the entity",
+        Action.DELETE,
+        Target.ENTITY,
+        function="entity_item",
+        query=_SCOPE,
+        replies=(
+            Reply(200, "The entity as it was, and its memories, now `deleted`", "EntityForgetResponse"),
+            _NO_ENTITY,
+            _NO_INDEX,
+            BUSY,
+        ),
+        heavy=True,
+    ),
+    Route(
+        "GET",
+        ("entities", "{entity_id}", "export"),
+        "export_entity",
+        "An entity's memories (every field, provenance included) and their decision history, as the "
+        "user's export writes them",
+        Action.EXPORT,
+        Target.ENTITY,
+        query=(*_SCOPE, "include_vectors"),
+        replies=(
+            Reply(
+                200,
+                "The export of the entity's memories in one page (`next_cursor` is `null`; nothing queued)",
+                "ExportResponse",
+            ),
+            _NO_ENTITY,
+            _NO_INDEX,
+            BUSY,
+        ),
         heavy=True,
     ),
     Route(

@@ -35,6 +35,7 @@ from memory_core.ports import (
     TurnPublisher,
 )
 from memory_core.service import admin, backfill, export_pages, forgetting, import_export, inspection, messages
+from memory_core.service import entities as entity_cases
 from memory_core.service import search as search_use_case
 from memory_core.service.admin import PurgeReport
 from memory_core.service.consolidation.consolidator import MemoryConsolidator
@@ -330,6 +331,36 @@ class MemoryService:
     async def agent_counts(self, user_id: str) -> _List[StatusCounts]:
         """The agents of ``user_id`` with their counts by status."""
         return await self._store.count_agents(validate_scope_id(user_id, "user_id"))
+
+    # -- entities -------------------------------------------------------------------------------------
+    async def entities(self, scope: Scope) -> _List[entity_cases.EntitySummary]:
+        """The people, pets, places and organisations ``scope``'s memories name, each with its number of
+        memories (:class:`UnsupportedError` for a store without an entity index)."""
+        return await entity_cases.list_entities(self._store, scope)
+
+    async def entity(self, scope: Scope, entity_id: str) -> entity_cases.EntityMemories:
+        """One entity and its memories, newest first, their retention as of now; :class:`NotFoundError`
+        when ``scope`` has none of that id."""
+        found = await entity_cases.entity_with_memories(self._store, scope, entity_id)
+        return replace(found, memories=self._as_of_now(found.memories))
+
+    async def forget_entity(self, scope: Scope, entity_id: str) -> entity_cases.EntityForgetting:
+        """Soft-delete every memory of one entity (each recorded in its history), and with them the
+        entity (see :func:`memory_core.service.entities.forget_entity`)."""
+        return await entity_cases.forget_entity(self._store, self._history, scope, entity_id, now=self.now())
+
+    async def export_entity(
+        self, scope: Scope, entity_id: str, *, include_vectors: bool = False
+    ) -> entity_cases.EntityExport:
+        """One entity's memories as an export writes them, and their decisions (see
+        :func:`memory_core.service.entities.export_entity`)."""
+        return await entity_cases.export_entity(
+            self._store, self._history, scope, entity_id, include_vectors=include_vectors
+        )
+
+    async def resolve_entity_id(self, scope: Scope, text: str) -> str:
+        """The id of the entity of ``scope`` that ``text`` names: its id, or the start of exactly one."""
+        return await entity_cases.resolve_entity_id(self._store, scope, text)
 
     # -- administration -----------------------------------------------------------------------------
     async def delete(

@@ -24,6 +24,7 @@ __all__ = [
     "entities",
     "entity_memories",
     "index_memory",
+    "memories_of",
     "purge_entities",
 ]
 
@@ -137,6 +138,26 @@ def entity_memories(conn: sqlite3.Connection, scope: Scope, asked: Sequence[Ment
                 (scope.user_id, scope.agent_id, entity.id),
             ).fetchall()
             found.setdefault(entity.id, [str(r[0]) for r in rows])
+    return found
+
+
+def memories_of(conn: sqlite3.Connection, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The ids of the memories of each of ``entity_ids`` that is an entity of ``scope``, by entity id, in
+    the order asked (a deleted memory names nothing, so none is listed; unknown ids are absent)."""
+    found: dict[str, list[str]] = {}
+    for entity_id in dict.fromkeys(entity_ids):
+        known = conn.execute(
+            "SELECT 1 FROM entities WHERE user_id = ? AND agent_id = ? AND id = ?",
+            (scope.user_id, scope.agent_id, entity_id),
+        ).fetchone()
+        if known is None:
+            continue
+        rows = conn.execute(
+            "SELECT memory_id FROM entity_mentions WHERE user_id = ? AND agent_id = ? AND entity_id = ? "
+            "ORDER BY memory_id",
+            (scope.user_id, scope.agent_id, entity_id),
+        ).fetchall()
+        found[entity_id] = [str(r[0]) for r in rows]
     return found
 
 

@@ -58,7 +58,7 @@ from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.search import Listing, MemorySearchOptions, SearchResult
 from memory_core.domain.search_plan import plan_for
 from memory_core.domain.search_request import SearchRequest
-from memory_core.domain.validation import parse_model
+from memory_core.domain.validation import parse_model, validate_entity_id
 from memory_core.errors import ValidationError
 from memory_core.language.entities import Mention
 from memory_core.ports import (
@@ -247,6 +247,18 @@ class SQLiteMemoryStore:
         scope = checked_scope(scope)
         with self._lock:
             return entity_rows.entity_memories(self._conn, scope, asked)
+
+    async def memories_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The memory ids of each of ``entity_ids`` that is an entity of ``scope``
+        (:class:`~memory_core.capabilities.EntityIndex`).
+
+        Raises:
+            ValidationError: An id is not an entity id (before anything is read).
+        """
+        scope = checked_scope(scope)
+        ids = [validate_entity_id(i, "entity_id") for i in entity_ids]
+        with self._lock:
+            return entity_rows.memories_of(self._conn, scope, ids)
 
     async def scan(self, scope: Scope, request: PageRequest) -> Page:
         return scans.scan(self._db, checked_scope(scope), request)

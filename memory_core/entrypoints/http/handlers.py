@@ -17,6 +17,7 @@ from memory_core.contract.admin_views import (
     purge_response,
     retention_curves_response,
 )
+from memory_core.contract.entity_views import entity_detail, entity_forget_response, entity_list_response
 from memory_core.contract.parameters import (
     DEFAULT_CURVE_DAYS,
     DEFAULT_EXPORT_LIMIT,
@@ -238,6 +239,31 @@ async def export(api: Context, request: ApiRequest, subject: Subject) -> ApiResp
     )
     queued = await api.service.queued_messages(user_id, agent_id) if cursor is None else []
     return _ok(export_response(user_id, agent_id, page.records, page.history, queued, page.next_cursor))
+
+
+@handles("entities")
+async def entities(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    scope = subject.scope
+    found = await api.service.entities(scope)
+    return _ok(entity_list_response(scope.user_id, scope.agent_id, found))
+
+
+@handles("entity")
+async def entity(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    return _ok(entity_detail(await api.service.entity(subject.scope, str(subject.entity_id))))
+
+
+@handles("forget_entity")
+async def forget_entity(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    return _ok(entity_forget_response(await api.service.forget_entity(subject.scope, str(subject.entity_id))))
+
+
+@handles("export_entity")
+async def export_entity(api: Context, request: ApiRequest, subject: Subject) -> ApiResponse:
+    vectors = Query(request.query).boolean("include_vectors", default=False)
+    scope = subject.scope
+    found = await api.service.export_entity(scope, str(subject.entity_id), include_vectors=vectors)
+    return _ok(export_response(scope.user_id, scope.agent_id, found.records, found.history, []))
 
 
 @handles("purge")

@@ -11,7 +11,13 @@ from memory_core.contract.views import SearchRequest, UpdateMemoryRequest
 from memory_core.domain.chat import read_turn
 from memory_core.domain.messages import Turn
 from memory_core.domain.records import Scope
-from memory_core.domain.validation import parse_model, utcnow, validate_memory_id, validate_scope_id
+from memory_core.domain.validation import (
+    parse_model,
+    utcnow,
+    validate_entity_id,
+    validate_memory_id,
+    validate_scope_id,
+)
 from memory_core.entrypoints.http.kit import ApiRequest, Query, json_body
 from memory_core.errors import ValidationError
 
@@ -34,6 +40,7 @@ class Subject:
         user_id: The user whose memories the request touches (``None``: no single user).
         agent_id: The agent whose memories it touches (``None``: every agent of the user, or none).
         memory_id: The memory of ``/memories/{memory_id}``.
+        entity_id: The entity of ``/entities/{entity_id}``.
         body: The validated request body (``SearchRequest``, ``Turn``), if the route has one.
     """
 
@@ -41,6 +48,7 @@ class Subject:
     agent_id: str | None = None
     memory_id: str | None = None
     body: Any = None
+    entity_id: str | None = None
 
     @property
     def scope(self) -> Scope:
@@ -69,6 +77,12 @@ def _memory(request: ApiRequest, params: dict[str, str]) -> Subject:
     memory_id = validate_memory_id(params["memory_id"], "memory_id")
     scope = Query(request.query).scope()
     return Subject(scope.user_id, scope.agent_id, memory_id)
+
+
+def _entity(request: ApiRequest, params: dict[str, str]) -> Subject:
+    entity_id = validate_entity_id(params["entity_id"], "entity_id")
+    scope = Query(request.query).scope()
+    return Subject(scope.user_id, scope.agent_id, entity_id=entity_id)
 
 
 def _path_user(request: ApiRequest, params: dict[str, str]) -> Subject:
@@ -112,4 +126,5 @@ READERS: dict[Target, TargetReader] = {
     Target.TURN_BODY: _turn_body,
     Target.ADD_BODY: _add_body,
     Target.MEMORY_BODY: _memory_body,
+    Target.ENTITY: _entity,
 }

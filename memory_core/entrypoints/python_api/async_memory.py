@@ -58,6 +58,7 @@ from memory_core.domain.validation import (
     validate_scope_id,
 )
 from memory_core.entrypoints.python_api.arguments import alias, require_scope, session_filters
+from memory_core.entrypoints.python_api.entity_calls import EntityCalls
 from memory_core.entrypoints.python_api.messages import Messages, turn_messages
 from memory_core.errors import ConfigurationError, PermanentError, ValidationError
 from memory_core.service import ForgettingReport, PurgeReport
@@ -118,8 +119,9 @@ def _options(values: Mapping[str, Any], profile: RankingProfile | str | None) ->
         raise
 
 
-class AsyncMemory:
-    """Long-term memory for one application, ``async``: add conversations, search, inspect, forget.
+class AsyncMemory(EntityCalls):
+    """Long-term memory for one application, ``async``: add conversations, search, inspect, forget
+    (memories, and the entities they name: :class:`~memory_core.entrypoints.python_api.entity_calls.EntityCalls`).
 
     Embedded by default (a SQLite file; see the module documentation for the remote and Azure modes).
     Use it as an async context manager, or :meth:`close` it::

@@ -147,6 +147,9 @@ class Memory:
     export = _Blocking(AsyncMemory.export)
     forget = _Blocking(AsyncMemory.forget)
     reset = _Blocking(AsyncMemory.reset)
+    entities = _Blocking(AsyncMemory.entities)
+    entity = _Blocking(AsyncMemory.entity)
+    forget_entity = _Blocking(AsyncMemory.forget_entity)
 
     def close(self) -> None:
         """Close the memory and stop its event loop (again: nothing).
