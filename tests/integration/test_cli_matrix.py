@@ -303,6 +303,9 @@ READ_ONLY = [
     ["queue", "purge-dead-letters"],
     ["deadletters", "list"],
     ["deadletters", "replay", "--all"],
+    ["entities", *SCOPE],
+    ["entities", "forget", "ent_1", *SCOPE],
+    ["export", "--user", USER, "--entity", "ent_1"],
 ]
 
 
@@ -425,6 +428,7 @@ PURITY: dict[str, tuple[list[str], set[int]]] = {
     "list": (["list", *SCOPE], {0}),
     "get": (["get", TEA[:8], *SCOPE], {0}),
     "delete": (["delete", TEE[:8], *SCOPE], {0}),
+    "entities": (["entities", *SCOPE], {0}),
     "forget": (["forget"], {0}),
     "purge": (["purge", "--user", "u2", "--yes"], {0}),
     "bench search": (["bench", "search", "--store-size", "300", "--scope-size", "50", "--queries", "5", "--dimensions", "16"], {0}),

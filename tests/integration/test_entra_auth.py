@@ -224,6 +224,7 @@ class World:
     service: MemoryService
     api: MemoryApi
     memory_id: str  # one of Alice's facts with the support bot
+    entity_id: str  # the person another of them names
 
     async def snapshot(self) -> list[dict[str, Any]]:
         rows = [r async for r in self.service.export(ALICE)] + [r async for r in self.service.export(BOB)]
@@ -238,9 +239,12 @@ async def world(tmp_path: Path, authenticator: Any) -> AsyncIterator[World]:
     service = build_service(settings)
     try:
         await service.ingest(turn("t-alice", ALICE, AGENT, "I love green tea."))
+        await service.ingest(turn("t-alice-ana", ALICE, AGENT, "My sister Ana moved to Lisbon."))
         await service.ingest(turn("t-bob", BOB, AGENT, "I am allergic to peanuts."))
         page = await service.list(_scope(ALICE, AGENT))
-        yield World(service, MemoryApi(service, authenticator=authenticator), page.records[0].id)
+        tea = next(r.id for r in page.records if "tea" in r.memory)
+        (ana,) = [s.entity.id for s in await service.entities(_scope(ALICE, AGENT)) if s.entity.name == "Ana"]
+        yield World(service, MemoryApi(service, authenticator=authenticator), tea, ana)
     finally:
         await service.close()
 
@@ -287,11 +291,16 @@ ROUTES: dict[str, tuple[str, str, dict[str, str], Any]] = {
     "openapi": ("GET", "/openapi.json", {}, None),
     "add": ("POST", "/memories", {}, {"user_id": ALICE, "agent_id": AGENT, "messages": "I like jazz.", "infer": False}),
     "update": ("PATCH", "/memories/{memory}", SCOPE_Q, {"text": "I like green tea a lot."}),
+    "entities": ("GET", "/entities", SCOPE_Q, None),
+    "entity": ("GET", "/entities/{entity}", SCOPE_Q, None),
+    "forget_entity": ("DELETE", "/entities/{entity}", SCOPE_Q, None),
+    "export_entity": ("GET", "/entities/{entity}/export", SCOPE_Q, None),
 }
 OK = {"search": 200, "list": 200, "get": 200, "delete": 200, "export": 200, "purge": 200}
 OK |= {"post_turn": 202, "forgetting": 200, "openapi": 200}
 OK |= {"add": 200, "update": 200}
 OK |= {"users": 200, "user_agents": 200, "forgetting_preview": 200, "retention_curves": 200}
+OK |= {"entities": 200, "entity": 200, "forget_entity": 200, "export_entity": 200}
 
 
 def _only(allowed: set[str], refused: int = 403) -> dict[str, int]:
@@ -309,12 +318,13 @@ EXPECTED: dict[str, dict[str, int]] = {
     "the user's own token": _only(
         {"search", "list", "get", "delete", "export", "purge", "post_turn", "add", "update", "openapi"}
         | {"user_agents", "forgetting_preview", "retention_curves"}
+        | {"entities", "entity", "forget_entity", "export_entity"}
     ),
     # An agent sees its own scope only: not the list of users, nor the user's other agents (the
     # agent_id in the query of /users/{user_id}/agents does not narrow what it would reveal).
     "an agent token for its agent": _only(
         {"search", "list", "get", "delete", "post_turn", "add", "update", "openapi"}
-        | {"forgetting_preview", "retention_curves"}
+        | {"forgetting_preview", "retention_curves", "entities", "entity", "forget_entity"}
     ),
     "admin": _only(set(ROUTES)),
 }
@@ -350,7 +360,7 @@ def test_every_route_for_every_caller(idp: IdentityProvider, tmp_path: Path, cal
             response = await call(
                 w.api,
                 method,
-                path.format(memory=w.memory_id),
+                path.format(memory=w.memory_id, entity=w.entity_id),
                 token=token,
                 body=body,
                 query={k: v.format(memory=w.memory_id) for k, v in query.items()},
@@ -389,7 +399,7 @@ def test_the_matrix_covers_every_guarded_route() -> None:
     from memory_core.contract.routes import ROUTES as _ROUTES
 
     assert set(ROUTES) == {r.operation for r in _ROUTES if not r.anonymous}
-    assert len(MATRIX) == 135
+    assert len(MATRIX) == 171
 
 
 # ------------------------------------------------------------------------------------------------
@@ -852,10 +862,18 @@ def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_
             anonymous = RemoteMemoryClient(base)
             try:
                 found = await ours.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
-                assert [h.record.memory for h in found.hits] == ["I love green tea"]
+                assert [h.record.memory for h in found.hits][0] == "I love green tea"
                 assert mine.scopes == [(f"{AUDIENCE}/.default",)]
                 with pytest.raises(PermanentError, match="403"):
                     await theirs.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
+                # the entity routes, through the same client and the same check
+                assert [s.entity.id for s in await ours.entities(_scope(ALICE, AGENT))][:1] == [w.entity_id]
+                ana = await ours.entity(_scope(ALICE, AGENT), w.entity_id)
+                assert [r.memory for r in ana.memories] == ["My sister Ana moved to Lisbon"]
+                with pytest.raises(PermanentError, match="403"):
+                    await theirs.entities(_scope(ALICE, AGENT))
+                with pytest.raises(PermanentError, match="403"):
+                    await theirs.forget_entity(_scope(ALICE, AGENT), w.entity_id)
                 with pytest.raises(PermanentError, match="401"):
                     await anonymous.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
             finally:

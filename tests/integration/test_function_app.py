@@ -109,6 +109,9 @@ EXPECTED_ROUTES = {
     "user_agents": ("users/{user_id}/agents", ["GET"], "FUNCTION"),
     "forgetting_preview": ("forgetting/preview", ["GET"], "FUNCTION"),
     "retention_curves": ("forgetting/curves", ["GET"], "FUNCTION"),
+    "list_entities": ("entities", ["GET"], "FUNCTION"),
+    "entity_item": ("entities/{entity_id}", ["GET", "DELETE"], "FUNCTION"),
+    "export_entity": ("entities/{entity_id}/export", ["GET"], "FUNCTION"),
     "health": ("health", ["GET"], "ANONYMOUS"),
     "openapi_document": ("openapi.json", ["GET"], "FUNCTION"),
     # Static files that hold no data; the API calls the page makes carry the credential.

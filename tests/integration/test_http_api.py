@@ -84,6 +84,10 @@ def test_health_and_openapi(rt: RunningRuntime) -> None:
         ("/users/{user_id}/agents", "get"),
         ("/forgetting/preview", "get"),
         ("/forgetting/curves", "get"),
+        ("/entities", "get"),
+        ("/entities/{entity_id}", "get"),
+        ("/entities/{entity_id}", "delete"),
+        ("/entities/{entity_id}/export", "get"),
         ("/health", "get"),
         ("/openapi.json", "get"),
     }

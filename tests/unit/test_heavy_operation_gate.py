@@ -13,7 +13,7 @@ from memory_core.service.export_pages import ExportPosition
 
 def test_the_heavy_routes_are_the_ones_that_read_or_remove_many_memories() -> None:
     heavy = {r.operation for r in ROUTES if r.heavy}
-    assert heavy == {"export", "purge", "forgetting", "forgetting_preview"}
+    assert heavy == {"export", "purge", "forgetting", "forgetting_preview", "forget_entity", "export_entity"}
     for r in ROUTES:
         assert (429 in {reply.status for reply in r.replies}) == r.heavy, r.operation
 
