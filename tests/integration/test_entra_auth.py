@@ -862,7 +862,7 @@ def test_the_remote_client_sends_its_identitys_token(idp: IdentityProvider, tmp_
             anonymous = RemoteMemoryClient(base)
             try:
                 found = await ours.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
-                assert [h.record.memory for h in found.hits][0] == "I love green tea"
+                assert found.hits[0].record.memory == "I love green tea"
                 assert mine.scopes == [(f"{AUDIENCE}/.default",)]
                 with pytest.raises(PermanentError, match="403"):
                     await theirs.search(_scope(ALICE, AGENT), "green tea", MemorySearchOptions())
