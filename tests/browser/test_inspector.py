@@ -2,8 +2,8 @@
 
 The tests share one browser and one server and run in file order, as a person would use the page:
 sign in with the token, pick a scope, read the table and a memory, search (the reference example flips
-between the two profiles; a Japanese query finds Japanese memories), look at forgetting, then delete,
-export and purge. Each view is saved as a screenshot (``inspector-<view>.png``).
+between the two profiles; a Japanese query finds Japanese memories), look at forgetting and at the
+entities (forgetting one), then delete, export and purge. Each view is saved as a screenshot (``inspector-<view>.png``).
 """
 
 from __future__ import annotations
@@ -303,6 +303,38 @@ def test_memory_text_is_shown_as_text_never_as_markup(
     assert any("<img" in e.text for e in css(browser, "li.hit .hit-text a"))
     assert not css(browser, "main img, main b")
     assert browser.title == "memory-core inspector"
+
+
+def test_entities_with_their_memories_and_forgetting_one(
+    browser: Any, base: str, server: RunningRuntime, screenshots: Path
+) -> None:
+    for text in ("My sister Ana moved to Lisbon.", "Ana teaches chemistry at a high school."):
+        body = {"user_id": USER, "agent_id": AGENT, "messages": text, "infer": False}
+        assert server.client.post("/api/memories", body, headers=AUTH).status == 200
+    listed = api(server, "GET", f"/entities?user_id={USER}&agent_id={AGENT}")["entities"]
+    ana = next(e for e in listed if e["name"] == "Ana")
+    open_view(browser, base, f"/entities?{SCOPE}", "entities")
+    rows = css(browser, "#entities tbody tr")
+    assert [r.get_attribute("data-entity-id") for r in rows] == [e["id"] for e in listed]
+    cells = [c.text for c in one(browser, f"#entities tr[data-entity-id='{ana['id']}']").find_elements("css selector", "th, td")]
+    assert cells[:3] == ["Ana", "person", "sister"] and cells[-1] == "2"
+    assert f"{len(listed)} entities" in one(browser, "#entities-caption").text
+    shoot(browser, screenshots, "entities")
+    one(browser, f"#entities a[data-entity-id='{ana['id']}']").click()
+    wait(browser, lambda d: d.execute_script("return document.body.dataset.loaded") == "entity")
+    assert one(browser, "#h-entity").text == "Ana · person"
+    shown = [r.get_attribute("data-memory-id") for r in css(browser, "#entity-memories tbody tr")]
+    assert len(shown) == 2 and one(browser, "#entity-memories-title").text == "Its 2 memories"
+    assert one(browser, "nav a[data-view=entities]").get_attribute("aria-current") == "page"
+    shoot(browser, screenshots, "entity")
+    assert not one(browser, "#entity-forget-confirm").is_displayed()
+    one(browser, "#entity-forget").click()
+    assert api(server, "GET", f"/entities/{ana['id']}?user_id={USER}&agent_id={AGENT}")["memory_count"] == 2
+    one(browser, "#entity-forget-confirm").click()
+    wait(browser, lambda d: "Forgot Ana: 2 memories deleted, and the entity with them" in one(d, "#status").text)
+    wait(browser, lambda d: ana["id"] not in [r.get_attribute("data-entity-id") for r in css(d, "#entities tbody tr")])
+    for memory_id in shown:
+        assert api(server, "GET", f"/memories/{memory_id}?user_id={USER}&agent_id={AGENT}")["status"] == "deleted"
 
 
 def test_delete_export_and_purge(

@@ -38,7 +38,7 @@ const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) + " UTC" : "");
 const count = (n, one, many) => `${n.toLocaleString("en")} ${n === 1 ? one : many}`;
 
 // -- state: the selected scope (also in the address, so a view can be linked) ---------------------------
-const state = { user: null, agent: null, usersCursor: null, offset: 0, memory: null };
+const state = { user: null, agent: null, usersCursor: null, offset: 0, memory: null, entity: null };
 
 function readScope(params) {
   const saved = JSON.parse(sessionStorage.getItem(SCOPE_KEY) || "{}");
@@ -172,9 +172,11 @@ function failed(error) {
 
 // -- router ------------------------------------------------------------------------------------------------
 const VIEWS = {
-  scopes: showScopes, memories: showMemories, memory: showMemory,
+  scopes: showScopes, memories: showMemories, memory: showMemory, entities: showEntities, entity: showEntity,
   search: showSearch, forgetting: showForgetting, actions: showActions,
 };
+// The view whose navigation link a view belongs under.
+const PARENT_VIEW = { memory: "memories", entity: "entities" };
 
 async function render() {
   const [path, query = ""] = window.location.hash.replace(/^#\/?/, "").split("?");
@@ -183,7 +185,7 @@ async function render() {
   readScope(new URLSearchParams(query));
   for (const section of document.querySelectorAll("main > section")) section.hidden = section.dataset.view !== view;
   for (const link of document.querySelectorAll("nav a[data-view]")) {
-    if (link.dataset.view === view || (view === "memory" && link.dataset.view === "memories")) {
+    if (link.dataset.view === view || link.dataset.view === PARENT_VIEW[view]) {
       link.setAttribute("aria-current", "page");
     } else {
       link.removeAttribute("aria-current");
@@ -390,6 +392,78 @@ async function deleteMemory(memoryId) {
   });
   status(`Memory ${deleted.id} is now ${deleted.status}.`);
   return deleted;
+}
+
+// -- Entities ----------------------------------------------------------------------------------------------
+const entityName = (entity) => entity.name ?? `(${entity.relation})`;
+
+function entityLink(entity) {
+  return text("a", entityName(entity), {
+    href: `#/entity/${encodeURIComponent(entity.id)}${scopeQuery()}`, "data-entity-id": entity.id,
+  });
+}
+
+async function showEntities() {
+  if (!needScope()) return;
+  const body = $("entities").tBodies[0];
+  body.replaceChildren();
+  $("entities-note").hidden = true;
+  let page;
+  try {
+    page = await api("GET", "/entities", { query: { user_id: state.user, agent_id: state.agent } });
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 501) throw error;
+    $("entities-note").hidden = false;
+    $("entities-note").textContent = `Entities cannot be shown here (${error.message}).`;
+    $("entities-caption").textContent = "";
+    return;
+  }
+  for (const entity of page.entities) {
+    body.append(h("tr", { "data-entity-id": entity.id },
+      h("th", { scope: "row" }, entityLink(entity)), h("td", {}, entity.kind), text("td", entity.relation ?? ""),
+      text("td", entity.aliases.join(", ")), h("td", { class: "time" }, when(entity.first_mentioned)),
+      h("td", { class: "time" }, when(entity.last_mentioned)), h("td", { class: "num" }, String(entity.memory_count))));
+  }
+  if (!page.entities.length) body.append(h("tr", {}, h("td", { colspan: 7 }, "The memories of this scope name nobody.")));
+  $("entities-caption").textContent = `${count(page.entities.length, "entity", "entities")} (${state.user} · ${state.agent})`;
+}
+
+async function showEntity(entityId) {
+  if (!needScope() || !entityId) return;
+  const entity = await api("GET", `/entities/${encodeURIComponent(entityId)}`, {
+    query: { user_id: state.user, agent_id: state.agent },
+  });
+  state.entity = entity;
+  $("h-entity").textContent = `${entityName(entity)} · ${entity.kind}`;
+  const fields = $("entity-fields");
+  fields.replaceChildren();
+  for (const [name, value] of [["id", entity.id], ["kind", entity.kind], ["name", entity.name],
+    ["relation", entity.relation], ["aliases", entity.aliases.join(", ")],
+    ["first mentioned", when(entity.first_mentioned)], ["last mentioned", when(entity.last_mentioned)]]) {
+    if (value) fields.append(h("dt", {}, name), text("dd", value));
+  }
+  $("entity-memories-title").textContent = `Its ${count(entity.memories.length, "memory", "memories")}`;
+  const body = $("entity-memories").tBodies[0];
+  body.replaceChildren();
+  for (const memory of entity.memories) {
+    body.append(h("tr", { "data-memory-id": memory.id },
+      h("td", { class: "memory" }, memoryLink(memory)),
+      h("td", {}, h("span", { class: `badge ${memory.status}` }, memory.status)), text("td", memory.category),
+      h("td", { class: "num" }, fixed(memory.retention_score)), h("td", { class: "time" }, when(memory.updated_at))));
+  }
+  $("entity-forget").hidden = false;
+  $("entity-forget-confirm").hidden = true;
+}
+
+async function forgetEntity() {
+  const entity = state.entity;
+  const report = await api("DELETE", `/entities/${encodeURIComponent(entity.id)}`, {
+    query: { user_id: state.user, agent_id: state.agent },
+  });
+  window.location.hash = `#/entities${scopeQuery()}`;
+  await new Promise((resolve) => { window.addEventListener("hashchange", resolve, { once: true }); });
+  status(`Forgot ${entityName(report.entity)}: ${count(report.forgotten.length, "memory", "memories")} deleted` +
+    `${report.entity_removed ? ", and the entity with them" : "; a memory naming it came meanwhile, so it stays"}.`);
 }
 
 // -- Search playground -------------------------------------------------------------------------------------
@@ -613,6 +687,11 @@ function wire() {
       failed(error);
     }
   });
+  $("entity-forget").addEventListener("click", () => {
+    $("entity-forget-confirm").hidden = false;
+    $("entity-forget-confirm").focus();
+  });
+  $("entity-forget-confirm").addEventListener("click", () => forgetEntity().catch(failed));
   $("search-form").addEventListener("submit", runSearch);
   $("preview-run").addEventListener("click", () => previewRun().catch(failed));
   $("export-form").addEventListener("submit", exportUser);
