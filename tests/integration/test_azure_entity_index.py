@@ -145,6 +145,27 @@ def test_deleting_and_restoring_a_memory_rewrites_what_it_names() -> None:
     run(scenario)
 
 
+def test_a_name_learnt_later_is_written_to_the_earlier_documents() -> None:
+    async def scenario(store: AzureSearchMemoryStore, service: FakeSearchService, transport: CapturingTransport) -> None:
+        await store.upsert([record("m1", "My sister is a chemist."), record("m2", "I like tea.")])
+        assert service.documents["m1"]["entity_names"] == []
+        start = len(transport.requests)
+        await store.upsert([record("m3", "My sister Ana moved to Lisbon.")])
+        upload, rename = [check_request(w, "POST", "/indexes('{indexName}')/docs/search.index") for w in writes(transport, start)]
+        assert [a["id"] for a in upload["value"]] == ["m3"]
+        assert rename["value"] == [
+            {"@search.action": "merge", "id": "m1", "entity_names": ["Ana"], "entities_json": service.documents["m1"]["entities_json"]}
+        ]
+        assert json.loads(service.documents["m1"]["entities_json"])[0]["name"] == "Ana"
+        request = SearchRequest(scope=SCOPE, query="Ana", options=MemorySearchOptions(mode=SearchMode.KEYWORD, top=10))
+        assert {h.record.id for h in (await store.search(request)).hits} == {"m1", "m3"}
+        start = len(transport.requests)
+        await store.upsert([record("m4", "My sister Ana sings.")])
+        assert len(writes(transport, start)) == 1  # nothing new learnt: no other document is written
+
+    run(scenario)
+
+
 def test_a_replayed_write_keeps_what_the_memory_names() -> None:
     async def scenario(store: AzureSearchMemoryStore, service: FakeSearchService, transport: CapturingTransport) -> None:
         batch = [record("m1", "My sister is a chemist."), record("m2", "My sister Ana moved to Lisbon.")]
@@ -171,22 +192,33 @@ def test_both_stores_give_the_same_text_the_same_entities(tmp_path: Path) -> Non
     def view(entities: list[Any]) -> list[tuple[str, str, str | None, str | None]]:
         return [(e.id, e.kind, e.name, e.relation) for e in entities]
 
-    async def embedded() -> list[tuple[str, str, str | None, str | None]]:
+    async def write(store: Any) -> list[list[tuple[str, str, str | None, str | None]]]:
+        seen = []
+        await store.upsert(records[:1])
+        await store.upsert(records[1:])
+        seen.append(view(await store.entities(SCOPE)))
+        await store.mark_status(SCOPE, "m1", MemoryStatus.DELETED, reason="forget request")  # the one that named her
+        seen.append(view(await store.entities(SCOPE)))
+        await store.merge(SCOPE, "m3", {"memory": "My friend Sara sings."})
+        await store.upsert([record("m1", "My sister Ana moved to Porto.")])
+        seen.append(view(await store.entities(SCOPE)))
+        await store.upsert([record("b1", "My brother is tall.")])
+        await store.upsert([record("b1", "My brother Tom is tall.")])  # the same person, now named
+        seen.append(view(await store.entities(SCOPE)))
+        return seen
+
+    async def embedded() -> list[list[tuple[str, str, str | None, str | None]]]:
         store = SQLiteMemoryStore(tmp_path / "memory.db")
         try:
-            await store.upsert(records[:3])
-            await store.upsert(records[3:])
-            return view(await store.entities(SCOPE))
+            return await write(store)
         finally:
             await store.close()
 
     expected = asyncio.run(embedded())
-    assert len(expected) >= 7
+    assert len(expected[0]) >= 7 and ("person", "Ana", "sister") in [e[1:] for e in expected[1]]
 
     async def scenario(store: AzureSearchMemoryStore, service: FakeSearchService, transport: CapturingTransport) -> None:
-        await store.upsert(records[:3])
-        await store.upsert(records[3:])
-        assert view(await store.entities(SCOPE)) == expected
+        assert await write(store) == expected
 
     run(scenario)
 

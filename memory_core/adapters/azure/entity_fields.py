@@ -15,6 +15,8 @@ names any more is gone with its last mention, as in the embedded store.
 A batch of writes reads the scope's documents that name something once (:class:`ScopeEntities`) and
 resolves each memory's mentions against them in order, with the same domain functions as the embedded
 store (:func:`~memory_core.domain.entities.resolve`), so both stores give the same text the same ids.
+When a write teaches an entity its name ("my sister", then "my sister Ana"), the other documents that
+name it get the name too (a merge of their ``entity_names`` and ``entities_json``).
 """
 
 from __future__ import annotations
@@ -188,9 +190,13 @@ class ScopeEntities:
             self._known = merged(e for named in self._named.values() for e in named)
         return self._known
 
-    def index(self, record: MemoryRecord, named: Sequence[Mention] | None = None) -> dict[str, Any]:
-        """The entity fields of ``record``'s document (``named``: its mentions, when already read);
-        the scope's entities are then as they are once it is written.
+    def named_by(self, memory_id: str) -> list[Entity]:
+        """The records of the entities a memory names (none for a deleted or unknown one)."""
+        return list(self._named.get(memory_id, []))
+
+    def index(self, record: MemoryRecord, named: Sequence[Mention] | None = None) -> None:
+        """Resolve what ``record`` names (``named``: its mentions, when already read); the scope's
+        entities are then as they are once it is written.
 
         A memory whose document already holds its text keeps the entities it names (a replay writes
         what one delivery did); a deleted one names nothing. Mentions are resolved against the scope's
@@ -198,10 +204,9 @@ class ScopeEntities:
         """
         if record.status is MemoryStatus.DELETED:
             self._set(record.id, record.memory, [])
-            return entity_fields([])
-        before = self._named.get(record.id)
-        if before is not None and self._texts.get(record.id) == record.memory:
-            return entity_fields(before)
+            return
+        if record.id in self._named and self._texts.get(record.id) == record.memory:
+            return
         said = mentions(record.memory) if named is None else named
         entities: list[Entity] = []
         if said:
@@ -209,7 +214,22 @@ class ScopeEntities:
             by_id = {e.id: e for e in changed}
             entities = [by_id[i] for i in ids]
         self._set(record.id, record.memory, entities)
-        return entity_fields(entities)
+
+    def settle(self) -> list[str]:
+        """Give every memory's records the name, relation and aliases their entities have now (a
+        name learnt later: "my sister", then "my sister Ana"), so that the name stays when the memory
+        that gave it goes, as in the embedded store; the ids of the memories whose records changed."""
+        known = self._merged()
+        changed: list[str] = []
+        for memory_id, records in self._named.items():
+            now = [
+                replace(r, name=known[r.id].name, relation=known[r.id].relation, aliases=known[r.id].aliases)
+                for r in records
+            ]
+            if now != records:
+                self._named[memory_id] = now
+                changed.append(memory_id)
+        return changed
 
     def _set(self, memory_id: str, text: str, entities: list[Entity]) -> None:
         old = self._named.pop(memory_id, None)
@@ -249,20 +269,31 @@ async def read_scope(requests: IndexRequests, scope: Scope) -> ScopeEntities:
     return ScopeEntities(scope, await _pages(requests, filter_, READ_FIELDS, "read entities"))
 
 
-async def fields_of(requests: IndexRequests, records: Sequence[MemoryRecord]) -> dict[str, dict[str, Any]]:
-    """The entity fields of each record's document, by memory id, resolved in the order given: one
-    read of a scope's entities per call (:func:`read_scope`), and none for a scope where no record
-    that is not deleted names anything."""
+async def fields_of(
+    requests: IndexRequests, records: Sequence[MemoryRecord]
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The entity fields of each record's document, by memory id, resolved in the order given, and
+    the ``merge`` actions that give other documents of their scopes the names their entities have
+    now (:meth:`ScopeEntities.settle`; only when a write taught an entity a name or a relation).
+
+    One read of a scope's entities per call (:func:`read_scope`), and none for a scope where no
+    record that is not deleted names anything.
+    """
     said = {r.id: [] if r.status is MemoryStatus.DELETED else mentions(r.memory) for r in records}
-    scopes = list(dict.fromkeys(r.scope for r in records))
     fields: dict[str, dict[str, Any]] = {}
-    for scope in scopes:
+    renamed: list[dict[str, Any]] = []
+    for scope in dict.fromkeys(r.scope for r in records):
         mine = [r for r in records if r.scope == scope]
-        named = any(said[r.id] for r in mine)
-        index = await read_scope(requests, scope) if named else ScopeEntities(scope, [])
+        index = await read_scope(requests, scope) if any(said[r.id] for r in mine) else ScopeEntities(scope, [])
         for record in mine:
-            fields[record.id] = index.index(record, said[record.id])
-    return fields
+            index.index(record, said[record.id])
+        settled = index.settle()
+        fields.update({r.id: entity_fields(index.named_by(r.id)) for r in mine})
+        for memory_id in settled:
+            if memory_id not in fields:
+                names = entity_fields(index.named_by(memory_id))
+                renamed.append({"@search.action": "merge", "id": memory_id, **{k: names[k] for k in (ENTITY_NAMES, ENTITIES_JSON)}})
+    return fields, renamed
 
 
 async def memories_of(requests: IndexRequests, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[str]]:

@@ -197,9 +197,10 @@ class AzureSearchMemoryStore:
             latest[record.id] = record
         if not latest:
             return
-        named = await entity_fields.fields_of(self._requests, list(latest.values()))
+        named, renamed = await entity_fields.fields_of(self._requests, list(latest.values()))
         actions = [{"@search.action": "upload", **to_document(r), **named[r.id]} for r in latest.values()]
         await self._write("upsert", actions)
+        await self._rename(renamed)
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
         """One record of any status in ``scope``, or ``None``."""
@@ -266,8 +267,9 @@ class AzureSearchMemoryStore:
             return current.without_embedding()
         updated = parse_model(MemoryRecord, {**current.model_dump(), **dict(changes)})
         self._check_embedding(updated.embedding)
-        action = {"@search.action": "merge", **to_document(updated, list(changes)), **await self._names(current, updated)}
-        await self._write("merge", [action])
+        names, renamed = await self._names(current, updated)
+        await self._write("merge", [{"@search.action": "merge", **to_document(updated, list(changes)), **names}])
+        await self._rename(renamed)
         return updated.without_embedding()
 
     async def mark_status(
@@ -286,18 +288,27 @@ class AzureSearchMemoryStore:
             raise NotFoundError(f"memory {memory_id!r} does not exist for this user and agent")
         metadata = status_note(current.metadata, reason, self._clock.now())
         updated = current.model_copy(update={"status": status, "metadata": metadata})
-        action = {"@search.action": "merge", **to_document(updated, ["status", "metadata"]), **await self._names(current, updated)}
-        await self._write("mark status", [action])
+        names, renamed = await self._names(current, updated)
+        await self._write("mark status", [{"@search.action": "merge", **to_document(updated, ["status", "metadata"]), **names}])
+        await self._rename(renamed)
         logger.info("memory %s marked %s", updated.id, status.value)
         return updated.without_embedding()
 
-    async def _names(self, current: MemoryRecord, updated: MemoryRecord) -> dict[str, Any]:
-        """The entity fields a change of ``current`` into ``updated`` rewrites: none unless its text
-        changes or it is deleted or restored."""
+    async def _names(
+        self, current: MemoryRecord, updated: MemoryRecord
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The entity fields a change of ``current`` into ``updated`` rewrites (none unless its text
+        changes or it is deleted or restored), and the merges that rename other documents."""
         deleted = MemoryStatus.DELETED
         if current.memory == updated.memory and (current.status is deleted) == (updated.status is deleted):
-            return {}
-        return (await entity_fields.fields_of(self._requests, [updated]))[updated.id]
+            return {}, []
+        named, renamed = await entity_fields.fields_of(self._requests, [updated])
+        return named[updated.id], renamed
+
+    async def _rename(self, renamed: Sequence[dict[str, Any]]) -> None:
+        """Give other documents the names their entities have now (a document gone meanwhile is skipped)."""
+        if renamed:
+            await self._write("entity names", renamed, ignore_missing=True)
 
     # -- EntityIndex ------------------------------------------------------------------------------
     async def entities(self, scope: Scope) -> list[Entity]:
