@@ -49,7 +49,8 @@ def add_arguments(commands: Commands) -> None:
         "--defer-vectors",
         action="store_true",
         help="store the records and stop: they are listed and found by keyword search at once, and "
-        "`memory-core embed` computes the vectors they lack later (the embedded store)",
+        "`memory-core embed`, or a running `memory-core serve` on the same store, computes the vectors they "
+        "lack later (the embedded store)",
     )
     p.set_defaults(handler=cmd_import)
 
@@ -131,7 +132,7 @@ async def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     if missing:
         out.write(
             f"{missing} memories have no vector yet (found by keyword search, not by meaning): "
-            "memory-core embed computes them\n"
+            "memory-core embed computes them, and so does a memory-core serve running on this store\n"
         )
     return EXIT_OK
 

@@ -94,6 +94,14 @@ def _add_serve(commands: Commands) -> None:
         metavar="SECONDS",
         help="how long a scope's recall updates are gathered into one before they are queued (default 2; 0: none)",
     )
+    p.add_argument(
+        "--vector-fill",
+        type=_non_negative_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often to look for memories stored without a vector (import --defer-vectors, or an "
+        "import stopped part way) and compute theirs, at start and then every SECONDS (default 30; 0: never)",
+    )
     p.set_defaults(handler=cmd_serve)
 
 
@@ -136,6 +144,13 @@ def _positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not more than 0 seconds")
     return value
+
+
+def _non_negative_seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more."""
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return _positive_seconds(text)
 
 
 def _options(make: Callable[..., T], args: argparse.Namespace, same: tuple[str, ...], **values: Any) -> T:
@@ -200,6 +215,7 @@ async def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         scheduler=not args.no_scheduler,
         request_concurrency=args.request_concurrency or None,
         recall_window_seconds=args.recall_window,
+        vector_fill_seconds=args.vector_fill,
     )
     settings = settings_for(args)
     check_new_store(args, settings)

@@ -12,7 +12,7 @@ vector, and the next fill goes on with the memories still missing one.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memory_core.capabilities import MissingVector, VectorBackfill
@@ -74,7 +74,11 @@ async def embed_distinct(
 
 
 async def fill_missing_vectors(
-    store: VectorBackfill, embedder: Embedder, *, progress: ProgressCallback | None = None
+    store: VectorBackfill,
+    embedder: Embedder,
+    *,
+    progress: ProgressCallback | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> FillReport:
     """Give every memory of ``store`` that has no vector its vector (any status: a deleted one may be restored).
 
@@ -83,6 +87,8 @@ async def fill_missing_vectors(
         embedder: Computes the vectors.
         progress: Told ``(memories done, memories without a vector at the start)`` at the start and
             after every page.
+        stop: Asked before every page; ``True`` ends the fill there (the pages written so far stay
+            written, the rest is left for the next fill).
 
     Returns:
         What was done, and how many memories still have no vector.
@@ -93,7 +99,7 @@ async def fill_missing_vectors(
     cache: OrderedDict[str, list[float]] = OrderedDict()
     filled = embedded = done = 0
     after: int | None = None
-    while True:
+    while stop is None or not stop():
         page: list[MissingVector] = await store.missing_vectors(after=after, limit=FILL_PAGE)
         if not page:
             break

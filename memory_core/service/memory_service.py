@@ -408,14 +408,19 @@ class MemoryService:
             defer_vectors=defer_vectors,
         )
 
-    async def fill_vectors(self, *, progress: ProgressCallback | None = None) -> backfill.FillReport:
+    async def fill_vectors(
+        self, *, progress: ProgressCallback | None = None, stop: Callable[[], bool] | None = None
+    ) -> backfill.FillReport:
         """Compute the vectors of every memory stored without one (an import that left them for later,
-        or one interrupted while computing them); ``progress`` is told ``(done, missing at the start)``.
+        or one interrupted while computing them); ``progress`` is told ``(done, missing at the start)``,
+        and ``stop``, asked before every page, ends the fill early when it says so.
         A store that embeds before writing has none missing (see
         :func:`memory_core.service.backfill.fill_missing_vectors`)."""
         if not supports(self._store, VectorBackfill):
             return backfill.FillReport(filled=0, embedded=0, missing=0)
-        return await backfill.fill_missing_vectors(cast(VectorBackfill, self._store), self._embedder, progress=progress)
+        return await backfill.fill_missing_vectors(
+            cast(VectorBackfill, self._store), self._embedder, progress=progress, stop=stop
+        )
 
     async def missing_vectors(self) -> int:
         """How many memories are stored without a vector (0 for a store that embeds before writing)."""

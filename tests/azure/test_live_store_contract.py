@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
+from contract.entity_contract import EntityContract
 from contract.filter_contract import FilterContract
 from contract.store_contract import EMBEDDER, StoreContract
 
@@ -78,7 +79,7 @@ async def live_store(clock: FixedClock, dimensions: int) -> AsyncIterator[Memory
         await close_credential(credential)
 
 
-class TestAzureSearchStoreContract(StoreContract, FilterContract):
+class TestAzureSearchStoreContract(StoreContract, FilterContract, EntityContract):
     """The shared contract on a live service."""
 
     #: The live semantic ranker reorders by its own model, not like the local hybrid engine.

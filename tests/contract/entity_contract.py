@@ -63,3 +63,28 @@ class EntityContract:
             assert await index.entities(U1A1) == []
 
         self.run(scenario)
+
+    def test_memories_of_lists_the_live_memories_of_each_entity(self) -> None:
+        async def scenario(store: MemoryStore, clock: FixedClock) -> None:
+            index: EntityIndex = store  # type: ignore[assignment]
+            await store.upsert(
+                [
+                    make("My sister Ana works at Contoso.", id="m1"),
+                    make("Ana loves jazz.", id="m2"),
+                    make("My dog Rex is old.", id="m3"),
+                    make("Ana visited me.", id="m4"),
+                    make("My sister Ana lives in Lisbon.", id="m5", scope=U2A1),
+                ]
+            )
+            await store.mark_status(U1A1, "m4", MemoryStatus.ARCHIVED, reason="faded")
+            await store.mark_status(U1A1, "m2", MemoryStatus.DELETED, reason="forget request")
+            ana = next(e.id for e in await index.entities(U1A1) if e.name == "Ana")
+            rex = next(e.id for e in await index.entities(U1A1) if e.name == "Rex")
+            other = next(e.id for e in await index.entities(U2A1) if e.name == "Ana")
+            unknown = "ent_" + "0" * 24
+            found = await index.memories_of(U1A1, [rex, unknown, ana, other])
+            assert found == {rex: ["m3"], ana: ["m1", "m4"]}
+            assert list(found) == [rex, ana]
+            assert await index.memories_of(U1A1, []) == {}
+
+        self.run(scenario)

@@ -185,6 +185,7 @@ def assert_documents_fit_index(batch: dict[str, Any]) -> None:
 
 
 _FILTER_FIELD = re.compile(r"\b([a-z_]+) (?:eq|ne|gt|ge|lt|le) |search\.in\(([a-z_]+),")
+_ANY = re.compile(r"\b([a-z_]+)/any\((?:([a-z_]+):)?")
 
 
 def assert_search_fits_index(body: dict[str, Any]) -> None:
@@ -196,8 +197,14 @@ def assert_search_fits_index(body: dict[str, Any]) -> None:
     for clause in filter(None, body.get("orderby", "").split(",")):
         name = clause.strip().split(" ")[0]
         assert fields[name]["sortable"], f"{name} is not sortable"
-    for match in _FILTER_FIELD.finditer(_without_literals(body.get("filter", ""))):
+    expression = _without_literals(body.get("filter", ""))
+    variables = {m.group(2): m.group(1) for m in _ANY.finditer(expression) if m.group(2)}  # x/any(v: ...)
+    for match in _ANY.finditer(expression):
+        assert fields[match.group(1)]["filterable"], f"{match.group(1)} is not filterable"
+        assert fields[match.group(1)]["type"].startswith("Collection("), f"{match.group(1)} is not a collection"
+    for match in _FILTER_FIELD.finditer(expression):
         name = match.group(1) or match.group(2)
+        name = variables.get(name, name)
         assert fields[name]["filterable"], f"{name} is not filterable"
     for facet in body.get("facets", []):
         assert fields[facet.split(",")[0]]["facetable"]

@@ -4,7 +4,11 @@ Enough of the REST surface for the store contract to run offline against
 :class:`~memory_core.adapters.azure.search_store.AzureSearchMemoryStore`: index create/get/delete,
 document lookup, ``search.index`` (upload / merge / delete with per-document results) and
 ``search.post.search`` with the OData subset the adapter emits (``eq ne gt ge lt le``, ``and``, ``or``,
-parentheses, ``null``, ``search.in``), BM25 text search, cosine kNN, RRF fusion, scoring profiles,
+parentheses, ``null``, ``search.in``, ``not``, and ``any`` over string collections: ``c/any()`` holds
+when the collection has a value, ``c/any(x: <condition on x>)`` when one of its values meets the
+condition; neither holds for an empty or missing collection), BM25 text search over every searchable
+string field of the index (string collections too, as the service searches all of them when the
+request names no ``searchFields``), cosine kNN, RRF fusion, scoring profiles,
 ``$orderby`` (several clauses), ``$select``, ``top``, ``skip``, ``count`` and facets (``count:N``).
 Every request body is validated against the REST contract subset first. It checks the adapter's logic (filters, paging, merges, recall, forgetting,
 purge); it says nothing about how the real service ranks.
@@ -30,11 +34,10 @@ __all__ = ["FakeSearchService", "parse_filter"]
 
 _PROFILES = {p.name: p for p in PROFILES.values() if p is not None}
 _TOKEN = re.compile(
-    r"\s*(?:(?P<any>[A-Za-z_]+/any\(t:\s*t\s+eq\s+)|(?P<lp>\()|(?P<rp>\))|(?P<comma>,)|(?P<str>'(?:[^']|'')*')"
+    r"\s*(?:(?P<any>[A-Za-z_]+/any\()|(?P<lp>\()|(?P<rp>\))|(?P<comma>,)|(?P<colon>:)|(?P<str>'(?:[^']|'')*')"
     r"|(?P<dt>\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:\d{2}))|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))"
 )
-SEARCH_FIELDS = ("memory", "summary", "category")
 K1, B = 1.2, 0.75
 
 
@@ -64,6 +67,13 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
 
 
 Predicate = Callable[[dict[str, Any]], bool]
+
+
+def _text(value: Any) -> str:
+    """A field's text as analysed: a string, or the values of a string collection one after another."""
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value or "")
 
 
 #: The index's Edm.DateTimeOffset fields besides the ``*_at`` ones.
@@ -112,9 +122,14 @@ def parse_filter(text: str) -> Predicate:
             return inner
         if token is not None and token[0] == "any":
             collection = take("any").split("/", 1)[0]
-            wanted = take("lit")
+            if peek() == ("rp", ")"):
+                take("rp")
+                return lambda d: bool(d.get(collection))
+            variable = take("word")
+            take("colon")
+            condition = disjunction()
             take("rp")
-            return lambda d: wanted in (d.get(collection) or [])
+            return lambda d: any(condition({variable: value}) for value in d.get(collection) or [])
         if token == ("word", "not"):
             take("word", "not")
             negated = primary()
@@ -197,6 +212,11 @@ class FakeSearchService:
                 return json_response(
                     400, {"error": {"code": "InvalidRequestParameter", "message": "orderby with semantic"}}
                 )
+            hidden = {f["name"] for f in self._fields() if f.get("retrievable") is False}
+            if hidden & set(request.body.get("select", "id").split(",")):
+                return json_response(
+                    400, {"error": {"code": "InvalidRequestParameter", "message": "$select names a field that is not retrievable"}}
+                )
             return json_response(200, self._search(request.body))
         raise AssertionError(f"unexpected request {request.method} {path}")
 
@@ -235,11 +255,11 @@ class FakeSearchService:
     def _bm25(self, documents: list[dict[str, Any]], terms: list[str]) -> np.ndarray:
         scores = np.zeros(len(documents))
         everyone = list(self.documents.values())  # global statistics
-        for field in SEARCH_FIELDS:
-            corpus = [Counter(analyze(str(d.get(field) or ""))) for d in everyone]
+        for field in self._searchable():
+            corpus = [Counter(analyze(_text(d.get(field)))) for d in everyone]
             lengths = [sum(c.values()) for c in corpus]
             average = (sum(lengths) / len(lengths)) if lengths else 0.0
-            counts = [Counter(analyze(str(d.get(field) or ""))) for d in documents]
+            counts = [Counter(analyze(_text(d.get(field)))) for d in documents]
             for term in set(terms):
                 df = sum(1 for c in corpus if term in c)
                 if not df:
@@ -251,6 +271,17 @@ class FakeSearchService:
                         norm = K1 * (1 - B + B * sum(c.values()) / (average or 1.0))
                         scores[i] += idf * tf * (K1 + 1) / (tf + norm)
         return scores
+
+    def _fields(self) -> list[dict[str, Any]]:
+        return list((self.index or {}).get("fields") or [])
+
+    def _searchable(self) -> list[str]:
+        """The index's searchable string fields and string collections, in index order."""
+        return [
+            f["name"]
+            for f in self._fields()
+            if f.get("searchable") and f.get("type") in ("Edm.String", "Collection(Edm.String)")
+        ]
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
         predicate = parse_filter(body["filter"]) if body.get("filter") else (lambda d: True)

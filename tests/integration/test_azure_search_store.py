@@ -340,7 +340,37 @@ EXPECTED_FIELDS = [
         }
         for name in ("metadata_terms", "session_ids")
     ),
+    {
+        "name": "entity_ids",
+        "type": "Collection(Edm.String)",
+        "searchable": False,
+        "filterable": True,
+        "sortable": False,
+        "facetable": False,
+        "retrievable": True,
+    },
+    {
+        "name": "entity_names",
+        "type": "Collection(Edm.String)",
+        "searchable": True,
+        "filterable": False,
+        "sortable": False,
+        "facetable": False,
+        "retrievable": False,
+        "analyzer": "ja.microsoft",
+    },
+    {
+        "name": "entities_json",
+        "type": "Edm.String",
+        "searchable": False,
+        "filterable": False,
+        "sortable": False,
+        "facetable": False,
+        "retrievable": True,
+    },
 ]
+#: The entity fields of a document that names nothing.
+NO_ENTITIES = {"entity_ids": [], "entity_names": [], "entities_json": "[]"}
 
 EXPECTED_SCORING_PROFILES = [
     {
@@ -1030,6 +1060,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "embedding": [0.5, 0.5, 0.5, 0.5],
             "metadata_terms": ['tags="飲み物"', 'turn_id="t-1"'],
             "session_ids": [],
+            **NO_ENTITIES,
         },
         {
             "@search.action": "upload",
@@ -1059,6 +1090,7 @@ def test_upsert_sends_upload_actions_field_by_field() -> None:
             "provenance_json": "[]",
             "metadata_terms": [],
             "session_ids": [],
+            **NO_ENTITIES,
         },
     ]
 
@@ -1140,6 +1172,7 @@ def test_merge_sends_only_the_changed_fields() -> None:
                 "updated_at": "2026-11-29T12:05:00Z",
                 "metadata_json": '{"k": "v"}',
                 "metadata_terms": ['k="v"'],
+                **NO_ENTITIES,
             }
         ]
     }
@@ -1192,6 +1225,7 @@ def test_mark_status_merges_status_and_the_recorded_reason() -> None:
                     'tags="飲み物"',
                     'turn_id="t-1"',
                 ],
+                **NO_ENTITIES,
             }
         ]
     }

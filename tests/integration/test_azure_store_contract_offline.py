@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager
 import pytest
 from azure.core.credentials import AzureKeyCredential
 from azure_transport import CapturingTransport
+from contract.entity_contract import EntityContract
 from contract.filter_contract import FilterContract
 from contract.store_contract import EMBEDDER, StoreContract, async_context
 from fake_search_service import FakeSearchService, parse_filter
@@ -25,7 +26,7 @@ from memory_core.ports import FixedClock, MemoryStore
 ENDPOINT = "https://memtest.search.windows.net"
 
 
-class TestAzureSearchStoreContractOffline(StoreContract, FilterContract):
+class TestAzureSearchStoreContractOffline(StoreContract, FilterContract, EntityContract):
     def open_store(self, clock: FixedClock) -> AbstractAsyncContextManager[MemoryStore]:
         async def factory() -> MemoryStore:
             service = FakeSearchService(now=lambda: clock.now().timestamp())

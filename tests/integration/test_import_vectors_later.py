@@ -191,7 +191,8 @@ def test_the_cli_defers_vectors_and_embed_computes_them(tmp_path: Path, monkeypa
     assert code == 0
     assert out == (
         "imported 5 memories, updated 0, skipped 0 (already stored or repeated); 0 embeddings computed\n"
-        "5 memories have no vector yet (found by keyword search, not by meaning): memory-core embed computes them\n"
+        "5 memories have no vector yet (found by keyword search, not by meaning): memory-core embed computes them, "
+        "and so does a memory-core serve running on this store\n"
     )
     code, out = run("--db", db, "--json", "embed")
     assert code == 0 and json.loads(out) == {"filled": 5, "embedded": 5, "missing": 0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory_core.adapters.azure.documents import from_document, to_document
+from memory_core.adapters.azure.entity_fields import ENTITY_FIELDS
 from memory_core.adapters.azure.search_index import (
     DERIVED_FIELDS,
     FIELD_ROLES,
@@ -57,10 +58,13 @@ def test_sqlite_has_a_column_for_every_field() -> None:
 def test_the_azure_index_has_a_field_for_every_field_and_select_reads_all_but_the_vector() -> None:
     assert set(FIELD_ROLES) == set(FIELDS)
     index = build_index("memories", 4).as_dict()
-    # (then the filterable collections derived from metadata and provenance, never selected)
-    assert [f["name"] for f in index["fields"]] == [document_field(n) for n in FIELDS] + list(DERIVED_FIELDS)
+    # (then the filterable collections derived from metadata and provenance, never selected, and the
+    # fields of the entity index, which the store reads on their own)
+    names = [document_field(n) for n in FIELDS] + list(DERIVED_FIELDS) + list(ENTITY_FIELDS)
+    assert [f["name"] for f in index["fields"]] == names
     assert all(f["filterable"] and not f["retrievable"] for f in index["fields"] if f["name"] in DERIVED_FIELDS)
     assert list(SELECT_FIELDS) == [document_field(n) for n in FIELDS if n != "embedding"]
+    assert not set(SELECT_FIELDS) & set(ENTITY_FIELDS)
 
 
 def test_azure_documents_carry_every_field_both_ways() -> None:

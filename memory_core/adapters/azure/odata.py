@@ -23,6 +23,8 @@ from memory_core.errors import ValidationError
 __all__ = [
     "FILTERABLE_FIELDS",
     "and_",
+    "any_in",
+    "any_of",
     "as_of_filter",
     "compare",
     "current_filter",
@@ -66,6 +68,7 @@ FILTERABLE_FIELDS: dict[str, str] = {
     "event_until": "datetime",
     "metadata_terms": "collection",
     "session_ids": "collection",
+    "entity_ids": "collection",
 }
 #: The index's string collections a filter of :mod:`memory_core.domain.filters` tests: the terms of
 #: a memory's metadata (:func:`~memory_core.domain.filters.metadata_terms`) and its sessions.
@@ -191,6 +194,26 @@ def id_in(ids: Iterable[str]) -> str:
     return f"search.in(id, {quote(','.join(checked))}, ',')"
 
 
+def _collection(name: str) -> str:
+    if FILTERABLE_FIELDS.get(name) != "collection":
+        raise ValidationError("field", f"{name!r} is not a filterable string collection")
+    return name
+
+
+def any_of(collection: str) -> str:
+    """``collection/any()``: the documents whose string collection holds at least one value."""
+    return f"{_collection(collection)}/any()"
+
+
+def any_in(collection: str, values: Sequence[str]) -> str:
+    """``collection/any(e: search.in(e, 'a,b', ','))``: the documents whose string collection holds one
+    of ``values`` (validated ids, which never contain a comma; each literal is still quoted)."""
+    checked = list(values)
+    if not checked or any(not isinstance(v, str) or not v or "," in v for v in checked):
+        raise ValidationError("values", "must be one or more non-empty strings without a comma")
+    return f"{_collection(collection)}/any(e: search.in(e, {quote(','.join(checked))}, ','))"
+
+
 def kind_filter(kind: MemoryKind) -> str:
     """Memories of one kind (documents indexed before ``kind`` existed are facts)."""
     if MemoryKind(kind) is MemoryKind.EPISODE:
@@ -264,6 +287,8 @@ def filters_expression(node: Filter) -> str:
         return "(" + and_(*(filters_expression(part) for part in node.parts)) + ")"
     if isinstance(node, AnyOf):
         return "(" + " or ".join(filters_expression(part) for part in node.parts) + ")"
+    if node.operator == "in" and node.field == "id":
+        return id_in(node.value)  # checked memory ids: one search.in, not an "or" per id (the entity leg narrows so)
     if node.operator in ("in", "nin"):
         return filters_expression(each_value(node))
     collection = _COLLECTIONS.get(node.field)

@@ -1,7 +1,8 @@
 """The Azure AI Search index behind :class:`~memory_core.adapters.azure.search_store.AzureSearchMemoryStore`.
 
 :func:`build_index` describes the index: one document per memory, scope fields filterable, ``memory``
-and ``summary`` searchable with the Japanese Microsoft analyzer, numeric and date fields filterable
+and ``summary`` searchable with the Japanese Microsoft analyzer, the fields of the entity index
+(:mod:`memory_core.adapters.azure.entity_fields`), numeric and date fields filterable
 and sortable, a vector field on HNSW (cosine) with an exhaustive-kNN profile beside it (no
 vectorizer: queries bring their vectors), BM25 (k1 1.2, b 0.75), the semantic configuration (its
 order boosted by the scoring profile), and the scoring profiles rendered from
@@ -46,6 +47,7 @@ from azure.search.documents.indexes.models import (
 )
 from azure.search.documents.indexes.models import ScoringProfile as AzureScoringProfile
 
+from memory_core.adapters.azure.entity_fields import ENTITIES_JSON, ENTITY_FIELDS
 from memory_core.adapters.azure.retry import RetrySettings, Sleep, call_with_retries
 from memory_core.domain.ranking import PROFILES, FunctionKind, ScoringFunction, ScoringProfile
 from memory_core.domain.records import MemoryRecord
@@ -229,6 +231,10 @@ def _fields(dimensions: int) -> list[SearchField]:
     for name in DERIVED_FIELDS:
         flags = {**_FLAGS["filter"], "retrievable": False}
         fields.append(SearchField(name=name, type="Collection(Edm.String)", **flags))
+    for name, role in ENTITY_FIELDS.items():  # the entity index (memory_core.adapters.azure.entity_fields)
+        flags = {**_FLAGS[role], "retrievable": role != "text"}
+        kind = "Edm.String" if name == ENTITIES_JSON else "Collection(Edm.String)"
+        fields.append(SearchField(name=name, type=kind, **flags))
     return fields
 
 

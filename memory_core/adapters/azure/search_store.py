@@ -7,7 +7,8 @@ go out in batches whose failed documents are sent again (:mod:`memory_core.adapt
 :mod:`memory_core.adapters.azure.index_writes`). Every write carries absolute values (an upload, or a
 merge of computed fields), so a retried request or a redelivered message leaves the index as one
 delivery would; a call that fails part-way may have written some of its documents, and repeating it
-completes the work.
+completes the work. Each write also names the entities of its memories on their documents (the entity
+index, :mod:`memory_core.adapters.azure.entity_fields`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from azure.core.credentials import AzureKeyCredential
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
 
-from memory_core.adapters.azure import odata
+from memory_core.adapters.azure import entity_fields, odata
 from memory_core.adapters.azure.documents import (
     from_document,
     reranked,
@@ -33,6 +34,7 @@ from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
 from memory_core.adapters.azure.retry import RetrySettings, Sleep
 from memory_core.adapters.azure.search_index import SELECT_FIELDS, VECTOR_FIELD, close_credential
 from memory_core.adapters.azure.search_query import check_query_vector, search_request
+from memory_core.domain.entities import Entity
 from memory_core.domain.log_ids import scope_tag
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
@@ -56,6 +58,7 @@ from memory_core.domain.validation import (
     validate_scope_id,
 )
 from memory_core.errors import ConfigurationError, ConflictError, NotFoundError, ValidationError
+from memory_core.language.entities import Mention
 from memory_core.ports import (
     Clock,
     MemoryRef,
@@ -92,7 +95,8 @@ RETENTION_FIELDS: tuple[str, ...] = (
 
 
 class AzureSearchMemoryStore:
-    """:class:`~memory_core.ports.MemoryStore` on an Azure AI Search index.
+    """:class:`~memory_core.ports.MemoryStore` on an Azure AI Search index, with the entity index
+    (:class:`~memory_core.capabilities.EntityIndex`) in fields of its documents.
 
     Args:
         endpoint: ``https://NAME.search.windows.net``.
@@ -184,7 +188,8 @@ class AzureSearchMemoryStore:
 
     # -- MemoryStore ------------------------------------------------------------------------------
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        """Insert or replace whole records (``upload`` actions)."""
+        """Insert or replace whole records (``upload`` actions), each naming its entities (one read of
+        a scope's entities per call, when one of its memories names someone)."""
         latest: dict[str, MemoryRecord] = {}
         for record in records:
             record = parse_model(MemoryRecord, record)
@@ -192,8 +197,10 @@ class AzureSearchMemoryStore:
             latest[record.id] = record
         if not latest:
             return
-        actions = [{"@search.action": "upload", **to_document(r)} for r in latest.values()]
+        named, renamed = await entity_fields.fields_of(self._requests, list(latest.values()))
+        actions = [{"@search.action": "upload", **to_document(r), **named[r.id]} for r in latest.values()]
         await self._write("upsert", actions)
+        await self._rename(renamed)
 
     async def get(self, scope: Scope, memory_id: str) -> MemoryRecord | None:
         """One record of any status in ``scope``, or ``None``."""
@@ -260,8 +267,9 @@ class AzureSearchMemoryStore:
             return current.without_embedding()
         updated = parse_model(MemoryRecord, {**current.model_dump(), **dict(changes)})
         self._check_embedding(updated.embedding)
-        action = {"@search.action": "merge", **to_document(updated, list(changes))}
-        await self._write("merge", [action])
+        names, renamed = await self._names(current, updated)
+        await self._write("merge", [{"@search.action": "merge", **to_document(updated, list(changes)), **names}])
+        await self._rename(renamed)
         return updated.without_embedding()
 
     async def mark_status(
@@ -280,10 +288,52 @@ class AzureSearchMemoryStore:
             raise NotFoundError(f"memory {memory_id!r} does not exist for this user and agent")
         metadata = status_note(current.metadata, reason, self._clock.now())
         updated = current.model_copy(update={"status": status, "metadata": metadata})
-        action = {"@search.action": "merge", **to_document(updated, ["status", "metadata"])}
-        await self._write("mark status", [action])
+        names, renamed = await self._names(current, updated)
+        await self._write("mark status", [{"@search.action": "merge", **to_document(updated, ["status", "metadata"]), **names}])
+        await self._rename(renamed)
         logger.info("memory %s marked %s", updated.id, status.value)
         return updated.without_embedding()
+
+    async def _names(
+        self, current: MemoryRecord, updated: MemoryRecord
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The entity fields a change of ``current`` into ``updated`` rewrites (none unless its text
+        changes or it is deleted or restored), and the merges that rename other documents."""
+        deleted = MemoryStatus.DELETED
+        if current.memory == updated.memory and (current.status is deleted) == (updated.status is deleted):
+            return {}, []
+        named, renamed = await entity_fields.fields_of(self._requests, [updated])
+        return named[updated.id], renamed
+
+    async def _rename(self, renamed: Sequence[dict[str, Any]]) -> None:
+        """Give other documents the names their entities have now (a document gone meanwhile is skipped)."""
+        if renamed:
+            await self._write("entity names", renamed, ignore_missing=True)
+
+    # -- EntityIndex ------------------------------------------------------------------------------
+    async def entities(self, scope: Scope) -> list[Entity]:
+        """The entities of ``scope``, by id: the records of its documents that are not deleted, merged
+        (:mod:`memory_core.adapters.azure.entity_fields`)."""
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        return (await entity_fields.read_scope(self._requests, scope)).entities()
+
+    async def entity_memories(self, scope: Scope, asked: Sequence[Mention]) -> dict[str, list[str]]:
+        """The ids of the memories (not deleted) of each entity of ``scope`` the mentions ``asked`` may
+        mean, by entity id: one read of the scope's documents that name something."""
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        if not asked:
+            return {}
+        return (await entity_fields.read_scope(self._requests, scope)).matching(asked)
+
+    async def memories_of(self, scope: Scope, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The ids of the memories (any status but deleted) of each of ``entity_ids`` of ``scope``, by
+        entity id; unknown ids are absent (``entity_ids/any(e: search.in(e, '…', ','))``).
+
+        Raises:
+            ValidationError: An id is not an entity id (before any request).
+        """
+        scope = Scope.of(scope.user_id, scope.agent_id)
+        return await entity_fields.memories_of(self._requests, scope, entity_ids)
 
     async def search(self, request: SearchRequest) -> SearchResult:
         """Ranked memories of the request's scope: one request rendered from the search plan

@@ -55,6 +55,7 @@ from memory_core.runtime.offload import StorageThread, offloaded
 from memory_core.runtime.recalls import CoalescingPublisher
 from memory_core.runtime.scheduler import ForgettingScheduler
 from memory_core.runtime.supervision import supervise
+from memory_core.runtime.vectors import VectorFiller
 from memory_core.runtime.worker import QueueWorker
 from memory_core.service import MemoryService
 
@@ -101,6 +102,8 @@ class RuntimeOptions:
             idle connection (408 and closed after).
         recall_window_seconds: How long a scope's recall updates are gathered into one before they
             are queued (:mod:`memory_core.runtime.recalls`; 0: each is queued at once).
+        vector_fill_seconds: How often the store is looked at for memories stored without a vector
+            (an import's), whose vectors are then computed (:mod:`memory_core.runtime.vectors`; 0: never).
     """
 
     host: str = "127.0.0.1"
@@ -123,6 +126,7 @@ class RuntimeOptions:
     max_connections: int = MAX_CONNECTIONS
     read_timeout: float = READ_TIMEOUT_SECONDS
     recall_window_seconds: float = 2.0
+    vector_fill_seconds: float = 30.0
 
 
 class EmbeddedRuntime:
@@ -169,6 +173,8 @@ class EmbeddedRuntime:
         self.server: ApiServer | None = None
         self.workers: list[QueueWorker] = []
         self.service: MemoryService | None = None
+        #: Computes the vectors an import left for later (``None``: not in this runtime).
+        self.vector_filler: VectorFiller | None = None
         #: The integrity of the store's file, as the store found it at open (and since).
         self.store_file = FileState()
 
@@ -230,6 +236,8 @@ class EmbeddedRuntime:
         details: dict[str, Any] = {
             "ingestion": "ok", "queue": queue_facts, "workers": workers, "files": files
         }
+        if self.vector_filler is not None:
+            details["vectors"] = self.vector_filler.health()
         threshold = self.options.stalled_after_seconds
         stalled = bool(self.workers) and all(w.is_stalled(threshold) for w in self.workers)
         if self.options.workers == 0:
@@ -357,20 +365,7 @@ class EmbeddedRuntime:
                 )
                 for w in self.workers
             ]
-            if opts.scheduler:
-                scheduler = ForgettingScheduler(
-                    service, self.settings.forget_schedule, page_size=opts.forget_page_size
-                )
-                tasks.append(
-                    asyncio.create_task(
-                        self._supervise("scheduler", scheduler.run, worker_stop), name="scheduler supervisor"
-                    )
-                )
-                logger.info(
-                    "forgetting scheduled at %r (UTC); next run %s",
-                    self.settings.forget_schedule,
-                    await scheduler.next_due(),
-                )
+            tasks += await self._background(service, worker_stop, writable=workers > 0)
             self._say(f"memory-core serve: {workers} worker(s) on {self.queue_path}")
             await stop.wait()
             self._say("memory-core serve: stopping")
@@ -383,6 +378,30 @@ class EmbeddedRuntime:
             if self.monitor is not None:
                 self.monitor.close_sync()
             self._say("memory-core serve: stopped")
+
+    async def _background(
+        self, service: MemoryService, stop: asyncio.Event, *, writable: bool
+    ) -> list[asyncio.Task[None]]:
+        """The supervised tasks beside the workers: the forgetting schedule, and the fill of the vectors
+        an import left for later (not on a store opened for reading only)."""
+        opts = self.options
+        tasks: list[asyncio.Task[None]] = []
+        if opts.scheduler:
+            scheduler = ForgettingScheduler(service, self.settings.forget_schedule, page_size=opts.forget_page_size)
+            tasks.append(
+                asyncio.create_task(self._supervise("scheduler", scheduler.run, stop), name="scheduler supervisor")
+            )
+            logger.info(
+                "forgetting scheduled at %r (UTC); next run %s", self.settings.forget_schedule, await scheduler.next_due()
+            )
+        if writable and opts.vector_fill_seconds > 0:
+            self.vector_filler = VectorFiller(service, interval=opts.vector_fill_seconds)
+            tasks.append(
+                asyncio.create_task(
+                    self._supervise("vectors", self.vector_filler.run, stop), name="vectors supervisor"
+                )
+            )
+        return tasks
 
     async def _finish(self, tasks: list[asyncio.Task[None]], force: asyncio.Event | None) -> None:
         if not tasks:
