@@ -11,7 +11,7 @@ from typing import Any
 from memory_core.contract.views import CATEGORY_SCHEMA, SCOPE_SCHEMA
 from memory_core.domain.records import DEFAULT_AGENT_ID, MemoryKind, MemoryStatus
 from memory_core.domain.search import OrderBy
-from memory_core.domain.validation import MEMORY_ID_PATTERN
+from memory_core.domain.validation import ENTITY_ID_PATTERN, MEMORY_ID_PATTERN
 from memory_core.ports import MAX_BROWSE_OFFSET
 
 __all__ = [
@@ -58,6 +58,7 @@ _MEMORY_ID: dict[str, Any] = {
     "minLength": 1,
     "maxLength": 128,
 }
+_ENTITY_ID: dict[str, Any] = {"type": "string", "pattern": f"^{ENTITY_ID_PATTERN.pattern}$"}
 
 
 def _param(
@@ -89,7 +90,7 @@ def _one_of(values: list[Any]) -> dict[str, Any]:
 PATH: dict[str, dict[str, Any]] = {
     "memory_id": _param("memory_id", "path", _MEMORY_ID, "Memory id"),
     "user_id": _param("user_id", "path", _SCOPE_ID, "User id"),
-    "entity_id": _param("entity_id", "path", _MEMORY_ID, "Entity id (`ent_...`)"),
+    "entity_id": _param("entity_id", "path", _ENTITY_ID, "Entity id (`ent_` and 24 hex digits)"),
 }
 
 _PAGE_LIMIT = _integer(1, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT)

@@ -162,7 +162,7 @@ _SCOPE = ("user_id", "agent_id")
 #: The entity a route names is not one of the caller's scope.
 _NO_ENTITY = Reply(404, "No such entity in this user's and agent's scope")
 #: The store keeps no entity index.
-_NO_INDEX = Reply(501, "This store keeps no entity index (the embedded store does)")
+_NO_INDEX = Reply(501, "This store keeps no entity index (the embedded and Azure AI Search stores do)")
 #: Too many heavy operations are running (:attr:`Route.heavy`).
 BUSY = Reply(
     429,

@@ -62,8 +62,8 @@ SCOPE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:\-]{0,127}")
 
 #: Memory ids follow Azure AI Search's key rules: 1-128 letters, digits, ``_`` and ``-``.
 MEMORY_ID_PATTERN = re.compile(r"[A-Za-z0-9_\-]{1,128}")
-#: Entity ids (``ent_`` and a digest, :func:`~memory_core.domain.entities.entity_id`) follow the same rule.
-ENTITY_ID_PATTERN = MEMORY_ID_PATTERN
+#: Entity ids: ``ent_`` and 24 hex digits (:func:`~memory_core.domain.entities.entity_id`).
+ENTITY_ID_PATTERN = re.compile(r"ent_[0-9a-f]{24}")
 
 
 #: Categories: 1-64 word characters of any script (so ``食事`` works), digits, ``_ - .``.
@@ -120,14 +120,12 @@ def validate_memory_id(value: object, field: str = "id") -> str:
 
 
 def validate_entity_id(value: object, field: str = "entity_id") -> str:
-    """Return ``value`` if it is a valid entity id (the characters of a memory id), else raise
+    """Return ``value`` if it is a valid entity id (``ent_`` and 24 hex digits), else raise
     :class:`ValidationError` naming ``field``."""
     if not isinstance(value, str) or not value:
         raise ValidationError(field, "is required and must be a non-empty string")
     if not ENTITY_ID_PATTERN.fullmatch(value):
-        raise ValidationError(
-            field, f"{describe_value(value)} must be 1-128 characters of letters, digits, _ and - (an entity id)"
-        )
+        raise ValidationError(field, f"{describe_value(value)} is not an entity id (ent_ and 24 hex digits)")
     return value
 
 

@@ -18,7 +18,7 @@ from memory_core.capabilities import BatchReader, EntityIndex, supports
 from memory_core.domain.entities import Entity
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.records import MemoryRecord, Scope
-from memory_core.domain.validation import validate_entity_id
+from memory_core.domain.validation import MEMORY_ID_PATTERN, validate_entity_id
 from memory_core.errors import NotFoundError, UnsupportedError, ValidationError
 from memory_core.ports import HistoryStore, MemoryStore
 from memory_core.service.admin import delete_memory
@@ -106,8 +106,7 @@ def entity_index(store: MemoryStore) -> EntityIndex:
     """
     if not supports(store, EntityIndex):
         raise UnsupportedError(
-            "this store keeps no entity index (the embedded store does; Azure AI Search does once it writes "
-            "the entity fields)"
+            "this store keeps no entity index (the embedded store and the Azure AI Search store do)"
         )
     return cast(EntityIndex, store)
 
@@ -220,7 +219,8 @@ async def resolve_entity_id(store: MemoryStore, scope: Scope, text: str) -> str:
         NotFoundError: No entity of ``scope`` has that id or one starting with it.
         UnsupportedError: The store keeps no entity index.
     """
-    text = validate_entity_id(text, "id")
+    if not isinstance(text, str) or not MEMORY_ID_PATTERN.fullmatch(text):
+        raise ValidationError("id", f"{str(text)[:40]!r} is not an entity id (ent_ and 24 hex digits) or the start of one")
     ids = sorted(e.id for e in await entity_index(store).entities(Scope.of(scope.user_id, scope.agent_id)))
     if text in ids:
         return text

@@ -42,6 +42,7 @@ MEMORIES = [
 ANA = entity_id(ALICE, "person", "ana")
 REX = entity_id(ALICE, "pet", "rex")
 TOM = entity_id(BOB, "person", "tom")
+UNKNOWN = "ent_" + "0" * 24
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -87,7 +88,7 @@ def test_memories_of_lists_each_entitys_memories_but_the_deleted_ones(tmp_path: 
         store = SQLiteMemoryStore(tmp_path / "m.db")
         try:
             await store.upsert([MemoryRecord.model_validate(r) for r in _rows()])
-            found = await store.memories_of(ALICE, [REX, ANA, "ent_unknown", TOM, ANA])
+            found = await store.memories_of(ALICE, [REX, ANA, UNKNOWN, TOM, ANA])
             assert found == {REX: ["m-rex"], ANA: ["m-ana-1", "m-ana-2"]}  # in the order asked
             assert list(found) == [REX, ANA]
             assert await store.memories_of(BOB, [TOM, ANA]) == {TOM: ["m-tom"]}  # another scope's id: absent
@@ -99,7 +100,7 @@ def test_memories_of_lists_each_entitys_memories_but_the_deleted_ones(tmp_path: 
             await store.mark_status(ALICE, "m-ana-1", MemoryStatus.DELETED, reason="test")
             await store.mark_status(ALICE, "m-ana-2", MemoryStatus.DELETED, reason="test")
             assert await store.memories_of(ALICE, [ANA]) == {}  # the entity went with its last memory
-            for bad in ("ent 1", "", "x" * 129, "ent_'; DROP TABLE entities"):
+            for bad in ("ent 1", "", "x" * 129, "ent_'; DROP TABLE entities", "m-ana-1", ANA.upper(), ANA + "0"):
                 with pytest.raises(ValidationError) as error:
                     await store.memories_of(ALICE, [bad])
                 assert error.value.field == "entity_id"
@@ -136,7 +137,7 @@ def test_one_entity_with_its_memories_as_the_memory_routes_show_them(rt: Running
 
 
 def test_unknown_and_other_scopes_entities_are_404(rt: RunningRuntime) -> None:
-    for path in (f"/api/entities/{TOM}?{Q}", f"/api/entities/ent_0000?{Q}", f"/api/entities/{ANA}?user_id=bob&agent_id=travel",
+    for path in (f"/api/entities/{TOM}?{Q}", f"/api/entities/{UNKNOWN}?{Q}", f"/api/entities/{ANA}?user_id=bob&agent_id=travel",
                  f"/api/entities/{ANA}?user_id=alice&agent_id=music"):
         for method, suffix in (("GET", ""), ("DELETE", ""), ("GET", "/export")):
             route, query = path.split("?")
@@ -145,7 +146,7 @@ def test_unknown_and_other_scopes_entities_are_404(rt: RunningRuntime) -> None:
     assert call(rt, "GET", f"/api/entities?{Q}")["entities"][0]["memory_count"] == 2  # nothing was forgotten
 
 
-@pytest.mark.parametrize("bad", ["ent 1", "ent_1;DROP", "x" * 129, "ent_1'", "..", "ent_é"])
+@pytest.mark.parametrize("bad", ["ent 1", "ent_1;DROP", "x" * 129, "ent_1'", "..", "ent_é", "m-ana-1", "ent_0000", "ENT_" + "0" * 24])
 def test_a_bad_entity_id_is_422_naming_it(rt: RunningRuntime, bad: str) -> None:
     for method, suffix in (("GET", ""), ("DELETE", ""), ("GET", "/export")):
         error = call(rt, method, f"/api/entities/{quote(bad, safe='')}{suffix}?{Q}", 422)["error"]
@@ -195,7 +196,7 @@ def test_an_entitys_export_is_read_back_by_import(rt: RunningRuntime, tmp_path: 
 
 
 def test_a_store_without_an_entity_index_answers_501(tmp_path: Path) -> None:
-    class WithoutEntities:  # the store with everything but the entity index (like Azure AI Search today)
+    class WithoutEntities:  # the store with everything but the entity index
         def __init__(self, inner: Any) -> None:
             self._inner = inner
 
