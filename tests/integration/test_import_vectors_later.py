@@ -24,7 +24,7 @@ from memory_core.capabilities import VectorBackfill, supports
 from memory_core.cli.main import main
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import Scope
+from memory_core.domain.records import MemoryStatus, Scope
 from memory_core.domain.search import MemorySearchOptions, SearchMode
 from memory_core.domain.search_request import SearchRequest
 from memory_core.service import backfill
@@ -173,6 +173,29 @@ def test_a_memory_changed_after_it_was_read_keeps_its_own_vector(tmp_path: Path)
             assert [m.memory_id for m in await store.missing_vectors(after=first.key, limit=10)] == []
             changed = await store.get(SCOPE, first.memory_id)
             assert changed is not None and changed.embedding is None and changed.updated_at == NOW
+
+    asyncio.run(main_())
+
+
+def test_a_deleted_memory_is_never_given_a_vector(tmp_path: Path) -> None:
+    """Forgetting leaves a memory without text or vector; a fill must not give it one back."""
+
+    async def main_() -> None:
+        async with SQLiteMemoryStore(tmp_path / "m.db") as store:
+            await import_records(store, CountingEmbedder(), POLICY, NOW, rows(3), dedupe=True, defer_vectors=True)
+            first, second, third = await store.missing_vectors(limit=10)
+            await store.mark_status(SCOPE, first.memory_id, MemoryStatus.DELETED, reason="forgotten")
+            assert await store.count_missing_vectors() == 2
+            assert [m.memory_id for m in await store.missing_vectors(limit=10)] == [second.memory_id, third.memory_id]
+            # deleted between the read and the write (its text unchanged): still left without one
+            await store.mark_status(SCOPE, second.memory_id, MemoryStatus.DELETED, reason="forgotten")
+            pairs = [(m, EMBEDDER.embed_sync(m.text).tolist()) for m in (first, second, third)]
+            assert await store.fill_vectors(pairs) == 1
+            report = await fill_missing_vectors(store, CountingEmbedder())
+            assert (report.filled, report.missing) == (0, 0)
+            held = await vectors(store)
+            assert held[third.text] is not None
+            assert held[first.text] is None and held[second.text] is None
 
     asyncio.run(main_())
 

@@ -2,8 +2,9 @@
 
 An import may store its records first and compute their vectors afterwards
 (:class:`~memory_core.capabilities.VectorBackfill`). The rows without one are found through the partial
-index ``memories_missing_vector`` (rows whose ``embedding`` is NULL), so the search for them never
-reads the store's other rows. A vector is written only where the row still has none and still says
+index ``memories_vector_missing`` (rows whose ``embedding`` is NULL and whose status is not
+``deleted``: a forgotten memory keeps no vector), so the search for them never reads the store's other
+rows. A vector is written only where the row still has none and still says
 the text it was computed from, in one transaction per call, with a new change sequence number, so
 every process's search cache reads the rows again; nothing else of the row changes.
 """
@@ -23,23 +24,24 @@ __all__ = ["count_missing", "fill", "missing"]
 
 
 def count_missing(db: StoreConnection) -> int:
-    """How many rows have no embedding."""
+    """How many live (not deleted) rows have no embedding."""
     with db.lock:
         row = db.conn.execute(
-            "SELECT COUNT(*) FROM memories INDEXED BY memories_missing_vector WHERE embedding IS NULL"
+            "SELECT COUNT(*) FROM memories INDEXED BY memories_vector_missing "
+            "WHERE embedding IS NULL AND status <> 'deleted'"
         ).fetchone()
     return int(row[0])
 
 
 def missing(db: StoreConnection, *, after: int | None, limit: int) -> list[MissingVector]:
-    """Up to ``limit`` rows without an embedding, by ``pk``, after ``after``."""
+    """Up to ``limit`` live rows without an embedding, by ``pk``, after ``after``."""
     validate_positive_int(limit, "limit")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63):
         raise ValidationError("after", "is not a row key this store returned")
     with db.lock:
         rows = db.conn.execute(
-            "SELECT pk, user_id, agent_id, id, memory FROM memories INDEXED BY memories_missing_vector "
-            "WHERE embedding IS NULL AND pk > ? ORDER BY pk LIMIT ?",
+            "SELECT pk, user_id, agent_id, id, memory FROM memories INDEXED BY memories_vector_missing "
+            "WHERE embedding IS NULL AND status <> 'deleted' AND pk > ? ORDER BY pk LIMIT ?",
             (after or 0, limit),
         ).fetchall()
     return [
@@ -49,7 +51,7 @@ def missing(db: StoreConnection, *, after: int | None, limit: int) -> list[Missi
 
 
 def fill(db: StoreConnection, vectors: Sequence[tuple[MissingVector, Sequence[float]]]) -> int:
-    """Write each vector where its row still has no embedding and the same text; one transaction.
+    """Write each vector where its row is still live, with no embedding and the same text; one transaction.
 
     Returns:
         How many rows got their vector.
@@ -68,7 +70,7 @@ def fill(db: StoreConnection, vectors: Sequence[tuple[MissingVector, Sequence[fl
             blob = unit_vector(db, values)
             cursor = db.conn.execute(
                 "UPDATE memories SET embedding = ?, seq = ? "
-                "WHERE pk = ? AND id = ? AND embedding IS NULL AND memory = ?",
+                "WHERE pk = ? AND id = ? AND embedding IS NULL AND status <> 'deleted' AND memory = ?",
                 (blob, seq, item.key, item.memory_id, item.text),
             )
             if cursor.rowcount:

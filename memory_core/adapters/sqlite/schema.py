@@ -257,8 +257,11 @@ CREATE INDEX IF NOT EXISTS memories_forget ON memories (
     pk, status, retention_score, importance, access_count, updated_at, last_accessed_at, expires_at,
     user_id, agent_id
 );
--- The memories stored without an embedding (an import computes their vectors after storing them).
-CREATE INDEX IF NOT EXISTS memories_missing_vector ON memories (pk) WHERE embedding IS NULL;
+-- The live memories stored without an embedding (an import computes their vectors after storing
+-- them). A deleted memory never gets one: forgetting clears its text and its vector.
+DROP INDEX IF EXISTS memories_missing_vector;
+CREATE INDEX IF NOT EXISTS memories_vector_missing ON memories (pk)
+    WHERE embedding IS NULL AND status <> 'deleted';
 CREATE TABLE IF NOT EXISTS scope_versions (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,

@@ -283,11 +283,11 @@ class SQLiteMemoryStore:
 
     # -- vectors computed after the records were stored (VectorBackfill) --------------------------
     async def count_missing_vectors(self) -> int:
-        """How many memories have no embedding (any status; from the index ``memories_missing_vector``)."""
+        """How many live memories have no embedding (deleted ones never get one; index ``memories_vector_missing``)."""
         return backfill.count_missing(self._db)
 
     async def missing_vectors(self, *, after: int | None = None, limit: int) -> list[MissingVector]:
-        """Memories without an embedding (any status), by row key (``pk``), after ``after``."""
+        """Live memories without an embedding (not deleted ones), by row key (``pk``), after ``after``."""
         return backfill.missing(self._db, after=after, limit=limit)
 
     async def fill_vectors(self, vectors: Sequence[tuple[MissingVector, Sequence[float]]]) -> int:
