@@ -201,6 +201,10 @@ def test_the_tools_are_listed_with_schemas_annotations_and_no_scope_parameter(tm
             assert tools["list_memories"].annotations.read_only_hint is True
             assert tools["remember"].annotations.read_only_hint is False
             assert tools["forget"].annotations.destructive_hint is True
+            assert tools["list_entities"].input_schema.get("properties", {}) == {}
+            assert tools["list_entities"].annotations.read_only_hint is True
+            assert tools["forget_entity"].input_schema["required"] == ["entity_id"]
+            assert tools["forget_entity"].annotations.destructive_hint is True
 
     run(body())
 
@@ -282,6 +286,45 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
     assert stored[seen["vegetarian"]].status.value == "deleted"  # soft: still there
     assert history(db, "alice", "travel", seen["vegetarian"]) == ["ADD", "NONE", "DELETE"]
     assert all(r.access_count == 0 for r in stored.values()), "a search must not count as a recall by default"
+
+
+def test_an_entity_is_listed_and_forgotten_with_every_memory_naming_it(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+
+    async def body() -> dict[str, Any]:
+        async with stdio_session(["mcp", "--db", str(db), "--user", "alice"]) as session:
+            call: Callable[..., Awaitable[Any]] = session.call_tool
+            assert ok(await call("list_entities", {}))["entities"] == []
+            for said in ("My sister Ana teaches chemistry.", "Ana loves hiking in the Alps.", "I like green tea."):
+                ok(await call("remember", {"text": said}))
+            listed = await call("list_entities", {})
+            people = [e for e in ok(listed)["entities"] if e["name"] == "Ana"]
+            assert len(people) == 1, ok(listed)
+            ana = people[0]
+            assert (ana["kind"], ana["relation"]) == ("person", "sister") and ana["memory_count"] >= 2
+            assert '"Ana"' in text(listed) and ana["id"] in text(listed)
+
+            gone = await call("forget_entity", {"entity_id": ana["id"]})
+            done = ok(gone)
+            assert done["entity"]["id"] == ana["id"] and done["entity_removed"] is True
+            assert len(done["forgotten"]) == ana["memory_count"]
+            assert "Forgot" in text(gone) and '"Ana"' in text(gone)
+            assert not [e for e in ok(await call("list_entities", {}))["entities"] if e["name"] == "Ana"]
+            found = ok(await call("search_memories", {"query": "What does Ana do?", "top": 10}))["memories"]
+            assert not any("Ana" in m["memory"] for m in found), found
+            kept = ok(await call("search_memories", {"query": "green tea"}))["memories"]
+            assert kept and kept[0]["memory"] == "I like green tea"
+
+            again = error(await call("forget_entity", {"entity_id": ana["id"]}))
+            assert "no entity has the id" in again and "list_entities" in again
+            assert "entity" in error(await call("forget_entity", {"entity_id": "not an id!"}))
+            return done
+
+    done = run(body())
+    stored = records(db, "alice", "default")
+    for memory_id in done["forgotten"]:
+        assert stored[memory_id].status.value == "deleted"
+        assert history(db, "alice", "default", memory_id)[-1] == "DELETE"
 
 
 def test_a_replaced_value_is_listed_only_when_asked_for_and_says_so(tmp_path: Path) -> None:

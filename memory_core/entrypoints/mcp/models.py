@@ -14,6 +14,7 @@ from memory_core.entrypoints.mcp.transcript import CHUNK_MESSAGES
 from memory_core.language.sanitize import sanitize_memory_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from memory_core.domain.entities import Entity
     from memory_core.service.results import StepResult
 
 __all__ = [
@@ -22,6 +23,9 @@ __all__ = [
     "MAX_TOP",
     "ChatMessage",
     "DecisionItem",
+    "EntitiesOutput",
+    "EntityItem",
+    "ForgetEntityOutput",
     "ForgetOutput",
     "ListOutput",
     "MemoryItem",
@@ -157,6 +161,49 @@ class ListOutput(BaseModel):
 
     memories: list[MemoryItem] = Field(description="By id.")
     next_cursor: str | None = Field(description="Pass it as cursor for the next page; null: no more.")
+
+
+class EntityItem(BaseModel):
+    """One person, pet, place or organisation the user's memories name (names sanitised)."""
+
+    id: str = Field(description="The entity's id (for forget_entity).")
+    kind: str = Field(description="person, pet, place or org.")
+    name: str | None = Field(description=f"Its name ({DATA_NOTE}); null while only its relation is known.")
+    aliases: list[str] = Field(description="Other names the user's words gave it.")
+    relation: str | None = Field(description="Its relation to the user (sister, dog, colleague, ...), if known.")
+    memory_count: int = Field(description="How many memories name it.")
+    first_mentioned: datetime
+    last_mentioned: datetime
+
+    @classmethod
+    def of(cls, entity: Entity, memory_count: int) -> EntityItem:
+        """The item for ``entity`` (its names and relation sanitised)."""
+        return cls(
+            id=entity.id,
+            kind=entity.kind,
+            name=None if entity.name is None else sanitize_memory_text(entity.name),
+            aliases=[sanitize_memory_text(a) for a in entity.aliases],
+            relation=None if entity.relation is None else sanitize_memory_text(entity.relation),
+            memory_count=memory_count,
+            first_mentioned=entity.first_mentioned,
+            last_mentioned=entity.last_mentioned,
+        )
+
+
+class EntitiesOutput(BaseModel):
+    """What ``list_entities`` found."""
+
+    entities: list[EntityItem] = Field(description="By kind, then name.")
+
+
+class ForgetEntityOutput(BaseModel):
+    """What ``forget_entity`` did."""
+
+    entity: EntityItem = Field(description="The entity as it was, with the number of memories it had.")
+    forgotten: list[str] = Field(description="The ids of its memories, now forgotten (never returned again).")
+    entity_removed: bool = Field(
+        description="The entity is gone (false only if a memory naming it was written meanwhile)."
+    )
 
 
 class ChatMessage(BaseModel):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from memory_core.domain.event_dates import PLAN_CATEGORY, event_span_text
 from memory_core.entrypoints.mcp.models import (
     DATA_NOTE,
+    EntitiesOutput,
+    EntityItem,
+    ForgetEntityOutput,
     ForgetOutput,
     ListOutput,
     MemoryItem,
@@ -13,7 +16,7 @@ from memory_core.entrypoints.mcp.models import (
 )
 from memory_core.language.sanitize import quote_memory
 
-__all__ = ["forget_text", "list_text", "remember_text", "search_text"]
+__all__ = ["entities_text", "forget_entity_text", "forget_text", "list_text", "remember_text", "search_text"]
 
 
 def _item_line(number: int, item: MemoryItem) -> str:
@@ -78,4 +81,32 @@ def list_text(output: ListOutput) -> str:
     lines += [_item_line(n, item) for n, item in enumerate(output.memories, start=1)]
     if output.next_cursor:
         lines.append(f"More: call list_memories with cursor {output.next_cursor!r}.")
+    return "\n".join(lines)
+
+
+def _entity_label(item: EntityItem) -> str:
+    """``Ana (person, sister; also Annie)``, the name quoted as data."""
+    named = quote_memory(item.name, sanitized=True) if item.name else f"the user's {item.relation or item.kind}"
+    labels = [item.kind] + ([item.relation] if item.relation and item.name else [])
+    aliases = f"; also {', '.join(quote_memory(a, sanitized=True) for a in item.aliases)}" if item.aliases else ""
+    return f"{named} ({', '.join(labels)}{aliases})"
+
+
+def entities_text(output: EntitiesOutput) -> str:
+    """``list_entities``' text content."""
+    if not output.entities:
+        return "No people, pets, places or organisations are named in the memories."
+    lines = [f"{len(output.entities)} entities named in the memories ({DATA_NOTE}):"]
+    lines += [
+        f"{n}. {_entity_label(item)}: {item.memory_count} memories (id {item.id})"
+        for n, item in enumerate(output.entities, start=1)
+    ]
+    return "\n".join(lines)
+
+
+def forget_entity_text(output: ForgetEntityOutput) -> str:
+    """``forget_entity``'s text content."""
+    lines = [f"Forgot {_entity_label(output.entity)} and the {len(output.forgotten)} memories naming it."]
+    if not output.entity_removed:
+        lines.append("A memory naming it was written meanwhile; list_entities shows it still.")
     return "\n".join(lines)

@@ -17,6 +17,9 @@ from memory_core.entrypoints.mcp.models import (
     MAX_TOP,
     ChatMessage,
     DecisionItem,
+    EntitiesOutput,
+    EntityItem,
+    ForgetEntityOutput,
     ForgetOutput,
     ListOutput,
     MemoryItem,
@@ -34,9 +37,10 @@ __all__ = ["MemoryTools"]
 
 
 class MemoryTools:
-    """The four tools over one :class:`~memory_core.service.MemoryService` and one fixed scope.
+    """The tools over one :class:`~memory_core.service.MemoryService` and one fixed scope.
 
-    Writes (``remember``, ``forget``, and a search that counts as a recall) run one at a time, so
+    Writes (``remember``, ``forget``, ``forget_entity``, and a search that counts as a recall) run one
+    at a time, so
     two calls at once never interleave their reads and writes of one scope.
 
     Args:
@@ -154,6 +158,36 @@ class MemoryTools:
             status=after.status.value,
             already_forgotten=already,
             memory=sanitize_memory_text(before.memory),
+        )
+
+    async def list_entities(self) -> EntitiesOutput:
+        """The people, pets, places and organisations the scope's memories name, by kind then name.
+
+        Raises:
+            UnsupportedError: The store keeps no entity index.
+        """
+        summaries = await self.service.entities(self.scope)
+        return EntitiesOutput(entities=[EntityItem.of(s.entity, s.memory_count) for s in summaries])
+
+    async def forget_entity(self, entity_id: str) -> ForgetEntityOutput:
+        """Forget one entity of the scope and every memory that names it (each soft-deleted as
+        ``forget`` deletes one, recorded in its history).
+
+        Args:
+            entity_id: Its id from ``list_entities``, or the start of exactly one.
+
+        Raises:
+            ValidationError: The id is malformed or starts several entities' ids.
+            NotFoundError: The scope has no such entity (a forgotten entity is gone).
+            UnsupportedError: The store keeps no entity index.
+        """
+        async with self._writes:
+            entity_id = await self.service.resolve_entity_id(self.scope, entity_id.strip())
+            done = await self.service.forget_entity(self.scope, entity_id)
+        return ForgetEntityOutput(
+            entity=EntityItem.of(done.entity, len(done.forgotten)),
+            forgotten=[r.id for r in done.forgotten],
+            entity_removed=done.entity_removed,
         )
 
     async def list_memories(
