@@ -26,6 +26,7 @@ from memory_core.language.dates import (
     fold,
     month_number,
     month_spelling,
+    relative_word_pattern,
     resolve_calendar_date,
     span_start,
     weekday_date,
@@ -70,14 +71,9 @@ _WEEKDAY_REL_JA = re.compile(
 )
 
 
-def _word_pattern(word: str, inside_words: bool) -> str:
-    escaped = re.escape(word)
-    return escaped if inside_words or not word.isascii() else rf"\b{escaped}\b"
-
-
 def _relative_pattern(relative: RelativeDate) -> re.Pattern[str]:
     return re.compile(
-        "|".join(_word_pattern(w, relative.inside_words) for w in relative.words), re.IGNORECASE
+        "|".join(relative_word_pattern(w, relative.inside_words) for w in relative.words), re.IGNORECASE
     )
 
 

@@ -4,6 +4,7 @@ words, in English and Japanese), and the days its words mean."""
 from __future__ import annotations
 
 import calendar
+import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -33,6 +34,7 @@ __all__ = [
     "kanji_number",
     "month_number",
     "month_spelling",
+    "relative_word_pattern",
     "resolve_calendar_date",
     "resolve_date_word",
     "span_end",
@@ -96,6 +98,7 @@ RELATIVE_DATES: tuple[RelativeDate, ...] = (
     ),
     RelativeDate("day", -1, ("yesterday", "昨日")),
     RelativeDate("day", -1, ("きのう",), compared=False),
+    RelativeDate("day", -1, ("last night", "昨夜", "昨晩", "ゆうべ"), compared=False),
     RelativeDate("day", 0, ("today", "tonight", "今日")),
     RelativeDate(
         "day", 0, ("this morning", "this afternoon", "this evening", "今夜", "今朝"), compared=False
@@ -125,6 +128,16 @@ RELATIVE_DATES: tuple[RelativeDate, ...] = (
     RelativeDate("year", 0, ("this year", "今年")),
     RelativeDate("year", 1, ("next year", "来年")),
 )
+
+def relative_word_pattern(word: str, inside_words: bool) -> str:
+    """The regular expression of one relative date word: a whole English word unless ``inside_words``;
+    an English "last ..." not after "the" ("the last night of the trip" is no date)."""
+    escaped = re.escape(word)
+    if inside_words or not word.isascii():
+        return escaped
+    after = r"(?<!the )" if word.startswith("last ") else ""
+    return rf"{after}\b{escaped}\b"
+
 
 #: The words before a weekday and which such day they mean (see :func:`weekday_date`).
 WEEKDAY_RELATIONS_EN = {"last": "last", "this": "this", "next": "next", "coming": "next", "on": "on"}

@@ -47,6 +47,7 @@ from memory_core.language.dates import (
     fold,
     month_number,
     month_spelling,
+    relative_word_pattern,
     span_end,
     span_start,
     weekday_date,
@@ -352,11 +353,6 @@ def _later(m: re.Match[str], reading: _Reading) -> _Span | None:
     return _counted(AGO_UNITS[fold(m[2])], count_of(m[1]), reading.today, later=True)
 
 
-def _word_pattern(word: str, inside_words: bool) -> str:
-    escaped = re.escape(word)
-    return escaped if inside_words or not word.isascii() else rf"\b{escaped}\b"
-
-
 _Rule = tuple[re.Pattern[str], Callable[[re.Match[str], _Reading], _Span | None]]
 
 #: The patterns of the words that say when, each with what it means. Where several match, the one
@@ -411,7 +407,7 @@ _RULES: tuple[_Rule, ...] = (
         _ja_season,
     ),
     *(
-        (re.compile("|".join(_word_pattern(w, r.inside_words) for w in r.words), _I), _relative(r))
+        (re.compile("|".join(relative_word_pattern(w, r.inside_words) for w in r.words), _I), _relative(r))
         for r in RELATIVE_DATES
         if r.dated
     ),

@@ -86,6 +86,10 @@ RELATION_RELEVANCE = 0.15
 #: is more): the relevance reorders what the legs found, so a short list leaves the answer out. LoCoMo
 #: end to end any@5, top 5: 10 candidates 0.638, **20 0.645**, 40 0.642 (docs/evaluation.md).
 MIN_CANDIDATES = 20
+#: How many candidates a question about time weighs at least (one that asks when, or names a period):
+#: the memory that says when is often one turn among many about the same thing, found by its relevance
+#: far down the fused list.
+TIME_CANDIDATES = 100
 #: How much more relevant a memory that states when it happened is to a when-question ("When did John get
 #: his degree?": "I graduated last week!" answers it, "Congrats on finishing your degree!" does not).
 WHEN_RELEVANCE = 0.1
@@ -137,13 +141,14 @@ async def search(
     cue = ranked and not opts.include_archived
     # Ask for more than ``top``: an episode placed after the facts that came from it, or an archived
     # memory that loses to active ones, leaves its place to the next memory rather than to nothing.
+    asked = time_asked(query, opts, now)
+    least = TIME_CANDIDATES if ranked and (asked.window is not None or asks_when(query)) else MIN_CANDIDATES
     wider = opts.model_copy(
         update={
-            "top": min(max(2 * opts.top, MIN_CANDIDATES), MAX_TOP),
+            "top": min(max(2 * opts.top, least), MAX_TOP),
             "include_archived": opts.include_archived or cue,
         }
     )
-    asked = time_asked(query, opts, now)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
     entity_request = SearchRequest(scope, asked.text, vector, wider.model_copy(update={"as_of": asked.as_of}))
     hits, named = await with_entity_leg(store, entity_request, hits, ranked=ranked)

@@ -34,7 +34,7 @@ from memory_core.domain.search_request import SearchRequest as StoreSearchReques
 from memory_core.entrypoints.embedded.server import ApiServer
 from memory_core.entrypoints.http.dispatcher import MemoryApi
 from memory_core.service import MemoryService
-from memory_core.service.search import MIN_CANDIDATES
+from memory_core.service.search import MIN_CANDIDATES, TIME_CANDIDATES
 
 SCOPE = Scope.of("u1", "a1")
 
@@ -339,3 +339,19 @@ def test_through_the_mcp_search_tool(tmp_path: Path, recorded: list[MemorySearch
     schema = asyncio.run(scenario())
     assert set(MemorySearchOptions.model_fields) <= set(schema["properties"])
     assert recorded == [RECEIVED]
+
+
+def test_a_question_about_time_weighs_more_candidates(tmp_path: Path, recorded: list[MemorySearchOptions]) -> None:
+    """A when-question or a period asks the store for ``TIME_CANDIDATES``; any other question for
+    ``MIN_CANDIDATES``; a field order keeps ``MIN_CANDIDATES`` (nothing is re-ranked by relevance)."""
+
+    async def scenario() -> None:
+        async with service_on(tmp_path / "m.db") as service:
+            for query in ("When did I start pottery?", "What did I do in March 2026?", "いつ引っ越した？"):
+                await service.search(SCOPE, query, {"top": 5}, recall=False)
+            await service.search(SCOPE, "What do I like to drink?", {"top": 5}, recall=False)
+            await service.search(SCOPE, "When did I start pottery?", {"top": 5, "order_by": "updated_at desc"}, recall=False)
+
+    asyncio.run(scenario())
+    # the period names a month with no memory in it: searched again without it, as widely
+    assert [r.top for r in recorded] == [TIME_CANDIDATES] * 4 + [MIN_CANDIDATES, MIN_CANDIDATES]
