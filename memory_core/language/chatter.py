@@ -1,5 +1,5 @@
 """Chatter: what is said in a conversation without saying anything to remember (greetings, thanks,
-acknowledgements, questions, log and tool lines, heartbeats), Japanese and English."""
+acknowledgements, reactions, questions, log and tool lines, heartbeats), Japanese and English."""
 
 from __future__ import annotations
 
@@ -36,6 +36,40 @@ _ACKNOWLEDGEMENT = re.compile(
     r"(?:[\s,、!！.。~〜ー]*(?:ok(?:ay)?|thanks?|thank you|です|ね|よ|!|！))*[\s~〜ー…!！]*$",
     re.IGNORECASE,
 )
+#: What a reaction calls what the other person said or showed ("That's awesome", "What a great idea").
+_REACTION_WORDS = (
+    r"great|awesome|amazing|cool|nice|lovely|wonderful|fantastic|incredible|beautiful|fun|exciting|sweet|"
+    r"cute|impressive|inspiring|brilliant|neat|adorable|gorgeous|stunning|terrific|special|tough|hard|rough|"
+    r"sad|scary|crazy|wild|interesting|awful|terrible|horrible|rad|epic|insane|perfect|fascinating|touching|"
+    r"heartwarming|powerful|moving|relaxing|peaceful|intense|unbelievable|stressful|overwhelming|"
+    r"a blast|a bummer|a shame|a relief|"
+    r"an? (?:great|awesome|amazing|cool|nice|lovely|wonderful|fantastic|incredible|beautiful|fun|exciting|"
+    r"special|tough|rough|good) (?:idea|time|experience|thing|moment|pic|photo|picture|shot|view|spot|place|"
+    r"way|choice|plan|trip|day|feeling|achievement|accomplishment|goal|news|story|start|step|one)"
+)
+_DEGREE = r"(?:(?:so|really|super|very|totally|pretty|absolutely|just|truly|quite|such|extra)\s+)*"
+#: A sentence that only reacts to what the other person said: praise, sympathy, congratulations,
+#: encouragement ("That's so cool, Jon!", "Sounds amazing", "Congrats!", "Keep it up!", 「それは素敵だね」,
+#: 「おめでとう！」). It says nothing about the one who says it.
+_REACTION = re.compile(
+    rf"^(?:(?:that|this|it|which|all this|all that)(?:'s|’s| is| was| sounds| looks| seems| must (?:have been|be)"
+    rf"| must've been)|sounds|looks|seems|what|how|so|such|you(?:'re| are) {_DEGREE}(?:so |a )?)\s+"
+    rf"{_DEGREE}(?:{_REACTION_WORDS})\b"
+    r"(?:\s+(?:for you|to hear|to see|of you|indeed|too|then|though))*(?:\s*,\s*\w+)?$|"
+    r"^(?:congrat(?:s|ulations)|good for you|way to go|good luck|best of luck|well deserved|"
+    r"glad to hear (?:it|that)|i'?m (?:so |really )?(?:happy|glad|sorry|proud) (?:for you|to hear (?:it|that)))"
+    r"(?:\s*,\s*\w+)?$|"
+    r"^(?:oh wow|oh no|nice one|love it|love that|i love (?:it|that)|so true|true|totally|for sure|definitely|"
+    r"absolutely|no way|same here|tell me more|keep it up|keep going|you got this|go for it|you rock|"
+    r"amazing|incredible|brilliant|wonderful|lovely|beautiful)(?:\s*,\s*\w+)?$|"
+    r"^(?:それは|それ|これ|めっちゃ|とても|すごく|本当に|ほんとに|ほんと)*"
+    r"(?:すごい|凄い|すてき|素敵|素晴らしい|すばらしい|楽しそう|おいしそう|美味しそう|かわいい|可愛い|いいな(?:あ|ぁ)?|"
+    r"うらやましい|羨ましい|よかった|良かった|残念|大変|さすが|おめでとう(?:ございます)?|がんばって|頑張って|"
+    r"お大事に)(?:だった|でした|だ|です)?(?:ね|な|よ|ねえ|ですね|だね|じゃん)*$",
+    re.IGNORECASE,
+)
+#: An interjection before a reaction ("Wow, that's cool!", "Aww, that's adorable!").
+_INTERJECTION = re.compile(r"^(?:wow|oh|aw+|ooh|omg|yay|whoa|haha+|hey)\W+", re.IGNORECASE)
 #: Remarks on the weather ("hot today, huh", 「今日も暑いね」): the conversation's manners.
 _WEATHER = re.compile(
     r"^(?:今日|きょう|今朝|最近)?(?:も|は)?(?:暑|寒|涼し|暖か|蒸し暑)い(?:ね|な|よね|ですね|です)?$|^いい天気(?:だ|です)?(?:ね|な)?$|"
@@ -69,7 +103,8 @@ _NO_WORDS = re.compile(r"^[\W_]*$")
 
 def is_chatter_sentence(sentence: str) -> bool:
     """Whether one sentence says nothing to remember: manners (greetings, thanks, the weather), an
-    acknowledgement, a question, a task about a given text, or symbols alone."""
+    acknowledgement, a reaction to what the other said, a question, a task about a given text, or
+    symbols alone."""
     core = TRAILING_PUNCTUATION.sub("", LEADING_MARKERS_EN.sub("", sentence.strip())).strip()
     if not core or _NO_WORDS.match(core):
         return True
@@ -78,7 +113,7 @@ def is_chatter_sentence(sentence: str) -> bool:
     bare = LEADING_MARKERS_EN.sub("", sentence.strip())
     short = len(core) <= 16 if JAPANESE_SCRIPT.search(core) else len(core.split()) <= 6
     whole = TRAILING_PUNCTUATION.sub("", sentence.strip())
-    if _WEATHER.match(core) or _TASK.match(bare):
+    if _WEATHER.match(core) or _TASK.match(bare) or _REACTION.match(_INTERJECTION.sub("", core).strip()):
         return True
     return bool(SMALL_TALK.search(bare) and short) or any(_ACKNOWLEDGEMENT.match(t) for t in (core, whole))
 

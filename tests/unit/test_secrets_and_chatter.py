@@ -77,6 +77,15 @@ def test_a_turn_message_never_holds_a_secret() -> None:
         "ありがとう！",
         "了解です",
         "今夜何を作ればいい？",
+        # reactions to what the other said: praise, sympathy, congratulations, encouragement
+        "Wow, that looks great! How did you make it?",
+        "That's so cool, Jon!",
+        "Congrats! That must have been so exciting.",
+        "Sounds amazing. Keep it up!",
+        "What a great idea!",
+        "それは素敵だね！",
+        "おめでとうございます！",
+        "大変だったね",
     ],
 )
 def test_chatter(text: str) -> None:
@@ -94,6 +103,11 @@ def test_chatter(text: str) -> None:
         "私はベジタリアンです。",
         "ありがとう、ところで私はベジタリアンです",
         "I went hiking yesterday. How about you?",
+        "I went to Kyoto. It was amazing!",
+        "That's my sister.",
+        "That is so hard for me because I have a bad knee.",
+        "I love it here in Osaka.",
+        "よかった、明日は休みだ",
     ],
 )
 def test_statements_are_not_chatter(text: str) -> None:
