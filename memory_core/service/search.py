@@ -35,13 +35,16 @@ __all__ = [
     "ENDED_CUE",
     "ENDED_RELEVANCE",
     "MAX_QUERY_CHARS",
+    "MIN_CANDIDATES",
     "NO_MEMORY_IN_WINDOW",
     "RELATION_RELEVANCE",
     "RELEVANCE_WEIGHT",
+    "TIME_CANDIDATES",
     "Cue",
     "TimeAsked",
     "apply_recall",
     "by_relevance_and_rank",
+    "candidates",
     "discounted",
     "ended_at",
     "facts_first",
@@ -139,16 +142,8 @@ async def search(
     # memories compete with active ones at a discount (``ARCHIVED_CUE``) unless they were asked for.
     ranked = bool(query.strip()) and opts.order_by is None  # (else sorted by a field, or match-all)
     cue = ranked and not opts.include_archived
-    # Ask for more than ``top``: an episode placed after the facts that came from it, or an archived
-    # memory that loses to active ones, leaves its place to the next memory rather than to nothing.
     asked = time_asked(query, opts, now)
-    least = TIME_CANDIDATES if ranked and (asked.window is not None or asks_when(query)) else MIN_CANDIDATES
-    wider = opts.model_copy(
-        update={
-            "top": min(max(2 * opts.top, least), MAX_TOP),
-            "include_archived": opts.include_archived or cue,
-        }
-    )
+    wider = candidates(opts, asked, query, ranked=ranked, cue=cue)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
     entity_request = SearchRequest(scope, asked.text, vector, wider.model_copy(update={"as_of": asked.as_of}))
     hits, named = await with_entity_leg(store, entity_request, hits, ranked=ranked)
@@ -169,6 +164,23 @@ async def search(
     if opts.min_score is not None:
         hits = [h for h in hits if h.relevance is None or h.relevance >= opts.min_score]
     return result.model_copy(update={"hits": in_score_order(hits)})
+
+
+def candidates(
+    options: MemorySearchOptions, asked: TimeAsked, query: str, *, ranked: bool, cue: bool
+) -> MemorySearchOptions:
+    """What the store is asked for: more than ``top`` (twice ``top``, at least :data:`MIN_CANDIDATES`, or
+    :data:`TIME_CANDIDATES` for a ranked question about time), archived memories too when they compete
+    at a discount (``cue``). An episode placed after the facts that came from it, or an archived memory
+    that loses to active ones, leaves its place to the next memory rather than to nothing."""
+    about_time = ranked and (asked.window is not None or asks_when(query))
+    least = TIME_CANDIDATES if about_time else MIN_CANDIDATES
+    return options.model_copy(
+        update={
+            "top": min(max(2 * options.top, least), MAX_TOP),
+            "include_archived": options.include_archived or cue,
+        }
+    )
 
 
 async def _by_relevance(
