@@ -59,7 +59,7 @@ _REACTION = re.compile(
     r"^(?:congrat(?:s|ulations)|good for you|way to go|good luck|best of luck|well deserved|"
     r"glad to hear (?:it|that)|i'?m (?:so |really )?(?:happy|glad|sorry|proud) (?:for you|to hear (?:it|that)))"
     r"(?:\s*,\s*\w+)?$|"
-    r"^(?:oh wow|oh no|nice one|love it|love that|i love (?:it|that)|so true|true|totally|for sure|definitely|"
+    r"^(?:oh wow|oh no|nice one|love it|love that|i love (?:it|that)|so true|totally|for sure|definitely|"
     r"absolutely|no way|same here|tell me more|keep it up|keep going|you got this|go for it|you rock|"
     r"amazing|incredible|brilliant|wonderful|lovely|beautiful)(?:\s*,\s*\w+)?$|"
     r"^(?:それは|それ|これ|めっちゃ|とても|すごく|本当に|ほんとに|ほんと)*"

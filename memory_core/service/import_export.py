@@ -22,7 +22,7 @@ from memory_core.capabilities import BatchReader, VectorBackfill, supports
 from memory_core.domain.messages import HistoryEntry
 from memory_core.domain.paging import PageRequest
 from memory_core.domain.policy import HumanMemoryPolicy
-from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.domain.validation import parse_model, validate_scope_id
 from memory_core.errors import ValidationError
 from memory_core.ports import Embedder, HistoryStore, MemoryStore, ProgressCallback
@@ -265,14 +265,15 @@ async def _write_batches(
     progress: ProgressCallback | None,
 ) -> tuple[int, int]:
     """Write ``records`` in batches of :data:`IMPORT_BATCH` (one store call each), first embedding
-    those without an embedding when given an ``embedder`` (each distinct text of a batch once);
-    returns how many records were embedded and how many texts."""
+    those without an embedding when given an ``embedder`` (each distinct text of a batch once; a
+    deleted memory is never searched, so it gets none, as the embedded store's vector fill gives it
+    none); returns how many records were embedded and how many texts."""
     embedded = texts = 0
     if progress is not None:
         progress(0, len(records))
     for start in range(0, len(records), IMPORT_BATCH):
         batch = list(records[start : start + IMPORT_BATCH])
-        missing = [i for i, r in enumerate(batch) if r.embedding is None]
+        missing = [i for i, r in enumerate(batch) if r.embedding is None and r.status is not MemoryStatus.DELETED]
         if missing and embedder is not None:
             vectors = await embed_distinct(embedder, [batch[i].memory for i in missing])
             for i in missing:

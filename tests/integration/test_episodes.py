@@ -92,9 +92,9 @@ def test_a_turn_leaves_facts_and_the_users_words(tmp_path: Path) -> None:
 def test_two_named_speakers_keep_their_names(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with service_on(tmp_path / "m.db") as service:
-            await service.ingest(turn(0, ("user", "I just got a new puppy!", "Caroline"), ("user", "Congrats!", "Melanie")))
+            await service.ingest(turn(0, ("user", "I just got a new puppy!", "Caroline"), ("user", "I have a kitten.", "Melanie")))
             episodes = sorted(by_kind(await everything(service), MemoryKind.EPISODE), key=lambda r: r.memory)
-            assert [e.memory for e in episodes] == ["Caroline: I just got a new puppy!", "Melanie: Congrats!"]
+            assert [e.memory for e in episodes] == ["Caroline: I just got a new puppy!", "Melanie: I have a kitten."]
             assert [e.provenance[0].speaker for e in episodes] == ["Caroline", "Melanie"]
             assert "Caroline" in episodes[0].summary
 

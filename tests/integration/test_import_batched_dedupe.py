@@ -226,7 +226,8 @@ def test_batch_reads_give_the_same_report_and_the_same_memories(open_store: Fact
     async def main() -> None:
         first_batch, report_batch, held_batch = await one(True)
         first_single, report_single, held_single = await one(False)
-        assert first_batch == first_single == ImportReport(imported=706, embedded=705)
+        # one row comes with its vector and one is deleted (never searched: no vector computed)
+        assert first_batch == first_single == ImportReport(imported=706, embedded=704)
         assert report_batch == report_single == expected_report()
         assert held_batch == held_single
         assert sum(len(v) for v in held_batch.values()) == 706 + expected_report().imported
