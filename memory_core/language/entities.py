@@ -96,7 +96,7 @@ def _alternation(words: list[str]) -> str:
 
 _EN_REL = _alternation([w for r in RELATION_WORDS for w in r.english])
 _JA_REL = _alternation([w for r in RELATION_WORDS for w in r.japanese])
-_NAME = r"(?-i:[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?: (?-i:[A-Z][a-z]+))?)"
+_NAME = r"(?-i:[A-Z][a-z]+(?:[-'](?!s\b)[A-Z]?[a-z]+)?(?: (?-i:[A-Z][a-z]+))?)"
 _PLACE = r"(?-i:[A-Z][\w.'-]*(?: (?:(?:de|la|le|of|upon|am|on|-)\s)?[A-Z][\w.'-]*){0,3}(?:, (?-i:[A-Z][a-z]+(?: [A-Z][a-z]+)?))?)"
 _ORG = r"(?-i:[A-Z][\w&.'-]*(?: (?:&|of|and|for|the) ?)?(?: ?[A-Z0-9][\w&.'-]*){0,3})"
 _POSSESSOR = r"\b(?:my|our|the user's|user's)\s+(?:(?:older|younger|little|big|baby|elder|twin|new|old|late)\s+)?"
@@ -136,7 +136,7 @@ _JA_PATTERNS: tuple[tuple[re.Pattern[str], int | None, int | None], ...] = (
     (re.compile(rf"(?<![一-龥々])({_JA_REL})の({_JA_REL})(?:の({_JA_REL}))?(?![一-龥々])"), None, 1),
     (re.compile(rf"(?<![一-龥々])({_JA_REL})の({_JA_NAME}?){_HONORIFIC}"), 2, 1),
     (re.compile(rf"(?<![一-龥々])({_JA_REL})の({_JA_NAME}){_JA_AFTER_NAME}"), 2, 1),
-    (re.compile(rf"(?<![一-龥々])({_JA_REL})の([一-龥々])(?=[がはをにとも、。]|という)"), 2, 1),
+    (re.compile(rf"(?<![一-龥々])({_JA_REL})の([一-龥々])(?=[がはをにともの、。]|という)"), 2, 1),
     (re.compile(rf"({_JA_NAME})という({_JA_REL})"), 1, 2),
     (re.compile(rf"(?<![一-龥々ぁ-ゖ])({_JA_NAME}){_HONORIFIC}"), 1, None),
     (re.compile(rf"(?<![一-龥々])({_JA_REL})(?![一-龥々])"), None, 1),
@@ -161,7 +161,7 @@ class LinkRule:
 
 
 _EN_HOLDER = rf"(?P<holder>{_POSSESSOR}(?:{_EN_REL})(?:,?\s+{_NAME})?|{_NAME})"
-_JA_HOLDER = rf"(?P<holder>(?:{_JA_REL})の{_JA_NAME}{_HONORIFIC}?|{_JA_NAME}{_HONORIFIC}?|{_JA_REL})"
+_JA_HOLDER = rf"(?P<holder>(?:{_JA_REL})の{_JA_NAME1}{_HONORIFIC}?|{_JA_NAME}{_HONORIFIC}?|{_JA_REL})"
 _EN_COUNT = r"(?:a|an|one|two|three|her|his|their)\s+"
 
 #: The statements that link two entities (both languages), as data.
@@ -216,10 +216,15 @@ class _Spans:
         self.found: list[Mention] = []
         self._taken: list[tuple[int, int]] = []
 
-    def add(self, mention: Mention, start: int, end: int) -> None:
-        if all(end <= s or start >= e for s, e in self._taken):
-            self._taken.append((start, end))
+    def add(self, mention: Mention, start: int, end: int, *also: tuple[int, int]) -> None:
+        """Add ``mention`` if its span (and the spans ``also`` it takes) is free."""
+        spans = [(start, end), *also]
+        if all(self._free(a, b) for a, b in spans):
+            self._taken += spans
             self.found.append(mention)
+
+    def _free(self, start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in self._taken)
 
 
 def mentions(text: str, known_names: Iterable[str] = ()) -> list[Mention]:
@@ -245,14 +250,14 @@ def mentions(text: str, known_names: Iterable[str] = ()) -> list[Mention]:
 
 
 def _links(text: str, spans: _Spans) -> None:
-    """The second entities of the link statements (:data:`LINK_RULES`): the span from its relation
-    word (or its name) to the statement's end is theirs; the first entity is left to the frames."""
+    """The second entities of the link statements (:data:`LINK_RULES`): the spans of its name and of
+    the relation word are theirs; the first entity is left to the frames."""
     for link in LINK_RULES:
         for m in link.pattern.finditer(text):
             linked = _linked(text, m, link)
             if linked is not None:
-                at = m.start("rel") if "rel" in m.re.groupindex else linked.start
-                spans.add(linked, min(linked.start, at), m.end())
+                word = (m.start("rel"), m.end("rel")) if "rel" in m.re.groupindex else (linked.start, linked.end)
+                spans.add(linked, linked.start, linked.end, word)
 
 
 def _frames(text: str, spans: _Spans) -> None:
@@ -332,7 +337,7 @@ def _linked(text: str, m: re.Match[str], link: LinkRule) -> Mention | None:
 
 _HOLDER_PARTS = (
     re.compile(_POSSESSOR + rf"({_EN_REL}),?\s+({_NAME})$", re.I),
-    re.compile(rf"({_JA_REL})の({_JA_NAME}){_HONORIFIC}?$"),
+    re.compile(rf"({_JA_REL})の({_JA_NAME1}){_HONORIFIC}?$"),
 )
 _HOLDER_RELATION = (re.compile(_POSSESSOR + rf"({_EN_REL})$", re.I), re.compile(rf"({_JA_REL})$"))
 

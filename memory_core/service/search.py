@@ -295,12 +295,7 @@ async def with_relevance(
     if calibration is None or not hits:
         return list(hits)
     reworded = reworded or {}
-    reread = rest is not None
-    missing = [
-        h.record.id
-        for h in hits
-        if h.record.embedding is None and (reread or h.record.id in reworded or not h.breakdown.vector_score)
-    ]
+    missing = _without_vector(hits, rest is not None, reworded)
     stored: Mapping[str, MemoryRecord] = {}
     if missing and supports(store, BatchReader):
         stored = await cast(BatchReader, store).get_many(scope, missing)
@@ -315,6 +310,16 @@ async def with_relevance(
             hit = hit.model_copy(update={"relevance": value})
         found.append(hit)
     return found
+
+
+def _without_vector(hits: Sequence[SearchHit], reread: bool, reworded: Mapping[str, object]) -> list[str]:
+    """The ids of the hits whose stored vector :func:`with_relevance` reads: those that carry none,
+    when they are weighed against another wording (``reread``, ``reworded``) or have no vector score."""
+    return [
+        h.record.id
+        for h in hits
+        if h.record.embedding is None and (reread or h.record.id in reworded or not h.breakdown.vector_score)
+    ]
 
 
 def _relevance_to(
