@@ -58,7 +58,7 @@ ENTITY_RELEVANCE = 0.1
 #: How much lower a memory that names another person or pet, and none the query names, ranks.
 ELSEWHERE_RELEVANCE = 0.1
 #: Most rewordings of the query (each one more query embedding) a search weighs.
-MAX_REWRITES = 4
+MAX_REWRITES = 2
 
 
 @dataclass(frozen=True, slots=True)

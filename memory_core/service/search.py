@@ -25,6 +25,7 @@ from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.entity_search import (
     ELSEWHERE_RELEVANCE,
+    MAX_REWRITES,
     EntityLeg,
     with_entity_boost,
     with_entity_leg,
@@ -187,15 +188,45 @@ async def _by_relevance(
     question's cues (:func:`with_question_cues`)."""
     calibration, rest = calibration_for(embedder.name), without_time_words(request.query, asked)
     alone = (rest, (await embedder.embed_query(rest)).tolist()) if rest and calibration else None
-    reworded: dict[str, tuple[str, Sequence[float]]] = {}
-    if calibration is not None:
-        vectors = {text: (await embedder.embed_query(text)).tolist() for text in dict.fromkeys(leg.rewrites.values())}
-        reworded = {memory_id: (text, vectors[text]) for memory_id, text in leg.rewrites.items()}
     vector = cast(Sequence[float], request.vector)
-    found = await with_relevance(
-        store, request.scope, request.query, vector, hits, calibration, rest=alone, reworded=reworded
-    )
+    found = await with_relevance(store, request.scope, request.query, vector, hits, calibration, rest=alone)
+    found = await _reworded(store, embedder, request, found, calibration, leg)
     return with_question_cues(request.query, found)
+
+
+async def _reworded(
+    store: MemoryStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    hits: Sequence[SearchHit],
+    calibration: RelevanceCalibration | None,
+    leg: EntityLeg,
+) -> list[SearchHit]:
+    """The hits, each memory that names an entity of the query in other words and is less relevant
+    than the best hit as relevant as the better of that and its relevance to the query in its words
+    (``leg.rewrites``: one query embedding per distinct wording, at most
+    :data:`~memory_core.service.entity_search.MAX_REWRITES`; none when it already leads)."""
+    relevances = [h.relevance for h in hits if h.relevance is not None]
+    if calibration is None or not leg.rewrites or not relevances:
+        return list(hits)
+    best = max(relevances)
+    behind = [h for h in hits if h.record.id in leg.rewrites and h.relevance is not None and h.relevance < best]
+    texts = list(dict.fromkeys(leg.rewrites[h.record.id] for h in behind))[:MAX_REWRITES]
+    if not texts:
+        return list(hits)
+    vectors = {text: (await embedder.embed_query(text)).tolist() for text in texts}
+    reworded = {h.record.id: (t, vectors[t]) for h in behind if (t := leg.rewrites[h.record.id]) in vectors}
+    vector = cast(Sequence[float], request.vector)
+    again = await with_relevance(
+        store, request.scope, request.query, vector, [h for h in hits if h.record.id in reworded], calibration, reworded=reworded
+    )
+    better = {h.record.id: h.relevance for h in again if h.relevance is not None}
+    return [
+        h.model_copy(update={"relevance": max(h.relevance, better[h.record.id])})
+        if h.relevance is not None and h.record.id in better
+        else h
+        for h in hits
+    ]
 
 
 #: What a result says when nothing of the time its query names was found (the search ran without it).
