@@ -98,6 +98,17 @@ class EntityLeg:
         return frozenset(others)
 
 
+    def trailing(self, hits: Sequence[SearchHit]) -> dict[str, str]:
+        """The rewordings of the query worth weighing: those of the memories of :attr:`rewrites` that
+        are less relevant than the best hit, by memory id (at most :data:`MAX_REWRITES` texts)."""
+        best = max((h.relevance for h in hits if h.relevance is not None), default=None)
+        if best is None or not self.rewrites:
+            return {}
+        behind = [h.record.id for h in hits if h.record.id in self.rewrites and h.relevance is not None and h.relevance < best]
+        texts = list(dict.fromkeys(self.rewrites[i] for i in behind))[:MAX_REWRITES]
+        return {i: self.rewrites[i] for i in behind if self.rewrites[i] in texts}
+
+
 def asked_entities(query: str, names: Sequence[str] = ()) -> list[Mention]:
     """What ``query`` names that the entity index may know (people, pets, places, organisations),
     ``names`` (the scope's) read as names wherever they stand."""

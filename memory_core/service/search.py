@@ -25,7 +25,6 @@ from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.entity_search import (
     ELSEWHERE_RELEVANCE,
-    MAX_REWRITES,
     EntityLeg,
     with_entity_boost,
     with_entity_leg,
@@ -204,18 +203,13 @@ async def _reworded(
 ) -> list[SearchHit]:
     """The hits, each memory that names an entity of the query in other words and is less relevant
     than the best hit as relevant as the better of that and its relevance to the query in its words
-    (``leg.rewrites``: one query embedding per distinct wording, at most
-    :data:`~memory_core.service.entity_search.MAX_REWRITES`; none when it already leads)."""
-    relevances = [h.relevance for h in hits if h.relevance is not None]
-    if calibration is None or not leg.rewrites or not relevances:
+    (:meth:`~memory_core.service.entity_search.EntityLeg.trailing`: one query embedding per distinct
+    wording, at most :data:`~memory_core.service.entity_search.MAX_REWRITES`)."""
+    wanted = leg.trailing(hits) if calibration is not None else {}
+    if not wanted:
         return list(hits)
-    best = max(relevances)
-    behind = [h for h in hits if h.record.id in leg.rewrites and h.relevance is not None and h.relevance < best]
-    texts = list(dict.fromkeys(leg.rewrites[h.record.id] for h in behind))[:MAX_REWRITES]
-    if not texts:
-        return list(hits)
-    vectors = {text: (await embedder.embed_query(text)).tolist() for text in texts}
-    reworded = {h.record.id: (t, vectors[t]) for h in behind if (t := leg.rewrites[h.record.id]) in vectors}
+    vectors = {text: (await embedder.embed_query(text)).tolist() for text in dict.fromkeys(wanted.values())}
+    reworded = {memory_id: (text, vectors[text]) for memory_id, text in wanted.items()}
     vector = cast(Sequence[float], request.vector)
     again = await with_relevance(
         store, request.scope, request.query, vector, [h for h in hits if h.record.id in reworded], calibration, reworded=reworded
