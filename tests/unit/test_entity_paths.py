@@ -9,11 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory_core.domain.entities import Entity, known_names, matching, resolve
-from memory_core.domain.records import Scope
+from memory_core.domain.records import MemoryRecord, Scope
+from memory_core.domain.search import ScoreBreakdown, SearchHit
 from memory_core.language.entities import LINK_RULES, Mention, may_name, mentions
 from memory_core.language.entity_words import RELATION_WORDS, WIDER_RELATIONS, relation_words, same_relation
 from memory_core.language.topics import broad_request
 from memory_core.service.entity_forget import entity_trace
+from memory_core.service.entity_search import EntityLeg
+from memory_core.service.search import by_relevance_and_rank
 
 SCOPE = Scope(user_id="u1", agent_id="a1")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -172,3 +175,25 @@ def test_forget_by_entity_uses_a_relation_word_only_when_it_is_one_entitys() -> 
     assert linked == {"m2"} and "Sarah" in words and "friend" not in words
     linked, words = asyncio.run(entity_trace(index, SCOPE, "花子のことは全部忘れて"))  # type: ignore[arg-type]
     assert linked == {"m4"} and "花子" in words and "姉" in words
+
+
+def _hit(memory: str, relevance: float, memory_id: str) -> SearchHit:
+    record = MemoryRecord(id=memory_id, user_id="u1", agent_id="a1", memory=memory, created_at=T0, updated_at=T0)
+    return SearchHit(record=record, score=0.06, breakdown=ScoreBreakdown(relevance=0.06), relevance=relevance)
+
+
+def test_a_memory_of_someone_else_ranks_after_the_one_asked_for() -> None:
+    entities = _learn("My uncle Michael grows tomatoes.", "My friend Michelle grows orchids.")
+    michael = [e for e in entities if e.name == "Michael"]
+    leg = EntityLeg(tuple(mentions("What does Michael grow?")), tuple(michael), frozenset({"m1"}), names=tuple(known_names(entities)))
+    hits = [_hit("My friend Michelle grows orchids.", 0.80, "m2"), _hit("My uncle Michael grows tomatoes.", 0.72, "m1")]
+    assert leg.elsewhere(hits) == {"m2"}
+    ordered = by_relevance_and_rank(hits, elsewhere=leg.elsewhere(hits))
+    assert [h.record.id for h in ordered] == ["m1", "m2"]
+
+
+def test_only_the_trailing_memories_are_weighed_in_their_words() -> None:
+    leg = EntityLeg(rewrites={"m1": "Where does my cat drink?", "m3": "Where does my cat sleep?"})
+    hits = [_hit("My cat Pepper is a grey tabby.", 0.65, "m2"), _hit("My cat only drinks from the tap.", 0.43, "m1"), _hit("x", 0.9, "m3")]
+    assert leg.trailing(hits) == {"m1": "Where does my cat drink?"}
+    assert leg.trailing([_hit("My cat only drinks from the tap.", 0.9, "m1")]) == {}
