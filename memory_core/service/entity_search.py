@@ -97,7 +97,6 @@ class EntityLeg:
                 others.add(hit.record.id)
         return frozenset(others)
 
-
     def trailing(self, hits: Sequence[SearchHit]) -> dict[str, str]:
         """The rewordings of the query worth weighing: those of the memories of :attr:`rewrites` that
         are less relevant than the best hit, by memory id (at most :data:`MAX_REWRITES` texts)."""
