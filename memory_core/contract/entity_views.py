@@ -36,7 +36,7 @@ class EntityView(BaseModel):
     agent_id: str
     kind: str = Field(description="`person`, `pet`, `place` or `org`")
     name: str | None = Field(description="The name as first written (`null` while only the relation is known)")
-    relation: str | None = Field(description="The relation to the user (`sister`, `dog`...), one key in every language")
+    relation: str | None = Field(description="The relation to the user (`sister`, `dog`...), one key in every language, or a path through another entity (`sister.spouse`)")
     aliases: list[str]
     first_mentioned: datetime
     last_mentioned: datetime

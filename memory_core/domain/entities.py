@@ -10,6 +10,12 @@ Merge rules (:func:`resolve`), per scope and kind:
 3. A relation alone is the entity of that relation last mentioned ("my sister", 「姉」).
 4. Anything else is a new entity.
 
+A mention whose relation is relative to another entity (:attr:`~memory_core.language.entities.Mention.of`:
+"Ana is married to Tom") takes the relation path through that entity (Ana is the sister: Tom is
+``sister.spouse``), or no relation when that entity's relation to the user is unknown. Relations
+and paths compare as :func:`~memory_core.language.entity_words.same_relation` compares them (a
+``sister.husband`` asked finds the ``sister.spouse`` known).
+
 An entity's id comes from its scope, kind and first key (its name, else its relation), so a replayed
 turn finds the same ids.
 """
@@ -23,13 +29,20 @@ from datetime import datetime
 
 from memory_core.domain.records import Scope
 from memory_core.language.entities import KINDS, Mention, name_key
+from memory_core.language.entity_words import PATH_SEPARATOR, path_steps, same_relation
 
 __all__ = [
+    "MAX_PATH_STEPS",
     "Entity",
     "entity_id",
+    "known_names",
     "matching",
     "resolve",
+    "with_path",
 ]
+
+#: The most steps a relation path takes (``sister.spouse.son``): a longer one is not kept.
+MAX_PATH_STEPS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +95,32 @@ def entity_id(scope: Scope, kind: str, key: str) -> str:
     return f"ent_{digest[:24]}"
 
 
+def known_names(known: Iterable[Entity]) -> list[str]:
+    """The names and aliases of ``known`` (what :func:`~memory_core.language.entities.mentions`
+    reads as names wherever they stand in a later text of the scope)."""
+    return list(dict.fromkeys(n for e in known for n in (e.name, *e.aliases) if n))
+
+
+def with_path(mention: Mention, known: Iterable[Entity]) -> Mention:
+    """``mention`` with its relation to the user: a relation relative to another entity (``of``)
+    becomes the path through that entity's relation (the entity it means that has one, newest
+    first), else no relation; a mention without ``of`` as it is."""
+    if mention.of is None:
+        return mention
+    holders = [e for e in matching(mention.of, known) if e.relation]
+    path = None
+    if holders and mention.relation:
+        path = f"{holders[0].relation}{PATH_SEPARATOR}{mention.relation}"
+        if len(path_steps(path)) > MAX_PATH_STEPS:
+            path = None
+    return replace(mention, relation=path, of=None)
+
+
 def matching(mention: Mention, known: Iterable[Entity]) -> list[Entity]:
     """The entities ``mention`` may mean (for a search: nothing is created): by name (any kind when the
-    mention guessed the kind), else every entity of its relation, newest first."""
+    mention guessed the kind), else every entity of its relation (or path), newest first."""
     candidates = list(known)
+    mention = with_path(mention, candidates)
     key = mention.key
     if key is not None:
         named = [e for e in candidates if e.named(key)]
@@ -95,7 +130,7 @@ def matching(mention: Mention, known: Iterable[Entity]) -> list[Entity]:
             return []
     if mention.relation is None:
         return []
-    related = [e for e in candidates if e.relation == mention.relation and (key is None or e.name is None)]
+    related = [e for e in candidates if same_relation(e.relation, mention.relation) and (key is None or e.name is None)]
     return sorted(related, key=lambda e: e.last_mentioned, reverse=True)
 
 
@@ -116,12 +151,13 @@ def resolve(
     """
     entities = {e.id: e for e in known}
     changed: dict[str, Entity] = {}
-    named: list[str] = []
-    for mention in mentions:
-        entity = _resolved(scope, mention, list(entities.values()), at)
+    at_start: list[tuple[int, str]] = []
+    # A relation of another entity is resolved once that entity is ("Ravi is Priya's son").
+    for mention in sorted(mentions, key=lambda m: m.of is not None):
+        entity = _resolved(scope, with_path(mention, entities.values()), list(entities.values()), at)
         entities[entity.id] = changed[entity.id] = entity
-        if entity.id not in named:
-            named.append(entity.id)
+        at_start.append((mention.start, entity.id))
+    named = list(dict.fromkeys(entity_id for _, entity_id in sorted(at_start, key=lambda p: p[0])))
     return list(changed.values()), named
 
 

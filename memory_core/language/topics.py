@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_core.language.entity_words import ONE_KANJI_NOUNS
 from memory_core.language.relations import RELATIONS, tells
 
 __all__ = [
@@ -120,7 +121,7 @@ _NOT_NAMES = frozenset({"My", "The", "That", "This", "What", "Everything", "All"
 #: "everything about Alex", 「タクヤのこと(は全部)」: a name the request is about.
 _ABOUT_NAME = re.compile(
     r"\babout ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b|"
-    r"(?<![\u30a0-\u30ff\u4e00-\u9fff])([\u30a0-\u30ff]{2,}|[\u4e00-\u9fff]{2,3})(?:さん|くん|君|ちゃん|様|部長|課長|先生)?の(?:こと|話)"
+    r"(?<![\u30a0-\u30ff\u4e00-\u9fff])([\u30a0-\u30ff]{2,}|[\u4e00-\u9fff]{1,3})(?:さん|くん|君|ちゃん|様|部長|課長|先生)?の(?:こと|話)"
 )
 _BROAD = re.compile(r"\b(?:everything|all|anything)\b|全部|すべて|全て|ぜんぶ|のこと|の話|について", re.I)
 #: The name a memory gives a person it names by a relation ("my ex, Jordan", 「元彼のタクヤ」).
@@ -173,6 +174,17 @@ class BroadRequest:
         return about and (not self.past or _PAST_STATEMENT.search(text) is not None)
 
 
+def _about_name(request: str) -> str | None:
+    """The name a broad request is about ("everything about Alex", 「誠のことは全部」), never a single
+    kanji that is a common word (前, 車, 昔: 「前の話は全部忘れて」 names no one)."""
+    match = _ABOUT_NAME.search(request)
+    if match is None or not _BROAD.search(request):
+        return None
+    name = next(g for g in match.groups() if g)
+    one_kanji_word = len(name) == 1 and (name in ONE_KANJI_NOUNS or name in PAST_QUALIFIERS)
+    return None if one_kanji_word else name
+
+
 def broad_request(request: str) -> BroadRequest:
     """What a forget request names as a whole: a kind of information (:data:`TOPICS`: its words and the
     statements of its relations), a person by name or by a relation (whose name is then read from the
@@ -180,9 +192,9 @@ def broad_request(request: str) -> BroadRequest:
     kind of information."""
     topics = [topic for topic in TOPICS if topic.asked.search(request)]
     terms: list[str] = [word for topic in topics for word in topic.words]
-    match = _ABOUT_NAME.search(request)
-    if match and _BROAD.search(request):
-        terms.append(next(g for g in match.groups() if g))
+    about = _about_name(request)
+    if about:
+        terms.append(about)
     bare = _BARE_NAME.match(request.strip())
     if bare and next(g for g in bare.groups() if g) not in _NOT_NAMES:
         terms.append(next(g for g in bare.groups() if g))

@@ -23,7 +23,12 @@ from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
-from memory_core.service.entity_search import with_entity_boost, with_entity_leg
+from memory_core.service.entity_search import (
+    ELSEWHERE_RELEVANCE,
+    EntityLeg,
+    with_entity_boost,
+    with_entity_leg,
+)
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
 from memory_core.service.speakers import SPEAKER_RELEVANCE, speaker_asked, speakers_of
@@ -146,12 +151,12 @@ async def search(
     wider = candidates(opts, asked, query, ranked=ranked, cue=cue)
     result, hits = await search_in_time(store, SearchRequest(scope, query, vector, wider), asked, window_rule)
     entity_request = SearchRequest(scope, asked.text, vector, wider.model_copy(update={"as_of": asked.as_of}))
-    hits, named = await with_entity_leg(store, entity_request, hits, ranked=ranked)
+    hits, leg = await with_entity_leg(store, entity_request, hits, ranked=ranked)
     if ranked:
         hits = discounted(hits, CUES if cue else [c for c in CUES if c.name != "archived"])
     if vector is not None:
-        hits = await _by_relevance(store, embedder, SearchRequest(scope, query, vector, opts), hits, asked)
-        hits = with_entity_boost(hits, named)
+        hits = await _by_relevance(store, embedder, SearchRequest(scope, query, vector, opts), hits, asked, leg)
+        hits = with_entity_boost(hits, leg.credited)
         if ranked:
             hits = by_relevance_and_rank(
                 hits,
@@ -159,6 +164,7 @@ async def search(
                 ended_at=ended_at(asked, opts, now),
                 when=asks_when(query),
                 speaker=speaker_asked(query, hits),
+                elsewhere=leg.elsewhere(hits),
             )
     hits = hits[: opts.top] if opts.kind is MemoryKind.FACT else facts_first(hits, opts.top)
     if opts.min_score is not None:
@@ -189,15 +195,49 @@ async def _by_relevance(
     request: SearchRequest,
     hits: Sequence[SearchHit],
     asked: TimeAsked,
+    leg: EntityLeg,
 ) -> list[SearchHit]:
     """The hits with their relevance to the query (:func:`with_relevance`; for a query that names a
     time, the better of the whole query's and that of its words without the time words: those name the
-    memories' time, not what they say) and the question's cues (:func:`with_question_cues`)."""
+    memories' time, not what they say; for a memory that names an entity the query names in other
+    words, the better of the query's and that of the query in its words, ``leg.rewrites``) and the
+    question's cues (:func:`with_question_cues`)."""
     calibration, rest = calibration_for(embedder.name), without_time_words(request.query, asked)
     alone = (rest, (await embedder.embed_query(rest)).tolist()) if rest and calibration else None
     vector = cast(Sequence[float], request.vector)
     found = await with_relevance(store, request.scope, request.query, vector, hits, calibration, rest=alone)
+    found = await _reworded(store, embedder, request, found, calibration, leg)
     return with_question_cues(request.query, found)
+
+
+async def _reworded(
+    store: MemoryStore,
+    embedder: Embedder,
+    request: SearchRequest,
+    hits: Sequence[SearchHit],
+    calibration: RelevanceCalibration | None,
+    leg: EntityLeg,
+) -> list[SearchHit]:
+    """The hits, each memory that names an entity of the query in other words and is less relevant
+    than the best hit as relevant as the better of that and its relevance to the query in its words
+    (:meth:`~memory_core.service.entity_search.EntityLeg.trailing`: one query embedding per distinct
+    wording, at most :data:`~memory_core.service.entity_search.MAX_REWRITES`)."""
+    wanted = leg.trailing(hits) if calibration is not None else {}
+    if not wanted:
+        return list(hits)
+    vectors = {text: (await embedder.embed_query(text)).tolist() for text in dict.fromkeys(wanted.values())}
+    reworded = {memory_id: (text, vectors[text]) for memory_id, text in wanted.items()}
+    vector = cast(Sequence[float], request.vector)
+    again = await with_relevance(
+        store, request.scope, request.query, vector, [h for h in hits if h.record.id in reworded], calibration, reworded=reworded
+    )
+    better = {h.record.id: h.relevance for h in again if h.relevance is not None}
+    return [
+        h.model_copy(update={"relevance": max(h.relevance, better[h.record.id])})
+        if h.relevance is not None and h.record.id in better
+        else h
+        for h in hits
+    ]
 
 
 #: What a result says when nothing of the time its query names was found (the search ran without it).
@@ -286,19 +326,18 @@ async def with_relevance(
     calibration: RelevanceCalibration | None,
     *,
     rest: tuple[str, Sequence[float]] | None = None,
+    reworded: Mapping[str, tuple[str, Sequence[float]]] | None = None,
 ) -> list[SearchHit]:
     """The hits with their relevance (:mod:`memory_core.domain.relevance`): the cosine of the query's
     vector and each memory's, from the vector leg's score (``1 / (2 - cosine)``) when the hit has one,
     else from the stored vector, read in one batch (Azure AI Search's hybrid query gives no score per
     leg). With ``rest`` (the query without its time words and its vector, :func:`without_time_words`),
-    a memory whose stored vector is known is as relevant as the better of the two."""
+    a memory whose stored vector is known is as relevant as the better of the two; so is a memory of
+    ``reworded`` (by id: the query in its words and that text's vector, :class:`EntityLeg`)."""
     if calibration is None or not hits:
         return list(hits)
-    missing = [
-        h.record.id
-        for h in hits
-        if h.record.embedding is None and (rest is not None or not h.breakdown.vector_score)
-    ]
+    reworded = reworded or {}
+    missing = _without_vector(hits, rest is not None, reworded)
     stored: Mapping[str, MemoryRecord] = {}
     if missing and supports(store, BatchReader):
         stored = await cast(BatchReader, store).get_many(scope, missing)
@@ -308,12 +347,33 @@ async def with_relevance(
         cosine = cosine_similarity(vector, embedding, hit.breakdown.vector_score)
         if cosine is not None:
             value = relevance(cosine, query, hit.record.memory, calibration)
-            if rest is not None and embedding is not None:
-                cosine = cast(float, cosine_similarity(rest[1], embedding, None))
-                value = max(value, relevance(cosine, rest[0], hit.record.memory, calibration))
+            others = [o for o in (rest, reworded.get(hit.record.id)) if o is not None]
+            value = max([value, *_relevance_to(others, embedding, hit.record.memory, calibration)])
             hit = hit.model_copy(update={"relevance": value})
         found.append(hit)
     return found
+
+
+def _without_vector(hits: Sequence[SearchHit], reread: bool, reworded: Mapping[str, object]) -> list[str]:
+    """The ids of the hits whose stored vector :func:`with_relevance` reads: those that carry none,
+    when they are weighed against another wording (``reread``, ``reworded``) or have no vector score."""
+    return [
+        h.record.id
+        for h in hits
+        if h.record.embedding is None and (reread or h.record.id in reworded or not h.breakdown.vector_score)
+    ]
+
+
+def _relevance_to(
+    queries: Sequence[tuple[str, Sequence[float]]],
+    embedding: Sequence[float] | None,
+    memory: str,
+    calibration: RelevanceCalibration,
+) -> list[float]:
+    """The relevance of a memory (its stored vector: none without one) to each other wording of the query."""
+    if embedding is None:
+        return []
+    return [relevance(cast(float, cosine_similarity(v, embedding, None)), text, memory, calibration) for text, v in queries]
 
 
 def with_question_cues(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
@@ -365,6 +425,7 @@ def by_relevance_and_rank(
     ended_at: datetime | None = None,
     when: bool = False,
     speaker: str | None = None,
+    elsewhere: frozenset[str] = frozenset(),
 ) -> list[SearchHit]:
     """The hits ordered by :data:`RELEVANCE_WEIGHT` of their relevance and the rest of their rank score
     (relative to the best one), when every hit has a relevance (else as they are). A memory that says
@@ -375,7 +436,10 @@ def by_relevance_and_rank(
     (``when``), a memory that states when it happened counts :data:`WHEN_RELEVANCE` more (its shown
     relevance is not changed, so the relevance floor still silences what answers nothing), and so does
     a memory said by ``speaker``, the one person the question names
-    (:func:`~memory_core.service.speakers.speaker_asked`) by :data:`SPEAKER_RELEVANCE`."""
+    (:func:`~memory_core.service.speakers.speaker_asked`) by :data:`SPEAKER_RELEVANCE`; a memory of
+    ``elsewhere`` (it names another person or pet than those the query names,
+    :meth:`~memory_core.service.entity_search.EntityLeg.elsewhere`) counts
+    :data:`~memory_core.service.entity_search.ELSEWHERE_RELEVANCE` less."""
     if not hits or any(h.relevance is None for h in hits):
         return list(hits)
     best = max(h.score for h in hits) or 1.0
@@ -391,6 +455,8 @@ def by_relevance_and_rank(
             relevance += WHEN_RELEVANCE
         if speaker is not None and speaker in speakers_of(hit.record):
             relevance += SPEAKER_RELEVANCE
+        if hit.record.id in elsewhere:
+            relevance -= ELSEWHERE_RELEVANCE
         return -(RELEVANCE_WEIGHT * relevance + (1.0 - RELEVANCE_WEIGHT) * hit.score / best)
 
     return sorted(hits, key=key)

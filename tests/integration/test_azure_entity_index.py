@@ -186,6 +186,10 @@ def test_both_stores_give_the_same_text_the_same_entities(tmp_path: Path) -> Non
         "姉の花子は東京に住んでいる。",
         "同僚の田中さんは猫が好き。",
         "My dog Rex is old.",
+        "My brother Luis is married to Carmen.",  # a relation of another entity: sister.spouse
+        "Carmen restores old pianos.",  # a name the scope knows, without a frame
+        "兄の健一には陽菜という娘がいる。",
+        "陽菜は大阪の大学に通っている。",
     ]
     records = [record(f"m{i}", text) for i, text in enumerate(texts)]
 
@@ -216,6 +220,7 @@ def test_both_stores_give_the_same_text_the_same_entities(tmp_path: Path) -> Non
 
     expected = asyncio.run(embedded())
     assert len(expected[0]) >= 7 and ("person", "Ana", "sister") in [e[1:] for e in expected[1]]
+    assert {("person", "Carmen", "brother.spouse"), ("person", "陽菜", "brother.daughter")} <= {e[1:] for e in expected[0]}
 
     async def scenario(store: AzureSearchMemoryStore, service: FakeSearchService, transport: CapturingTransport) -> None:
         assert await write(store) == expected

@@ -1026,9 +1026,10 @@ def test_filter_compiler_rejects_unknown_fields_and_operators() -> None:
 def test_upsert_sends_upload_actions_field_by_field() -> None:
     record = make_record(expires_at=NOW + timedelta(days=30))
     bare = make_record("m2", embedding=None, last_accessed_at=None, metadata={})
-    transport = CapturingTransport([index_result(("m1", 201), ("m2", 200))])
+    # First the read of the scope's entities (a Japanese text may name a name the scope knows).
+    transport = CapturingTransport([search_response(), index_result(("m1", 201), ("m2", 200))])
     run(make_store(transport).upsert([record, bare]))
-    body = check_request(transport.requests[0], "POST", INDEX_DOCS)
+    body = check_request(transport.requests[1], "POST", INDEX_DOCS)
     assert_documents_fit_index(body)
     assert body["value"] == [
         {
@@ -1105,13 +1106,14 @@ def test_upsert_batches_at_most_1000_actions() -> None:
     records = [make_record(f"m{i:04d}", embedding=None) for i in range(2001)]
     transport = CapturingTransport(
         [
+            search_response(),  # the read of the scope's entities
             index_result(*[(r.id, 200) for r in records[:1000]]),
             index_result(*[(r.id, 200) for r in records[1000:2000]]),
             index_result((records[2000].id, 200)),
         ]
     )
     run(make_store(transport).upsert(records))
-    sizes = [len(check_request(r, "POST", INDEX_DOCS)["value"]) for r in transport.requests]
+    sizes = [len(check_request(r, "POST", INDEX_DOCS)["value"]) for r in transport.requests[1:]]
     assert sizes == [1000, 1000, 1]
 
 
@@ -1148,7 +1150,7 @@ def test_get_returns_none_when_missing_or_in_another_scope() -> None:
 
 def test_merge_sends_only_the_changed_fields() -> None:
     record = make_record()
-    transport = CapturingTransport([json_response(200, to_document(record)), index_result(("m1", 200))])
+    transport = CapturingTransport([json_response(200, to_document(record)), search_response(), index_result(("m1", 200))])
     later = NOW + timedelta(minutes=5)
     updated = run(
         make_store(transport).merge(
@@ -1160,7 +1162,7 @@ def test_merge_sends_only_the_changed_fields() -> None:
     assert updated == record.without_embedding().model_copy(
         update={"memory": "紅茶も好き", "importance": 0.9, "updated_at": later, "metadata": {"k": "v"}}
     )
-    body = check_request(transport.requests[1], "POST", INDEX_DOCS)
+    body = check_request(transport.requests[2], "POST", INDEX_DOCS)
     assert_documents_fit_index(body)
     assert body == {
         "value": [
@@ -1492,14 +1494,15 @@ def test_207_retries_only_the_failed_document_then_succeeds() -> None:
     sleep = SleepRecorder()
     transport = CapturingTransport(
         [
+            search_response(),  # the read of the scope's entities
             index_result(("m1", 200), ("m2", 503, "Service busy"), ("m3", 201)),
             index_result(("m2", 200)),
         ]
     )
     records = [make_record("m1"), make_record("m2"), make_record("m3")]
     run(make_store(transport, sleep).upsert(records))
-    first = check_request(transport.requests[0], "POST", INDEX_DOCS)
-    retry = check_request(transport.requests[1], "POST", INDEX_DOCS)
+    first = check_request(transport.requests[1], "POST", INDEX_DOCS)
+    retry = check_request(transport.requests[2], "POST", INDEX_DOCS)
     assert [a["id"] for a in first["value"]] == ["m1", "m2", "m3"]
     assert retry["value"] == [first["value"][1]]
     assert sleep.calls == [0.5]
@@ -1507,27 +1510,27 @@ def test_207_retries_only_the_failed_document_then_succeeds() -> None:
 
 def test_207_permanent_failure_is_reported_not_dropped() -> None:
     transport = CapturingTransport(
-        [index_result(("m1", 200), ("m2", 400, "The field 'importance' has an invalid value"))]
+        [search_response(), index_result(("m1", 200), ("m2", 400, "The field 'importance' has an invalid value"))]
     )
     with pytest.raises(PartialWriteError) as caught:
         run(make_store(transport).upsert([make_record("m1"), make_record("m2")]))
     assert [(f.key, f.status_code) for f in caught.value.failures] == [("m2", 400)]
     assert "m2" in str(caught.value) and "invalid value" in str(caught.value)
     assert isinstance(caught.value, PermanentError)
-    assert len(transport.requests) == 1
+    assert len(transport.requests) == 2  # the read of the scope's entities, and the write
 
 
 def test_207_retryable_failure_that_persists_is_transient() -> None:
     sleep = SleepRecorder()
     transport = CapturingTransport(
-        [index_result(("m1", 200), ("m2", 409, "Version conflict"))]
+        [search_response(), index_result(("m1", 200), ("m2", 409, "Version conflict"))]
         + [index_result(("m2", 422, "Busy")) for _ in range(2)]
     )
     with pytest.raises(RetryablePartialWriteError) as caught:
         run(make_store(transport, sleep).upsert([make_record("m1"), make_record("m2")]))
     assert isinstance(caught.value, TransientError)
     assert [(f.key, f.status_code) for f in caught.value.failures] == [("m2", 422)]
-    assert len(transport.requests) == 3
+    assert len(transport.requests) == 4
     assert sleep.calls == [0.5, 1.0]
 
 
@@ -1557,7 +1560,7 @@ def test_repeated_429_becomes_a_transient_error() -> None:
 def test_503_is_retried_with_backoff() -> None:
     sleep = SleepRecorder()
     transport = CapturingTransport(
-        [json_response(503, {"error": {"code": "Unavailable", "message": "down"}}), index_result(("m1", 200))]
+        [search_response(), json_response(503, {"error": {"code": "Unavailable", "message": "down"}}), index_result(("m1", 200))]
     )
     run(make_store(transport, sleep).upsert([make_record()]))
     assert sleep.calls == [0.5]

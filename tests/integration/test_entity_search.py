@@ -34,6 +34,10 @@ MEMORIES: list[tuple[Scope, str, str]] = [
     (JA, "yumi", "由美さんは週末にテニスをする。"),
     (JA, "shigoto", "私の仕事はエンジニアです。"),
     (JA, "neko", "うちの猫のミケは魚が好き。"),
+    (EN, "married", "My brother Luis is married to Carmen."),
+    (EN, "carmen", "Carmen restores old pianos in her workshop."),
+    (JA, "ani", "兄の健一は札幌に住んでいる。"),
+    (JA, "kenichi", "健一は釣りが大好きだ。"),
 ]
 
 
@@ -97,3 +101,13 @@ def test_the_hit_says_what_the_entity_leg_added(store) -> None:  # type: ignore[
     added = {h.record.id: h.breakdown.functions.get("entity", 0.0) for h in result.hits}
     assert added["mei-job"] > 0  # it names her otherwise: the leg brings it
     assert added["wife"] == 0.0  # it says "wife": the words already found it
+
+
+def test_a_two_step_question_follows_the_relation_path(store) -> None:  # type: ignore[no-untyped-def]
+    assert run(ids(store, EN, "What does my brother's wife restore?", top=1)) == ["carmen"]
+
+
+def test_a_known_name_without_a_frame_is_linked_and_found_by_relation(store) -> None:  # type: ignore[no-untyped-def]
+    entities = {e.name: e.relation for e in run(store.entities(JA))}
+    assert entities["健一"] == "brother"
+    assert "kenichi" in run(ids(store, JA, "兄の趣味は？", top=2))

@@ -30,10 +30,10 @@ from typing import Any
 
 from memory_core.adapters.azure import odata
 from memory_core.adapters.azure.index_requests import MAX_PAGE, IndexRequests
-from memory_core.domain.entities import Entity, matching, resolve
+from memory_core.domain.entities import Entity, known_names, matching, resolve
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.errors import ValidationError
-from memory_core.language.entities import Mention, mentions
+from memory_core.language.entities import Mention, may_name, mentions
 
 __all__ = [
     "ENTITIES_JSON",
@@ -195,8 +195,8 @@ class ScopeEntities:
         return list(self._named.get(memory_id, []))
 
     def index(self, record: MemoryRecord, named: Sequence[Mention] | None = None) -> None:
-        """Resolve what ``record`` names (``named``: its mentions, when already read); the scope's
-        entities are then as they are once it is written.
+        """Resolve what ``record`` names (``named``: its mentions, when already read; else read with
+        the names the scope knows); the scope's entities are then as they are once it is written.
 
         A memory whose document already holds its text keeps the entities it names (a replay writes
         what one delivery did); a deleted one names nothing. Mentions are resolved against the scope's
@@ -207,7 +207,7 @@ class ScopeEntities:
             return
         if record.id in self._named and self._texts.get(record.id) == record.memory:
             return
-        said = mentions(record.memory) if named is None else named
+        said = mentions(record.memory, known_names(self.entities())) if named is None else named
         entities: list[Entity] = []
         if said:
             changed, ids = resolve(self.scope, said, self.entities(), record.updated_at)
@@ -277,16 +277,19 @@ async def fields_of(
     now (:meth:`ScopeEntities.settle`; only when a write taught an entity a name or a relation).
 
     One read of a scope's entities per call (:func:`read_scope`), and none for a scope where no
-    record that is not deleted names anything.
+    record that is not deleted names anything or may name a name the scope knows
+    (:func:`~memory_core.language.entities.may_name`): its texts are read with the scope's names.
     """
-    said = {r.id: [] if r.status is MemoryStatus.DELETED else mentions(r.memory) for r in records}
+    said = {
+        r.id: r.status is not MemoryStatus.DELETED and (bool(mentions(r.memory)) or may_name(r.memory)) for r in records
+    }
     fields: dict[str, dict[str, Any]] = {}
     renamed: list[dict[str, Any]] = []
     for scope in dict.fromkeys(r.scope for r in records):
         mine = [r for r in records if r.scope == scope]
         index = await read_scope(requests, scope) if any(said[r.id] for r in mine) else ScopeEntities(scope, [])
         for record in mine:
-            index.index(record, said[record.id])
+            index.index(record)
         settled = index.settle()
         fields.update({r.id: entity_fields(index.named_by(r.id)) for r in mine})
         for memory_id in settled:

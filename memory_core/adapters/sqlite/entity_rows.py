@@ -1,7 +1,8 @@
 """The embedded store's entity index: the ``entities`` of each scope and the ``entity_mentions`` that link
 them to the memories that name them, written in the same transaction as the memory.
 
-Every write of a memory re-reads its text (:func:`index_memory`): its old mentions go, the entities its
+Every write of a memory re-reads its text (:func:`index_memory`), with the names the scope already
+knows (so "Luis" alone is the Luis of "my brother Luis"): its old mentions go, the entities its
 text names are resolved against the scope's (:func:`~memory_core.domain.entities.resolve`) and linked;
 a deleted memory names nothing. An entity no memory names any more is removed with its last mention,
 so a forgotten person leaves no name behind.
@@ -14,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from memory_core.domain.entities import Entity, matching, resolve
+from memory_core.domain.entities import Entity, known_names, matching, resolve
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
 from memory_core.language.entities import Mention, mentions
 
@@ -86,9 +87,10 @@ def index_memory(conn: sqlite3.Connection, record: MemoryRecord) -> None:
     key = (scope.user_id, scope.agent_id, record.id)
     before = {str(r[0]) for r in conn.execute(f"SELECT entity_id FROM entity_mentions WHERE {where}", key)}  # noqa: S608
     conn.execute(f"DELETE FROM entity_mentions WHERE {where}", key)  # noqa: S608
-    named = [] if record.status is MemoryStatus.DELETED else mentions(record.memory)
+    known = [] if record.status is MemoryStatus.DELETED else entities(conn, scope)
+    named = [] if record.status is MemoryStatus.DELETED else mentions(record.memory, known_names(known))
     if named:
-        changed, ids = resolve(scope, named, entities(conn, scope), record.updated_at)
+        changed, ids = resolve(scope, named, known, record.updated_at)
         conn.executemany(
             f"INSERT OR REPLACE INTO entities ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             [_row(e) for e in changed],
