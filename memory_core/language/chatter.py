@@ -1,5 +1,5 @@
 """Chatter: what is said in a conversation without saying anything to remember (greetings, thanks,
-acknowledgements, reactions, questions, log and tool lines, heartbeats), Japanese and English."""
+acknowledgements, reactions, farewells, questions, log and tool lines, heartbeats), Japanese and English."""
 
 from __future__ import annotations
 
@@ -68,6 +68,22 @@ _REACTION = re.compile(
     r"お大事に)(?:だった|でした|だ|です)?(?:ね|な|よ|ねえ|ですね|だね|じゃん)*$",
     re.IGNORECASE,
 )
+#: Gratitude and farewells, however long ("Your support means a lot to me", "I really appreciate your
+#: help", "Thanks for always being there", "Take care!", "Talk to you soon", 「気をつけてね」,
+#: 「本当に助かりました」): the conversation's manners.
+_MANNERS = re.compile(
+    r"^(?:(?:your|ur) (?:\w+ ){0,3}(?:means?|meant) (?:so much|a lot|the world|everything)(?: to me)?|"
+    r"(?:that|this|it) (?:really )?means (?:so much|a lot|the world|everything)(?: to me)?|"
+    r"i (?:really |truly )?appreciate (?:it|that|this|you|your \w+(?: \w+){0,3})|"
+    r"(?:you'?re|you are) (?:the best|a star|a lifesaver|so kind|so sweet|too kind|very kind)|"
+    r"(?:thanks|thank you) (?:so much |a lot )?for (?:\w+ ){0,5}\w+|"
+    r"i'?ll (?:definitely )?(?:keep|bear) (?:that|it|this) in mind|"
+    r"take care|talk (?:to you )?(?:soon|later)|catch you later|see (?:you|ya)(?: soon| later| then| around)?|"
+    r"have a (?:great|good|nice|lovely) (?:day|one|night|evening|week|weekend)|likewise|you too|"
+    r"(?:本当に|ほんとに|とても)?(?:助かりました|助かった|助かります|感謝しています|感謝してます|"
+    r"気をつけて(?:ね)?|じゃあね|ではまた|また今度|またよろしく(?:ね|お願いします)?))(?:\s*,\s*\w+)?$",
+    re.IGNORECASE,
+)
 #: An interjection before a reaction ("Wow, that's cool!", "Aww, that's adorable!").
 _INTERJECTION = re.compile(r"^(?:wow|oh|aw+|ooh|omg|yay|whoa|haha+|hey)\W+", re.IGNORECASE)
 #: Remarks on the weather ("hot today, huh", 「今日も暑いね」): the conversation's manners.
@@ -102,9 +118,9 @@ _NO_WORDS = re.compile(r"^[\W_]*$")
 
 
 def is_chatter_sentence(sentence: str) -> bool:
-    """Whether one sentence says nothing to remember: manners (greetings, thanks, the weather), an
-    acknowledgement, a reaction to what the other said, a question, a task about a given text, or
-    symbols alone."""
+    """Whether one sentence says nothing to remember: manners (greetings, thanks, gratitude, farewells,
+    the weather), an acknowledgement, a reaction to what the other said, a question, a task about a
+    given text, or symbols alone."""
     core = TRAILING_PUNCTUATION.sub("", LEADING_MARKERS_EN.sub("", sentence.strip())).strip()
     if not core or _NO_WORDS.match(core):
         return True
@@ -113,7 +129,10 @@ def is_chatter_sentence(sentence: str) -> bool:
     bare = LEADING_MARKERS_EN.sub("", sentence.strip())
     short = len(core) <= 16 if JAPANESE_SCRIPT.search(core) else len(core.split()) <= 6
     whole = TRAILING_PUNCTUATION.sub("", sentence.strip())
-    if _WEATHER.match(core) or _TASK.match(bare) or _REACTION.match(_INTERJECTION.sub("", core).strip()):
+    if _WEATHER.match(core) or _TASK.match(bare):
+        return True
+    said = _INTERJECTION.sub("", core).strip()
+    if _REACTION.match(said) or _MANNERS.match(said):
         return True
     return bool(SMALL_TALK.search(bare) and short) or any(_ACKNOWLEDGEMENT.match(t) for t in (core, whole))
 

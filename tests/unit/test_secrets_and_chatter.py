@@ -86,6 +86,14 @@ def test_a_turn_message_never_holds_a_secret() -> None:
         "それは素敵だね！",
         "おめでとうございます！",
         "大変だったね",
+        # gratitude and farewells
+        "Thanks, Evan! Your support means a lot to me.",
+        "Thanks for always being there. I really appreciate it.",
+        "Take care, bye!",
+        "Me too. Talk to you soon!",
+        "Have a great day!",
+        "本当に助かりました！",
+        "気をつけてね",
     ],
 )
 def test_chatter(text: str) -> None:
@@ -108,6 +116,9 @@ def test_chatter(text: str) -> None:
         "That is so hard for me because I have a bad knee.",
         "I love it here in Osaka.",
         "よかった、明日は休みだ",
+        "Take care of my plants while I'm in Osaka next week.",
+        "I appreciate quiet hotels.",
+        "Thanks for asking, I moved to Kyoto last month.",
     ],
 )
 def test_statements_are_not_chatter(text: str) -> None:
