@@ -281,7 +281,7 @@ async def fields_of(
     (:func:`~memory_core.language.entities.may_name`): its texts are read with the scope's names.
     """
     said = {
-        r.id: r.status is not MemoryStatus.DELETED and (bool(mentions(r.memory)) or may_name(r.memory)) for r in records
+        r.id: r.status is not MemoryStatus.DELETED and (may_name(r.memory) or bool(mentions(r.memory))) for r in records
     }
     fields: dict[str, dict[str, Any]] = {}
     renamed: list[dict[str, Any]] = []

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from memory_core.domain.entities import Entity, known_names, matching, resolve
 from memory_core.domain.records import MemoryRecord, MemoryStatus, Scope
-from memory_core.language.entities import Mention, mentions
+from memory_core.language.entities import Mention, may_name, mentions
 
 __all__ = [
     "ENTITY_TABLES",
@@ -87,10 +87,14 @@ def index_memory(conn: sqlite3.Connection, record: MemoryRecord) -> None:
     key = (scope.user_id, scope.agent_id, record.id)
     before = {str(r[0]) for r in conn.execute(f"SELECT entity_id FROM entity_mentions WHERE {where}", key)}  # noqa: S608
     conn.execute(f"DELETE FROM entity_mentions WHERE {where}", key)  # noqa: S608
-    known = [] if record.status is MemoryStatus.DELETED else entities(conn, scope)
-    named = [] if record.status is MemoryStatus.DELETED else mentions(record.memory, known_names(known))
+    named: list[Mention] = []
+    known: list[Entity] | None = None
+    if record.status is not MemoryStatus.DELETED:
+        # the scope's names matter only to a text that may name one (as the Azure store reads them)
+        known = entities(conn, scope) if may_name(record.memory) else None
+        named = mentions(record.memory, known_names(known or []))
     if named:
-        changed, ids = resolve(scope, named, known, record.updated_at)
+        changed, ids = resolve(scope, named, entities(conn, scope) if known is None else known, record.updated_at)
         conn.executemany(
             f"INSERT OR REPLACE INTO entities ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
             [_row(e) for e in changed],
