@@ -21,6 +21,7 @@ from memory_core.errors import ValidationError
 from memory_core.language.query_time import asks_ahead, asks_of_past, asks_when, query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
+from memory_core.language.text import analyze
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.entity_search import (
@@ -106,6 +107,8 @@ WHEN_RELEVANCE = 0.1
 #: up?", 「今後の予定を教えて」): the dentist of last week after the trip of next month, found still
 #: when nothing else matches. ``eval truth`` temporal suite (docs/evaluation.md).
 AHEAD_PAST_RELEVANCE = 0.3
+#: How much of an episode's words the facts from it must say for them to stand for it (:func:`facts_first`).
+STATEMENT_COVER = 0.8
 
 
 async def search(
@@ -524,34 +527,57 @@ def discounted(hits: Sequence[SearchHit], cues: Sequence[Cue] = CUES) -> list[Se
 
 
 def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
-    """The first ``top`` hits, each episode placed after the facts among the hits that came from it.
+    """The first ``top`` hits, an episode and the facts distilled from it counting as one.
 
-    A fact distilled from what was said outranks the episode of the same words (the fact's provenance
-    points to the episode); the episode stays in the result below it, since it may say more than the
-    fact. An episode more relevant than the fact keeps its place: it says what the question asks and
-    the fact does not (「番号変わりました。080-3333-4444になります。」 above the fact 「番号変わりました」).
-    Everything else keeps its rank.
+    A fact distilled from what was said points to the episode of the same words (its provenance); its
+    *statements* are the facts from its message whose words it says (:data:`STATEMENT_COVER`). An
+    episode and its statements take one place in the result, the best of theirs, and the next memory
+    gets the place freed (an agent handed "I live in Bristol" and "I live in Bristol." learns nothing
+    twice):
+
+    * the facts stand (each at its own place) when they say all the episode says and the episode is
+      not more relevant than each of them: facts outrank the episode they came from;
+    * the episode stands otherwise: it says more than the facts (「メールアドレスを変えました。これからは
+      taro.k@mail.example.comでお願いします。」 over the fact 「メールアドレスを変えました」), or it is more
+      relevant to the question than they are.
+
+    A fact that says something its episode does not (it also came from another message) keeps its
+    place; so does everything else. LoCoMo end to end any@5: 0.655 with each episode kept below its
+    facts, 0.668 with one place for both (docs/evaluation.md).
     """
-    position: dict[tuple[str, int], list[int]] = {}
+    episode_of: dict[tuple[str, int], int] = {}
     for at, hit in enumerate(hits):
-        if hit.record.kind is MemoryKind.FACT:
-            for source in hit.record.provenance:
-                position.setdefault((source.turn_id, source.message), []).append(at)
-    keys = []
-    for at, hit in enumerate(hits):
-        key = float(at)
         if hit.record.kind is MemoryKind.EPISODE:
-            citing = [
-                cited
-                for s in hit.record.provenance
-                for cited in position.get((s.turn_id, s.message), ())
-                if not _more_relevant(hit, hits[cited])
-            ]
-            if citing and max(citing) > at:
-                key = max(citing) + 0.5
-        keys.append(key)
-    order = sorted(range(len(hits)), key=lambda i: keys[i])
+            episode_of.update({(s.turn_id, s.message): at for s in hit.record.provenance})
+    statements: dict[int, list[int]] = {}
+    for at, hit in enumerate(hits):
+        sources = {episode_of.get((s.turn_id, s.message)) for s in hit.record.provenance}
+        if hit.record.kind is MemoryKind.FACT and len(sources) == 1 and None not in sources:
+            episode = sources.pop()
+            assert episode is not None
+            if _covered(hit, [hits[episode]]):
+                statements.setdefault(episode, []).append(at)
+    place = [float(at) for at in range(len(hits))]
+    for episode, facts in statements.items():
+        best = min([episode, *facts])
+        said = [hits[f] for f in facts]
+        if _covered(hits[episode], said) and not all(_more_relevant(hits[episode], f) for f in said):
+            place[episode] = -1.0
+        else:
+            for fact in facts:
+                place[fact] = -1.0
+            place[episode] = best
+    order = sorted((i for i in range(len(hits)) if place[i] >= 0), key=lambda i: place[i])
     return [hits[i] for i in order][:top]
+
+
+def _covered(memory: SearchHit, by: Sequence[SearchHit]) -> bool:
+    """Whether the memories ``by`` say what ``memory`` says: at least :data:`STATEMENT_COVER` of its words."""
+    words = set(analyze(memory.record.memory))
+    if not words:
+        return True
+    said = {w for other in by for w in analyze(other.record.memory)}
+    return len(words & said) >= STATEMENT_COVER * len(words)
 
 
 def _more_relevant(episode: SearchHit, fact: SearchHit) -> bool:

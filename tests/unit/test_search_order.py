@@ -115,15 +115,50 @@ def test_an_archived_memory_competes_at_its_discount() -> None:
     assert texts(ordered) == ["active", "old"] and ordered[1].breakdown.boost == pytest.approx(ARCHIVED_CUE)
 
 
-def test_an_episode_more_relevant_than_its_fact_keeps_its_place() -> None:
-    episode = hit("番号変わりました。080-3333-4444になります。", 0.0593, 0.692, kind=MemoryKind.EPISODE)
-    fact = hit("番号変わりました", 0.0658, 0.638)
-    assert texts(facts_first([episode, fact], 5)) == [episode.record.memory, fact.record.memory]
-    # An episode no more relevant than the fact it gave goes after it.
-    same = hit("I live in Bristol.", 0.07, 0.60, kind=MemoryKind.EPISODE)
-    distilled = hit("I live in Bristol", 0.06, 0.62)
-    assert texts(facts_first([same, distilled], 5)) == ["I live in Bristol", "I live in Bristol."]
+def test_a_fact_stands_for_the_episode_it_says_all_of() -> None:
+    episode = hit("I live in Bristol.", 0.07, 0.60, kind=MemoryKind.EPISODE)
+    fact = hit("I live in Bristol", 0.06, 0.62)
+    other = hit("I cycle to work", 0.05, 0.4, turn="t2")
+    assert texts(facts_first([episode, fact, other], 5)) == ["I live in Bristol", "I cycle to work"]
+    # ... and the place freed goes to the next memory.
+    assert texts(facts_first([episode, fact, other], 2)) == ["I live in Bristol", "I cycle to work"]
 
+
+def test_an_episode_that_says_more_than_its_fact_stands_for_it_at_the_better_place() -> None:
+    episode = hit("番号変わりました。080-3333-4444になります。", 0.0593, 0.65, kind=MemoryKind.EPISODE)
+    fact = hit("番号変わりました", 0.0658, 0.70)
+    other = hit("電話は夜がいいです", 0.0600, 0.5, turn="t2")
+    assert texts(facts_first([fact, other, episode], 5)) == [episode.record.memory, other.record.memory]
+
+
+def test_an_episode_more_relevant_than_its_fact_stands_for_it() -> None:
+    fact = hit("I'm training for a half marathon", 0.0696, 0.489)
+    episode = hit("I'm training for a half marathon.", 0.0632, 0.516, kind=MemoryKind.EPISODE)
+    assert texts(facts_first([fact, episode], 5)) == ["I'm training for a half marathon."]
+
+
+def test_facts_that_together_say_all_of_their_episode_stand_each_at_its_place() -> None:
+    first = hit("I moved to Osaka", 0.08, 0.7)
+    other = hit("I like ramen", 0.07, 0.6, turn="t2")
+    episode = hit("I moved to Osaka and I work at Contoso.", 0.06, 0.65, kind=MemoryKind.EPISODE)
+    second = hit("I work at Contoso", 0.05, 0.66)
+    ordered = facts_first([first, other, episode, second], 5)
+    assert texts(ordered) == ["I moved to Osaka", "I like ramen", "I work at Contoso"]
+    # One of them alone does not say all of it: the episode stands for both, at the first one's place.
+    assert texts(facts_first([first, other, episode], 5)) == [episode.record.memory, "I like ramen"]
+
+
+def test_a_fact_that_says_what_its_episode_does_not_keeps_its_place() -> None:
+    episode = hit("Moved again!", 0.07, 0.5, kind=MemoryKind.EPISODE)
+    fact = hit("I moved to Kyoto in March", 0.06, 0.6)
+    assert texts(facts_first([episode, fact], 5)) == ["Moved again!", "I moved to Kyoto in March"]
+    # A fact that also came from another message is not its episode's statement either.
+    merged = hit("I like olives and anchovies", 0.06, 0.6)
+    merged = merged.model_copy(
+        update={"record": merged.record.model_copy(update={"provenance": [Provenance(turn_id="t1"), Provenance(turn_id="t0")]})}
+    )
+    olives = hit("I like olives and anchovies.", 0.07, 0.5, kind=MemoryKind.EPISODE)
+    assert texts(facts_first([olives, merged], 5)) == [olives.record.memory, merged.record.memory]
 
 
 def test_a_memory_that_tells_the_relation_asked_for_is_more_relevant() -> None:
