@@ -21,7 +21,6 @@ from memory_core.errors import ValidationError
 from memory_core.language.query_time import asks_ahead, asks_of_past, asks_when, query_time
 from memory_core.language.relations import asked_relations, tells
 from memory_core.language.secrets import asks_for_secret
-from memory_core.language.text import analyze
 from memory_core.ports import Embedder, HistoryStore, MemoryStore
 from memory_core.service.consolidation.features import says_it_ended
 from memory_core.service.entity_search import (
@@ -33,6 +32,7 @@ from memory_core.service.entity_search import (
 from memory_core.service.journal import dropped_by_purge
 from memory_core.service.neighbours import cosine_similarity
 from memory_core.service.speakers import SPEAKER_RELEVANCE, speaker_asked, speakers_of
+from memory_core.service.statements import facts_first
 
 __all__ = [
     "AHEAD_PAST_RELEVANCE",
@@ -53,7 +53,6 @@ __all__ = [
     "candidates",
     "discounted",
     "ended_at",
-    "facts_first",
     "in_score_order",
     "passed_at",
     "recall_purged",
@@ -107,8 +106,6 @@ WHEN_RELEVANCE = 0.1
 #: up?", 「今後の予定を教えて」): the dentist of last week after the trip of next month, found still
 #: when nothing else matches. ``eval truth`` temporal suite (docs/evaluation.md).
 AHEAD_PAST_RELEVANCE = 0.3
-#: How much of an episode's words the facts from it must say for them to stand for it (:func:`facts_first`).
-STATEMENT_COVER = 0.8
 
 
 async def search(
@@ -466,9 +463,9 @@ def by_relevance_and_rank(
 
 
 def in_score_order(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """The hits as ranked, each score at most the one above it: an episode placed below the fact it
-    came from shows the score of its place, so the scores read in the order the hits are given (the
-    breakdown keeps what the engine scored)."""
+    """The hits as ranked, each score at most the one above it: a memory placed by more than its score
+    (the relevance, an episode standing for its facts) shows the score of its place, so the scores read
+    in the order the hits are given (the breakdown keeps what the engine scored)."""
     ordered: list[SearchHit] = []
     for hit in hits:
         if ordered and hit.score > ordered[-1].score:
@@ -524,64 +521,6 @@ def discounted(hits: Sequence[SearchHit], cues: Sequence[Cue] = CUES) -> list[Se
             hit = hit.model_copy(update={"score": hit.score * factor, "breakdown": breakdown})
         adjusted.append(hit)
     return sorted(adjusted, key=lambda hit: -hit.score)
-
-
-def facts_first(hits: Sequence[SearchHit], top: int) -> list[SearchHit]:
-    """The first ``top`` hits, an episode and the facts distilled from it counting as one.
-
-    A fact distilled from what was said points to the episode of the same words (its provenance); its
-    *statements* are the facts from its message whose words it says (:data:`STATEMENT_COVER`). An
-    episode and its statements take one place in the result, the best of theirs, and the next memory
-    gets the place freed (an agent handed "I live in Bristol" and "I live in Bristol." learns nothing
-    twice):
-
-    * the facts stand (each at its own place) when they say all the episode says and the episode is
-      not more relevant than each of them: facts outrank the episode they came from;
-    * the episode stands otherwise: it says more than the facts (「メールアドレスを変えました。これからは
-      taro.k@mail.example.comでお願いします。」 over the fact 「メールアドレスを変えました」), or it is more
-      relevant to the question than they are.
-
-    A fact that says something its episode does not (it also came from another message) keeps its
-    place; so does everything else. LoCoMo end to end any@5: 0.655 with each episode kept below its
-    facts, 0.668 with one place for both (docs/evaluation.md).
-    """
-    episode_of: dict[tuple[str, int], int] = {}
-    for at, hit in enumerate(hits):
-        if hit.record.kind is MemoryKind.EPISODE:
-            episode_of.update({(s.turn_id, s.message): at for s in hit.record.provenance})
-    statements: dict[int, list[int]] = {}
-    for at, hit in enumerate(hits):
-        sources = {episode_of.get((s.turn_id, s.message)) for s in hit.record.provenance}
-        if hit.record.kind is MemoryKind.FACT and len(sources) == 1 and None not in sources:
-            episode = sources.pop()
-            assert episode is not None
-            if _covered(hit, [hits[episode]]):
-                statements.setdefault(episode, []).append(at)
-    place = [float(at) for at in range(len(hits))]
-    for episode, facts in statements.items():
-        best = min([episode, *facts])
-        said = [hits[f] for f in facts]
-        if _covered(hits[episode], said) and not all(_more_relevant(hits[episode], f) for f in said):
-            place[episode] = -1.0
-        else:
-            for fact in facts:
-                place[fact] = -1.0
-            place[episode] = best
-    order = sorted((i for i in range(len(hits)) if place[i] >= 0), key=lambda i: place[i])
-    return [hits[i] for i in order][:top]
-
-
-def _covered(memory: SearchHit, by: Sequence[SearchHit]) -> bool:
-    """Whether the memories ``by`` say what ``memory`` says: at least :data:`STATEMENT_COVER` of its words."""
-    words = set(analyze(memory.record.memory))
-    if not words:
-        return True
-    said = {w for other in by for w in analyze(other.record.memory)}
-    return len(words & said) >= STATEMENT_COVER * len(words)
-
-
-def _more_relevant(episode: SearchHit, fact: SearchHit) -> bool:
-    return episode.relevance is not None and fact.relevance is not None and episode.relevance > fact.relevance
 
 
 def recall_update(scope: Scope, memory_ids: Sequence[str], at: datetime) -> RecallUpdate:

@@ -22,13 +22,13 @@ from memory_core.service.search import (
     by_relevance_and_rank,
     discounted,
     ended_at,
-    facts_first,
     time_asked,
     with_question_cues,
     with_relevance,
     without_time_words,
 )
 from memory_core.service.speakers import speaker_asked
+from memory_core.service.statements import facts_first
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -128,7 +128,9 @@ def test_an_episode_that_says_more_than_its_fact_stands_for_it_at_the_better_pla
     episode = hit("番号変わりました。080-3333-4444になります。", 0.0593, 0.65, kind=MemoryKind.EPISODE)
     fact = hit("番号変わりました", 0.0658, 0.70)
     other = hit("電話は夜がいいです", 0.0600, 0.5, turn="t2")
-    assert texts(facts_first([fact, other, episode], 5)) == [episode.record.memory, other.record.memory]
+    ordered = facts_first([fact, other, episode], 5)
+    assert texts(ordered) == [episode.record.memory, other.record.memory]
+    assert ordered[0].score == fact.score and ordered[0].relevance == episode.relevance  # its place's score
 
 
 def test_an_episode_more_relevant_than_its_fact_stands_for_it() -> None:
@@ -151,14 +153,17 @@ def test_facts_that_together_say_all_of_their_episode_stand_each_at_its_place() 
 def test_a_fact_that_says_what_its_episode_does_not_keeps_its_place() -> None:
     episode = hit("Moved again!", 0.07, 0.5, kind=MemoryKind.EPISODE)
     fact = hit("I moved to Kyoto in March", 0.06, 0.6)
-    assert texts(facts_first([episode, fact], 5)) == ["Moved again!", "I moved to Kyoto in March"]
+    assert texts(facts_first([episode, fact], 5)) == ["I moved to Kyoto in March", "Moved again!"]  # facts first
     # A fact that also came from another message is not its episode's statement either.
     merged = hit("I like olives and anchovies", 0.06, 0.6)
     merged = merged.model_copy(
         update={"record": merged.record.model_copy(update={"provenance": [Provenance(turn_id="t1"), Provenance(turn_id="t0")]})}
     )
     olives = hit("I like olives and anchovies.", 0.07, 0.5, kind=MemoryKind.EPISODE)
-    assert texts(facts_first([olives, merged], 5)) == [olives.record.memory, merged.record.memory]
+    assert texts(facts_first([olives, merged], 5)) == [merged.record.memory, olives.record.memory]
+    # ... unless the episode is more relevant than the fact.
+    relevant = olives.model_copy(update={"relevance": 0.7})
+    assert texts(facts_first([relevant, merged], 5)) == [olives.record.memory, merged.record.memory]
 
 
 def test_a_memory_that_tells_the_relation_asked_for_is_more_relevant() -> None:
